@@ -1,0 +1,79 @@
+"""Engine factory, migrations and the one-transaction-per-user-action session scope."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, create_engine
+
+from curation.settings import PROJECT_ROOT
+
+__all__ = ["make_engine", "migrate", "session_scope"]
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """Build the engine for ``url``; SQLite gets WAL, a busy timeout and foreign keys.
+
+    Streamlit serves each browser session from its own thread, so SQLite connections may not be bound to the
+    thread that opened them; WAL lets readers proceed while one writer commits.
+    """
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        connect_args = {"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+def _alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema up to the newest Alembic revision (idempotent; run at every start)."""
+    with engine.begin() as conn:
+        cfg = _alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """One user action = one transaction: commit on success, roll back on any error."""
+    session = Session(engine, expire_on_commit=False)
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
