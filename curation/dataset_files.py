@@ -1,0 +1,580 @@
+"""Turn dataset files into a validated :class:`DatasetBundle` (pure: no database, no Streamlit).
+
+Three ways in, one way out:
+
+- :func:`read_blade_folder`: a folder in BLADE's layout (``info.json`` + ``data.csv``, blade-reference 1.1-1.3);
+- :func:`read_blade_files`: the same two files uploaded, or one ``.zip`` holding one such folder;
+- :func:`read_csv_with_form`: a bare CSV plus the research question and column descriptions typed into a form;
+- :func:`write_blade_folder`: store a bundle as ``info.json`` + ``data.csv``.
+
+The CSV is always parsed with ``pd.read_csv`` defaults, as BLADE reads it. Every problem raises
+:class:`~curation.errors.DatasetImportError` with a sentence that names the file and what is wrong in it
+(the column, the JSON path, the line), and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import re
+import stat
+import unicodedata
+import zipfile
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path, PurePosixPath
+from typing import overload
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from curation.errors import DatasetImportError
+from curation.profiling import profile_columns
+from exports.blade_info import BladeInfo, DataDesc, FieldSpec, dump_info_json
+from exports.blade_info import parse_info_json as _parse_info_json
+from exports.errors import FormatError
+
+__all__ = [
+    "CSV_FILENAME",
+    "INFO_FILENAME",
+    "MAX_UPLOAD_SETTING",
+    "DatasetBundle",
+    "frame_to_csv_bytes",
+    "parse_csv",
+    "read_blade_files",
+    "read_blade_folder",
+    "read_csv_with_form",
+    "slugify",
+    "write_blade_folder",
+]
+
+log = logging.getLogger(__name__)
+
+INFO_FILENAME = "info.json"
+CSV_FILENAME = "data.csv"
+#: The setting that raises ``max_bytes``; named in the "file too large" message.
+MAX_UPLOAD_SETTING = "FORKPATHS_MAX_UPLOAD_MB"
+
+_SLUG_PATTERN = r"^[a-z0-9]+(?:_[a-z0-9]+)*$"
+_SLUG_MAX_LENGTH = 64
+#: Files BLADE keeps next to info.json + data.csv; present in zipped BLADE folders, not needed here.
+_IGNORED_NAMES = {"annotations.csv", "mcq_dataset.json", ".DS_Store", "LICENSE"}
+
+
+class DatasetBundle(BaseModel):
+    """A dataset that passed every check, ready to be stored.
+
+    ``fields`` is the data dictionary used by the app: the profile of ``data.csv`` (statistics computed
+    here) with the descriptions from ``info.json`` or the form. ``info`` is the ``info.json`` exactly as
+    given (or built from the form), kept for lossless export. ``csv_bytes`` are the data file's bytes as
+    uploaded; ``frame_path`` is where they were read from, when they came from a folder.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=_SLUG_PATTERN, max_length=_SLUG_MAX_LENGTH)
+    title: str = Field(max_length=256)
+    research_question: str = Field(min_length=1)
+    description: str
+    fields: list[FieldSpec]
+    csv_bytes: bytes = Field(repr=False)
+    frame_path: Path | None = None
+    num_rows: int = Field(ge=1)
+    num_columns: int = Field(ge=1)
+    info: BladeInfo
+    source: str = Field(max_length=32)
+
+    def frame(self) -> pd.DataFrame:
+        """The table, read as BLADE reads it (``pd.read_csv`` defaults)."""
+        return pd.read_csv(io.BytesIO(self.csv_bytes))
+
+
+# --------------------------------------------------------------------------------------------------- names
+
+
+def parse_info_json(data: bytes | str, *, label: str) -> BladeInfo:
+    """:func:`exports.blade_info.parse_info_json`, with format errors reported as dataset import errors."""
+    try:
+        return _parse_info_json(data, label=label)
+    except FormatError as exc:
+        raise DatasetImportError(str(exc)) from exc
+
+
+def slugify(name: str) -> str:
+    """A dataset name fit for a folder and a URL: lower-case ASCII letters and digits joined by ``_``.
+
+    ``"Panda nuts (2019)"`` -> ``"panda_nuts_2019"``; accents are dropped (``"Café"`` -> ``"cafe"``).
+
+    Raises:
+        DatasetImportError: the name has no letter or digit to keep.
+    """
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")
+    slug = slug[:_SLUG_MAX_LENGTH].rstrip("_")
+    if not slug:
+        raise DatasetImportError(
+            f"The dataset name {name!r} has no letters or digits; give it a name such as 'fish_catch'."
+        )
+    return slug
+
+
+# ---------------------------------------------------------------------------------------------- messages
+
+
+def _size_text(n_bytes: int) -> str:
+    """``"717 bytes"``, ``"1.5 KB (1,536 bytes)"``, ``"250.0 MB (262,144,000 bytes)"``."""
+    if n_bytes < 1024:
+        return f"{n_bytes:,} bytes"
+    if n_bytes < 1024 * 1024:
+        return f"{n_bytes / 1024:.1f} KB ({n_bytes:,} bytes)"
+    return f"{n_bytes / (1024 * 1024):.1f} MB ({n_bytes:,} bytes)"
+
+
+def _check_size(n_bytes: int, *, max_bytes: int, label: str) -> None:
+    if n_bytes > max_bytes:
+        raise DatasetImportError(
+            f"{label} is {_size_text(n_bytes)}, over the upload limit of {_size_text(max_bytes)}. "
+            f"An administrator can raise the limit with the setting {MAX_UPLOAD_SETTING}."
+        )
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
+
+
+# -------------------------------------------------------------------------------------------------- CSV
+
+
+def _header(csv_bytes: bytes) -> list[str]:
+    """The header cells of a CSV as written (pandas renames duplicates to ``a.1``, so read them here)."""
+    head = csv_bytes[: 1 << 20].decode("utf-8-sig", errors="replace")
+    for row in csv.reader(io.StringIO(head)):
+        if row:
+            return row
+    return []
+
+
+def parse_csv(csv_bytes: bytes, *, label: str) -> pd.DataFrame:
+    """``pd.read_csv`` with defaults, with every failure turned into a sentence naming ``label``.
+
+    Raises:
+        DatasetImportError: the bytes are empty, not UTF-8 (with the line), not CSV (with the line), have
+            duplicate header names, or have a header but no data rows.
+    """
+    if not csv_bytes.strip():
+        raise DatasetImportError(f"{label} is empty: it needs a header row and at least one data row.")
+    try:
+        frame = pd.read_csv(io.BytesIO(csv_bytes))
+    except UnicodeDecodeError as exc:
+        line = csv_bytes[: exc.start].count(b"\n") + 1
+        raise DatasetImportError(
+            f"{label} is not UTF-8 text: line {line} has a byte (0x{csv_bytes[exc.start]:02x}) that is not "
+            "UTF-8. Save the file as UTF-8 CSV and upload it again."
+        ) from exc
+    except pd.errors.EmptyDataError as exc:
+        raise DatasetImportError(
+            f"{label} is empty: it needs a header row and at least one data row."
+        ) from exc
+    except pd.errors.ParserError as exc:
+        raise DatasetImportError(_describe_parser_error(str(exc), label)) from exc
+    header = _header(csv_bytes)
+    duplicates = [name for name, count in Counter(header).items() if count > 1 and name.strip()]
+    if duplicates:
+        where = "; ".join(
+            f"'{name}' is column " + " and ".join(str(i + 1) for i, h in enumerate(header) if h == name)
+            for name in duplicates
+        )
+        raise DatasetImportError(
+            f"{label} has duplicate column names in its header ({where}). Rename them so every column "
+            "name is unique."
+        )
+    if frame.empty and len(frame.columns):
+        raise DatasetImportError(f"{label} has a header row but no data rows.")
+    return frame
+
+
+def _describe_parser_error(message: str, label: str) -> str:
+    fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", message)
+    if fields:
+        expected, line, saw = fields.groups()
+        return (
+            f"{label} does not parse as CSV: line {line} has {saw} fields but the header has {expected}. "
+            "Check that row for an unquoted comma or a missing value."
+        )
+    quote = re.search(r"EOF inside string starting at row (\d+)", message)
+    if quote:
+        line = int(quote.group(1)) + 1
+        return (
+            f"{label} does not parse as CSV: the quoted value that starts on line {line} is never closed "
+            '(a " without its closing ").'
+        )
+    return f"{label} does not parse as CSV: {message.strip()}"
+
+
+# ------------------------------------------------------------------------------------------ consistency
+
+
+def _check_info_against_csv(info: BladeInfo, frame: pd.DataFrame, *, info_label: str, csv_label: str) -> None:
+    """Every disagreement between the dictionary in ``info.json`` and the CSV, in one message."""
+    columns = [str(c) for c in frame.columns]
+    problems: list[str] = []
+    question = info.research_questions[0]
+    if not question.strip():
+        problems.append("research_questions[0] is empty; write the research question the data should answer")
+    described = [f.column for f in info.data_desc.fields]
+    repeated = [name for name, count in Counter(described).items() if count > 1]
+    if repeated:
+        problems.append(f"data_desc.fields describes {_quoted(repeated)} more than once")
+    missing = [name for name in dict.fromkeys(described) if name not in columns]
+    if missing:
+        problems.append(
+            f"data_desc.fields describes column{'s' if len(missing) > 1 else ''} {_quoted(missing)} that "
+            f"{csv_label} does not have (its columns are {_quoted(columns)})"
+        )
+    names = info.data_desc.field_names
+    if names is not None and list(names) != columns:
+        not_in_csv = [n for n in names if n not in columns]
+        not_listed = [c for c in columns if c not in names]
+        detail = []
+        if not_in_csv:
+            detail.append(f"listed but not in {csv_label}: {_quoted(not_in_csv)}")
+        if not_listed:
+            detail.append(f"in {csv_label} but not listed: {_quoted(not_listed)}")
+        if not detail:
+            detail.append(f"same columns in a different order; the header is {_quoted(columns)}")
+        problems.append(
+            f"data_desc.field_names does not match the header of {csv_label} ({'; '.join(detail)})"
+        )
+    num_rows = info.data_desc.num_rows
+    if num_rows is not None and num_rows != len(frame):
+        problems.append(f"data_desc.num_rows is {num_rows} but {csv_label} has {len(frame)} data rows")
+    if problems:
+        raise DatasetImportError(f"{info_label} disagrees with {csv_label}: " + "; ".join(problems) + ".")
+
+
+def _bundle(
+    *,
+    info: BladeInfo,
+    csv_bytes: bytes,
+    name: str,
+    title: str,
+    source: str,
+    info_label: str,
+    csv_label: str,
+    frame_path: Path | None = None,
+) -> DatasetBundle:
+    frame = parse_csv(csv_bytes, label=csv_label)
+    _check_info_against_csv(info, frame, info_label=info_label, csv_label=csv_label)
+    descriptions = {f.column: f.description for f in info.data_desc.fields}
+    return DatasetBundle(
+        name=name,
+        title=title,
+        research_question=info.research_questions[0].strip(),
+        description=info.data_desc.dataset_description or "",
+        fields=profile_columns(frame, descriptions=descriptions),
+        csv_bytes=csv_bytes,
+        frame_path=frame_path,
+        num_rows=len(frame),
+        num_columns=len(frame.columns),
+        info=info,
+        source=source,
+    )
+
+
+# ---------------------------------------------------------------------------------------- BLADE folder
+
+
+def read_blade_folder(
+    path: Path, *, max_bytes: int, name: str | None = None, source: str = "blade_folder"
+) -> DatasetBundle:
+    """Read a dataset folder in BLADE's layout.
+
+    Args:
+        path: the folder holding ``info.json`` and ``data.csv`` (other files, such as BLADE's
+            ``annotations.csv``, are ignored).
+        max_bytes: largest accepted file (``Settings.max_upload_bytes``).
+        name: the dataset's name; defaults to the folder's name. Made into a slug.
+        source: how the dataset arrived, stored with it (``blade_folder``, ``starter``...).
+
+    Raises:
+        DatasetImportError: a file is missing, too large or malformed, or info.json disagrees with data.csv.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise DatasetImportError(
+            f"{path} is not a folder; a BLADE dataset is a folder with info.json and data.csv."
+        )
+    info_path, csv_path = path / INFO_FILENAME, path / CSV_FILENAME
+    missing = [p.name for p in (info_path, csv_path) if not p.is_file()]
+    if missing:
+        raise DatasetImportError(
+            f"The dataset folder {path} has no {' and no '.join(missing)}; a BLADE dataset folder needs "
+            "both info.json and data.csv."
+        )
+    for file in (info_path, csv_path):
+        _check_size(file.stat().st_size, max_bytes=max_bytes, label=str(file))
+    info = parse_info_json(info_path.read_bytes(), label=str(info_path))
+    return _bundle(
+        info=info,
+        csv_bytes=csv_path.read_bytes(),
+        name=slugify(name or path.name),
+        title=(name or path.name).strip(),
+        source=source,
+        info_label=str(info_path),
+        csv_label=str(csv_path),
+        frame_path=csv_path,
+    )
+
+
+# ------------------------------------------------------------------------------------------- uploads
+
+
+def read_blade_files(files: Mapping[str, bytes], *, max_bytes: int, name: str | None = None) -> DatasetBundle:
+    """Read an upload of BLADE's two files, or of one ``.zip`` holding one dataset folder.
+
+    Args:
+        files: file name -> content. Either ``{"info.json": ..., "data.csv": ...}`` (other BLADE files are
+            ignored) or ``{"<anything>.zip": ...}``.
+        max_bytes: largest accepted file, for the zip itself and for each file inside it.
+        name: the dataset's name. Required for loose files; a zip defaults to its folder's name (or the
+            zip's own name when the files sit at its root).
+
+    Raises:
+        DatasetImportError: a file is missing, too large or malformed; the zip is unreadable, has an unsafe
+            path or holds more than one dataset; or info.json disagrees with data.csv.
+    """
+    if not files:
+        raise DatasetImportError("Nothing was uploaded; upload info.json and data.csv, or one .zip.")
+    for filename, content in files.items():
+        _check_size(len(content), max_bytes=max_bytes, label=filename)
+    zips = [f for f in files if f.lower().endswith(".zip")]
+    if zips:
+        if len(files) > 1:
+            raise DatasetImportError(
+                f"Upload either one .zip or info.json + data.csv, not both ({_quoted(files)} were uploaded)."
+            )
+        return _read_zip(zips[0], files[zips[0]], max_bytes=max_bytes, name=name)
+    by_name: dict[str, bytes] = {}
+    for filename, content in files.items():
+        base = PurePosixPath(filename.replace("\\", "/")).name
+        if base in by_name:
+            raise DatasetImportError(f"Two uploaded files are called {base}; upload one of each.")
+        by_name[base] = content
+    missing = [f for f in (INFO_FILENAME, CSV_FILENAME) if f not in by_name]
+    if missing:
+        raise DatasetImportError(
+            f"The upload has no {' and no '.join(missing)} (got {_quoted(by_name)}); upload info.json and "
+            "data.csv together, or one .zip of a dataset folder."
+        )
+    unused = sorted(set(by_name) - {INFO_FILENAME, CSV_FILENAME})
+    if unused:
+        log.info("ignoring uploaded files %s", unused)
+    if not name or not name.strip():
+        raise DatasetImportError(
+            "Give the dataset a name: the uploaded info.json and data.csv do not say one."
+        )
+    info = parse_info_json(by_name[INFO_FILENAME], label=INFO_FILENAME)
+    return _bundle(
+        info=info,
+        csv_bytes=by_name[CSV_FILENAME],
+        name=slugify(name),
+        title=name.strip(),
+        source="blade_files",
+        info_label=INFO_FILENAME,
+        csv_label=CSV_FILENAME,
+    )
+
+
+def _unsafe_reason(member: zipfile.ZipInfo) -> str | None:
+    raw = member.filename
+    parts = raw.replace("\\", "/").split("/")
+    if raw.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", raw):
+        return "it is an absolute path"
+    if ".." in parts:
+        return "it points outside the archive's folder"
+    if stat.S_ISLNK(member.external_attr >> 16):
+        return "it is a symbolic link"
+    return None
+
+
+def _is_junk(path: PurePosixPath) -> bool:
+    return path.parts[0] == "__MACOSX" or path.name.startswith("._") or path.name == ".DS_Store"
+
+
+def _read_zip(filename: str, content: bytes, *, max_bytes: int, name: str | None) -> DatasetBundle:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(content))
+    except zipfile.BadZipFile as exc:
+        raise DatasetImportError(f"{filename} is not a readable zip archive ({exc}).") from exc
+    with archive:
+        members: dict[PurePosixPath, zipfile.ZipInfo] = {}
+        for member in archive.infolist():
+            reason = _unsafe_reason(member)
+            if reason:
+                raise DatasetImportError(
+                    f"{filename} contains the unsafe path '{member.filename}' ({reason}); the upload was "
+                    "rejected. Zip the dataset folder itself."
+                )
+            if member.is_dir():
+                continue
+            path = PurePosixPath(member.filename.replace("\\", "/"))
+            if not _is_junk(path):
+                members[path] = member
+        info_paths = sorted(p for p in members if p.name == INFO_FILENAME)
+        if not info_paths:
+            raise DatasetImportError(
+                f"{filename} has no info.json; zip a BLADE dataset folder (info.json + data.csv)."
+            )
+        if len(info_paths) > 1:
+            folders = _quoted(
+                f"{p.parent}/" if p.parent != PurePosixPath(".") else "(top level)" for p in info_paths
+            )
+            raise DatasetImportError(
+                f"{filename} holds more than one dataset (info.json in {folders}); upload one dataset per zip."
+            )
+        folder = info_paths[0].parent
+        csv_member = members.get(folder / CSV_FILENAME)
+        where = f"folder '{folder}/'" if folder != PurePosixPath(".") else "its top level"
+        if csv_member is None:
+            raise DatasetImportError(f"{filename} has info.json in {where} but no data.csv next to it.")
+        info_bytes = _read_member(archive, members[info_paths[0]], filename, max_bytes)
+        csv_bytes = _read_member(archive, csv_member, filename, max_bytes)
+    default_name = folder.name if folder != PurePosixPath(".") else PurePosixPath(filename).stem
+    chosen = name if name and name.strip() else default_name
+    info_label = f"{filename}:{info_paths[0]}"
+    return _bundle(
+        info=parse_info_json(info_bytes, label=info_label),
+        csv_bytes=csv_bytes,
+        name=slugify(chosen),
+        title=chosen.strip(),
+        source="blade_zip",
+        info_label=info_label,
+        csv_label=f"{filename}:{folder / CSV_FILENAME}",
+    )
+
+
+def _read_member(archive: zipfile.ZipFile, member: zipfile.ZipInfo, filename: str, max_bytes: int) -> bytes:
+    label = f"{filename}:{member.filename}"
+    _check_size(member.file_size, max_bytes=max_bytes, label=label)
+    try:
+        with archive.open(member) as handle:
+            data = handle.read(max_bytes + 1)  # never trust the declared size alone
+    except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError) as exc:
+        raise DatasetImportError(f"{label} could not be extracted ({exc}).") from exc
+    _check_size(len(data), max_bytes=max_bytes, label=label)
+    return data
+
+
+# ---------------------------------------------------------------------------------------- CSV + form
+
+
+def read_csv_with_form(
+    csv_bytes: bytes,
+    *,
+    filename: str,
+    name: str,
+    research_question: str,
+    description: str,
+    column_descriptions: Mapping[str, str],
+    max_bytes: int,
+    source: str = "csv_form",
+) -> DatasetBundle:
+    """Build a dataset from an uploaded CSV and what the curator typed into the form.
+
+    The bundle's ``info`` is a BLADE ``info.json`` built from the form: the question, the description, the
+    profiled dictionary with the typed column descriptions, ``num_rows``, ``field_names`` and
+    ``data_path = "data.csv"``.
+
+    Raises:
+        DatasetImportError: the question is empty, the name has no letters, a description names a column the
+            CSV lacks, or the CSV is too large, empty or malformed.
+    """
+    question = research_question.strip()
+    if not question:
+        raise DatasetImportError(
+            "The research question is empty; type the question the dataset should answer."
+        )
+    slug = slugify(name)
+    _check_size(len(csv_bytes), max_bytes=max_bytes, label=filename)
+    frame = parse_csv(csv_bytes, label=filename)
+    columns = [str(c) for c in frame.columns]
+    unknown = [c for c in column_descriptions if c not in columns]
+    if unknown:
+        raise DatasetImportError(
+            f"The column descriptions name column{'s' if len(unknown) > 1 else ''} {_quoted(unknown)} that "
+            f"{filename} does not have (its columns are {_quoted(columns)})."
+        )
+    descriptions = {c: text.strip() for c, text in column_descriptions.items()}
+    fields = profile_columns(frame, descriptions=descriptions)
+    info = BladeInfo(
+        research_questions=[question],
+        data_desc=DataDesc(
+            dataset_description=description.strip(),
+            fields=fields,
+            num_rows=len(frame),
+            field_names=columns,
+        ),
+        data_path=CSV_FILENAME,
+    )
+    return DatasetBundle(
+        name=slug,
+        title=name.strip(),
+        research_question=question,
+        description=description.strip(),
+        fields=fields,
+        csv_bytes=csv_bytes,
+        num_rows=len(frame),
+        num_columns=len(columns),
+        info=info,
+        source=source,
+    )
+
+
+# -------------------------------------------------------------------------------------------- writing
+
+
+def frame_to_csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A frame as BLADE-style CSV bytes: header, no index, ``\\n`` line ends, UTF-8."""
+    return frame.to_csv(index=False, lineterminator="\n").encode("utf-8")
+
+
+@overload
+def write_blade_folder(bundle: DatasetBundle, data: pd.DataFrame | bytes, dest: Path) -> Path: ...
+
+
+@overload
+def write_blade_folder(bundle: DatasetBundle, data: Path, dest: None = None) -> Path: ...
+
+
+def write_blade_folder(
+    bundle: DatasetBundle, data: pd.DataFrame | bytes | Path, dest: Path | None = None
+) -> Path:
+    """Write ``info.json`` + ``data.csv`` of a bundle into ``dest`` (created if needed); returns ``dest``.
+
+    ``write_blade_folder(bundle, frame_or_csv_bytes, dest)`` writes the given table (a frame is written
+    without its index); ``write_blade_folder(bundle, dest)`` writes the bundle's own ``csv_bytes``.
+    ``info.json`` is ``bundle.info`` in BLADE's own formatting (:func:`exports.blade_info.dump_info_json`).
+    Existing ``info.json`` / ``data.csv`` in ``dest`` are replaced; other files are left alone.
+    """
+    if dest is None:
+        if not isinstance(data, Path):
+            raise TypeError("write_blade_folder(bundle, dest) needs dest to be a Path")
+        dest, csv_bytes = data, bundle.csv_bytes
+    elif isinstance(data, pd.DataFrame):
+        csv_bytes = frame_to_csv_bytes(data)
+    elif isinstance(data, bytes):
+        csv_bytes = data
+    else:
+        raise TypeError("data must be a DataFrame or the CSV's bytes")
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    _write_atomically(dest / INFO_FILENAME, dump_info_json(bundle.info).encode("ascii"))
+    _write_atomically(dest / CSV_FILENAME, csv_bytes)
+    return dest
+
+
+def _write_atomically(path: Path, content: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(content)
+    tmp.replace(path)
