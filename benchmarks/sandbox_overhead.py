@@ -1,0 +1,91 @@
+"""How much time the sandbox adds to a one-line derive on a 150,000 x 30 table.
+
+Builds a synthetic CSV in a temporary directory (25 numeric and 5 string columns), prepares its fast copy and
+prints: the cold first check (the sandbox's template process starts and imports pandas and statsmodels), then
+the median and 90th percentile of warm checks of ``df['z'] = df['c0'] * 2``: total wall time seen by the caller,
+the code's own time, the time the job spent loading the table, and overhead = total - code. Prints figures
+only; nothing is asserted.
+
+Run: ``.venv/bin/python benchmarks/sandbox_overhead.py [--rows 150000] [--runs 10]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from curation.sandbox import TransformCheck, check_transform, prepare_fast_copy, prewarm
+
+CODE = "df['z'] = df['c0'] * 2"
+
+
+def build_table(path: Path, rows: int) -> None:
+    rng = np.random.default_rng(0)
+    columns: dict[str, object] = {}
+    for i in range(25):
+        columns[f"c{i}"] = rng.normal(size=rows) if i % 3 else rng.integers(0, 1000, size=rows)
+    words = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"])
+    for i in range(5):
+        columns[f"s{i}"] = words[rng.integers(0, len(words), size=rows)]
+    pd.DataFrame(columns).to_csv(path, index=False)
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def describe(label: str, checks: list[TransformCheck]) -> None:
+    totals = [c.total_seconds for c in checks]
+    codes = [c.code_seconds for c in checks]
+    loads = [c.data_seconds for c in checks]
+    overheads = [c.total_seconds - c.code_seconds for c in checks]
+    print(f"{label} ({len(checks)} checks)")
+    for name, values in (("total", totals), ("code", codes), ("data load", loads), ("overhead", overheads)):
+        print(f"  {name:<10} median {statistics.median(values):.3f} s   p90 {quantile(values, 0.9):.3f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=150_000)
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="forkpaths-bench-") as tmp:
+        data = Path(tmp) / "data.csv"
+        started = time.perf_counter()
+        build_table(data, args.rows)
+        print(
+            f"table: {args.rows} x 30, {data.stat().st_size / 1e6:.1f} MB CSV, built in "
+            f"{time.perf_counter() - started:.2f} s"
+        )
+        started = time.perf_counter()
+        cache = prepare_fast_copy(data)
+        print(
+            f"fast copy: {cache.stat().st_size / 1e6:.1f} MB, written in {time.perf_counter() - started:.2f} s"
+        )
+
+        cold = check_transform(data_path=data, parent_codes=[], code=CODE)
+        assert cold.ok, cold.error
+        print(
+            f"cold first check: total {cold.total_seconds:.3f} s (code {cold.code_seconds:.3f} s, "
+            f"data load {cold.data_seconds:.3f} s)"
+        )
+
+        prewarm(wait=True)
+        warm = [check_transform(data_path=data, parent_codes=[], code=CODE) for _ in range(args.runs)]
+        describe("warm, back to back", warm)
+
+        cache.unlink()
+        from_csv = [check_transform(data_path=data, parent_codes=[], code=CODE) for _ in range(3)]
+        describe("warm, without the fast copy (CSV parsed per job)", from_csv)
+
+
+if __name__ == "__main__":
+    main()
