@@ -1,0 +1,78 @@
+"""Start-up: build the engine, apply migrations, create the first admin, register the starter datasets."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from curation.dataset_files import read_blade_folder
+from curation.db import make_engine, migrate, session_scope
+from curation.errors import CurationError
+from curation.models import Dataset, DatasetAssignment
+from curation.services.accounts import ensure_first_admin
+from curation.services.datasets import register_dataset
+from curation.settings import Settings
+from curation.starters import list_starter_dirs
+
+__all__ = ["StartupReport", "initialise"]
+
+log = logging.getLogger(__name__)
+PASSWORD_FILE = "first-admin-password.txt"
+
+
+@dataclass
+class StartupReport:
+    engine: Engine
+    admin_username: str
+    generated_password: str | None
+    password_file: Path | None
+    starters_registered: list[str]
+
+
+def _register_starters(engine: Engine, settings: Settings, admin_id: int | None) -> list[str]:
+    root = settings.starter_datasets_dir
+    if not settings.load_starter_datasets or root is None or not Path(root).is_dir():
+        return []
+    with session_scope(engine) as session:
+        if session.exec(select(Dataset)).first() is not None:
+            return []  # only on first start: curators may have removed or renamed them since
+    names = []
+    for folder in list_starter_dirs(Path(root)):
+        try:
+            bundle = read_blade_folder(folder, max_bytes=settings.max_upload_bytes)
+            with session_scope(engine) as session:
+                ds = register_dataset(session=session, actor=None, bundle=bundle, store=settings.datasets_store)
+                if admin_id is not None:
+                    # The first admin can start annotating at once; analysts are assigned on the admin page.
+                    session.add(DatasetAssignment(dataset_id=ds.id or 0, user_id=admin_id))
+            names.append(bundle.name)
+        except CurationError as exc:
+            log.error("starter dataset %s was not registered: %s", folder, exc)
+    return names
+
+
+def initialise(settings: Settings) -> StartupReport:
+    """Everything the app and the CLI need before serving: idempotent, safe to run at every start."""
+    settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.resolved_database_url)
+    migrate(engine)
+    password = settings.admin_password.get_secret_value() if settings.admin_password else None
+    with session_scope(engine) as session:
+        admin, generated = ensure_first_admin(session=session, username=settings.admin_username, password=password)
+        admin_id, admin_name = admin.id, admin.username
+    password_file = None
+    if generated:
+        password_file = settings.resolved_data_dir / PASSWORD_FILE
+        password_file.write_text(
+            f"user name: {admin_name}\npassword: {generated}\n"
+            "Sign in, then change it on the Account page and delete this file.\n",
+            encoding="utf-8",
+        )
+        os.chmod(password_file, 0o600)
+    starters = _register_starters(engine, settings, admin_id)
+    return StartupReport(engine, admin_name, generated, password_file, starters)

@@ -1,0 +1,204 @@
+"""Accounts, roles and sign-in.
+
+Every service that changes or reveals data takes the acting :class:`~curation.models.User` and checks the
+role itself (:func:`require_role`); hiding a page in the UI is never the protection.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from sqlmodel import Session, select
+
+from curation.errors import AccountError, AuthenticationError, NotFoundError, PermissionDenied, SessionExpired
+from curation.models import Role, User
+
+__all__ = [
+    "MIN_PASSWORD_LENGTH",
+    "authenticate",
+    "change_own_password",
+    "create_user",
+    "ensure_first_admin",
+    "generate_password",
+    "get_user",
+    "list_users",
+    "require_role",
+    "reset_password",
+    "resume_session",
+    "set_user_active",
+    "set_user_role",
+]
+
+MIN_PASSWORD_LENGTH = 8
+_USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
+_hasher = PasswordHasher()
+
+
+def require_role(actor: User, *roles: Role) -> None:
+    """Refuse the action unless ``actor`` is active and holds one of ``roles``."""
+    if not actor.is_active:
+        raise PermissionDenied(f"The account '{actor.username}' is deactivated.")
+    if actor.role not in {r.value for r in roles}:
+        needed = " or ".join(r.value for r in roles)
+        raise PermissionDenied(f"This needs the {needed} role; '{actor.username}' is {actor.role}.")
+
+
+def _check_password(password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise AccountError(f"The password must have at least {MIN_PASSWORD_LENGTH} characters.")
+
+
+def generate_password() -> str:
+    return secrets.token_urlsafe(12)
+
+
+def _create(session: Session, *, username: str, password: str, role: Role, display_name: str) -> User:
+    username = username.strip()
+    if not _USERNAME_RE.match(username):
+        raise AccountError(
+            f"User name '{username}' is not allowed: use 2–64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit."
+        )
+    if session.exec(select(User).where(User.username == username)).first() is not None:
+        raise AccountError(f"There is already a user called '{username}'.")
+    _check_password(password)
+    user = User(
+        username=username,
+        display_name=display_name.strip() or username,
+        password_hash=_hasher.hash(password),
+        role=Role(role).value,
+    )
+    session.add(user)
+    session.flush()
+    return user
+
+
+def create_user(
+    *, session: Session, actor: User | None, username: str, password: str, role: Role, display_name: str = ""
+) -> User:
+    """Create an account. ``actor`` must be an admin (``None`` only for the CLI / first start)."""
+    if actor is not None:
+        require_role(actor, Role.ADMIN)
+    return _create(session, username=username, password=password, role=role, display_name=display_name)
+
+
+def ensure_first_admin(*, session: Session, username: str, password: str | None) -> tuple[User, str | None]:
+    """Create the first admin when no (non-system) user exists.
+
+    Returns the admin and, when a password had to be generated, that password (shown once to the operator).
+    """
+    existing = session.exec(select(User).where(User.is_system == False)).first()  # noqa: E712
+    if existing is not None:
+        admin = session.exec(select(User).where(User.role == Role.ADMIN.value)).first()
+        return (admin or existing), None
+    generated = None
+    if not password:
+        password = generated = generate_password()
+    user = _create(session, username=username, password=password, role=Role.ADMIN, display_name="Administrator")
+    return user, generated
+
+
+def authenticate(*, session: Session, username: str, password: str) -> User:
+    """Check a user name and password; the same message for every failure, so names cannot be probed."""
+    user = session.exec(select(User).where(User.username == username.strip())).first()
+    failure = AuthenticationError("Wrong user name or password.")
+    if user is None or user.is_system or not user.password_hash:
+        _hasher.hash(password)  # same cost as a real check
+        raise failure
+    try:
+        _hasher.verify(user.password_hash, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        raise failure from None
+    if not user.is_active:
+        raise AuthenticationError("This account is deactivated; ask an administrator.")
+    if _hasher.check_needs_rehash(user.password_hash):
+        user.password_hash = _hasher.hash(password)
+        session.add(user)
+    return user
+
+
+def resume_session(*, session: Session, user_id: int, auth_epoch: int) -> User:
+    """Re-check a signed-in browser session on every page run: the account must still exist and be active,
+    and its password must not have been reset since sign-in."""
+    user = session.get(User, user_id)
+    if user is None or not user.is_active:
+        raise SessionExpired("Your account has been deactivated; you have been signed out.")
+    if user.auth_epoch != auth_epoch:
+        raise SessionExpired("Your password was changed; please sign in again.")
+    return user
+
+
+def get_user(*, session: Session, user_id: int) -> User:
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFoundError(f"There is no user with id {user_id}.")
+    return user
+
+
+def list_users(*, session: Session, actor: User, include_system: bool = False) -> Sequence[User]:
+    require_role(actor, Role.ADMIN, Role.CURATOR)
+    stmt = select(User).order_by(User.username)
+    if not include_system:
+        stmt = stmt.where(User.is_system == False)  # noqa: E712
+    return session.exec(stmt).all()
+
+
+def _count_active_admins(session: Session) -> int:
+    return len(
+        session.exec(select(User).where(User.role == Role.ADMIN.value, User.is_active == True)).all()  # noqa: E712
+    )
+
+
+def reset_password(*, session: Session, actor: User, user_id: int, new_password: str) -> User:
+    """Admin sets a new password; the user's open sessions end."""
+    require_role(actor, Role.ADMIN)
+    user = get_user(session=session, user_id=user_id)
+    if user.is_system:
+        raise AccountError(f"'{user.username}' is a system account and cannot sign in.")
+    _check_password(new_password)
+    user.password_hash = _hasher.hash(new_password)
+    user.auth_epoch += 1
+    session.add(user)
+    return user
+
+
+def change_own_password(*, session: Session, actor: User, old_password: str, new_password: str) -> User:
+    try:
+        _hasher.verify(actor.password_hash, old_password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        raise AuthenticationError("The current password is wrong.") from None
+    _check_password(new_password)
+    user = get_user(session=session, user_id=actor.id or 0)
+    user.password_hash = _hasher.hash(new_password)
+    user.auth_epoch += 1
+    session.add(user)
+    return user
+
+
+def set_user_active(*, session: Session, actor: User, user_id: int, active: bool) -> User:
+    """Deactivate (or reactivate) an account; a deactivated user's open sessions are refused."""
+    require_role(actor, Role.ADMIN)
+    user = get_user(session=session, user_id=user_id)
+    if not active and user.id == actor.id:
+        raise AccountError("You cannot deactivate your own account.")
+    if not active and user.role == Role.ADMIN.value and user.is_active and _count_active_admins(session) <= 1:
+        raise AccountError("This is the last active admin; make another admin first.")
+    if user.is_active != active:
+        user.is_active = active
+        user.auth_epoch += 1
+        session.add(user)
+    return user
+
+
+def set_user_role(*, session: Session, actor: User, user_id: int, role: Role) -> User:
+    require_role(actor, Role.ADMIN)
+    user = get_user(session=session, user_id=user_id)
+    if user.role == Role.ADMIN.value and role != Role.ADMIN and _count_active_admins(session) <= 1:
+        raise AccountError("This is the last active admin; make another admin first.")
+    user.role = Role(role).value
+    session.add(user)
+    return user

@@ -1,0 +1,178 @@
+"""Dataset registry: register (BLADE folder, uploaded files, CSV + form), list, assign analysts, load data."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import shutil
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+from sqlmodel import Session, col, select
+
+from curation.dataset_files import DatasetBundle, write_blade_folder
+from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
+from curation.models import Dataset, DatasetAssignment, Role, User
+from curation.services.accounts import require_role
+from exports.blade_info import dump_info_json
+
+__all__ = [
+    "assign_analysts",
+    "assigned_user_ids",
+    "dataset_data_path",
+    "get_dataset",
+    "is_assigned",
+    "list_datasets",
+    "load_frame",
+    "column_descriptions",
+    "csv_columns",
+    "original_columns",
+    "register_dataset",
+]
+
+log = logging.getLogger(__name__)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def register_dataset(*, session: Session, actor: User | None, bundle: DatasetBundle, store: Path) -> Dataset:
+    """Store a validated dataset: its files under ``store`` and its row in the database.
+
+    ``actor`` must be a curator or admin (``None`` for the CLI and first-start loading). The files go to a
+    fresh folder, so a failed registration leaves nothing that any record points to.
+    """
+    if actor is not None:
+        require_role(actor, Role.CURATOR, Role.ADMIN)
+    if session.exec(select(Dataset).where(Dataset.name == bundle.name)).first() is not None:
+        raise DatasetImportError(
+            f"A dataset called '{bundle.name}' is already registered; choose another name."
+        )
+    folder_name = f"{bundle.name}-{uuid.uuid4().hex[:8]}"
+    dest = store / folder_name
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = store / f".{folder_name}.partial"
+    try:
+        write_blade_folder(bundle, tmp)
+        tmp.rename(dest)
+        data_path = dest / "data.csv"
+        dataset = Dataset(
+            name=bundle.name,
+            title=bundle.title or bundle.name,
+            research_question=bundle.research_question,
+            description=bundle.description,
+            dictionary=[f.model_dump(mode="json", exclude_none=True) for f in bundle.fields],
+            info=json.loads(dump_info_json(bundle.info)),  # lossless: nulls and key order kept
+            data_relpath=f"{folder_name}/data.csv",
+            data_sha256=_sha256(data_path),
+            num_rows=bundle.num_rows,
+            num_columns=bundle.num_columns,
+            source=bundle.source,
+            created_by_id=actor.id if actor is not None else None,
+        )
+        session.add(dataset)
+        session.flush()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    log.info("registered dataset %s (%s rows)", bundle.name, bundle.num_rows)
+    return dataset
+
+
+def is_assigned(*, session: Session, user_id: int, dataset_id: int) -> bool:
+    return session.get(DatasetAssignment, (dataset_id, user_id)) is not None
+
+
+def assigned_user_ids(*, session: Session, dataset_id: int) -> list[int]:
+    rows = session.exec(select(DatasetAssignment).where(DatasetAssignment.dataset_id == dataset_id)).all()
+    return [r.user_id for r in rows]
+
+
+def list_datasets(*, session: Session, actor: User, only_assigned: bool = False) -> Sequence[Dataset]:
+    """Curators and admins see every dataset; analysts see those they are assigned to."""
+    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
+    stmt = select(Dataset).order_by(Dataset.name)
+    if only_assigned or actor.role == Role.ANALYST.value:
+        stmt = stmt.join(DatasetAssignment, col(DatasetAssignment.dataset_id) == col(Dataset.id)).where(
+            DatasetAssignment.user_id == actor.id
+        )
+    return session.exec(stmt).all()
+
+
+def get_dataset(*, session: Session, actor: User, dataset_id: int) -> Dataset:
+    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    if actor.role == Role.ANALYST.value and not is_assigned(
+        session=session, user_id=actor.id or 0, dataset_id=dataset_id
+    ):
+        raise PermissionDenied(f"You are not assigned to the dataset '{dataset.name}'.")
+    return dataset
+
+
+def assign_analysts(
+    *, session: Session, actor: User, dataset_id: int, user_ids: Sequence[int]
+) -> list[int]:
+    """Set exactly which users are assigned to a dataset (admin only). Returns the new list."""
+    require_role(actor, Role.ADMIN)
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    wanted = set(user_ids)
+    for uid in wanted:
+        user = session.get(User, uid)
+        if user is None or user.is_system:
+            raise NotFoundError(f"There is no user with id {uid} to assign.")
+    current = {
+        a.user_id: a
+        for a in session.exec(select(DatasetAssignment).where(DatasetAssignment.dataset_id == dataset_id))
+    }
+    for uid, row in current.items():
+        if uid not in wanted:
+            session.delete(row)
+    for uid in wanted - current.keys():
+        session.add(DatasetAssignment(dataset_id=dataset_id, user_id=uid, assigned_by_id=actor.id))
+    session.flush()
+    return sorted(wanted)
+
+
+def dataset_data_path(dataset: Dataset, store: Path) -> Path:
+    path = store / dataset.data_relpath
+    if not path.is_file():
+        raise DatasetImportError(
+            f"The data file of dataset '{dataset.name}' is missing at {path}; "
+            "check FORKPATHS_DATA_DIR points at the folder the dataset was registered in."
+        )
+    return path
+
+
+def load_frame(dataset: Dataset, store: Path, *, nrows: int | None = None) -> pd.DataFrame:
+    """Read the dataset's table the way BLADE does (``pd.read_csv`` defaults)."""
+    return pd.read_csv(dataset_data_path(dataset, store), nrows=nrows)
+
+
+def original_columns(dataset: Dataset) -> list[str]:
+    return [str(f.get("column")) for f in dataset.dictionary]
+
+
+def column_descriptions(dataset: Dataset) -> Mapping[str, str]:
+    return {str(f.get("column")): str(f.get("properties", {}).get("description", "")) for f in dataset.dictionary}
+
+
+def csv_columns(csv_bytes: bytes, *, filename: str = "the uploaded CSV") -> list[str]:
+    """The header of an uploaded CSV, so the form can ask for one description per column."""
+    try:
+        return [str(c) for c in pd.read_csv(io.BytesIO(csv_bytes), nrows=0).columns]
+    except Exception as exc:  # noqa: BLE001 - pandas raises many kinds; all mean "unreadable header"
+        raise DatasetImportError(f"The header of {filename} could not be read: {exc}") from None

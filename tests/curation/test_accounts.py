@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import pytest
+from sqlmodel import select
+
+from curation.db import session_scope
+from curation.errors import AccountError, AuthenticationError, PermissionDenied, SessionExpired
+from curation.models import Role, User
+from curation.services import accounts
+from tests import factories as f
+
+
+def test_passwords_are_argon2_hashed_and_verified(engine):
+    f.user(engine, "ana")
+    with session_scope(engine) as s:
+        row = s.exec(select(User).where(User.username == "ana")).one()
+        assert row.password_hash.startswith("$argon2id$")
+        assert f.PASSWORD not in row.password_hash
+        assert accounts.authenticate(session=s, username="ana", password=f.PASSWORD).id == row.id
+        with pytest.raises(AuthenticationError, match="Wrong user name or password"):
+            accounts.authenticate(session=s, username="ana", password="nope-nope")
+        with pytest.raises(AuthenticationError, match="Wrong user name or password"):
+            accounts.authenticate(session=s, username="nobody", password=f.PASSWORD)
+
+
+def test_only_admins_manage_accounts(engine):
+    admin = f.user(engine, "root", Role.ADMIN)
+    curator = f.user(engine, "cur", Role.CURATOR)
+    analyst = f.user(engine, "ana")
+    with session_scope(engine) as s:
+        for actor in (curator, analyst):
+            with pytest.raises(PermissionDenied, match="admin"):
+                accounts.create_user(session=s, actor=actor, username="x1", password=f.PASSWORD, role=Role.ADMIN)
+            with pytest.raises(PermissionDenied):
+                accounts.reset_password(session=s, actor=actor, user_id=analyst.id, new_password="whatever123")
+            with pytest.raises(PermissionDenied):
+                accounts.set_user_active(session=s, actor=actor, user_id=analyst.id, active=False)
+            with pytest.raises(PermissionDenied):
+                accounts.set_user_role(session=s, actor=actor, user_id=analyst.id, role=Role.ADMIN)
+        with pytest.raises(PermissionDenied):
+            accounts.list_users(session=s, actor=analyst)
+        made = accounts.create_user(session=s, actor=admin, username="new.one", password=f.PASSWORD,
+                                    role=Role.CURATOR)
+        assert made.role == "curator"
+
+
+def test_account_input_is_checked(engine):
+    admin = f.user(engine, "root", Role.ADMIN)
+    with session_scope(engine) as s:
+        with pytest.raises(AccountError, match="at least 8"):
+            accounts.create_user(session=s, actor=admin, username="bob", password="short", role=Role.ANALYST)
+        with pytest.raises(AccountError, match="not allowed"):
+            accounts.create_user(session=s, actor=admin, username="b o b", password=f.PASSWORD, role=Role.ANALYST)
+        with pytest.raises(AccountError, match="already a user"):
+            accounts.create_user(session=s, actor=admin, username="root", password=f.PASSWORD, role=Role.ANALYST)
+
+
+def test_deactivation_and_password_reset_end_open_sessions(engine):
+    admin = f.user(engine, "root", Role.ADMIN)
+    ana = f.user(engine, "ana")
+    epoch = ana.auth_epoch
+    with session_scope(engine) as s:
+        assert accounts.resume_session(session=s, user_id=ana.id, auth_epoch=epoch).username == "ana"
+        accounts.set_user_active(session=s, actor=admin, user_id=ana.id, active=False)
+    with session_scope(engine) as s:
+        with pytest.raises(SessionExpired, match="deactivated"):
+            accounts.resume_session(session=s, user_id=ana.id, auth_epoch=epoch)
+        with pytest.raises(AuthenticationError, match="deactivated"):
+            accounts.authenticate(session=s, username="ana", password=f.PASSWORD)
+        reactivated = accounts.set_user_active(session=s, actor=admin, user_id=ana.id, active=True)
+        epoch = reactivated.auth_epoch
+    with session_scope(engine) as s:
+        accounts.reset_password(session=s, actor=admin, user_id=ana.id, new_password="brand new password")
+    with session_scope(engine) as s:
+        with pytest.raises(SessionExpired, match="password was changed"):
+            accounts.resume_session(session=s, user_id=ana.id, auth_epoch=epoch)
+        assert accounts.authenticate(session=s, username="ana", password="brand new password")
+
+
+def test_last_admin_cannot_be_removed(engine):
+    admin = f.user(engine, "root", Role.ADMIN)
+    other = f.user(engine, "root2", Role.ADMIN)
+    with session_scope(engine) as s:
+        with pytest.raises(AccountError, match="own account"):
+            accounts.set_user_active(session=s, actor=admin, user_id=admin.id, active=False)
+        accounts.set_user_active(session=s, actor=admin, user_id=other.id, active=False)
+        with pytest.raises(AccountError, match="last active admin"):
+            accounts.set_user_role(session=s, actor=admin, user_id=admin.id, role=Role.ANALYST)
+
+
+def test_first_admin_is_created_once(engine):
+    with session_scope(engine) as s:
+        admin, generated = accounts.ensure_first_admin(session=s, username="boss", password=None)
+        assert admin.role == "admin" and generated and len(generated) >= 12
+    with session_scope(engine) as s:
+        again, generated2 = accounts.ensure_first_admin(session=s, username="boss", password=None)
+        assert again.id == admin.id and generated2 is None
+        assert accounts.authenticate(session=s, username="boss", password=generated)

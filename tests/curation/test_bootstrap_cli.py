@@ -1,0 +1,87 @@
+"""First start and the forkpaths command, as a newcomer and an operator use them."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from sqlmodel import select
+
+from curation.bootstrap import PASSWORD_FILE, initialise
+from curation.db import session_scope
+from curation.models import Dataset, DatasetAssignment, User
+from curation.services.accounts import authenticate
+from curation.settings import PROJECT_ROOT, Settings
+from tests import factories as f
+
+
+def _settings(tmp_path: Path, **kw) -> Settings:
+    return Settings(data_dir=tmp_path / "data", database_url=None, **kw)
+
+
+def test_first_start_creates_admin_password_file_and_starter_datasets(tmp_path):
+    report = initialise(_settings(tmp_path))
+    assert report.generated_password and report.password_file is not None
+    assert stat.S_IMODE(report.password_file.stat().st_mode) == 0o600
+    assert report.generated_password in report.password_file.read_text()
+    assert sorted(report.starters_registered) == sorted(p.name for p in (PROJECT_ROOT / "datasets").iterdir()
+                                                        if (p / "info.json").is_file())
+    with session_scope(report.engine) as s:
+        admin = authenticate(session=s, username="admin", password=report.generated_password)
+        assigned = s.exec(select(DatasetAssignment).where(DatasetAssignment.user_id == admin.id)).all()
+        assert len(assigned) == len(report.starters_registered)  # the newcomer can annotate at once
+        assert all(d.research_question for d in s.exec(select(Dataset)).all())
+    again = initialise(_settings(tmp_path))  # idempotent: no second admin, no duplicate datasets
+    assert again.generated_password is None and again.starters_registered == []
+    with session_scope(again.engine) as s:
+        assert len(s.exec(select(User)).all()) == 1
+
+
+def test_admin_password_from_settings(tmp_path):
+    report = initialise(_settings(tmp_path, admin_password="from settings 123", admin_username="chief",
+                                  load_starter_datasets=False))
+    assert report.generated_password is None and not (tmp_path / "data" / PASSWORD_FILE).exists()
+    with session_scope(report.engine) as s:
+        assert authenticate(session=s, username="chief", password="from settings 123").role == "admin"
+
+
+def _cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
+           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "curation.cli", *args], input=stdin, capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=120)
+
+
+def test_cli_create_user_add_dataset_assign(tmp_path):
+    r = _cli(tmp_path, "create-user", "boss", "--role", "admin", "--password-stdin", stdin="a long password\n")
+    assert r.returncode == 0, r.stderr
+    assert "Created admin 'boss'" in r.stdout
+    r = _cli(tmp_path, "create-user", "ana")
+    assert r.returncode == 0 and "Generated password:" in r.stdout
+    folder = f.tiny_blade_folder(tmp_path / "src", "storms")
+    r = _cli(tmp_path, "add-dataset", str(folder))
+    assert r.returncode == 0, r.stderr
+    assert "Registered dataset 'storms': 4 rows × 4 columns" in r.stdout
+    r = _cli(tmp_path, "assign", "storms", "ana")
+    assert r.returncode == 0, r.stderr
+    settings = _settings(tmp_path, load_starter_datasets=False, admin_password="admin password 1")
+    with session_scope(initialise(settings).engine) as s:
+        boss = authenticate(session=s, username="boss", password="a long password")
+        assert boss.role == "admin"
+        assert len(s.exec(select(DatasetAssignment)).all()) == 1
+
+
+def test_cli_reports_bad_input_without_a_traceback(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "info.json").write_text("{ nope")
+    (folder / "data.csv").write_text("a\n1\n")
+    r = _cli(tmp_path, "add-dataset", str(folder))
+    assert r.returncode == 2
+    assert "error:" in r.stderr and "info.json" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(tmp_path, "create-user", "x y", "--password-stdin", stdin="a long password\n")
+    assert r.returncode == 2 and "not allowed" in r.stderr
