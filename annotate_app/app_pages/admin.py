@@ -1,0 +1,80 @@
+"""Admin: create users, reset passwords, (de)activate accounts, change roles, assign analysts to datasets."""
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app import context, state
+from curation.models import Role
+from curation.services.accounts import create_user, list_users, reset_password, set_user_active, set_user_role
+from curation.services.datasets import assign_analysts, assigned_user_ids, list_datasets
+
+admin = context.require_user(Role.ADMIN)
+st.title("🛡️ Users & assignments")
+ROLES = [r.value for r in Role]
+
+tab_users, tab_new, tab_assign = st.tabs(["Users", "New user", "Assign datasets"])
+
+with tab_new, st.form("new_user", clear_on_submit=True):
+    c1, c2, c3 = st.columns(3)
+    username = c1.text_input("User name")
+    display = c2.text_input("Display name")
+    role = c3.selectbox("Role", ROLES)
+    password = st.text_input("Initial password (at least 8 characters)", type="password")
+    if st.form_submit_button("Create user", type="primary"):
+        made = context.attempt(lambda s: create_user(session=s, actor=admin, username=username, password=password,
+                                                     role=Role(role), display_name=display))
+        if made is not None:
+            state.flash(f"Created {made.role} '{made.username}'.")
+            st.rerun()
+
+users = context.attempt(lambda s: list_users(session=s, actor=admin)) or []
+by_name = {u.username: u for u in users}
+
+with tab_users:
+    st.dataframe(
+        pd.DataFrame([{"user": u.username, "name": u.display_name, "role": u.role,
+                       "active": u.is_active, "created": u.created_at} for u in users]),
+        hide_index=True, width="stretch",
+    )
+    pick = st.selectbox("Manage user", list(by_name), key="admin.manage")
+    target = by_name.get(pick)
+    if target is not None:
+        c1, c2, c3 = st.columns(3)
+        with c1.form("reset_pw", clear_on_submit=True):
+            new_pw = st.text_input(f"New password for {target.username}", type="password")
+            if st.form_submit_button("Reset password"):
+                if context.attempt(lambda s: reset_password(session=s, actor=admin, user_id=target.id or 0,
+                                                            new_password=new_pw)):
+                    state.flash(f"Password of '{target.username}' reset; their open sessions ended.")
+                    st.rerun()
+        with c2.form("set_role"):
+            new_role = st.selectbox("Role", ROLES, index=ROLES.index(target.role))
+            if st.form_submit_button("Change role"):
+                if context.attempt(lambda s: set_user_role(session=s, actor=admin, user_id=target.id or 0,
+                                                           role=Role(new_role))):
+                    state.flash(f"'{target.username}' is now {new_role}.")
+                    st.rerun()
+        label = "Deactivate account" if target.is_active else "Reactivate account"
+        if c3.button(label, key="admin.toggle_active"):
+            if context.attempt(lambda s: set_user_active(session=s, actor=admin, user_id=target.id or 0,
+                                                         active=not target.is_active)):
+                state.flash(f"'{target.username}' {'deactivated' if target.is_active else 'reactivated'}.")
+                st.rerun()
+
+with tab_assign:
+    datasets = context.attempt(lambda s: list_datasets(session=s, actor=admin)) or []
+    if not datasets:
+        st.info("No datasets yet: register one on the Datasets page.")
+    for ds in datasets:
+        current = context.attempt(lambda s, d=ds: assigned_user_ids(session=s, dataset_id=d.id or 0)) or []
+        names = [u.username for u in users if u.id in current]
+        with st.form(f"assign_{ds.id}"):
+            st.markdown(f"**{ds.name}** — {ds.research_question}")
+            chosen = st.multiselect("Assigned users", [u.username for u in users if u.is_active or u.id in current],
+                                    default=names, key=f"assign.{ds.id}")
+            if st.form_submit_button("Save assignments"):
+                ids = [by_name[n].id or 0 for n in chosen]
+                if context.attempt(lambda s, d=ds, i=ids: assign_analysts(session=s, actor=admin, dataset_id=d.id or 0,
+                                                                          user_ids=i)) is not None:
+                    state.flash(f"Assignments of '{ds.name}' saved.")
+                    st.rerun()

@@ -1,0 +1,25 @@
+"""Sign-in page."""
+
+import streamlit as st
+
+from annotate_app import context, state
+from curation.services.accounts import authenticate
+
+st.title("🌿 forkpaths")
+st.caption("Expert ground truth for the garden of forking paths in data analysis.")
+
+with st.form("sign_in"):
+    username = st.text_input("User name", key="sign_in.username")
+    password = st.text_input("Password", type="password", key="sign_in.password")
+    submitted = st.form_submit_button("Sign in", type="primary")
+
+if submitted:
+    user = context.attempt(lambda s: authenticate(session=s, username=username, password=password))
+    if user is not None:
+        state.sign_in(user.id or 0, user.auth_epoch)
+        st.rerun()
+
+st.caption(
+    "First start? The admin's password was printed in the terminal that started forkpaths "
+    "and saved in the data folder as first-admin-password.txt."
+)

@@ -1,0 +1,130 @@
+"""Statistical models: the analyst's list and the form whose code is fitted in the sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from annotate_app import context, state
+from annotate_app.components.columns import column_from_key, column_key, column_label
+from annotate_app.components.drafts import Draft
+from annotate_app.components.transform_form import limits
+from curation.models import Dataset, User
+from curation.services.annotation import (
+    AnalysisDecisions,
+    ModelInput,
+    available_columns,
+    delete_model,
+    save_model,
+)
+from curation.services.checks import check_model_code
+from curation.specs import ModelFamily
+
+FAMILIES = [f.value for f in ModelFamily]
+FIELDS = ["family", "specification", "code", "rationale", "columns", "variables", "transforms"]
+DEFAULTS: dict[str, Any] = {"family": FAMILIES[0], "specification": "", "code": "", "rationale": "", "columns": [],
+                            "variables": [], "transforms": [], "editing": None, "check": None}
+
+
+def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
+    data = draft.capture(FIELDS)
+    transform_ids = list(data["transforms"])
+    for key in data["columns"]:  # derived columns need the transforms that make them
+        if key.startswith("d:"):
+            producer = key.split(":", 2)[1]
+            if producer not in transform_ids:
+                transform_ids.append(producer)
+    try:
+        with context.db() as session:
+            result = check_model_code(session=session, actor=user, dataset_id=dataset_id, code=data["code"],
+                                      transform_ids=transform_ids, store=context.settings().datasets_store,
+                                      limits=limits())
+        check = result.model_dump(mode="json")
+    except Exception as exc:  # noqa: BLE001 - shown below the form
+        check = {"ok": False, "error": str(exc)}
+    check["code"] = data["code"]
+    draft.load({"check": check})
+
+
+def _render_check(check: dict[str, Any] | None) -> None:
+    if not check:
+        return
+    if check.get("ok"):
+        st.success(f"The model was fitted in {check.get('code_seconds', 0):.2f} s.")
+        st.code(check.get("summary") or "", language="text")
+    else:
+        st.error(f"The model could not be fitted: {check.get('error')}")
+        if check.get("traceback"):
+            st.code(check["traceback"], language="text")
+
+
+def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | None, dataset: Dataset,
+                  locked: bool) -> None:
+    variables = decisions.variables if decisions else []
+    transforms = decisions.transforms if decisions else []
+    var_names = {v.id: f"{'Moderator' if v.interaction else v.variable_type}: {v.concept}" for v in variables}
+    t_names = {t.id: t.spec_name for t in transforms}
+    draft = Draft("md", DEFAULTS)
+    for m in (decisions.models if decisions else []):
+        with st.container(border=True):
+            c1, c2, c3 = st.columns([8, 1, 1])
+            ok = (m.last_check or {}).get("ok")
+            badge = "✅" if ok else ("❌" if ok is False else "·")
+            c1.markdown(f"{badge} **{m.specification}** · {m.family}  \n{m.rationale}  \n"
+                        f"_columns:_ {', '.join(c['name'] for c in m.columns)} · _variables:_ "
+                        f"{', '.join(var_names.get(v, v) for v in m.variable_ids)}")
+            c1.code(m.code, language="python")
+            if not locked:
+                if c2.button("Edit", key=f"md.edit.{m.id}"):
+                    draft.load({"family": m.family, "specification": m.specification, "code": m.code,
+                                "rationale": m.rationale, "columns": [column_key(c) for c in m.columns],
+                                "variables": m.variable_ids, "transforms": m.transform_ids, "editing": m.id,
+                                "check": m.last_check})
+                    st.rerun()
+                if c3.button("Delete", key=f"md.del.{m.id}"):
+                    if context.succeeded(lambda s, mid=m.id: delete_model(session=s, actor=user, dataset_id=dataset_id,
+                                                                          model_id=mid)):
+                        state.flash("Deleted the model.")
+                        st.rerun()
+    if locked:
+        return
+    editing = draft.data.get("editing")
+    st.markdown("##### " + ("Edit model" if editing else "New statistical model"))
+    c1, c2 = st.columns([1, 2])
+    fam = draft.value("family")
+    family = c1.selectbox("Family", FAMILIES, index=FAMILIES.index(fam) if fam in FAMILIES else len(FAMILIES) - 1,
+                          key=draft.key("family"))
+    spec = c2.text_input("Specification", value=draft.value("specification"), key=draft.key("specification"),
+                         placeholder="e.g. OLS of log deaths on femininity, controlling for pressure")
+    code = st.text_area("Code (fits the model on `df`)", value=draft.value("code"), key=draft.key("code"), height=100,
+                        placeholder="import statsmodels.formula.api as smf\n"
+                                    "model = smf.ols('log_deaths ~ masfem + min', data=df).fit()")
+    options = [column_key(c) for c in available_columns(dataset, transforms)]
+    c1, c2, c3 = st.columns(3)
+    cols = c1.multiselect("Columns used", options, default=[c for c in draft.value("columns") if c in options],
+                          key=draft.key("columns"), format_func=lambda k: column_label(k, transforms))
+    var_ids = c2.multiselect("Conceptual variables they stand for", list(var_names),
+                             default=[v for v in draft.value("variables") if v in var_names],
+                             key=draft.key("variables"), format_func=lambda k: var_names[k])
+    t_ids = c3.multiselect("Runs after transforms", list(t_names),
+                           default=[t for t in draft.value("transforms") if t in t_names],
+                           key=draft.key("transforms"), format_func=lambda k: t_names[k])
+    st.button("▶ Fit model on the data", key="md.check", on_click=_run_check, args=(draft, user, dataset_id))
+    _render_check(draft.data.get("check"))
+    rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
+    s1, s2 = st.columns([1, 5])
+    if s1.button("Save model", type="primary", key="md.save"):
+        data = ModelInput(family=family, specification=spec, code=code, rationale=rationale,
+                          columns=[column_from_key(k) for k in cols], variable_ids=var_ids, transform_ids=t_ids)
+        check = draft.data.get("check")
+        check = check if check and check.get("code") == code else None
+        saved = context.attempt(lambda s: save_model(session=s, actor=user, dataset_id=dataset_id, data=data,
+                                                     model_id=editing, check=check))
+        if saved is not None:
+            draft.reset()
+            state.flash(f"Saved model '{saved.specification}'.")
+            st.rerun()
+    if editing and s2.button("Cancel editing", key="md.cancel"):
+        draft.reset()
+        st.rerun()

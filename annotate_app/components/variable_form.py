@@ -1,0 +1,92 @@
+"""Conceptual variables: the analyst's list and the create / edit form."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotate_app import context, state
+from annotate_app.components.columns import column_from_key, column_key, column_label
+from annotate_app.components.drafts import Draft
+from curation.models import ConceptualVariable, User
+from curation.services.annotation import (
+    AnalysisDecisions,
+    VariableInput,
+    available_columns,
+    delete_variable,
+    save_variable,
+)
+from curation.specs import VariableType
+
+TYPES = [t.value for t in VariableType]
+TYPE_HELP = {
+    "IV": "independent variable: the cause the question asks about",
+    "DV": "dependent variable: the outcome",
+    "Control": "a variable to adjust for",
+    "Moderator": "changes the strength of another variable's effect",
+}
+FIELDS = ["type", "concept", "moderates", "rationale", "columns"]
+
+
+def _display_type(v: ConceptualVariable) -> str:
+    return "Moderator" if v.interaction else v.variable_type
+
+
+def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions | None, dataset, locked: bool) -> None:
+    variables = decisions.variables if decisions else []
+    transforms = decisions.transforms if decisions else []
+    draft = Draft("var", {"type": "IV", "concept": "", "moderates": "", "rationale": "", "columns": [],
+                          "col_rationales": {}, "editing": None})
+    for v in variables:
+        cols = ", ".join(c["name"] for c in v.columns)
+        with st.container(border=True):
+            c1, c2, c3 = st.columns([8, 1, 1])
+            extra = f" (moderates {v.moderates})" if v.interaction else ""
+            c1.markdown(f"**{_display_type(v)}: {v.concept}**{extra}  \n{v.rationale}  \n_columns:_ {cols}")
+            if not locked:
+                if c2.button("Edit", key=f"var.edit.{v.id}"):
+                    draft.load({"type": _display_type(v), "concept": v.concept, "moderates": v.moderates,
+                                "rationale": v.rationale, "columns": [column_key(c) for c in v.columns],
+                                "col_rationales": {column_key(c): c.get("rationale", "") for c in v.columns},
+                                "editing": v.id})
+                    st.rerun()
+                if c3.button("Delete", key=f"var.del.{v.id}"):
+                    if context.succeeded(lambda s, vid=v.id: delete_variable(
+                            session=s, actor=user, dataset_id=dataset_id, variable_id=vid)):
+                        state.flash(f"Deleted variable '{v.concept}'.")
+                        st.rerun()
+    if locked:
+        return
+    editing = draft.data.get("editing")
+    st.markdown("##### " + ("Edit conceptual variable" if editing else "New conceptual variable"))
+    options = [column_key(c) for c in available_columns(dataset, transforms)]
+    c1, c2 = st.columns([1, 3])
+    vtype = c1.selectbox("Type", TYPES, index=TYPES.index(draft.value("type")), key=draft.key("type"),
+                         format_func=lambda t: f"{t} — {TYPE_HELP[t]}")
+    concept = c2.text_input("Concept", value=draft.value("concept"), key=draft.key("concept"),
+                            placeholder="e.g. femininity of the hurricane's name")
+    moderates = ""
+    if vtype == "Moderator":
+        moderates = st.text_input("Moderates (interacts with)", value=draft.value("moderates"),
+                                  key=draft.key("moderates"))
+    rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
+    chosen = st.multiselect("Columns that operationalise it", options,
+                            default=[c for c in draft.value("columns") if c in options], key=draft.key("columns"),
+                            format_func=lambda k: column_label(k, transforms))
+    col_rationales = {}
+    for k in chosen:
+        col_rationales[k] = st.text_input(f"Why `{column_label(k, transforms)}`?",
+                                          value=draft.data["col_rationales"].get(k, ""), key=draft.key(f"cr.{k}"))
+    b1, b2 = st.columns([1, 5])
+    if b1.button("Save variable", type="primary", key="var.save"):
+        data = VariableInput(variable_type=VariableType(vtype), concept=concept, rationale=rationale,
+                             moderates=moderates,
+                             columns=[column_from_key(k, col_rationales.get(k, "")) for k in chosen])
+        saved = context.attempt(lambda s: save_variable(session=s, actor=user, dataset_id=dataset_id, data=data,
+                                                        variable_id=editing))
+        if saved is not None:
+            draft.reset()
+            state.flash(f"Saved variable '{saved.concept}'.")
+            st.rerun()
+    if editing and b2.button("Cancel editing", key="var.cancel"):
+        draft.reset()
+        st.rerun()
