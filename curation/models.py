@@ -137,6 +137,8 @@ class ConceptualVariable(SQLModel, table=True):
     concept: str
     rationale: str = ""
     columns: list[dict[str, Any]] = _json()
+    random_effect: bool = Field(default=False, description="BLADE's random_effect flag")
+    tags: list[str] = _json()
     extra: dict[str, Any] = _json(dict)
     position: int = 0
     created_at: datetime = _ts()
@@ -153,6 +155,7 @@ class Transform(SQLModel, table=True):
     rationale: str = ""
     mapping: list[dict[str, Any]] = _json()
     branches: list[dict[str, Any]] = _json()
+    tags: list[str] = _json()
     extra: dict[str, Any] = _json(dict)
     last_check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     position: int = 0
@@ -171,6 +174,7 @@ class StatModel(SQLModel, table=True):
     columns: list[dict[str, Any]] = _json()
     variable_ids: list[str] = _json()
     transform_ids: list[str] = _json()
+    tags: list[str] = _json()
     extra: dict[str, Any] = _json(dict)
     last_check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     position: int = 0

@@ -35,6 +35,7 @@ with tab_users:
         pd.DataFrame([{"user": u.username, "name": u.display_name, "role": u.role,
                        "active": u.is_active, "created": u.created_at} for u in users]),
         hide_index=True, width="stretch",
+        column_config={"created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm")},
     )
     pick = st.selectbox("Manage user", list(by_name), key="admin.manage")
     target = by_name.get(pick)

@@ -21,26 +21,29 @@ def _register(build) -> None:  # one helper for both forms: validate, store, rep
 
     ds = context.attempt(action)
     if ds is not None:
+        state.bump_form("datasets")  # fresh, empty upload widgets
         state.flash(f"Registered '{ds.name}': {ds.num_rows:,} rows × {ds.num_columns} columns. "
                     "Assign analysts to it on the Users & assignments page.")
         st.rerun()
 
 
-tab_list, tab_blade, tab_csv = st.tabs(["Registered", "Add a BLADE folder", "Add a CSV"])
+tab_list, tab_blade, tab_csv = st.tabs(["Registered", "Add a BLADE folder", "Add a CSV"], key="datasets.tab",
+                                      on_change="rerun")
+version = state.form_version("datasets")
 
 with tab_blade:
     st.write("Upload a dataset in BLADE's layout: its `info.json` and `data.csv`, or one `.zip` of the folder.")
     with st.form("blade_upload", clear_on_submit=False):
-        name = st.text_input("Name (optional for a .zip)", key="ds.blade.name")
+        name = st.text_input("Name (optional for a .zip)", key=f"ds.blade.name.{version}")
         files = st.file_uploader("info.json + data.csv, or a .zip", accept_multiple_files=True,
-                                 type=["json", "csv", "zip"], key="ds.blade.files")
+                                 type=["json", "csv", "zip"], key=f"ds.blade.files.{version}")
         go = st.form_submit_button("Register dataset", type="primary")
     if go:
         uploads = {f.name: f.getvalue() for f in files or []}
         _register(lambda: read_blade_files(uploads, max_bytes=cfg.max_upload_bytes, name=name or None))
 
 with tab_csv:
-    upload = st.file_uploader("A CSV file (header row first)", type=["csv"], key="ds.csv.file")
+    upload = st.file_uploader("A CSV file (header row first)", type=["csv"], key=f"ds.csv.file.{version}")
     if upload is not None:
         data = upload.getvalue()
         try:

@@ -29,7 +29,8 @@ def progress_figure(rows: pd.DataFrame) -> go.Figure:
     for kind, colour in DECISION_COLOURS.items():
         fig.add_bar(x=x, y=rows[kind], name=kind, marker_color=colour)
     fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=40, b=10),
-                      title="Decisions recorded (✔ = submitted)", legend_orientation="h")
+                      title="Decisions recorded (✔ = submitted)", legend_orientation="h",
+                      yaxis=dict(tickformat="d", rangemode="tozero"))
     return fig
 
 
@@ -45,7 +46,8 @@ def team_figure(team: pd.DataFrame) -> go.Figure:
     ]:
         fig.add_bar(x=team["dataset"], y=team[col], name=name, marker_color=colour)
     fig.update_layout(barmode="group", height=300, margin=dict(l=10, r=10, t=40, b=10),
-                      title="Team progress per dataset", legend_orientation="h")
+                      title="Team progress per dataset", legend_orientation="h",
+                      yaxis=dict(tickformat="d", rangemode="tozero", dtick=1 if team[["analysts_assigned"]].max().max() <= 10 else None))
     return fig
 
 

@@ -22,9 +22,9 @@ from curation.services.checks import check_model_code
 from curation.specs import ModelFamily
 
 FAMILIES = [f.value for f in ModelFamily]
-FIELDS = ["family", "specification", "code", "rationale", "columns", "variables", "transforms"]
+FIELDS = ["family", "specification", "code", "rationale", "columns", "variables", "transforms", "tags"]
 DEFAULTS: dict[str, Any] = {"family": FAMILIES[0], "specification": "", "code": "", "rationale": "", "columns": [],
-                            "variables": [], "transforms": [], "editing": None, "check": None}
+                            "variables": [], "transforms": [], "tags": "", "editing": None, "check": None}
 
 
 def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
@@ -79,7 +79,8 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
                 if c2.button("Edit", key=f"md.edit.{m.id}"):
                     draft.load({"family": m.family, "specification": m.specification, "code": m.code,
                                 "rationale": m.rationale, "columns": [column_key(c) for c in m.columns],
-                                "variables": m.variable_ids, "transforms": m.transform_ids, "editing": m.id,
+                                "variables": m.variable_ids, "transforms": m.transform_ids,
+                                "tags": ", ".join(m.tags), "editing": m.id,
                                 "check": m.last_check})
                     st.rerun()
                 if c3.button("Delete", key=f"md.del.{m.id}"):
@@ -113,9 +114,10 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
     st.button("▶ Fit model on the data", key="md.check", on_click=_run_check, args=(draft, user, dataset_id))
     _render_check(draft.data.get("check"))
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
+    tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
     s1, s2 = st.columns([1, 5])
     if s1.button("Save model", type="primary", key="md.save"):
-        data = ModelInput(family=family, specification=spec, code=code, rationale=rationale,
+        data = ModelInput(family=family, specification=spec, code=code, rationale=rationale, tags=tags.split(","),
                           columns=[column_from_key(k) for k in cols], variable_ids=var_ids, transform_ids=t_ids)
         check = draft.data.get("check")
         check = check if check and check.get("code") == code else None

@@ -20,9 +20,10 @@ from curation.services.annotation import (
 from curation.services.checks import check_transform_code
 from curation.specs import ROOT_SPEC_ID, TRANSFORM_VERBS, Branch, ColumnMapping
 
-FIELDS = ["name", "specification", "code", "rationale", "verb", "branches"]
+FIELDS = ["name", "specification", "code", "rationale", "verb", "tags"]
 DEFAULTS: dict[str, Any] = {"name": "", "specification": "", "code": "", "rationale": "", "verb": "derive",
-                            "mapping": [], "branches": [[ROOT_SPEC_ID]], "editing": None, "check": None}
+                            "mapping": [], "branches": [[ROOT_SPEC_ID]], "conditions": [""], "tags": "",
+                            "editing": None, "check": None}
 
 
 def limits() -> SandboxLimits:
@@ -54,9 +55,11 @@ def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
     """Callback of the sanity-check button: run, then pre-fill verb and mapping from what the code did."""
     data = draft.capture(FIELDS)
     branches = [list(b) for b in data["branches"]]
+    conditions = list(data.get("conditions") or [""] * len(branches))
     for i in range(len(branches)):
         branches[i] = st.session_state.get(draft.key(f"branch.{i}"), branches[i])
-    data["branches"] = branches
+        conditions[i] = st.session_state.get(draft.key(f"cond.{i}"), conditions[i] if i < len(conditions) else "")
+    data["branches"], data["conditions"] = branches, conditions
     editor = st.session_state.get(draft.key("mapping_value"))
     if editor is not None:
         data["mapping"] = [m.model_dump() for m in mapping_from_frame(editor)]
@@ -120,7 +123,8 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                              for m in t.mapping)
             ok = (t.last_check or {}).get("ok")
             badge = "✅" if ok else ("❌" if ok is False else "·")
-            c1.markdown(f"{badge} **{t.spec_name}** · `{t.verbs[0] if t.verbs else '?'}` · after: {alts}  \n"
+            tag_text = "".join(f" `{tag}`" for tag in t.tags)
+            c1.markdown(f"{badge} **{t.spec_name}** · `{t.verbs[0] if t.verbs else '?'}` · after: {alts}{tag_text}  \n"
                         f"{t.specification}  \n_mapping:_ {maps}")
             c1.code(t.code, language="python")
             if not locked:
@@ -128,7 +132,8 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                     draft.load({"name": t.spec_name, "specification": t.specification, "code": t.code,
                                 "rationale": t.rationale, "verb": t.verbs[0] if t.verbs else "derive",
                                 "mapping": t.mapping, "branches": [b.get("dependencies", []) for b in t.branches],
-                                "editing": t.id, "check": t.last_check})
+                                "conditions": [b.get("condition", "") for b in t.branches],
+                                "tags": ", ".join(t.tags), "editing": t.id, "check": t.last_check})
                     st.rerun()
                 if c3.button("Delete", key=f"tf.del.{t.id}"):
                     if context.succeeded(lambda s, tid=t.id: delete_transform(
@@ -145,20 +150,31 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                          placeholder="what it does, in words")
     parent_options = [tid for tid in names if tid != editing]
     branches = draft.data["branches"] or [[ROOT_SPEC_ID]]
-    chosen_branches = []
+    conditions = list(draft.data.get("conditions") or [])
+    conditions += [""] * (len(branches) - len(conditions))
+    chosen_branches, chosen_conditions = [], []
     for i, deps in enumerate(branches):
         label = "Runs after" if i == 0 else f"…or alternatively after (branch {i + 1})"
-        chosen_branches.append(st.multiselect(label, parent_options, default=[d for d in deps if d in parent_options],
-                                              key=draft.key(f"branch.{i}"), format_func=lambda k: names.get(k, k)))
+        if len(branches) == 1:
+            col_deps, col_cond = st.container(), None
+        else:
+            col_deps, col_cond = st.columns([3, 2])
+        chosen_branches.append(col_deps.multiselect(label, parent_options, default=[d for d in deps if d in parent_options],
+                                                    key=draft.key(f"branch.{i}"), format_func=lambda k: names.get(k, k)))
+        chosen_conditions.append(col_cond.text_input(
+            f"Condition of branch {i + 1} (optional)", value=conditions[i], key=draft.key(f"cond.{i}"),
+            placeholder="e.g. remove_outliers.index == 0",
+            help="Only when this path is taken: compare other transforms' branch choices with ==, in, and/or/not.",
+        ) if col_cond is not None else "")
     b1, b2, _ = st.columns([2, 2, 3])
     if b1.button("+ Add alternative parents", key="tf.add_branch",
                  help="Another justifiable order: this step could also come after other transforms."):
         draft.capture(FIELDS)
-        draft.load({"branches": [*chosen_branches, [ROOT_SPEC_ID]]})
+        draft.load({"branches": [*chosen_branches, [ROOT_SPEC_ID]], "conditions": [*chosen_conditions, ""]})
         st.rerun()
     if len(branches) > 1 and b2.button("− Remove last alternative", key="tf.drop_branch"):
         draft.capture(FIELDS)
-        draft.load({"branches": chosen_branches[:-1]})
+        draft.load({"branches": chosen_branches[:-1], "conditions": chosen_conditions[:-1]})
         st.rerun()
     code = st.text_area("Code (pandas statements acting on `df`)", value=draft.value("code"), key=draft.key("code"),
                         height=120, placeholder="df['log_deaths'] = np.log(df['alldeaths'] + 1)")
@@ -177,11 +193,13 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                                                    "output": st.column_config.TextColumn("output")})
         st.session_state[draft.key("mapping_value")] = mapping_df
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
+    tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
     s1, s2 = st.columns([1, 5])
     if s1.button("Save transform", type="primary", key="tf.save"):
         data = TransformInput(spec_name=name, specification=spec, verb=verb, code=code, rationale=rationale,
-                              mapping=mapping_from_frame(mapping_df),
-                              branches=[Branch(dependencies=b) for b in chosen_branches])
+                              mapping=mapping_from_frame(mapping_df), tags=tags.split(","),
+                              branches=[Branch(dependencies=b, condition=c)
+                                        for b, c in zip(chosen_branches, chosen_conditions, strict=True)])
         check = draft.data.get("check")
         check = check if check and check.get("code") == code else None
         saved = context.attempt(lambda s: save_transform(session=s, actor=user, dataset_id=dataset_id, data=data,

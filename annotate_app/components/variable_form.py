@@ -35,19 +35,21 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     variables = decisions.variables if decisions else []
     transforms = decisions.transforms if decisions else []
     draft = Draft("var", {"type": "IV", "concept": "", "moderates": "", "rationale": "", "columns": [],
-                          "col_rationales": {}, "editing": None})
+                          "col_rationales": {}, "random_effect": False, "tags": "", "editing": None})
     for v in variables:
         cols = ", ".join(c["name"] for c in v.columns)
         with st.container(border=True):
             c1, c2, c3 = st.columns([8, 1, 1])
             extra = f" (moderates {v.moderates})" if v.interaction else ""
+            extra += " · random effect" if v.random_effect else ""
+            extra += "".join(f" `{t}`" for t in v.tags)
             c1.markdown(f"**{_display_type(v)}: {v.concept}**{extra}  \n{v.rationale}  \n_columns:_ {cols}")
             if not locked:
                 if c2.button("Edit", key=f"var.edit.{v.id}"):
                     draft.load({"type": _display_type(v), "concept": v.concept, "moderates": v.moderates,
                                 "rationale": v.rationale, "columns": [column_key(c) for c in v.columns],
                                 "col_rationales": {column_key(c): c.get("rationale", "") for c in v.columns},
-                                "editing": v.id})
+                                "random_effect": v.random_effect, "tags": ", ".join(v.tags), "editing": v.id})
                     st.rerun()
                 if c3.button("Delete", key=f"var.del.{v.id}"):
                     if context.succeeded(lambda s, vid=v.id: delete_variable(
@@ -76,10 +78,14 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     for k in chosen:
         col_rationales[k] = st.text_input(f"Why `{column_label(k, transforms)}`?",
                                           value=draft.data["col_rationales"].get(k, ""), key=draft.key(f"cr.{k}"))
+    c1, c2 = st.columns([1, 3])
+    random_effect = c1.checkbox("Random effect", value=draft.value("random_effect"), key=draft.key("random_effect"),
+                                help="Enter it as a random (grouping) effect rather than a fixed effect.")
+    tags = c2.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
     b1, b2 = st.columns([1, 5])
     if b1.button("Save variable", type="primary", key="var.save"):
         data = VariableInput(variable_type=VariableType(vtype), concept=concept, rationale=rationale,
-                             moderates=moderates,
+                             moderates=moderates, random_effect=random_effect, tags=tags.split(","),
                              columns=[column_from_key(k, col_rationales.get(k, "")) for k in chosen])
         saved = context.attempt(lambda s: save_variable(session=s, actor=user, dataset_id=dataset_id, data=data,
                                                         variable_id=editing))

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from curation.conditions import condition_problem
 from curation.errors import (
     BlindingViolation,
     DecisionValidationError,
@@ -68,12 +69,19 @@ __all__ = [
 ]
 
 
+def _clean_tags(tags: Sequence[str]) -> list[str]:
+    """Trimmed, non-empty, first occurrence kept, in the order given."""
+    return list(dict.fromkeys(t.strip() for t in tags if t.strip()))
+
+
 class VariableInput(BaseModel):
     variable_type: VariableType
     concept: str
     rationale: str = ""
     moderates: str = ""
     columns: list[ColumnRef] = Field(default_factory=list)
+    random_effect: bool = False
+    tags: list[str] = Field(default_factory=list)
 
 
 class TransformInput(BaseModel):
@@ -84,6 +92,7 @@ class TransformInput(BaseModel):
     rationale: str = ""
     mapping: list[ColumnMapping] = Field(default_factory=list)
     branches: list[Branch] = Field(default_factory=lambda: [Branch(dependencies=[ROOT_SPEC_ID])])
+    tags: list[str] = Field(default_factory=list)
 
 
 class ModelInput(BaseModel):
@@ -94,6 +103,7 @@ class ModelInput(BaseModel):
     columns: list[ColumnRef] = Field(default_factory=list)
     variable_ids: list[str] = Field(default_factory=list)
     transform_ids: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -316,6 +326,8 @@ def save_variable(
     var.concept = concept
     var.rationale = data.rationale.strip()
     var.columns = [c.model_dump(mode="json") for c in data.columns]
+    var.random_effect = data.random_effect
+    var.tags = _clean_tags(data.tags)
     var.updated_at = utcnow()
     session.add(var)
     session.flush()
@@ -403,6 +415,9 @@ def save_transform(
         missing = [d for d in b.dependencies if d not in ids]
         if missing:
             raise DecisionValidationError(f"{label}: alternative {i} depends on unknown transform(s) {missing}.")
+        problem = condition_problem(b.condition, {t.spec_name for t in others})
+        if problem:
+            raise DecisionValidationError(f"{label}: the condition of alternative {i} is wrong: {problem}.")
     if transform_id is None:
         row = Transform(
             analysis_id=analysis.id or 0,
@@ -425,6 +440,7 @@ def save_transform(
     row.rationale = data.rationale.strip()
     row.mapping = [m.model_dump(mode="json") for m in data.mapping]
     row.branches = [b.model_dump(mode="json") for b in branches]
+    row.tags = _clean_tags(data.tags)
     if check is not None:
         row.last_check = check
     row.updated_at = utcnow()
@@ -534,6 +550,7 @@ def save_model(
     row.columns = [c.model_dump(mode="json") for c in data.columns]
     row.variable_ids = list(data.variable_ids)
     row.transform_ids = list(data.transform_ids)
+    row.tags = _clean_tags(data.tags)
     if check is not None:
         row.last_check = check
     row.updated_at = utcnow()

@@ -170,3 +170,35 @@ def test_roles_and_assignment_are_checked_by_the_services(team):
         ids = [t.id for t in ann.get_own_decisions(session=s, actor=a, dataset_id=ds.id).transforms]
         with pytest.raises(Exception, match="no such decision"):
             ann.delete_transform(session=s, actor=b, dataset_id=ds.id, transform_id=ids[0])
+
+
+def test_every_blade_field_is_stored_tags_random_effect_branch_conditions(team):
+    e, a, ds = team["engine"], team["a"], team["ds"]
+    with session_scope(e) as s:
+        t1 = ann.save_transform(session=s, actor=a, dataset_id=ds.id, data=ann.TransformInput(
+            spec_name="drop_zero", verb="filter", code="df = df[df['deaths'] > 0]", tags=[" t10 ", "t10", "OLS"],
+            mapping=[ColumnMapping(inputs=["deaths"], output="")]))
+        t2 = ann.save_transform(session=s, actor=a, dataset_id=ds.id, data=ann.TransformInput(
+            spec_name="log_deaths", verb="derive", code="df['ld'] = np.log1p(df['deaths'])",
+            mapping=[ColumnMapping(inputs=["deaths"], output="ld")],
+            branches=[Branch(dependencies=[t1.id], condition="drop_zero.index == 0 and not 'x' in drop_zero"),
+                      Branch(dependencies=[ROOT_SPEC_ID])]))
+        v = ann.save_variable(session=s, actor=a, dataset_id=ds.id, data=ann.VariableInput(
+            variable_type=VariableType.CONTROL, concept="year", rationale="trend", random_effect=True,
+            tags=["time"], columns=[ColumnRef(name="year", rationale="calendar year")]))
+    with session_scope(e) as s:
+        assert s.get(Transform, t1.id).tags == ["t10", "OLS"]
+        assert s.get(Transform, t2.id).branches[0]["condition"].startswith("drop_zero.index == 0")
+        var = s.get(ConceptualVariable, v.id)
+        assert var.random_effect is True and var.tags == ["time"]
+    bad = {
+        "drop_zero ==": "not valid syntax",
+        "nothere == 'a'": "'nothere' is not one of your transforms",
+        "drop_zero > 1": "only ==, !=, in and not in",
+        "__import__('os')": "is not a comparison",
+    }
+    for condition, message in bad.items():
+        with session_scope(e) as s, pytest.raises(DecisionValidationError, match=message):
+            ann.save_transform(session=s, actor=a, dataset_id=ds.id, data=ann.TransformInput(
+                spec_name="other", verb="derive", code="df['o'] = 1", mapping=[ColumnMapping(output="o")],
+                branches=[Branch(dependencies=[t1.id], condition=condition)]))
