@@ -1,0 +1,210 @@
+"""The forkpaths release format: one pydantic document per release, the contract between curation (which
+writes it) and evaluation (which reads it, never the database).
+
+Everything an expert entered is here, with provenance: decisions with their branches, alternatives proposed
+by peers or an LLM (model and prompt provenance), every vote (pseudonymous annotator), consensus outcomes,
+MCQs. ``extra`` fields carry what forkpaths does not model but a source format had (e.g. BLADE's legacy
+keys), so nothing is lost on the way through.
+
+Bump :data:`FORMAT_VERSION` on any field change; readers refuse versions they do not know.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Alternative",
+    "Annotator",
+    "ConsensusRecord",
+    "DatasetRelease",
+    "LLMProvenance",
+    "MCQ",
+    "MCQOption",
+    "Release",
+    "ReleaseColumn",
+    "ReleaseMapping",
+    "ReleaseBranch",
+    "ReleaseModel",
+    "ReleaseTransform",
+    "ReleaseVariable",
+    "Vote",
+]
+
+FORMAT_VERSION = "1.0"
+
+Answer = Literal["yes", "no", "unsure"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Annotator(_Strict):
+    """A pseudonymous annotator: releases never carry user names."""
+
+    id: str = Field(description="stable pseudonym within the release, e.g. 'A3'")
+    kind: Literal["human", "imported", "llm"] = "human"
+    label: str = Field(default="", description="e.g. 'BLADE experts (imported)'; empty for humans")
+
+
+class ReleaseColumn(_Strict):
+    name: str
+    origin: Literal["original", "derived"] = "original"
+    producer_id: str | None = None
+    rationale: str = ""
+
+
+class ReleaseMapping(_Strict):
+    inputs: list[str] = Field(default_factory=list)
+    output: str = ""
+
+
+class ReleaseBranch(_Strict):
+    dependencies: list[str] = Field(default_factory=list)
+    condition: str = ""
+
+
+class ReleaseVariable(_Strict):
+    id: str
+    annotator: str
+    variable_type: Literal["IV", "DV", "Control"]
+    interaction: bool = False
+    moderates: str = ""
+    concept: str
+    rationale: str = ""
+    columns: list[ReleaseColumn] = Field(default_factory=list)
+    random_effect: bool = False
+    tags: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReleaseTransform(_Strict):
+    id: str
+    annotator: str
+    spec_name: str
+    specification: str = ""
+    verbs: list[str] = Field(default_factory=list)
+    code: str = ""
+    rationale: str = ""
+    mapping: list[ReleaseMapping] = Field(default_factory=list)
+    branches: list[ReleaseBranch] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReleaseModel(_Strict):
+    id: str
+    annotator: str
+    family: str = ""
+    specification: str = ""
+    spec_name: str = ""
+    code: str = ""
+    rationale: str = ""
+    columns: list[ReleaseColumn] = Field(default_factory=list)
+    variable_ids: list[str] = Field(default_factory=list)
+    transform_ids: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class LLMProvenance(_Strict):
+    model: str
+    base_url: str = ""
+    prompt_template: str = Field(default="", description="name@version of the prompt template")
+    prompt_sha256: str = ""
+    temperature: float | None = None
+    created_at: datetime | None = None
+
+
+class Alternative(_Strict):
+    """A decision proposed for review: by an LLM seeded from a decision, or by a peer."""
+
+    id: str
+    kind: Literal["variable", "transform"]
+    source: Literal["llm", "peer"]
+    proposed_by: str | None = Field(default=None, description="annotator pseudonym for peers")
+    llm: LLMProvenance | None = None
+    seed_id: str | None = Field(default=None, description="the decision it was generated from")
+    payload: dict[str, Any] = Field(description="the proposed decision's fields (variable or transform shape)")
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Vote(_Strict):
+    target_kind: Literal["alternative", "variable", "transform", "model"]
+    target_id: str
+    annotator: str
+    question: str = Field(description="e.g. justifiable, can_derive_from_data, is_suited_to_cv")
+    answer: Answer | None = Field(description="None: the question was skipped (see skipped_reason)")
+    skipped_reason: str = ""
+    explanation: str = ""
+    created_at: datetime | None = None
+
+
+class ConsensusRecord(_Strict):
+    target_kind: Literal["alternative", "variable", "transform", "model"]
+    target_id: str
+    status: Literal["justifiable", "unjustifiable", "split", "unresolved"]
+    rule: str = Field(description="how the status was reached, e.g. 'unanimous', 'majority>=2/3', 'meeting'")
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    note: str = ""
+    votes: list[Vote] = Field(default_factory=list, description="the votes as they stood when decided")
+
+
+class MCQOption(_Strict):
+    text: str = Field(description="a conceptual-variable string, or transform code")
+    rationale: str = ""
+    is_llm_generated: bool = False
+    source_kind: Literal["variable", "transform", "path", "alternative", "unknown"] = "unknown"
+    source_ids: list[str] = Field(default_factory=list)
+    negative_reason: Literal["", "wrong_variable", "voted_unjustifiable", "not_derivable"] = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class MCQ(_Strict):
+    id: str
+    kind: Literal["variable", "transform"]
+    mc_type: Literal["select_pos", "select_neg"]
+    concept: str = Field(default="", description="for transform MCQs: the conceptual variable string")
+    options: list[MCQOption]
+    correct_index: int
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class DatasetRelease(_Strict):
+    name: str
+    title: str = ""
+    research_question: str
+    description: str = ""
+    dictionary: list[dict[str, Any]] = Field(default_factory=list)
+    info: dict[str, Any] = Field(default_factory=dict, description="the full info.json, losslessly")
+    data_file: str = Field(description="path of the data table inside the release, e.g. data/<name>/data.csv")
+    data_sha256: str
+    num_rows: int
+    num_columns: int
+    annotators: list[Annotator] = Field(default_factory=list)
+    variables: list[ReleaseVariable] = Field(default_factory=list)
+    transforms: list[ReleaseTransform] = Field(default_factory=list)
+    models: list[ReleaseModel] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+    votes: list[Vote] = Field(default_factory=list)
+    consensus: list[ConsensusRecord] = Field(default_factory=list)
+    mcqs: list[MCQ] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Release(_Strict):
+    format_version: str = FORMAT_VERSION
+    version: str = Field(description="semantic version X.Y.Z")
+    created_at: datetime
+    app_version: str
+    notes: str = ""
+    previous_version: str | None = None
+    licence: str = ""
+    attribution: str = ""
+    datasets: list[DatasetRelease] = Field(default_factory=list)
