@@ -1,0 +1,1147 @@
+"""BLADE's ``annotations.csv``: typed rows, a validating reader and a byte-faithful writer.
+
+The file (blade-reference 1.4, 1.5) has eight columns: ``spec_id`` and seven JSON columns, of which each row
+fills exactly one; the filled column is the row's *kind*. :class:`BladeRow` keeps the parsed JSON object as a
+plain dict, with every key (legacy ones such as ``time_stamp``, ``annotator``, ``is_negative``,
+``annotator_labeled`` included) in the file's order, so nothing is lost on the way through. Typed views
+(:class:`TransformSpec`, :class:`ConceptualVarSpec`, :class:`ModelSpec`, :class:`AnnotateCvarSpec`,
+:class:`AnnotateTransformSpec`) are built from that dict on demand; they normalise (legacy list-of-lists
+``branches`` become ``[{dependencies, condition}]``) without touching the dict.
+
+How the shipped files are serialised, measured on all nine released files:
+
+* CSV written with minimal quoting (a cell is quoted only when it holds a comma, a quote or a line break;
+  quotes are doubled), records separated by ``\\r\\n`` and **no** line break after the last record (the shape
+  of a Google-Sheets CSV download; the authors' tool stored rows in a Sheet).
+* The ``dependency_graph`` cell is ``json.dumps(obj, indent=2, ensure_ascii=True)``; its line breaks are
+  ``\\n`` except in affairs, where they are ``\\r\\n``.
+* Every other JSON cell is ``json.dumps(obj, ensure_ascii=True)``: one line, ``", "`` / ``": "`` separators,
+  non-ASCII text (the ``🟨 `` / ``🟩 `` prefixes) as ``\\ud83d\\udfe8`` surrogate-pair escapes.
+* crofoot has three extra, always empty columns ``Unnamed: 8..10`` (a pandas round trip of a sheet with
+  stray columns).
+
+The reader remembers these details (:class:`CsvStyle`, :attr:`BladeAnnotations.extra_columns`), so writing an
+unmodified file gives back its bytes; new files get BLADE's dominant style.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal, TypeVar, cast, get_args
+
+import networkx as nx
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+
+from exports.errors import BladeFormatError, BladeProblem
+
+__all__ = [
+    "ANNOTATION_COLUMNS",
+    "DERIVED_PREFIX",
+    "KIND_COLUMNS",
+    "ORIGINAL_PREFIX",
+    "ROOT_SPEC_ID",
+    "AnnotateCvarSpec",
+    "AnnotateTransformSpec",
+    "BladeAnnotations",
+    "BladeKind",
+    "BladeRow",
+    "Branch",
+    "ConceptualVarSpec",
+    "CsvStyle",
+    "ModelSpec",
+    "TransformSpec",
+    "Vote",
+    "check_annotations",
+    "parse_annotations",
+    "read_annotations",
+    "validate_against_data",
+    "write_annotations",
+]
+
+BladeKind = Literal[
+    "dependency_graph",
+    "conceptual",
+    "transform",
+    "model",
+    "tisane",
+    "annotate_cvar",
+    "annotate_transform",
+]
+
+#: The JSON column each kind fills, in BLADE's column order.
+KIND_COLUMNS: dict[BladeKind, str] = {
+    "dependency_graph": "dependency_graph",
+    "conceptual": "conceptual_spec_json",
+    "transform": "transform_spec_json",
+    "model": "model_spec_json",
+    "tisane": "tisane_spec_json",
+    "annotate_cvar": "annotate_cvar_spec_json",
+    "annotate_transform": "annotate_transform_spec_json",
+}
+_COLUMN_KINDS: dict[str, BladeKind] = {column: kind for kind, column in KIND_COLUMNS.items()}
+
+#: BLADE's header, in order.
+ANNOTATION_COLUMNS: tuple[str, ...] = ("spec_id", *KIND_COLUMNS.values())
+
+ROOT_SPEC_ID = "ROOT_SPEC_ID"
+#: Marks an original dataset column in conceptual / model specs (blade-reference 1.6).
+ORIGINAL_PREFIX = "🟨 "
+#: Marks a column derived by some transform.
+DERIVED_PREFIX = "🟩 "
+
+Vote = Literal["Yes", "No", "Unsure"]
+
+_MAX_VALUE_SHOWN = 60
+
+
+# ----------------------------------------------------------------------------------------------- models
+
+
+class CsvStyle(BaseModel):
+    """How a file was laid out, so that writing it back reproduces its bytes.
+
+    The defaults are BLADE's dominant style (8 of the 9 shipped files).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    line_terminator: Literal["\r\n", "\n"] = "\r\n"
+    """Between records."""
+    cell_newline: Literal["\r\n", "\n"] = "\n"
+    """Line breaks inside the indented ``dependency_graph`` cell."""
+    final_newline: bool = False
+    """Whether the last record is followed by a line terminator."""
+    bom: bool = False
+    """Whether the file starts with a UTF-8 byte-order mark."""
+
+
+class BladeRow(BaseModel):
+    """One row of ``annotations.csv``: its id, which JSON column it fills, and that cell's JSON object.
+
+    ``data`` is the parsed object exactly as in the file (key order and every key kept, legacy encodings
+    untouched); use :meth:`view` for a typed, normalised reading of it.
+    """
+
+    spec_id: str
+    kind: BladeKind
+    data: dict[str, Any]
+
+    @property
+    def column(self) -> str:
+        """The JSON column this row fills (``transform_spec_json``...)."""
+        return KIND_COLUMNS[self.kind]
+
+    def view(self) -> SpecView | None:
+        """The typed view of ``data`` for this kind (``None`` for ``dependency_graph`` and ``tisane``).
+
+        Raises:
+            BladeFormatError: ``data`` does not fit the kind (see :func:`check_annotations`).
+        """
+        view_type = _VIEW_TYPES.get(self.kind)
+        if view_type is None:
+            return None
+        view, problems = _build_view(view_type, self, label="annotations.csv", position=None)
+        if view is None:
+            raise BladeFormatError(problems)
+        return cast("SpecView", view)
+
+
+class BladeAnnotations(BaseModel):
+    """A whole ``annotations.csv``: rows in file order plus what is needed to write the file back as it was.
+
+    Attributes:
+        label: how the file is named in error messages (a path or an upload label).
+        rows: the rows, in file order.
+        extra_columns: header names beyond BLADE's eight (crofoot's empty ``Unnamed: 8..10``); written back
+            only on request (``write_annotations(..., keep_extra_columns=True)``).
+        style: the file's CSV layout (:class:`CsvStyle`).
+        source_positions: for a file that was read, ``spec_id -> (data row, line)`` of each row, so that
+            later checks (e.g. against ``data.csv``) can point into the file. Empty for rows built in memory.
+    """
+
+    label: str = "annotations.csv"
+    rows: list[BladeRow] = Field(default_factory=list)
+    extra_columns: tuple[str, ...] = ()
+    style: CsvStyle = Field(default_factory=CsvStyle)
+    source_positions: dict[str, tuple[int, int]] = Field(default_factory=dict, repr=False)
+
+    def rows_of(self, kind: BladeKind) -> list[BladeRow]:
+        """The rows of one kind, in file order."""
+        return [row for row in self.rows if row.kind == kind]
+
+    def row(self, spec_id: str) -> BladeRow:
+        """The row with this ``spec_id``.
+
+        Raises:
+            KeyError: no row has it.
+        """
+        for row in self.rows:
+            if row.spec_id == spec_id:
+                return row
+        raise KeyError(spec_id)
+
+    @property
+    def dependency_graph(self) -> BladeRow | None:
+        """The stored ``dependency_graph`` row (networkx node-link JSON, a stale snapshot; see 1.5.7)."""
+        rows = self.rows_of("dependency_graph")
+        return rows[0] if rows else None
+
+    @property
+    def transforms(self) -> dict[str, TransformSpec]:
+        """``spec_id -> TransformSpec`` for every transform row, ROOT included, in file order."""
+        return self._views("transform", TransformSpec)
+
+    @property
+    def variables(self) -> dict[str, ConceptualVarSpec]:
+        """``spec_id -> ConceptualVarSpec`` for every conceptual-variable row, in file order."""
+        return self._views("conceptual", ConceptualVarSpec)
+
+    @property
+    def models(self) -> dict[str, ModelSpec]:
+        """``spec_id -> ModelSpec`` for every model row, in file order."""
+        return self._views("model", ModelSpec)
+
+    @property
+    def annotate_cvars(self) -> dict[str, AnnotateCvarSpec]:
+        """``spec_id -> AnnotateCvarSpec``: judged LLM-proposed conceptual variables."""
+        return self._views("annotate_cvar", AnnotateCvarSpec)
+
+    @property
+    def annotate_transforms(self) -> dict[str, AnnotateTransformSpec]:
+        """``spec_id -> AnnotateTransformSpec``: judged LLM-proposed transforms."""
+        return self._views("annotate_transform", AnnotateTransformSpec)
+
+    @property
+    def multi_branch_transforms(self) -> dict[str, TransformSpec]:
+        """Transforms with more than one branch (alternative parent sets)."""
+        return {sid: spec for sid, spec in self.transforms.items() if len(spec.branches) > 1}
+
+    def _views(self, kind: BladeKind, view_type: type[_V]) -> dict[str, _V]:
+        views: dict[str, _V] = {}
+        for index, row in enumerate(self.rows):
+            if row.kind != kind:
+                continue
+            view, problems = _build_view(
+                view_type, row, label=self.label, position=self._position(row, index)
+            )
+            if view is None:
+                raise BladeFormatError(problems)
+            views[row.spec_id] = view
+        return views
+
+    def _position(self, row: BladeRow, index: int) -> tuple[int, int | None]:
+        if row.spec_id in self.source_positions:
+            return self.source_positions[row.spec_id]
+        return index + 1, None
+
+
+# ------------------------------------------------------------------------------------------ typed views
+
+
+class _View(BaseModel):
+    """Base of the typed views: unknown keys are kept (``model_extra``), the row's id is attached.
+
+    Types are strict (``"true"`` is not a bool, ``5`` is not a string) so a view never silently converts
+    what an annotator typed.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    spec_id: str
+    """From the ``spec_id`` column; BLADE never stores it inside the JSON."""
+
+    #: The row kind this view reads.
+    kind: ClassVar[BladeKind]
+
+    @classmethod
+    def from_row(cls: type[_V], row: BladeRow) -> _V:
+        """Validate ``row.data`` as this view (the ``spec_id`` column wins over any key of that name)."""
+        return cls.model_validate({**row.data, "spec_id": row.spec_id})
+
+
+_V = TypeVar("_V", bound=_View)
+
+
+class _TaggedSpec(_View):
+    """Fields common to transform, conceptual and model specs (``BaseSpec`` / ``SpecWithTags``)."""
+
+    time_stamp: StrictStr | None = None
+    tags: list[StrictStr] = Field(default_factory=list)
+    read_only_tags: list[StrictStr] = Field(default_factory=list)
+    is_negative: StrictBool = False
+    annotator: Any = None
+
+
+class Branch(BaseModel):
+    """One alternative way to reach a transform: parents that must all precede it, and an (unused) guard."""
+
+    model_config = ConfigDict(extra="allow")
+
+    dependencies: list[StrictStr]
+    condition: StrictStr = ""
+
+
+class TransformSpec(_TaggedSpec):
+    """``transform_spec_json`` (blade-reference 1.5.1). The ROOT row is just ``{"spec_name": "ROOT"}``."""
+
+    kind: ClassVar[BladeKind] = "transform"
+
+    specification: StrictStr = ""
+    spec_name: StrictStr = ""
+    trans_verb: list[StrictStr] = Field(default_factory=list)
+    code: StrictStr = ""
+    rationale: StrictStr = ""
+    conditions: StrictStr = ""
+    input_cols_to_output_col_mapping: list[tuple[list[StrictStr], StrictStr]] = Field(default_factory=list)
+    branches: list[Branch] = Field(default_factory=list)
+
+    @field_validator("branches", mode="before")
+    @classmethod
+    def _upgrade_legacy_branches(cls, value: Any) -> Any:
+        # Legacy encoding: a bare list of dependency lists, e.g. [["ROOT_SPEC_ID"], ["a", "b"]].
+        if isinstance(value, list):
+            return [
+                {"dependencies": item, "condition": ""} if isinstance(item, list) else item for item in value
+            ]
+        return value
+
+    @property
+    def is_root(self) -> bool:
+        return self.spec_id == ROOT_SPEC_ID
+
+    @property
+    def output_cols(self) -> list[str]:
+        """Columns this transform creates (the non-empty outputs of its mapping), in order."""
+        return [output for _, output in self.input_cols_to_output_col_mapping if output]
+
+    @property
+    def input_cols(self) -> list[str]:
+        """Columns this transform reads (all mapping inputs, flattened, in order)."""
+        return [column for inputs, _ in self.input_cols_to_output_col_mapping for column in inputs]
+
+    @property
+    def name(self) -> str:
+        """``spec_name``, else ``specification``, else the id: what to call the spec in messages."""
+        return self.spec_name or self.specification or self.spec_id
+
+
+class ConceptualVarSpec(_TaggedSpec):
+    """``conceptual_spec_json`` (blade-reference 1.5.2); a moderator is a Control with ``interaction``."""
+
+    kind: ClassVar[BladeKind] = "conceptual"
+
+    variable_type: Literal["IV", "DV", "Control"]
+    concept: StrictStr
+    final_columns_derived_spec_ids: list[StrictStr] = Field(default_factory=list)
+    final_columns_orig: list[StrictStr] = Field(default_factory=list)
+    final_columns_derived: list[StrictStr] = Field(default_factory=list)
+    final_columns_leaf_spec_ids: list[StrictStr] = Field(default_factory=list)
+    column_rationales: dict[str, StrictStr] = Field(default_factory=dict)
+    interaction: StrictBool = False
+    rationale: StrictStr = ""
+    on: StrictStr = ""
+    random_effect: StrictBool = False
+
+    @property
+    def role(self) -> Literal["IV", "DV", "Control", "Moderator"]:
+        """IV / DV / Control, or Moderator for a Control with ``interaction``."""
+        if self.variable_type == "Control" and self.interaction:
+            return "Moderator"
+        return self.variable_type
+
+
+class ModelSpec(_TaggedSpec):
+    """``model_spec_json`` (blade-reference 1.5.3): one model family fitted on one column set."""
+
+    kind: ClassVar[BladeKind] = "model"
+
+    specification: StrictStr = ""
+    spec_name: StrictStr = ""
+    rationale: StrictStr = ""
+    dependencies: list[StrictStr] = Field(default_factory=list)
+    code: StrictStr = ""
+    associated_columns_derived_spec_ids: list[StrictStr] = Field(default_factory=list)
+    associated_columns_orig: list[StrictStr] = Field(default_factory=list)
+    associated_columns_derived: list[StrictStr] = Field(default_factory=list)
+    associated_columns_leaf_spec_ids: list[StrictStr] = Field(default_factory=list)
+    associated_specified_spec_ids: list[StrictStr] = Field(default_factory=list)
+
+
+class _AnnotatorJudgement(_View):
+    """Fields of the annotator's review common to both ``annotate_*`` kinds (1.5.5, 1.5.6)."""
+
+    time_stamp: StrictStr | None = None
+    annotator_labeled: StrictBool = False
+    annotator_label: Any = None
+    annotator_explanation: StrictStr = ""
+    annotator_is_rationale_reasonable: Vote | None = None
+    rationale: StrictStr = ""
+    annotator: Any = None
+
+
+class AnnotateCvarSpec(_AnnotatorJudgement):
+    """An LLM-proposed conceptual variable and the annotator's three votes on it.
+
+    ``associated_cv_spec_id`` is legacy: it names ids of the annotators' pre-merge databases and resolves to
+    nothing in the release (blade-reference 1.5.5); it is never checked.
+    """
+
+    kind: ClassVar[BladeKind] = "annotate_cvar"
+
+    variable_type: Literal["IV", "DV", "Control"]
+    concept: StrictStr
+    columns: list[StrictStr] = Field(default_factory=list)
+    interaction: StrictBool = False
+    on: StrictStr = ""
+    can_derive_from_data: Vote | None = None
+    is_reasonable: Vote | None = None
+    associated_cv_spec_id: StrictStr | None = None
+
+
+class AnnotateTransformSpec(_AnnotatorJudgement):
+    """An LLM-proposed transform and the annotator's three votes on it.
+
+    ``associated_cvar_spec_id`` and ``associated_tspec_ids`` are legacy pre-merge ids that mostly resolve to
+    nothing (blade-reference 1.5.6) and are never checked; the embedded ``associated_cvar_spec`` copy is the
+    only reliable link to the variable (see :meth:`associated_cvar`).
+    """
+
+    kind: ClassVar[BladeKind] = "annotate_transform"
+
+    code: StrictStr
+    output_col: StrictStr = ""
+    associated_cvar_spec_id: StrictStr | None = None
+    associated_cvar_spec: dict[str, Any] | None = None
+    is_suited_to_cv: Vote | None = None
+    is_steps_reasonable: Vote | None = None
+    associated_tspec_ids: list[StrictStr] = Field(default_factory=list)
+    state_col_val_hash: StrictStr | None = None
+
+    def associated_cvar(self) -> ConceptualVarSpec | None:
+        """The embedded conceptual-variable copy as a typed view (its id is the legacy, dangling one).
+
+        Raises:
+            pydantic.ValidationError: the embedded copy is not a conceptual spec.
+        """
+        if self.associated_cvar_spec is None:
+            return None
+        return ConceptualVarSpec.model_validate(
+            {**self.associated_cvar_spec, "spec_id": self.associated_cvar_spec_id or ""}
+        )
+
+
+SpecView = TransformSpec | ConceptualVarSpec | ModelSpec | AnnotateCvarSpec | AnnotateTransformSpec
+
+_VIEW_TYPES: dict[BladeKind, type[_View]] = {
+    "transform": TransformSpec,
+    "conceptual": ConceptualVarSpec,
+    "model": ModelSpec,
+    "annotate_cvar": AnnotateCvarSpec,
+    "annotate_transform": AnnotateTransformSpec,
+}
+
+
+# ---------------------------------------------------------------------------------------- error helpers
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _MAX_VALUE_SHOWN else text[: _MAX_VALUE_SHOWN - 3] + "..."
+
+
+def _problem(
+    label: str,
+    what: str,
+    *,
+    position: tuple[int, int | None] | None = None,
+    spec_id: str | None = None,
+    column: str | None = None,
+    field: str | None = None,
+) -> BladeProblem:
+    """A problem whose message starts with its location: file, data row (line, spec_id), column, field."""
+    parts = [label]
+    row = line = None
+    if position is not None:
+        row, line = position
+        inner = [f"line {line}"] if line is not None else []
+        if spec_id is not None:
+            inner.append(f"spec_id {spec_id!r}")
+        parts.append(f"data row {row}" + (f" ({', '.join(inner)})" if inner else ""))
+    elif spec_id is not None:
+        parts.append(f"spec_id {spec_id!r}")
+    if column is not None:
+        parts.append(f"column {column}")
+    if field is not None:
+        parts.append(f"field {field}")
+    return BladeProblem(
+        file=label,
+        message=f"{', '.join(parts)}: {what}",
+        row=row,
+        line=line,
+        spec_id=spec_id,
+        column=column,
+        field=field,
+    )
+
+
+def _loc_path(loc: Iterable[int | str]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path or "(the object)"
+
+
+_TYPE_WORDS = {
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "tuple_type": "a [input columns, output column] pair",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+}
+
+
+def _describe_pydantic_error(error: Mapping[str, Any]) -> str:
+    kind = str(error["type"])
+    if kind == "missing":
+        return "is missing"
+    if kind in _TYPE_WORDS:
+        return f"must be {_TYPE_WORDS[kind]}, not {_short(error.get('input'))}"
+    if kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        return f"must be one of {expected}, not {_short(error.get('input'))}"
+    if kind in ("too_short", "too_long"):
+        return f"has the wrong length: {error['msg']}"
+    return f"{error['msg']} (got {_short(error.get('input'))})"
+
+
+def _build_view(
+    view_type: type[_V], row: BladeRow, *, label: str, position: tuple[int, int | None] | None
+) -> tuple[_V | None, list[BladeProblem]]:
+    try:
+        return view_type.from_row(row), []
+    except ValidationError as exc:
+        problems = [
+            _problem(
+                label,
+                _describe_pydantic_error(error),
+                position=position,
+                spec_id=row.spec_id,
+                column=row.column,
+                field=_loc_path(error["loc"]),
+            )
+            for error in exc.errors()
+        ]
+        return None, problems
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads would keep the last of two equal keys and silently drop the first: refuse instead.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _ensure_large_csv_fields() -> None:
+    # A code or graph cell can exceed the csv module's default 128 KiB field limit. The limit is
+    # process-wide; it is only ever raised here, which cannot make any other reader stricter.
+    wanted = min(sys.maxsize, 2**31 - 1)
+    if csv.field_size_limit() < wanted:
+        csv.field_size_limit(wanted)
+
+
+def _records(text: str, label: str) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(first physical line, cells)`` per CSV record, skipping empty lines as pandas does."""
+    _ensure_large_csv_fields()
+    reader = csv.reader(io.StringIO(text, newline=""))
+    previous_end = 0
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise BladeFormatError(
+                _problem(label, f"the CSV cannot be read near line {reader.line_num}: {exc}.")
+            ) from exc
+        start = previous_end + 1
+        previous_end = reader.line_num
+        if cells:
+            yield start, cells
+
+
+def _detect_style(text: str, bom: bool, json_cells: Iterable[str]) -> CsvStyle:
+    first_break = text.find("\n")
+    line_terminator: Literal["\r\n", "\n"] = (
+        "\n" if first_break > 0 and text[first_break - 1] != "\r" else "\r\n"
+    )
+    cell_newline: Literal["\r\n", "\n"] = "\n"
+    for cell in json_cells:
+        if "\r\n" in cell:
+            cell_newline = "\r\n"
+            break
+    final_newline = text.endswith(line_terminator) if first_break >= 0 else False
+    return CsvStyle(
+        line_terminator=line_terminator, cell_newline=cell_newline, final_newline=final_newline, bom=bom
+    )
+
+
+def read_annotations(source: Path | str | bytes, *, label: str | None = None) -> BladeAnnotations:
+    """Read and validate an ``annotations.csv``.
+
+    Args:
+        source: a path, or the file's bytes (e.g. from an upload).
+        label: how to name the file in error messages; defaults to the path (or ``annotations.csv``).
+
+    Returns:
+        The rows in file order, with the file's layout remembered for a faithful write-back.
+
+    Raises:
+        BladeFormatError: the file is missing or unreadable, or see :func:`parse_annotations`.
+    """
+    if isinstance(source, bytes):
+        return parse_annotations(source, label=label or "annotations.csv")
+    path = Path(source)
+    name = label or str(path)
+    try:
+        content = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise BladeFormatError(_problem(name, "the file does not exist.")) from exc
+    except OSError as exc:
+        raise BladeFormatError(_problem(name, f"the file could not be read: {exc.strerror}.")) from exc
+    return parse_annotations(content, label=name)
+
+
+def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> BladeAnnotations:
+    """Parse the bytes of an ``annotations.csv`` and check them (see :func:`check_annotations`).
+
+    Whitespace-only cells count as empty (as BLADE's loader does). Extra header columns are accepted and
+    remembered when all their cells are empty.
+
+    Raises:
+        BladeFormatError: every problem found, each naming the file, the data row (1-based, header not
+            counted) with its line and ``spec_id``, the column and, inside JSON, the field: text that is not
+            UTF-8 or not CSV, a missing BLADE column, a cell that is not a JSON object (with the JSON error's
+            position), a row filling zero or several JSON columns, a duplicate ``spec_id``, and everything
+            :func:`check_annotations` reports.
+    """
+    bom = content.startswith(b"\xef\xbb\xbf")
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BladeFormatError(
+            _problem(label, f"the file is not UTF-8 text (undecodable byte at offset {exc.start}).")
+        ) from exc
+    if not text.strip():
+        raise BladeFormatError(_problem(label, "the file is empty; it needs at least BLADE's header row."))
+
+    records = _records(text, label)
+    _, header = next(records)
+    header_problems = []
+    duplicates = sorted({name for name in header if header.count(name) > 1})
+    if duplicates:
+        header_problems.append(_problem(label, f"the header repeats the column(s) {', '.join(duplicates)}."))
+    missing = [name for name in ANNOTATION_COLUMNS if name not in header]
+    if missing:
+        header_problems.append(
+            _problem(
+                label,
+                f"the header lacks BLADE's column(s) {', '.join(missing)}; "
+                f"expected {', '.join(ANNOTATION_COLUMNS)}.",
+            )
+        )
+    if header_problems:
+        raise BladeFormatError(header_problems)
+    index_of = {name: header.index(name) for name in ANNOTATION_COLUMNS}
+    extra_columns = tuple(name for name in header if name not in index_of)
+
+    problems: list[BladeProblem] = []
+    rows: list[BladeRow] = []
+    positions: dict[str, tuple[int, int]] = {}
+    raw_json: list[str] = []
+    for number, (line, cells) in enumerate(records, start=1):
+        position = (number, line)
+        if len(cells) > len(header):
+            problems.append(
+                _problem(
+                    label,
+                    f"the row has {len(cells)} cells but the header has {len(header)} columns "
+                    "(an unquoted comma?).",
+                    position=position,
+                )
+            )
+            continue
+        cells = cells + [""] * (len(header) - len(cells))
+        if not any(cell.strip() for cell in cells):
+            continue  # a row of empty cells carries nothing (spreadsheet exports add them)
+        spec_id = cells[index_of["spec_id"]]
+        for name in extra_columns:
+            if cells[header.index(name)].strip():
+                problems.append(
+                    _problem(
+                        label,
+                        f"the extra column {name!r} is not one of BLADE's and would be lost; "
+                        "move its content into the row's JSON or delete it.",
+                        position=position,
+                        spec_id=spec_id or None,
+                        column=name,
+                    )
+                )
+        if not spec_id.strip():
+            problems.append(
+                _problem(
+                    label, "spec_id is empty; every row needs an id.", position=position, column="spec_id"
+                )
+            )
+            continue
+        filled = [column for column in KIND_COLUMNS.values() if cells[index_of[column]].strip()]
+        if not filled:
+            problems.append(
+                _problem(
+                    label,
+                    "the row fills none of the JSON columns; exactly one of "
+                    f"{', '.join(KIND_COLUMNS.values())} must hold the spec.",
+                    position=position,
+                    spec_id=spec_id,
+                )
+            )
+            continue
+        if len(filled) > 1:
+            problems.append(
+                _problem(
+                    label,
+                    f"the row fills {len(filled)} JSON columns ({', '.join(filled)}); "
+                    "each row must fill exactly one. Split it into one row per spec.",
+                    position=position,
+                    spec_id=spec_id,
+                    column=filled[1],
+                )
+            )
+            continue
+        column = filled[0]
+        cell = cells[index_of[column]]
+        try:
+            data = json.loads(cell, object_pairs_hook=_no_duplicate_keys)
+        except json.JSONDecodeError as exc:
+            problems.append(
+                _problem(
+                    label,
+                    f"the cell is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
+                    f"of the cell (character {exc.pos}).",
+                    position=position,
+                    spec_id=spec_id,
+                    column=column,
+                )
+            )
+            continue
+        except _DuplicateKey as exc:
+            problems.append(
+                _problem(
+                    label,
+                    f"the JSON object has the key {exc.key!r} twice; one value would be lost.",
+                    position=position,
+                    spec_id=spec_id,
+                    column=column,
+                    field=exc.key,
+                )
+            )
+            continue
+        if not isinstance(data, dict):
+            problems.append(
+                _problem(
+                    label,
+                    f"the cell must hold a JSON object ({{...}}), not a {type(data).__name__}.",
+                    position=position,
+                    spec_id=spec_id,
+                    column=column,
+                )
+            )
+            continue
+        if spec_id in positions:
+            first_row, first_line = positions[spec_id]
+            problems.append(
+                _problem(
+                    label,
+                    f"the spec_id is already used by data row {first_row} (line {first_line}); "
+                    "spec_ids must be unique.",
+                    position=position,
+                    spec_id=spec_id,
+                    column="spec_id",
+                )
+            )
+            continue
+        positions[spec_id] = position
+        raw_json.append(cell)
+        rows.append(BladeRow(spec_id=spec_id, kind=_COLUMN_KINDS[column], data=data))
+    if problems:
+        raise BladeFormatError(problems)
+
+    annotations = BladeAnnotations(
+        label=label,
+        rows=rows,
+        extra_columns=extra_columns,
+        style=_detect_style(text, bom, raw_json),
+        source_positions=positions,
+    )
+    problems = check_annotations(annotations)
+    if problems:
+        raise BladeFormatError(problems)
+    return annotations
+
+
+# --------------------------------------------------------------------------------------------- checking
+
+
+def check_annotations(annotations: BladeAnnotations) -> list[BladeProblem]:
+    """Every problem of content in the rows (those that need no ``data.csv``), earliest row first.
+
+    * each row fits its kind's typed view (types of known fields; ``variable_type`` and ``concept`` for
+      variables, ``code`` for LLM transforms);
+    * unique ``spec_id``; at most one ``dependency_graph`` row;
+    * a non-ROOT transform has non-empty ``code``, a verb, a name and at least one branch; a model has
+      non-empty ``code``;
+    * every branch dependency is ``ROOT_SPEC_ID`` or the id of a transform row, and the branches have no
+      cycle (the message names the specs on it);
+    * every derived (``🟩 ``) column of a conceptual or model spec is an output of some transform's mapping.
+
+    Not checked, because the release breaks them by design (blade-reference 1.5.5, 1.5.6, 9): the legacy ids
+    of ``annotate_*`` rows (``associated_cv_spec_id``, ``associated_cvar_spec_id``, ``associated_tspec_ids``)
+    and anything inside the embedded ``associated_cvar_spec`` copy; the keys of ``column_rationales``
+    (stale entries for columns no longer selected are common).
+    """
+    label = annotations.label
+    problems: list[BladeProblem] = []
+    positions: dict[str, tuple[int, int | None]] = {}
+    graph_rows: list[str] = []
+    transforms: dict[str, TransformSpec] = {}
+    transform_ids: set[str] = set()
+    others: list[tuple[BladeRow, _View]] = []
+
+    for index, row in enumerate(annotations.rows):
+        position = annotations._position(row, index)
+        if row.spec_id in positions:
+            first = positions[row.spec_id]
+            problems.append(
+                _problem(
+                    label,
+                    f"the spec_id is already used by data row {first[0]}; spec_ids must be unique.",
+                    position=position,
+                    spec_id=row.spec_id,
+                    column="spec_id",
+                )
+            )
+            continue
+        positions[row.spec_id] = position
+        if row.kind == "dependency_graph":
+            graph_rows.append(row.spec_id)
+            if len(graph_rows) == 2:
+                problems.append(
+                    _problem(
+                        label,
+                        f"a second dependency_graph row (the first is spec_id {graph_rows[0]!r}); "
+                        "a file holds at most one.",
+                        position=position,
+                        spec_id=row.spec_id,
+                        column=row.column,
+                    )
+                )
+            continue
+        if row.kind == "transform":
+            transform_ids.add(row.spec_id)
+        view_type = _VIEW_TYPES.get(row.kind)
+        if view_type is None:
+            continue
+        view, view_problems = _build_view(view_type, row, label=label, position=position)
+        problems.extend(view_problems)
+        if isinstance(view, TransformSpec):
+            transforms[row.spec_id] = view
+            problems.extend(_required_transform_fields(view, row, label, position))
+        elif view is not None:
+            others.append((row, view))
+            if isinstance(view, ModelSpec) and not view.code.strip():
+                problems.append(
+                    _problem(
+                        label,
+                        "a model needs its code (e.g. smf.ols('y ~ x', data=df).fit()).",
+                        position=position,
+                        spec_id=row.spec_id,
+                        column=row.column,
+                        field="code",
+                    )
+                )
+
+    problems.extend(_branch_problems(transforms, transform_ids, positions, label))
+    problems.extend(_derived_column_problems(transforms, others, positions, label))
+    return sorted(problems, key=lambda p: p.row if p.row is not None else 0)
+
+
+def _required_transform_fields(
+    view: TransformSpec, row: BladeRow, label: str, position: tuple[int, int | None]
+) -> list[BladeProblem]:
+    if view.is_root:
+        if view.branches:
+            return [
+                _problem(
+                    label,
+                    "the ROOT transform stands for the raw data and cannot have branches.",
+                    position=position,
+                    spec_id=row.spec_id,
+                    column=row.column,
+                    field="branches",
+                )
+            ]
+        return []
+    needs = []
+    if not view.code.strip():
+        needs.append(("code", "the pandas statements that act on df"))
+    if not view.trans_verb:
+        needs.append(("trans_verb", 'at least one verb such as ["derive"]'))
+    if not (view.spec_name.strip() or view.specification.strip()):
+        needs.append(("spec_name", "a name (or a specification to derive it from)"))
+    if not view.branches:
+        needs.append(("branches", f"at least one branch; use [{ROOT_SPEC_ID!r}] to start from the raw data"))
+    return [
+        _problem(
+            label,
+            f"a transform needs {wanted} (missing or empty).",
+            position=position,
+            spec_id=row.spec_id,
+            column=row.column,
+            field=field,
+        )
+        for field, wanted in needs
+    ]
+
+
+def _branch_problems(
+    transforms: dict[str, TransformSpec],
+    transform_ids: set[str],
+    positions: dict[str, tuple[int, int | None]],
+    label: str,
+) -> list[BladeProblem]:
+    problems = []
+    graph: nx.DiGraph[str] = nx.DiGraph()
+    column = KIND_COLUMNS["transform"]
+    for spec_id, spec in transforms.items():
+        for b, branch in enumerate(spec.branches):
+            for d, dependency in enumerate(branch.dependencies):
+                if dependency != ROOT_SPEC_ID and dependency not in transform_ids:
+                    problems.append(
+                        _problem(
+                            label,
+                            f"the dependency {dependency!r} names no transform in this file "
+                            f"(it must be {ROOT_SPEC_ID} or the spec_id of a {column} row).",
+                            position=positions[spec_id],
+                            spec_id=spec_id,
+                            column=column,
+                            field=f"branches[{b}].dependencies[{d}]",
+                        )
+                    )
+                elif dependency in transforms:
+                    graph.add_edge(dependency, spec_id)
+    for component in nx.strongly_connected_components(graph):
+        if len(component) == 1:
+            (node,) = component
+            if not graph.has_edge(node, node):
+                continue
+        start = min(component, key=lambda sid: positions[sid][0])
+        cycle = [edge[0] for edge in nx.find_cycle(graph.subgraph(component), source=start)]
+        names = [transforms[sid].name for sid in cycle]
+        problems.append(
+            _problem(
+                label,
+                "the branches form a cycle, so no order of the steps exists: "
+                + " → ".join([*names, names[0]])
+                + " (each arrow: 'comes before'). Remove one of these dependencies.",
+                position=positions[start],
+                spec_id=start,
+                column=column,
+                field="branches",
+            )
+        )
+    return problems
+
+
+def _derived_column_problems(
+    transforms: dict[str, TransformSpec],
+    others: list[tuple[BladeRow, _View]],
+    positions: dict[str, tuple[int, int | None]],
+    label: str,
+) -> list[BladeProblem]:
+    produced = {column for spec in transforms.values() for column in spec.output_cols}
+    problems = []
+    for row, view in others:
+        if isinstance(view, ConceptualVarSpec):
+            field, columns = "final_columns_derived", view.final_columns_derived
+        elif isinstance(view, ModelSpec):
+            field, columns = "associated_columns_derived", view.associated_columns_derived
+        else:
+            continue
+        for i, column in enumerate(columns):
+            name = column.removeprefix(DERIVED_PREFIX)
+            if name not in produced:
+                problems.append(
+                    _problem(
+                        label,
+                        f"the derived column {column!r} is not produced by any transform "
+                        "(no input_cols_to_output_col_mapping has it as output).",
+                        position=positions[row.spec_id],
+                        spec_id=row.spec_id,
+                        column=row.column,
+                        field=f"{field}[{i}]",
+                    )
+                )
+    return problems
+
+
+def validate_against_data(
+    annotations: BladeAnnotations, data_columns: Iterable[str], *, label: str = "data.csv"
+) -> None:
+    """Check that the original (``🟨 ``) columns named by conceptual and model specs exist in the data.
+
+    Looks at ``final_columns_orig`` of conceptual specs and ``associated_columns_orig`` of model specs (the
+    prefix is stripped before comparing). ``annotate_*`` rows are not checked: their ``columns`` are an
+    LLM's proposal, which may name columns the data lacks (that is what the annotators voted on).
+
+    Args:
+        annotations: the parsed file; its label and source positions locate the problems.
+        data_columns: the header of ``data.csv`` as pandas reads it.
+        label: how to name the data file in messages.
+
+    Raises:
+        BladeFormatError: one problem per missing column, naming the annotations file, row, spec_id, column
+            and field (e.g. ``final_columns_orig[1]``).
+    """
+    available = list(data_columns)
+    known = set(available)
+    shown = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
+    fields = {"conceptual": "final_columns_orig", "model": "associated_columns_orig"}
+    problems = []
+    for index, row in enumerate(annotations.rows):
+        field = fields.get(row.kind)
+        values = row.data.get(field) if field else None
+        if field is None or not isinstance(values, list):
+            continue
+        for i, value in enumerate(values):
+            if isinstance(value, str) and value.removeprefix(ORIGINAL_PREFIX) not in known:
+                problems.append(
+                    _problem(
+                        annotations.label,
+                        f"the original column {value!r} is not a column of {label} (its columns: {shown}).",
+                        position=annotations._position(row, index),
+                        spec_id=row.spec_id,
+                        column=row.column,
+                        field=f"{field}[{i}]",
+                    )
+                )
+    if problems:
+        raise BladeFormatError(problems)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def _cell_text(row: BladeRow, style: CsvStyle, label: str, position: tuple[int, int | None]) -> str:
+    try:
+        if row.kind == "dependency_graph":
+            text = json.dumps(row.data, indent=2, ensure_ascii=True)
+            return text.replace("\n", style.cell_newline) if style.cell_newline != "\n" else text
+        return json.dumps(row.data, ensure_ascii=True)
+    except (TypeError, ValueError) as exc:
+        raise BladeFormatError(
+            _problem(
+                label,
+                f"the data cannot be written as JSON: {exc}.",
+                position=position,
+                spec_id=row.spec_id,
+                column=row.column,
+            )
+        ) from exc
+
+
+def write_annotations(
+    annotations: BladeAnnotations,
+    *,
+    keep_extra_columns: bool = False,
+    style: CsvStyle | None = None,
+    validate: bool = True,
+) -> bytes:
+    """Serialise to BLADE's ``annotations.csv`` bytes.
+
+    Writes BLADE's eight columns in order, each row filling exactly its kind's column, with the JSON of
+    each cell serialised as BLADE does (see the module docstring) in the remembered :class:`CsvStyle`. An
+    unmodified :func:`read_annotations` result is written back byte for byte (crofoot only with
+    ``keep_extra_columns=True``).
+
+    Args:
+        annotations: the rows to write.
+        keep_extra_columns: also write the (empty) extra columns the source file had.
+        style: override the remembered layout (e.g. ``CsvStyle()`` for BLADE's dominant style).
+        validate: refuse to write rows that :func:`check_annotations` rejects.
+
+    Raises:
+        BladeFormatError: a row's data is not JSON-serialisable, or (with ``validate``) its content is wrong.
+    """
+    if validate:
+        problems = check_annotations(annotations)
+        if problems:
+            raise BladeFormatError(problems)
+    style = style or annotations.style
+    extra = annotations.extra_columns if keep_extra_columns else ()
+    lines = [_csv_record([*ANNOTATION_COLUMNS, *extra])]
+    blank = [""] * (len(ANNOTATION_COLUMNS) - 1 + len(extra))
+    for index, row in enumerate(annotations.rows):
+        cells = list(blank)
+        cells[ANNOTATION_COLUMNS.index(row.column) - 1] = _cell_text(
+            row, style, annotations.label, annotations._position(row, index)
+        )
+        lines.append(_csv_record([row.spec_id, *cells]))
+    text = style.line_terminator.join(lines)
+    if style.final_newline:
+        text += style.line_terminator
+    return (b"\xef\xbb\xbf" if style.bom else b"") + text.encode("utf-8")
+
+
+def _csv_record(cells: list[str]) -> str:
+    """One CSV record with minimal quoting: a cell is quoted only if it holds a comma, a quote or a line
+    break, quotes doubled (what the shipped files do).
+
+    Written by hand because the csv module decides by the line terminator in use: with ``"\\n"`` it leaves a
+    lone ``"\\r"`` unquoted, which a reader then takes for a line break.
+    """
+    return ",".join(
+        '"' + cell.replace('"', '""') + '"' if any(c in cell for c in ',"\r\n') else cell for cell in cells
+    )
+
+
+# Keep the literal in sync with the mapping (a cheap guard against adding a kind in only one place).
+assert set(get_args(BladeKind)) == set(KIND_COLUMNS), "BladeKind and KIND_COLUMNS disagree"
