@@ -104,6 +104,69 @@ def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _operator(session, username: str | None):  # type: ignore[no-untyped-def]
+    """Who a terminal command acts as: --as USER, else the first active admin (the operator has the machine)."""
+    from sqlmodel import col, select
+
+    from curation.models import User
+
+    stmt = select(User).where(User.is_active == True)  # noqa: E712
+    stmt = stmt.where(User.username == username) if username else stmt.where(User.role == Role.ADMIN.value)
+    user = session.exec(stmt.order_by(col(User.id))).first()
+    if user is None:
+        raise CurationError(f"No active user '{username}'." if username else "There is no active admin.")
+    return user
+
+
+def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services.blade_import import import_blade
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        results = import_blade(session=session, actor=None, path=Path(args.path), store=settings.datasets_store,
+                               max_bytes=settings.max_upload_bytes)
+    for r in results:
+        print(f"Imported '{r.dataset}': {r.variables} variables, {r.transforms} transforms, {r.models} models, "
+              f"{r.alternatives} reviewed alternatives ({r.votes} votes), {r.mcqs} MCQs.")
+    return 0
+
+
+def _progress(stage: str, fraction: float) -> None:
+    print(f"  [{fraction:>4.0%}] {stage}", flush=True)
+
+
+def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services import releases as rel
+
+    report = initialise(settings)
+    root = settings.releases_store
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user)
+        if args.release_command == "create":
+            record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
+                                     releases_root=root, store=settings.datasets_store,
+                                     dataset_names=args.dataset or None, progress=_progress)
+            print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
+        elif args.release_command == "list":
+            records = rel.list_release_records(session=session, actor=actor)
+            if not records:
+                print("No releases yet.")
+            for r in records:
+                counts = ", ".join(f"{name}" for name in r.summary)
+                print(f"{r.version:<10} {r.created_at:%Y-%m-%d %H:%M} UTC  {counts}  {r.notes}")
+        elif args.release_command == "diff":
+            from exports.changelog import render_changelog
+
+            diff = rel.diff_release_versions(session=session, actor=actor, old=args.old, new=args.new,
+                                             releases_root=root)
+            print(render_changelog(diff))
+        elif args.release_command == "export":
+            out = rel.export_release(session=session, actor=actor, version=args.version, fmt=args.format,
+                                     out=Path(args.out), releases_root=root)
+            print(f"Exported release {args.version} ({args.format}) to {out}.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="forkpaths", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -126,6 +189,25 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("dataset")
     asg.add_argument("users", nargs="+")
     asg.set_defaults(func=_cmd_assign)
+    ib = sub.add_parser("import-blade", help="import a BLADE dataset folder, or a folder of them, with its ground truth")
+    ib.add_argument("path")
+    ib.set_defaults(func=_cmd_import_blade)
+    rel = sub.add_parser("release", help="cut, list, compare and export benchmark releases")
+    rel.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    rsub = rel.add_subparsers(dest="release_command", required=True)
+    rc = rsub.add_parser("create", help="cut a new, immutable release of the current ground truth")
+    rc.add_argument("--version", required=True, help="semantic version X.Y.Z, higher than the latest")
+    rc.add_argument("--notes", default="")
+    rc.add_argument("--dataset", action="append", help="only this dataset (repeatable; default: all)")
+    rsub.add_parser("list", help="list releases")
+    rd = rsub.add_parser("diff", help="what changed between two releases")
+    rd.add_argument("old")
+    rd.add_argument("new")
+    rx = rsub.add_parser("export", help="write a release in forkpaths' or BLADE's layout")
+    rx.add_argument("version")
+    rx.add_argument("--format", choices=["native", "blade"], default="native")
+    rx.add_argument("--out", required=True)
+    rel.set_defaults(func=_cmd_release)
     return p
 
 

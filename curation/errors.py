@@ -15,6 +15,7 @@ __all__ = [
     "DecisionValidationError",
     "NotFoundError",
     "PermissionDenied",
+    "ReleaseError",
     "SandboxError",
     "SessionExpired",
     "SubmittedAnalysisLocked",
@@ -63,3 +64,7 @@ class SubmittedAnalysisLocked(CurationError):
 
 class SandboxError(CurationError):
     """The sandbox itself could not run (not the user's code failing, which is a result, not an error)."""
+
+
+class ReleaseError(CurationError):
+    """A release could not be cut, read or exported (bad version, tampered files, ...)."""

@@ -24,8 +24,13 @@ __all__ = [
     "DatasetAssignment",
     "Role",
     "StatModel",
+    "Alternative",
+    "Consensus",
+    "MCQ",
+    "ReleaseRecord",
     "Transform",
     "User",
+    "Vote",
     "UTCDateTime",
     "new_spec_id",
     "utcnow",
@@ -104,6 +109,7 @@ class Dataset(SQLModel, table=True):
     num_rows: int = 0
     num_columns: int = 0
     source: str = Field(default="", max_length=32)
+    extra: dict[str, Any] = _json(dict)
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
 
@@ -180,3 +186,84 @@ class StatModel(SQLModel, table=True):
     position: int = 0
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
+
+
+class Alternative(SQLModel, table=True):
+    """A decision proposed for review: LLM-generated (seeded from a decision) or put forward by a peer."""
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    kind: str = Field(max_length=16, description="variable | transform")
+    source: str = Field(max_length=16, description="llm | peer")
+    proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    seed_id: str | None = Field(default=None, max_length=64, description="decision it was generated from")
+    llm: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    payload: dict[str, Any] = _json(dict)
+    extra: dict[str, Any] = _json(dict)
+    position: int = 0
+    created_at: datetime = _ts()
+
+
+class Vote(SQLModel, table=True):
+    """One annotator's answer to one question about one item; ``answer`` None means the question was skipped."""
+
+    __table_args__ = (UniqueConstraint("target_kind", "target_id", "annotator_id", "question"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    target_kind: str = Field(max_length=16, description="alternative | variable | transform | model")
+    target_id: str = Field(max_length=64, index=True)
+    annotator_id: int = Field(foreign_key="user.id", index=True)
+    question: str = Field(max_length=64)
+    answer: str | None = Field(default=None, max_length=8, description="yes | no | unsure | None (skipped)")
+    skipped_reason: str = ""
+    explanation: str = ""
+    position: int = 0
+    created_at: datetime = _ts()
+
+
+class Consensus(SQLModel, table=True):
+    """The resolved status of one item, with how it was reached and the votes it was based on."""
+
+    __table_args__ = (UniqueConstraint("target_kind", "target_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    target_kind: str = Field(max_length=16)
+    target_id: str = Field(max_length=64)
+    status: str = Field(max_length=16, description="justifiable | unjustifiable | split | unresolved")
+    rule: str = Field(default="", max_length=64)
+    decided_by_id: int | None = Field(default=None, foreign_key="user.id")
+    decided_at: datetime = _ts()
+    note: str = ""
+    votes_snapshot: list[dict[str, Any]] = _json()
+
+
+class MCQ(SQLModel, table=True):
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    kind: str = Field(max_length=16, description="variable | transform")
+    mc_type: str = Field(max_length=16, description="select_pos | select_neg")
+    concept: str = ""
+    options: list[dict[str, Any]] = _json()
+    correct_index: int = 0
+    extra: dict[str, Any] = _json(dict)
+    position: int = 0
+    created_at: datetime = _ts()
+
+
+class ReleaseRecord(SQLModel, table=True):
+    """A cut release. The files are the release; this row indexes them (they never change after cutting)."""
+
+    __tablename__ = "release"
+
+    id: int | None = Field(default=None, primary_key=True)
+    version: str = Field(index=True, unique=True, max_length=32)
+    format_version: str = Field(max_length=16)
+    previous_version: str | None = Field(default=None, max_length=32)
+    notes: str = ""
+    created_at: datetime = _ts()
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    path: str = Field(max_length=512, description="release directory, relative to the releases folder")
+    manifest_sha256: str = Field(max_length=64)
+    summary: dict[str, Any] = _json(dict)

@@ -63,6 +63,11 @@ class Settings(BaseSettings):
         return int(self.max_upload_mb * 1024 * 1024)
 
     @property
+    def releases_store(self) -> Path:
+        """Where cut releases live (one folder and one zip per version; never modified after cutting)."""
+        return self.resolved_data_dir / "releases"
+
+    @property
     def datasets_store(self) -> Path:
         """Where registered datasets' ``info.json`` + ``data.csv`` are stored."""
         return self.resolved_data_dir / "datasets"

@@ -85,3 +85,32 @@ def test_cli_reports_bad_input_without_a_traceback(tmp_path):
     assert "error:" in r.stderr and "info.json" in r.stderr and "Traceback" not in r.stderr
     r = _cli(tmp_path, "create-user", "x y", "--password-stdin", stdin="a long password\n")
     assert r.returncode == 2 and "not allowed" in r.stderr
+
+
+def test_cli_import_blade_and_release_commands(tmp_path, shared_blade):
+    r = _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane"))
+    assert r.returncode == 0, r.stderr
+    assert "Imported 'hurricane': 4 variables, 6 transforms, 18 models, 44 reviewed alternatives" in r.stdout
+    r = _cli(tmp_path, "release", "create", "--version", "1.0.0", "--notes", "first cut")
+    assert r.returncode == 0, r.stderr
+    assert "Release 1.0.0 cut" in r.stdout and "[100%] done" in r.stdout
+    r = _cli(tmp_path, "release", "create", "--version", "1.0.0")
+    assert r.returncode == 2 and "already exists" in r.stderr
+    r = _cli(tmp_path, "release", "create", "--version", "1.1.0", "--notes", "again")
+    assert r.returncode == 0, r.stderr
+    r = _cli(tmp_path, "release", "list")
+    assert r.returncode == 0 and r.stdout.index("1.1.0") < r.stdout.index("1.0.0") and "first cut" in r.stdout
+    r = _cli(tmp_path, "release", "diff", "1.0.0", "1.1.0")
+    assert r.returncode == 0 and "1.1.0" in r.stdout
+    r = _cli(tmp_path, "release", "export", "1.0.0", "--format", "blade", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    exported = tmp_path / "out" / "1.0.0-blade" / "hurricane"
+    assert sorted(p.name for p in exported.iterdir()) == ["annotations.csv", "data.csv", "info.json",
+                                                           "mcq_dataset.json"]
+    r = _cli(tmp_path, "release", "export", "1.0.0", "--format", "native", "--out", str(tmp_path / "out"))
+    assert r.returncode == 0 and (tmp_path / "out" / "1.0.0" / "MANIFEST").is_file()
+    (tmp_path / "data" / "releases" / "1.0.0" / "README.md").write_text("tampered")
+    r = _cli(tmp_path, "release", "export", "1.0.0", "--format", "blade", "--out", str(tmp_path / "out2"))
+    assert r.returncode == 2 and "README.md" in r.stderr and "modified after it was cut" in r.stderr
+    r = _cli(tmp_path, "import-blade", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and "does not exist" in r.stderr

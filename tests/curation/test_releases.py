@@ -1,0 +1,156 @@
+"""Cutting, reading, comparing and exporting releases through the services, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from sqlmodel import select
+
+from curation.db import session_scope
+from curation.errors import PermissionDenied, ReleaseError
+from curation.models import Dataset, ReleaseRecord, Role
+from curation.services import releases as rel
+from curation.services.annotation import submit_analysis
+from curation.services.blade_import import import_blade
+from curation.services.release_data import dataset_release
+from exports.blade_annotations import read_annotations
+from exports.native import read_release
+from tests import factories as f
+
+
+@pytest.fixture
+def world(engine, store, shared_blade, tmp_path):
+    with session_scope(engine) as s:
+        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=store,
+                     max_bytes=200 * 2**20)
+        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "fish", store=store,
+                     max_bytes=200 * 2**20)
+    curator = f.user(engine, "curator-qx7", Role.CURATOR)
+    ana = f.user(engine, "analyst-qx7")
+    ds = f.dataset(engine, store, assign=[ana])
+    f.full_analysis(engine, ana, ds.id)
+    with session_scope(engine) as s:
+        submit_analysis(session=s, actor=ana, dataset_id=ds.id)
+    return {"engine": engine, "curator": curator, "ana": ana, "root": tmp_path / "releases", "store": store}
+
+
+def _cut(w, version, notes=""):
+    with session_scope(w["engine"]) as s:
+        return rel.cut_release(session=s, actor=w["curator"], version=version, notes=notes,
+                               releases_root=w["root"], store=w["store"])
+
+
+def test_import_then_release_then_read_back_is_identical(world):
+    record = _cut(world, "1.0.0", "first")
+    release = read_release(world["root"] / record.path)
+    with session_scope(world["engine"]) as s:
+        current = [dataset_release(s, d) for d in s.exec(select(Dataset).order_by(Dataset.name)).all()]
+    assert release.datasets == current
+    assert [d.name for d in release.datasets] == ["fish", "hurricane", "storms"]
+    text = (world["root"] / record.path / "release.json").read_text()
+    assert "analyst-qx7" not in text and "curator-qx7" not in text  # annotators are pseudonyms
+    storms = next(d for d in release.datasets if d.name == "storms")
+    assert {a.id for a in storms.annotators} == {f"A{world['ana'].id}"} and len(storms.variables) == 2
+    card = (world["root"] / record.path / "README.md").read_text()
+    assert "hurricane" in card and "ODC-By" in card
+    assert (world["root"] / "1.0.0.zip").is_file()
+    assert read_release(world["root"] / "1.0.0.zip") == release
+
+
+def test_versions_are_checked_and_releases_never_change(world):
+    _cut(world, "1.0.0")
+    for bad, message in [("1.0", "not a semantic version"), ("1.0.0", "already exists"),
+                         ("0.9.0", "must be higher")]:
+        with pytest.raises(ReleaseError, match=message):
+            _cut(world, bad)
+    with session_scope(world["engine"]) as s, pytest.raises(PermissionDenied):
+        rel.cut_release(session=s, actor=world["ana"], version="2.0.0", notes="", releases_root=world["root"],
+                        store=world["store"])
+
+
+def test_a_tampered_release_is_refused_everywhere(world, tmp_path):
+    record = _cut(world, "1.0.0")
+    data = world["root"] / record.path / "data" / "hurricane" / "data.csv"
+    data.write_bytes(data.read_bytes().replace(b"Katrina", b"Katrine"))
+    with session_scope(world["engine"]) as s:
+        with pytest.raises(ReleaseError, match=r"(?s)modified after it was cut.*data/hurricane/data\.csv: content differs"):
+            rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
+                               out=tmp_path / "out", releases_root=world["root"])
+        with pytest.raises(ReleaseError, match="modified after it was cut"):
+            rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="native",
+                                releases_root=world["root"])
+    assert not (tmp_path / "out").exists()
+
+
+def test_changelog_and_diff_between_releases(world):
+    _cut(world, "1.0.0")
+    bob = f.user(world["engine"], "bob")
+    with session_scope(world["engine"]) as s:
+        storms = s.exec(select(Dataset).where(Dataset.name == "storms")).one()
+        from curation.services.datasets import assign_analysts
+
+        admin = f.user(world["engine"], "boss", Role.ADMIN)
+        assign_analysts(session=s, actor=admin, dataset_id=storms.id, user_ids=[world["ana"].id, bob.id])
+    f.full_analysis(world["engine"], bob, storms.id)
+    with session_scope(world["engine"]) as s:
+        submit_analysis(session=s, actor=bob, dataset_id=storms.id)
+    record = _cut(world, "1.1.0", "bob's analysis")
+    changelog = (world["root"] / record.path / "CHANGELOG.md").read_text()
+    assert "1.0.0" in changelog and "storms" in changelog
+    with session_scope(world["engine"]) as s:
+        diff = rel.diff_release_versions(session=s, actor=world["ana"], old="1.0.0", new="1.1.0",
+                                         releases_root=world["root"])
+    storms_diff = next(d for d in diff.datasets if d.name == "storms")
+    assert len(storms_diff.variables.added) == 2 and len(storms_diff.transforms.added) == 1
+    assert all(not (d.variables.added or d.variables.removed) for d in diff.datasets if d.name != "storms")
+
+
+def test_export_in_both_layouts(world, shared_blade, tmp_path):
+    _cut(world, "1.0.0")
+    with session_scope(world["engine"]) as s:
+        native = rel.export_release(session=s, actor=world["ana"], version="1.0.0", fmt="native",
+                                    out=tmp_path / "n", releases_root=world["root"])
+        blade = rel.export_release(session=s, actor=world["ana"], version="1.0.0", fmt="blade",
+                                   out=tmp_path / "b", releases_root=world["root"])
+        name, payload = rel.release_archive(session=s, actor=world["ana"], version="1.0.0", fmt="blade",
+                                            releases_root=world["root"])
+    assert read_release(native).version == "1.0.0" and (tmp_path / "n" / "1.0.0.zip").is_file()
+    for name_ in ("hurricane", "fish"):
+        got = {r.spec_id: r.data for r in read_annotations(blade / name_ / "annotations.csv").rows}
+        want = {r.spec_id: r.data for r in read_annotations(shared_blade / "datasets" / name_ / "annotations.csv").rows}
+        assert got == want
+        assert json.loads((blade / name_ / "mcq_dataset.json").read_text()) == json.loads(
+            (shared_blade / "datasets" / name_ / "mcq_dataset.json").read_text())
+    storms = {r.kind for r in read_annotations(blade / "storms" / "annotations.csv").rows}
+    assert storms == {"transform", "conceptual", "model"}  # a forkpaths analysis, exported the BLADE way
+    assert name == "forkpaths-1.0.0-blade.zip" and payload[:2] == b"PK"
+
+
+def test_a_cut_whose_transaction_fails_leaves_no_release(world):
+    with pytest.raises(RuntimeError), session_scope(world["engine"]) as s:
+        rel.cut_release(session=s, actor=world["curator"], version="1.0.0", notes="", releases_root=world["root"],
+                        store=world["store"])
+        raise RuntimeError("the rest of the user's action failed")
+    with session_scope(world["engine"]) as s:
+        assert s.exec(select(ReleaseRecord)).all() == []
+    record = _cut(world, "1.0.0")  # the version is free again; the orphaned files were set aside
+    assert read_release(world["root"] / record.path).version == "1.0.0"
+    assert any(p.name.startswith(".orphan-") for p in world["root"].iterdir())
+
+
+def test_drafts_stay_private(world):
+    eve = f.user(world["engine"], "eve")
+    with session_scope(world["engine"]) as s:
+        storms = s.exec(select(Dataset).where(Dataset.name == "storms")).one()
+        from curation.services.datasets import assign_analysts
+
+        admin = f.user(world["engine"], "boss2", Role.ADMIN)
+        assign_analysts(session=s, actor=admin, dataset_id=storms.id, user_ids=[world["ana"].id, eve.id])
+    f.full_analysis(world["engine"], eve, storms.id)  # never submitted
+    record = _cut(world, "1.0.0")
+    release = read_release(world["root"] / record.path)
+    storms_release = next(d for d in release.datasets if d.name == "storms")
+    assert f"A{eve.id}" not in {a.id for a in storms_release.annotators}
+    shutil.rmtree(world["root"])
