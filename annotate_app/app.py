@@ -27,6 +27,7 @@ else:
     ]
     if user.role in (Role.CURATOR.value, Role.ADMIN.value):
         pages.append(st.Page(PAGES / "datasets.py", title="Datasets", icon="🗂️"))
+        pages.append(st.Page(PAGES / "releases.py", title="Releases", icon="📦"))
     if user.role == Role.ADMIN.value:
         pages.append(st.Page(PAGES / "admin.py", title="Users & assignments", icon="🛡️"))
     pages.append(st.Page(PAGES / "account.py", title="Account", icon="👤"))

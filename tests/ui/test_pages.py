@@ -11,10 +11,10 @@ from tests.ui.conftest import ADMIN_PASSWORD, texts
 
 PAGES_BY_ROLE = {
     "analyst": ["home.py", "annotate.py", "account.py"],
-    "curator": ["home.py", "annotate.py", "datasets.py", "account.py"],
-    "admin": ["home.py", "annotate.py", "datasets.py", "admin.py", "account.py"],
+    "curator": ["home.py", "annotate.py", "datasets.py", "releases.py", "account.py"],
+    "admin": ["home.py", "annotate.py", "datasets.py", "releases.py", "admin.py", "account.py"],
 }
-ALL_PAGES = {"home.py", "annotate.py", "datasets.py", "admin.py", "account.py"}
+ALL_PAGES = {"home.py", "annotate.py", "datasets.py", "releases.py", "admin.py", "account.py"}
 
 
 def _user(ui, role):
@@ -62,7 +62,7 @@ def test_every_page_of_every_role_renders(ui, role):
 
 
 @pytest.mark.parametrize(("role", "page"), [("analyst", "datasets.py"), ("analyst", "admin.py"),
-                                            ("curator", "admin.py")])
+                                            ("analyst", "releases.py"), ("curator", "admin.py")])
 def test_pages_refuse_the_wrong_role_even_when_opened_directly(ui, role, page):
     from tests.ui.conftest import APP
 

@@ -1,0 +1,80 @@
+"""Releases (curators and admins): cut a versioned, immutable release; list, compare and download them."""
+
+import re
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app import context, state
+from curation.models import Role
+from curation.services.datasets import list_datasets
+from curation.services.releases import (
+    cut_release,
+    diff_release_versions,
+    list_release_records,
+    next_version,
+    release_archive,
+)
+from exports.changelog import render_changelog
+
+user = context.require_user(Role.CURATOR, Role.ADMIN)
+cfg = context.settings()
+root = cfg.releases_store
+st.title("📦 Releases")
+st.caption("A release is an immutable, versioned snapshot of the submitted ground truth, with a checksum for every "
+           "file, a dataset card and a changelog. It is what agents are evaluated against.")
+
+records = context.attempt(lambda s: list_release_records(session=s, actor=user)) or []
+datasets = context.attempt(lambda s: list_datasets(session=s, actor=user)) or []
+tab_list, tab_cut, tab_diff = st.tabs(["Releases", "Cut a release", "Compare"], key="releases.tab", on_change="rerun")
+
+with tab_cut, st.form(f"cut_release.{state.form_version('cut_release')}"):
+    c1, c2 = st.columns([1, 3])
+    version = c1.text_input("Version (MAJOR.MINOR.PATCH)", value=next_version(records))
+    chosen = c2.multiselect("Datasets", [d.name for d in datasets], default=[d.name for d in datasets])
+    notes = st.text_area("Release notes", placeholder="What changed, and why", height=90)
+    go = st.form_submit_button("Cut release", type="primary")
+if go:
+    bar = tab_cut.progress(0.0, text="starting…")
+    record = context.attempt(lambda s: cut_release(
+        session=s, actor=user, version=version, notes=notes, releases_root=root, store=cfg.datasets_store,
+        dataset_names=chosen, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
+    if record is not None:
+        state.bump_form("cut_release")  # an empty form for the next release
+        state.flash(f"Release {record.version} cut: {len(record.summary)} datasets, manifest "
+                    f"{record.manifest_sha256[:12]}….")
+        st.rerun()
+
+with tab_list:
+    if not records:
+        st.info("No releases yet: cut the first one on the next tab.")
+    else:
+        st.dataframe(pd.DataFrame([{
+            "version": r.version, "created (UTC)": r.created_at, "datasets": ", ".join(r.summary),
+            "decisions": sum(v["variables"] + v["transforms"] + v["models"] for v in r.summary.values()),
+            "votes": sum(v["votes"] for v in r.summary.values()), "MCQs": sum(v["mcqs"] for v in r.summary.values()),
+            "notes": r.notes, "manifest": r.manifest_sha256[:12]} for r in records]),
+            hide_index=True, width="stretch",
+            column_config={"created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+        pick = st.selectbox("Download release", [r.version for r in records], key="releases.download")
+        c1, c2 = st.columns(2)
+        for col, fmt, label in [(c1, "native", "forkpaths layout (.zip)"), (c2, "blade", "BLADE layout (.zip)")]:
+            if col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}"):
+                archive = context.attempt(lambda s, f=fmt: release_archive(session=s, actor=user, version=pick,
+                                                                           fmt=f, releases_root=root))
+                if archive is not None:
+                    col.download_button(f"⬇ Download {archive[0]}", archive[1], file_name=archive[0],
+                                        mime="application/zip", key=f"releases.dl.{fmt}")
+
+with tab_diff:
+    if len(records) < 2:
+        st.info("Cut at least two releases to compare them.")
+    else:
+        versions = [r.version for r in records]
+        c1, c2 = st.columns(2)
+        old = c1.selectbox("From", versions, index=1, key="releases.old")
+        new = c2.selectbox("To", versions, index=0, key="releases.new")
+        diff = context.attempt(lambda s: diff_release_versions(session=s, actor=user, old=old, new=new,
+                                                               releases_root=root))
+        if diff is not None:  # the changelog's own headings, two levels down to sit inside the page
+            st.markdown(re.sub(r"(?m)^(#+) ", r"\1## ", render_changelog(diff)))
