@@ -23,26 +23,19 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
-    PrivateAttr,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
-    ValidatorFunctionWrapHandler,
-    model_serializer,
-    model_validator,
 )
 
 from exports.errors import FormatError
+from exports.ordered import SourceOrdered
 
 __all__ = [
     "BladeInfo",
@@ -60,39 +53,10 @@ JsonScalar = StrictBool | StrictInt | StrictFloat | StrictStr
 _MAX_PROBLEMS_SHOWN = 5
 
 
-class _OrderedModel(BaseModel):
-    """Keeps unknown keys and serialises keys in the order the source listed them.
+class _OrderedModel(SourceOrdered):
+    """info.json objects: source key order, unknown keys kept, unset optional statistics not written."""
 
-    Declared fields that are ``None`` and were never set are left out of the output, so a category field
-    without ``std`` is written without ``std``; a key the file set to ``null`` is written back as ``null``.
-    Keys are written in the order of the mapping the model was validated from (a file's order); a model
-    built with keyword arguments keeps the keywords' order, so pass them in BLADE's order (the declaration
-    order below). Keys added later follow in declaration order, extra keys last.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    _key_order: tuple[str, ...] | None = PrivateAttr(default=None)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _remember_key_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        model = handler(data)
-        if isinstance(data, Mapping) and isinstance(model, _OrderedModel):
-            model._key_order = tuple(str(key) for key in data)
-        return model
-
-    @model_serializer(mode="wrap")
-    def _serialize_in_source_order(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
-        raw: dict[str, Any] = handler(self)
-        for name in type(self).model_fields:
-            if name in raw and raw[name] is None and name not in self.model_fields_set:
-                del raw[name]
-        ordered = {key: raw[key] for key in (self._key_order or ()) if key in raw}
-        ordered.update((key, value) for key, value in raw.items() if key not in ordered)
-        return ordered
+    drop_unset_none: ClassVar[bool] = True
 
 
 class FieldProperties(_OrderedModel):

@@ -25,21 +25,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
-    PrivateAttr,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     StrictBool,
     StrictStr,
     ValidationError,
-    ValidatorFunctionWrapHandler,
-    model_serializer,
-    model_validator,
 )
 
 from exports.errors import BladeFormatError, BladeProblem
+from exports.ordered import SourceOrdered
 
 __all__ = [
     "BladeMCQs",
@@ -60,29 +53,8 @@ McType = Literal["select_pos", "select_neg"]
 _MAX_VALUE_SHOWN = 60
 
 
-class _Ordered(BaseModel):
-    """Keeps unknown keys and writes keys in the order the source listed them (declared order otherwise)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    _key_order: tuple[str, ...] | None = PrivateAttr(default=None)
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _remember_key_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        model = handler(data)
-        if isinstance(data, Mapping) and isinstance(model, _Ordered):
-            model._key_order = tuple(str(key) for key in data)
-        return model
-
-    @model_serializer(mode="wrap")
-    def _serialize_in_source_order(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
-        raw: dict[str, Any] = handler(self)
-        ordered = {key: raw[key] for key in (self._key_order or ()) if key in raw}
-        ordered.update((key, value) for key, value in raw.items() if key not in ordered)
-        return ordered
+class _Ordered(SourceOrdered):
+    """mcq_dataset.json objects: source key order and unknown keys kept."""
 
     def same_value(self, other: _Ordered) -> bool:
         """Equality of content, ignoring key order (pydantic's ``==`` also compares private state)."""

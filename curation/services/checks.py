@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlmodel import Session
 
 from curation.errors import SandboxError
-from curation.models import User
+from curation.models import Transform, User
 from curation.sandbox import (
     ModelCheck,
     SandboxLimits,
@@ -40,6 +40,18 @@ def ensure_fast_copy(data_path: Path) -> None:
         log.warning("no fast copy for %s: %s", data_path, exc)
 
 
+def _prepare(
+    session: Session, actor: User, dataset_id: int, parents: Sequence[str], store: Path
+) -> tuple[Path, list[Transform]]:
+    """The data file (with its fast copy) and the actor's transforms to run first, in order."""
+    dataset = get_dataset(session=session, actor=actor, dataset_id=dataset_id)
+    decisions = get_own_decisions(session=session, actor=actor, dataset_id=dataset_id)
+    chain = ancestor_chain(decisions.transforms_by_id if decisions else {}, parents)
+    data_path = dataset_data_path(dataset, store)
+    ensure_fast_copy(data_path)
+    return data_path, chain
+
+
 def check_transform_code(
     *,
     session: Session,
@@ -51,19 +63,9 @@ def check_transform_code(
     limits: SandboxLimits,
 ) -> TransformCheck:
     """Run ``code`` after the transforms in ``dependencies`` (and their ancestors, first alternative each)."""
-    dataset = get_dataset(session=session, actor=actor, dataset_id=dataset_id)
-    decisions = get_own_decisions(session=session, actor=actor, dataset_id=dataset_id)
-    by_id = decisions.transforms_by_id if decisions else {}
-    chain = ancestor_chain(by_id, dependencies)
-    data_path = dataset_data_path(dataset, store)
-    ensure_fast_copy(data_path)
-    return check_transform(
-        data_path=data_path,
-        parent_codes=[t.code for t in chain],
-        parent_names=[t.spec_name for t in chain],
-        code=code,
-        limits=limits,
-    )
+    data_path, chain = _prepare(session, actor, dataset_id, dependencies, store)
+    return check_transform(data_path=data_path, parent_codes=[t.code for t in chain],
+                           parent_names=[t.spec_name for t in chain], code=code, limits=limits)
 
 
 def check_model_code(
@@ -77,16 +79,6 @@ def check_model_code(
     limits: SandboxLimits,
 ) -> ModelCheck:
     """Fit the model code on the data after the transforms it sits on (and their ancestors)."""
-    dataset = get_dataset(session=session, actor=actor, dataset_id=dataset_id)
-    decisions = get_own_decisions(session=session, actor=actor, dataset_id=dataset_id)
-    by_id = decisions.transforms_by_id if decisions else {}
-    chain = ancestor_chain(by_id, transform_ids)
-    data_path = dataset_data_path(dataset, store)
-    ensure_fast_copy(data_path)
-    return check_model(
-        data_path=data_path,
-        transform_codes=[t.code for t in chain],
-        transform_names=[t.spec_name for t in chain],
-        code=code,
-        limits=limits,
-    )
+    data_path, chain = _prepare(session, actor, dataset_id, transform_ids, store)
+    return check_model(data_path=data_path, transform_codes=[t.code for t in chain],
+                       transform_names=[t.spec_name for t in chain], code=code, limits=limits)
