@@ -61,7 +61,7 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     editing = draft.data.get("editing")
     st.markdown("##### " + ("Edit conceptual variable" if editing else "New conceptual variable"))
     options = [column_key(c) for c in available_columns(dataset, transforms)]
-    c1, c2 = st.columns([1, 3])
+    c1, c2 = st.columns([2, 3])  # room for the type's one-line explanation
     vtype = c1.selectbox("Type", TYPES, index=TYPES.index(draft.value("type")), key=draft.key("type"),
                          format_func=lambda t: f"{t} — {TYPE_HELP[t]}")
     concept = c2.text_input("Concept", value=draft.value("concept"), key=draft.key("concept"),
