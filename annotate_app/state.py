@@ -10,14 +10,7 @@ USER_ID = "fp.user_id"
 AUTH_EPOCH = "fp.auth_epoch"
 FLASH = "fp.flash"
 DATASET_ID = "fp.dataset_id"
-EDIT_VARIABLE = "fp.edit.variable"
-EDIT_TRANSFORM = "fp.edit.transform"
-EDIT_MODEL = "fp.edit.model"
-TRANSFORM_CHECK = "fp.transform.check"
-MODEL_CHECK = "fp.model.check"
 FORM_VERSION = "fp.form.version"
-BRANCH_COUNT = "fp.transform.branch_count"
-PREVIEW_SORT = "fp.preview.sort"
 
 
 def signed_in() -> tuple[int, int] | None:
@@ -62,11 +55,6 @@ def get(key: str, default: Any = None) -> Any:
 
 def put(key: str, value: Any) -> None:
     st.session_state[key] = value
-
-
-def drop(*keys: str) -> None:
-    for key in keys:
-        st.session_state.pop(key, None)
 
 
 def reset_drafts() -> None:

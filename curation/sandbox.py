@@ -115,6 +115,7 @@ DEFAULT_LIMITS = SandboxLimits()
 
 class _CheckBase(BaseModel):
     ok: bool
+    code: str = Field(default="", description="the code this result is about (a check vouches for nothing else)")
     error: str | None = Field(default=None, description="a sentence for the analyst: what failed and where")
     error_kind: ErrorKind | None = None
     failed_step: int | None = Field(

@@ -11,6 +11,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from exports.blade_annotations import ROOT_SPEC_ID
+
 __all__ = [
     "ROOT_SPEC_ID",
     "TRANSFORM_VERBS",
@@ -24,8 +26,7 @@ __all__ = [
     "VariableType",
 ]
 
-ROOT_SPEC_ID = "ROOT_SPEC_ID"
-"""The id BLADE gives the raw data table; a dependency on it means "straight from the data"."""
+# ROOT_SPEC_ID: the id BLADE gives the raw data table; a dependency on it means "straight from the data".
 
 TRANSFORM_VERBS: tuple[str, ...] = (
     "derive",

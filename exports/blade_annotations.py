@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -101,6 +102,15 @@ ROOT_SPEC_ID = "ROOT_SPEC_ID"
 ORIGINAL_PREFIX = "🟨 "
 #: Marks a column derived by some transform.
 DERIVED_PREFIX = "🟩 "
+
+
+def spec_name_from_specification(text: str) -> str:
+    """BLADE's rule for an empty ``spec_name``: strip punctuation, keep at most 10 words (then ``etc``), join
+    with ``_``, lower-case."""
+    words = re.sub(r"[^\w\s]", "", text).split()
+    if len(words) > 10:
+        words = [*words[:10], "etc"]
+    return "_".join(words).lower()
 
 Vote = Literal["Yes", "No", "Unsure"]
 

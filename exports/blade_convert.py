@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from exports.blade_annotations import (
+    DERIVED_PREFIX,
+    ORIGINAL_PREFIX,
+    ROOT_SPEC_ID,
+    spec_name_from_specification,
+)
 from exports.schema import (
     MCQ,
     Alternative,
@@ -43,9 +48,6 @@ __all__ = [
     "release_dataset_from_blade",
 ]
 
-ROOT_SPEC_ID = "ROOT_SPEC_ID"
-ORIGINAL_PREFIX = "\U0001f7e8 "  # yellow square: an original column
-DERIVED_PREFIX = "\U0001f7e9 "  # green square: a derived column
 BLADE_ANNOTATOR = Annotator(id="BLADE", kind="imported", label="BLADE experts (imported from a BLADE release)")
 BLADE_LLM = LLMProvenance(model="unrecorded (BLADE release)", prompt_template="BLADE generation prompts (unreleased)")
 
@@ -98,13 +100,6 @@ def classify_model_family(specification: str) -> str:
         (("linear", "ols", "least squares", "regression"), "Linear regression (OLS)"),
     ]
     return next((family for keys, family in rules if any(k in s for k in keys)), "Other")
-
-
-def _slug(text: str) -> str:
-    words = re.sub(r"[^\w\s]", "", text).split()
-    if len(words) > 10:
-        words = [*words[:10], "etc"]
-    return "_".join(words).lower()
 
 
 def _branches(raw: Any) -> list[ReleaseBranch]:
@@ -179,7 +174,7 @@ def _mcq_option(choice: dict[str, Any], text_key: str) -> MCQOption:
                      is_llm_generated=bool(choice.get("is_llm_generated")), extra=rest)
 
 
-def _mcq(name: str, mcq_id: str, raw: dict[str, Any], kind: str, concept: str = "") -> MCQ:
+def _mcq(mcq_id: str, raw: dict[str, Any], kind: str, concept: str = "") -> MCQ:
     text_key = "cvar_str" if kind == "variable" else "code"
     options = [_mcq_option(o, text_key) for o in raw.get("options", [])]
     correct = raw.get("correct_answer")
@@ -221,7 +216,7 @@ def release_dataset_from_blade(
         elif r.kind == "transform":
             t = ReleaseTransform(
                 id=r.spec_id, annotator=BLADE_ANNOTATOR.id,
-                spec_name=d.get("spec_name") or _slug(d.get("specification", "")),
+                spec_name=d.get("spec_name") or spec_name_from_specification(d.get("specification", "")),
                 specification=d.get("specification") or "", verbs=list(d.get("trans_verb") or []),
                 code=d.get("code") or "", rationale=d.get("rationale") or "",
                 mapping=[ReleaseMapping(inputs=list(p[0]), output=p[1] or "")
@@ -275,10 +270,10 @@ def release_dataset_from_blade(
         blade_extra["mcq_keys"] = [k for k in mcqs]
         blade_extra["mcq_transform_keys"] = list(mcqs.get("mcqs_transform") or {})  # some keys hold no MCQ
         for i, raw in enumerate(mcqs.get("mcqs_cvar") or []):
-            ds.mcqs.append(_mcq(name, f"{name}:cvar:{i}", raw, "variable"))
+            ds.mcqs.append(_mcq(f"{name}:cvar:{i}", raw, "variable"))
         for key, items in (mcqs.get("mcqs_transform") or {}).items():
             for j, raw in enumerate(items):
-                ds.mcqs.append(_mcq(name, f"{name}:transform:{_digest(key)[:8]}:{j}", raw, "transform", concept=key))
+                ds.mcqs.append(_mcq(f"{name}:transform:{_digest(key)[:8]}:{j}", raw, "transform", concept=key))
     ds.extra = {"blade": blade_extra}
     return ds
 
@@ -329,7 +324,7 @@ def _model_out(m: ReleaseModel, leaves: dict[str, bool]) -> dict[str, Any]:
         return m.extra["blade"]
     orig, derived, producers = _columns_out(m.columns)
     out = dict(m.extra.get("blade") or {})
-    out.update({"specification": m.specification or m.family, "spec_name": m.spec_name or _slug(m.specification),
+    out.update({"specification": m.specification or m.family, "spec_name": m.spec_name or spec_name_from_specification(m.specification),
                 "rationale": m.rationale, "code": m.code, "tags": list(m.tags),
                 "associated_columns_orig": orig, "associated_columns_derived": derived,
                 "associated_columns_derived_spec_ids": producers,

@@ -6,8 +6,9 @@ from typing import Any
 
 import streamlit as st
 
-from annotate_app import context, state
+from annotate_app import context
 from annotate_app.components.columns import column_from_key, column_key, column_label
+from annotate_app.components.decision_actions import edit_delete, save_or_cancel
 from annotate_app.components.drafts import Draft
 from annotate_app.components.transform_form import limits
 from curation.models import Dataset, User
@@ -42,8 +43,7 @@ def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
                                       limits=limits())
         check = result.model_dump(mode="json")
     except Exception as exc:  # noqa: BLE001 - shown below the form
-        check = {"ok": False, "error": str(exc)}
-    check["code"] = data["code"]
+        check = {"ok": False, "error": str(exc), "code": data["code"]}
     draft.load({"check": check})
 
 
@@ -76,18 +76,14 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
                         f"{', '.join(var_names.get(v, v) for v in m.variable_ids)}")
             c1.code(m.code, language="python")
             if not locked:
-                if c2.button("Edit", key=f"md.edit.{m.id}"):
-                    draft.load({"family": m.family, "specification": m.specification, "code": m.code,
+                edit_delete(c2, c3, key=f"md.{m.id}", draft=draft, deleted="Deleted the model.",
+                            values=lambda m=m: {
+                                "family": m.family, "specification": m.specification, "code": m.code,
                                 "rationale": m.rationale, "columns": [column_key(c) for c in m.columns],
                                 "variables": m.variable_ids, "transforms": m.transform_ids,
-                                "tags": ", ".join(m.tags), "editing": m.id,
-                                "check": m.last_check})
-                    st.rerun()
-                if c3.button("Delete", key=f"md.del.{m.id}"):
-                    if context.succeeded(lambda s, mid=m.id: delete_model(session=s, actor=user, dataset_id=dataset_id,
-                                                                          model_id=mid)):
-                        state.flash("Deleted the model.")
-                        st.rerun()
+                                "tags": ", ".join(m.tags), "editing": m.id, "check": m.last_check},
+                            delete=lambda s, mid=m.id: delete_model(session=s, actor=user, dataset_id=dataset_id,
+                                                                    model_id=mid))
     if locked:
         return
     editing = draft.data.get("editing")
@@ -115,18 +111,10 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
     _render_check(draft.data.get("check"))
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
     tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
-    s1, s2 = st.columns([1, 5])
-    if s1.button("Save model", type="primary", key="md.save"):
-        data = ModelInput(family=family, specification=spec, code=code, rationale=rationale, tags=tags.split(","),
-                          columns=[column_from_key(k) for k in cols], variable_ids=var_ids, transform_ids=t_ids)
-        check = draft.data.get("check")
-        check = check if check and check.get("code") == code else None
-        saved = context.attempt(lambda s: save_model(session=s, actor=user, dataset_id=dataset_id, data=data,
-                                                     model_id=editing, check=check))
-        if saved is not None:
-            draft.reset()
-            state.flash(f"Saved model '{saved.specification}'.")
-            st.rerun()
-    if editing and s2.button("Cancel editing", key="md.cancel"):
-        draft.reset()
-        st.rerun()
+    save_or_cancel(prefix="md", noun="model", draft=draft, label=lambda saved: saved.specification,
+                   # the check is kept by the service only if it ran exactly this code
+                   save=lambda s: save_model(session=s, actor=user, dataset_id=dataset_id, model_id=editing,
+                                             check=draft.data.get("check"), data=ModelInput(
+                                                 family=family, specification=spec, code=code, rationale=rationale,
+                                                 tags=tags.split(","), columns=[column_from_key(k) for k in cols],
+                                                 variable_ids=var_ids, transform_ids=t_ids)))

@@ -7,7 +7,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from annotate_app import context, state
+from annotate_app import context
+from annotate_app.components.decision_actions import edit_delete, save_or_cancel
 from annotate_app.components.drafts import Draft
 from curation.models import Transform, User
 from curation.sandbox import SandboxLimits
@@ -70,11 +71,10 @@ def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
                                           dependencies=branches[0] if branches else [ROOT_SPEC_ID],
                                           store=store, limits=limits())
     except Exception as exc:  # noqa: BLE001 - shown below the form
-        data["check"] = {"ok": False, "error": str(exc), "error_kind": "setup"}
+        data["check"] = {"ok": False, "error": str(exc), "error_kind": "setup", "code": data["code"]}
         draft.load({})
         return
     check = result.model_dump(mode="json")
-    check["code"] = data["code"]  # a check only vouches for the code it ran
     updates: dict[str, Any] = {"check": check}
     if result.ok and result.suggested_verb:
         updates["verb"] = result.suggested_verb
@@ -128,18 +128,15 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                         f"{t.specification}  \n_mapping:_ {maps}")
             c1.code(t.code, language="python")
             if not locked:
-                if c2.button("Edit", key=f"tf.edit.{t.id}"):
-                    draft.load({"name": t.spec_name, "specification": t.specification, "code": t.code,
+                edit_delete(c2, c3, key=f"tf.{t.id}", draft=draft, deleted=f"Deleted transform '{t.spec_name}'.",
+                            values=lambda t=t: {
+                                "name": t.spec_name, "specification": t.specification, "code": t.code,
                                 "rationale": t.rationale, "verb": t.verbs[0] if t.verbs else "derive",
                                 "mapping": t.mapping, "branches": [b.get("dependencies", []) for b in t.branches],
                                 "conditions": [b.get("condition", "") for b in t.branches],
-                                "tags": ", ".join(t.tags), "editing": t.id, "check": t.last_check})
-                    st.rerun()
-                if c3.button("Delete", key=f"tf.del.{t.id}"):
-                    if context.succeeded(lambda s, tid=t.id: delete_transform(
-                            session=s, actor=user, dataset_id=dataset_id, transform_id=tid)):
-                        state.flash(f"Deleted transform '{t.spec_name}'.")
-                        st.rerun()
+                                "tags": ", ".join(t.tags), "editing": t.id, "check": t.last_check},
+                            delete=lambda s, tid=t.id: delete_transform(session=s, actor=user, dataset_id=dataset_id,
+                                                                        transform_id=tid))
     if locked:
         return
     editing = draft.data.get("editing")
@@ -194,20 +191,12 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
         st.session_state[draft.key("mapping_value")] = mapping_df
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
     tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
-    s1, s2 = st.columns([1, 5])
-    if s1.button("Save transform", type="primary", key="tf.save"):
-        data = TransformInput(spec_name=name, specification=spec, verb=verb, code=code, rationale=rationale,
-                              mapping=mapping_from_frame(mapping_df), tags=tags.split(","),
-                              branches=[Branch(dependencies=b, condition=c)
-                                        for b, c in zip(chosen_branches, chosen_conditions, strict=True)])
-        check = draft.data.get("check")
-        check = check if check and check.get("code") == code else None
-        saved = context.attempt(lambda s: save_transform(session=s, actor=user, dataset_id=dataset_id, data=data,
-                                                         transform_id=editing, check=check))
-        if saved is not None:
-            draft.reset()
-            state.flash(f"Saved transform '{saved.spec_name}'.")
-            st.rerun()
-    if editing and s2.button("Cancel editing", key="tf.cancel"):
-        draft.reset()
-        st.rerun()
+    save_or_cancel(prefix="tf", noun="transform", draft=draft, label=lambda saved: saved.spec_name,
+                   # the check is kept by the service only if it ran exactly this code
+                   save=lambda s: save_transform(session=s, actor=user, dataset_id=dataset_id, transform_id=editing,
+                                                 check=draft.data.get("check"), data=TransformInput(
+                                                     spec_name=name, specification=spec, verb=verb, code=code,
+                                                     rationale=rationale, mapping=mapping_from_frame(mapping_df),
+                                                     tags=tags.split(","),
+                                                     branches=[Branch(dependencies=b, condition=c) for b, c in
+                                                               zip(chosen_branches, chosen_conditions, strict=True)])))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate_app import context, state
 from annotate_app.components.columns import column_from_key, column_key, column_label
+from annotate_app.components.decision_actions import edit_delete, save_or_cancel
 from annotate_app.components.drafts import Draft
 from curation.models import ConceptualVariable, User
 from curation.services.annotation import (
@@ -45,17 +45,14 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
             extra += "".join(f" `{t}`" for t in v.tags)
             c1.markdown(f"**{_display_type(v)}: {v.concept}**{extra}  \n{v.rationale}  \n_columns:_ {cols}")
             if not locked:
-                if c2.button("Edit", key=f"var.edit.{v.id}"):
-                    draft.load({"type": _display_type(v), "concept": v.concept, "moderates": v.moderates,
+                edit_delete(c2, c3, key=f"var.{v.id}", draft=draft, deleted=f"Deleted variable '{v.concept}'.",
+                            values=lambda v=v: {
+                                "type": _display_type(v), "concept": v.concept, "moderates": v.moderates,
                                 "rationale": v.rationale, "columns": [column_key(c) for c in v.columns],
                                 "col_rationales": {column_key(c): c.get("rationale", "") for c in v.columns},
-                                "random_effect": v.random_effect, "tags": ", ".join(v.tags), "editing": v.id})
-                    st.rerun()
-                if c3.button("Delete", key=f"var.del.{v.id}"):
-                    if context.succeeded(lambda s, vid=v.id: delete_variable(
-                            session=s, actor=user, dataset_id=dataset_id, variable_id=vid)):
-                        state.flash(f"Deleted variable '{v.concept}'.")
-                        st.rerun()
+                                "random_effect": v.random_effect, "tags": ", ".join(v.tags), "editing": v.id},
+                            delete=lambda s, vid=v.id: delete_variable(session=s, actor=user, dataset_id=dataset_id,
+                                                                       variable_id=vid))
     if locked:
         return
     editing = draft.data.get("editing")
@@ -82,17 +79,11 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     random_effect = c1.checkbox("Random effect", value=draft.value("random_effect"), key=draft.key("random_effect"),
                                 help="Enter it as a random (grouping) effect rather than a fixed effect.")
     tags = c2.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
-    b1, b2 = st.columns([1, 5])
-    if b1.button("Save variable", type="primary", key="var.save"):
-        data = VariableInput(variable_type=VariableType(vtype), concept=concept, rationale=rationale,
-                             moderates=moderates, random_effect=random_effect, tags=tags.split(","),
-                             columns=[column_from_key(k, col_rationales.get(k, "")) for k in chosen])
-        saved = context.attempt(lambda s: save_variable(session=s, actor=user, dataset_id=dataset_id, data=data,
-                                                        variable_id=editing))
-        if saved is not None:
-            draft.reset()
-            state.flash(f"Saved variable '{saved.concept}'.")
-            st.rerun()
-    if editing and b2.button("Cancel editing", key="var.cancel"):
-        draft.reset()
-        st.rerun()
+    save_or_cancel(prefix="var", noun="variable", draft=draft, label=lambda saved: saved.concept,
+                   save=lambda s: save_variable(session=s, actor=user, dataset_id=dataset_id, variable_id=editing,
+                                                data=VariableInput(
+                                                    variable_type=VariableType(vtype), concept=concept,
+                                                    rationale=rationale, moderates=moderates,
+                                                    random_effect=random_effect, tags=tags.split(","),
+                                                    columns=[column_from_key(k, col_rationales.get(k, ""))
+                                                             for k in chosen])))

@@ -47,6 +47,7 @@ from curation.specs import (
     ColumnRef,
     VariableType,
 )
+from exports.blade_annotations import spec_name_from_specification as slug_from_specification
 
 __all__ = [
     "AnalysisDecisions",
@@ -355,14 +356,6 @@ def delete_variable(*, session: Session, actor: User, dataset_id: int, variable_
 # ------------------------------------------------------------------------------------------------- transforms
 
 
-def slug_from_specification(text: str) -> str:
-    """BLADE's spec_name rule: strip punctuation, at most 10 words, joined by '_', lower-cased."""
-    words = re.sub(r"[^\w\s]", "", text).split()
-    if len(words) > 10:
-        words = [*words[:10], "etc"]
-    return "_".join(words).lower()
-
-
 def _parents_graph(transforms: Sequence[Transform]) -> nx.DiGraph:
     g: nx.DiGraph = nx.DiGraph()
     g.add_node(ROOT_SPEC_ID)
@@ -383,7 +376,7 @@ def save_transform(
     transform_id: str | None = None,
     check: dict[str, Any] | None = None,
 ) -> Transform:
-    """Create or update one of the actor's transforms; ``check`` is the last sanity-check result to keep."""
+    """Create or update one of the actor's transforms; ``check`` is a sanity-check result for ``data.code``."""
     analysis = _editable_analysis(session, actor, dataset_id)
     decisions = _load(session, analysis)
     others = [t for t in decisions.transforms if t.id != transform_id]
@@ -441,12 +434,17 @@ def save_transform(
     row.mapping = [m.model_dump(mode="json") for m in data.mapping]
     row.branches = [b.model_dump(mode="json") for b in branches]
     row.tags = _clean_tags(data.tags)
-    if check is not None:
-        row.last_check = check
+    row.last_check = _check_for(data.code, check, row.last_check)
     row.updated_at = utcnow()
     session.add(row)
     session.flush()
     return row
+
+
+def _check_for(code: str, *candidates: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The sanity-check result to keep with saved code: a check vouches only for the code it ran (it records
+    that code), so the new check or the one already stored, whichever ran exactly ``code``; else none."""
+    return next((c for c in candidates if c and c.get("code") == code), None)
 
 
 def _name(transforms: Sequence[Transform], tid: str) -> str:
@@ -551,8 +549,7 @@ def save_model(
     row.variable_ids = list(data.variable_ids)
     row.transform_ids = list(data.transform_ids)
     row.tags = _clean_tags(data.tags)
-    if check is not None:
-        row.last_check = check
+    row.last_check = _check_for(data.code, check, row.last_check)
     row.updated_at = utcnow()
     session.add(row)
     session.flush()

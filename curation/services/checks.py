@@ -64,8 +64,9 @@ def check_transform_code(
 ) -> TransformCheck:
     """Run ``code`` after the transforms in ``dependencies`` (and their ancestors, first alternative each)."""
     data_path, chain = _prepare(session, actor, dataset_id, dependencies, store)
-    return check_transform(data_path=data_path, parent_codes=[t.code for t in chain],
-                           parent_names=[t.spec_name for t in chain], code=code, limits=limits)
+    result = check_transform(data_path=data_path, parent_codes=[t.code for t in chain],
+                             parent_names=[t.spec_name for t in chain], code=code, limits=limits)
+    return result.model_copy(update={"code": code})
 
 
 def check_model_code(
@@ -80,5 +81,6 @@ def check_model_code(
 ) -> ModelCheck:
     """Fit the model code on the data after the transforms it sits on (and their ancestors)."""
     data_path, chain = _prepare(session, actor, dataset_id, transform_ids, store)
-    return check_model(data_path=data_path, transform_codes=[t.code for t in chain],
-                       transform_names=[t.spec_name for t in chain], code=code, limits=limits)
+    result = check_model(data_path=data_path, transform_codes=[t.code for t in chain],
+                         transform_names=[t.spec_name for t in chain], code=code, limits=limits)
+    return result.model_copy(update={"code": code})

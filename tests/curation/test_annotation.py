@@ -202,3 +202,25 @@ def test_every_blade_field_is_stored_tags_random_effect_branch_conditions(team):
             ann.save_transform(session=s, actor=a, dataset_id=ds.id, data=ann.TransformInput(
                 spec_name="other", verb="derive", code="df['o'] = 1", mapping=[ColumnMapping(output="o")],
                 branches=[Branch(dependencies=[t1.id], condition=condition)]))
+
+
+def test_a_stored_sanity_check_vouches_only_for_the_code_it_ran(team):
+    e, a, ds = team["engine"], team["a"], team["ds"]
+    code = "df['ld'] = np.log1p(df['deaths'])"
+    data = ann.TransformInput(spec_name="ld", verb="derive", code=code,
+                              mapping=[ColumnMapping(inputs=["deaths"], output="ld")])
+    with session_scope(e) as s:
+        stale = ann.save_transform(session=s, actor=a, dataset_id=ds.id, data=data,
+                                   check={"ok": True, "code": "df['ld'] = 0"})
+        assert stale.last_check is None  # a check of other code is not kept
+        t = ann.save_transform(session=s, actor=a, dataset_id=ds.id, transform_id=stale.id, data=data,
+                               check={"ok": True, "code": code})
+        assert t.last_check == {"ok": True, "code": code}
+    with session_scope(e) as s:  # editing only the rationale keeps the check of the unchanged code
+        kept = ann.save_transform(session=s, actor=a, dataset_id=ds.id, transform_id=t.id,
+                                  data=data.model_copy(update={"rationale": "skewed"}))
+        assert kept.last_check == {"ok": True, "code": code}
+    with session_scope(e) as s:  # changing the code without checking again drops it
+        changed = ann.save_transform(session=s, actor=a, dataset_id=ds.id, transform_id=t.id,
+                                     data=data.model_copy(update={"code": "df['ld'] = df['deaths'] * 2"}))
+        assert changed.last_check is None

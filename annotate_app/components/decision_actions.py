@@ -1,0 +1,38 @@
+"""The buttons every decision kind shares: Edit / Delete on a recorded decision, Save / Cancel on its form."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+from sqlmodel import Session
+
+from annotate_app import context, state
+from annotate_app.components.drafts import Draft
+
+
+def edit_delete(edit_col: Any, delete_col: Any, *, key: str, draft: Draft, values: Callable[[], dict[str, Any]],
+                delete: Callable[[Session], object], deleted: str) -> None:
+    """Edit loads ``values()`` into the form; Delete runs ``delete`` in one transaction."""
+    if edit_col.button("Edit", key=f"{key}.edit"):
+        draft.load(values())
+        st.rerun()
+    if delete_col.button("Delete", key=f"{key}.del") and context.succeeded(delete):
+        state.flash(deleted)
+        st.rerun()
+
+
+def save_or_cancel(*, prefix: str, noun: str, draft: Draft, save: Callable[[Session], Any],
+                   label: Callable[[Any], str]) -> None:
+    """Save runs ``save`` in one transaction (errors shown, nothing stored); Cancel leaves editing."""
+    s1, s2 = st.columns([1, 5])
+    if s1.button(f"Save {noun}", type="primary", key=f"{prefix}.save"):
+        saved = context.attempt(save)
+        if saved is not None:
+            draft.reset()
+            state.flash(f"Saved {noun} '{label(saved)}'.")
+            st.rerun()
+    if draft.data.get("editing") and s2.button("Cancel editing", key=f"{prefix}.cancel"):
+        draft.reset()
+        st.rerun()
