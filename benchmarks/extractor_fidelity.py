@@ -2,7 +2,7 @@
 
 For every transform spec of the nine shared BLADE datasets: run its ancestors (first branch of every spec, in
 topological order, with BLADE's group-by rewrite) and then its own code on ``data.csv``, call
-:func:`curation.inference.infer_transform` and compare with the expert's ``trans_verb[0]`` and
+:func:`evaluation.inference.infer_transform` and compare with the expert's ``trans_verb[0]`` and
 ``input_cols_to_output_col_mapping`` (as a set of ``(frozenset(inputs), output)`` pairs).
 
 The expert's own code is executed in-process with ``exec``: this is a benchmark over trusted published data,
@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from curation.inference import infer_transform
-from curation.inference_ast import rewrite_groupby_targets
-from curation.specs import ROOT_SPEC_ID
+from evaluation.inference import infer_transform
+from evaluation.inference_ast import rewrite_groupby_targets
+from evaluation.specs import ROOT_SPEC_ID
 
 DATASETS: tuple[str, ...] = (
     "affairs",

@@ -3,10 +3,11 @@
 Builds a synthetic CSV in a temporary directory (25 numeric and 5 string columns), prepares its fast copy and
 prints: the cold first check (the sandbox's template process starts and imports pandas and statsmodels), then
 the median and 90th percentile of warm checks of ``df['z'] = df['c0'] * 2``: total wall time seen by the caller,
-the code's own time, the time the job spent loading the table, and overhead = total - code. Prints figures
-only; nothing is asserted.
+the code's own time, the time the job spent loading the table, and overhead = total - code; then 20 checks
+started at the same moment from 20 threads (as 20 analysts would): how many completed without error and their
+wall time. Prints the isolation in use and figures only; nothing is asserted.
 
-Run: ``.venv/bin/python benchmarks/sandbox_overhead.py [--rows 150000] [--runs 10]``
+Run: ``.venv/bin/python benchmarks/sandbox_overhead.py [--rows 150000] [--runs 10] [--concurrent 20]``
 """
 
 from __future__ import annotations
@@ -14,13 +15,20 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from curation.sandbox import TransformCheck, check_transform, prepare_fast_copy, prewarm
+from evaluation.sandbox import (
+    TransformCheck,
+    check_transform,
+    isolation_status,
+    prepare_fast_copy,
+    prewarm,
+)
 
 CODE = "df['z'] = df['c0'] * 2"
 
@@ -51,11 +59,41 @@ def describe(label: str, checks: list[TransformCheck]) -> None:
         print(f"  {name:<10} median {statistics.median(values):.3f} s   p90 {quantile(values, 0.9):.3f} s")
 
 
+def concurrent(data: Path, count: int) -> None:
+    """``count`` checks started together from as many threads; each derives a different column."""
+    results: dict[int, TransformCheck | BaseException] = {}
+    barrier = threading.Barrier(count)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = check_transform(data_path=data, parent_codes=[], code=f"df['z'] = df['c0'] * {i}")
+        except BaseException as exc:  # noqa: BLE001 - counted as an error
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    ok = [r for i, r in results.items() if isinstance(r, TransformCheck) and r.ok and r.preview
+          and r.preview[0]["z"] == r.preview[0]["c0"] * i]
+    errors = [r if isinstance(r, BaseException) else r.error for r in results.values() if r not in ok]
+    print(f"{count} concurrent checks: {len(ok)} of {count} completed without error, all done in {wall:.2f} s")
+    describe("  concurrent", [r for r in ok if isinstance(r, TransformCheck)])
+    for error in errors[:3]:
+        print(f"  error: {error}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=150_000)
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--concurrent", type=int, default=20)
     args = parser.parse_args()
+    print(isolation_status().sentence())
 
     with tempfile.TemporaryDirectory(prefix="forkpaths-bench-") as tmp:
         data = Path(tmp) / "data.csv"
@@ -81,6 +119,7 @@ def main() -> None:
         prewarm(wait=True)
         warm = [check_transform(data_path=data, parent_codes=[], code=CODE) for _ in range(args.runs)]
         describe("warm, back to back", warm)
+        concurrent(data, args.concurrent)
 
         cache.unlink()
         from_csv = [check_transform(data_path=data, parent_codes=[], code=CODE) for _ in range(3)]

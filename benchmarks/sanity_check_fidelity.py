@@ -34,11 +34,11 @@ def main() -> None:
 
     from curation.db import make_engine, migrate, session_scope
     from curation.models import Dataset
-    from curation.sandbox import SandboxLimits, check_transform
     from curation.services.annotation import ancestor_chain
     from curation.services.blade_import import import_blade
     from curation.services.checks import ensure_fast_copy
     from curation.services.release_data import dataset_release
+    from evaluation.sandbox import SandboxLimits, check_transform
 
     if not SHARED.is_dir():
         print(f"skipped: {SHARED} is absent")

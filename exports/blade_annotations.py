@@ -47,6 +47,7 @@ from pydantic import (
 )
 
 from exports.errors import BladeFormatError, BladeProblem
+from exports.jsontext import JsonTextError, load_json
 
 __all__ = [
     "ANNOTATION_COLUMNS",
@@ -760,13 +761,19 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         column = filled[0]
         cell = cells[index_of[column]]
         try:
-            data = json.loads(cell, object_pairs_hook=_no_duplicate_keys)
-        except json.JSONDecodeError as exc:
+            data = load_json(cell, label="the cell", object_pairs_hook=_no_duplicate_keys)
+        except JsonTextError as exc:
+            cause = exc.__cause__
+            reason = (
+                f"is not valid JSON: {cause.msg} at line {cause.lineno}, column {cause.colno} of the cell "
+                f"(character {cause.pos})"
+                if isinstance(cause, json.JSONDecodeError)
+                else exc.reason
+            )
             problems.append(
                 _problem(
                     label,
-                    f"the cell is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
-                    f"of the cell (character {exc.pos}).",
+                    f"the cell {reason}.",
                     position=position,
                     spec_id=spec_id,
                     column=column,

@@ -83,7 +83,7 @@ def _answer(value: Any) -> str | None:
 
 
 def classify_model_family(specification: str) -> str:
-    """Map BLADE's free-text model names onto forkpaths' model families (``curation.specs.ModelFamily``)."""
+    """Map BLADE's free-text model names onto forkpaths' model families (``evaluation.specs.ModelFamily``)."""
     s = specification.lower()
     rules = [
         (("mixed", "multilevel", "hierarchical", "random effect", "glmm", "lme"), "Mixed-effects model"),
@@ -385,8 +385,9 @@ def _mcq_out(item: MCQ) -> dict[str, Any]:
     if _unchanged(item, _digest(_structured(item))):
         return item.extra["blade"]
     text_key = "cvar_str" if item.kind == "variable" else "code"
-    options = [{text_key: o.text, "rationale": o.rationale, "is_llm_generated": o.is_llm_generated, **o.extra}
-               for o in item.options]
+    # BLADE's own extra keys come back; forkpaths' provenance stays in the native release only
+    options = [{text_key: o.text, "rationale": o.rationale, "is_llm_generated": o.is_llm_generated,
+                **{k: v for k, v in o.extra.items() if k != "provenance"}} for o in item.options]
     out: dict[str, Any] = {}
     if item.kind == "transform":
         out["coneptual_var_str"] = item.concept  # sic: BLADE's own key

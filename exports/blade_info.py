@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from exports.errors import FormatError
+from exports.jsontext import JsonTextError, load_json
 from exports.ordered import SourceOrdered
 
 __all__ = [
@@ -183,30 +184,20 @@ def parse_info_json(content: bytes | str, *, label: str = "info.json") -> BladeI
     """Validate the text of an ``info.json``.
 
     Args:
-        content: the file's bytes (UTF-8, a byte-order mark is tolerated) or text.
+        content: the file's bytes (UTF-8, a byte-order mark is tolerated) or text; read by
+            :func:`exports.jsontext.load_json`, like every JSON file.
         label: how to name the file in error messages (a path, or ``upload.zip:affairs/info.json``).
 
     Raises:
-        FormatError: the text is not UTF-8, not JSON (with line and column), or not BLADE's layout
+        FormatError: the text is not UTF-8, not JSON (with line and column), nested too deeply, or not BLADE's layout
             (with the JSON path of each problem, e.g. ``data_desc.fields[3].properties.num_unique_values``).
     """
-    if isinstance(content, bytes):
-        try:
-            text = content.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise FormatError(
-                f"{label} is not UTF-8 text (undecodable byte at offset {exc.start}); save it as UTF-8."
-            ) from exc
-    else:
-        text = content
-    if not text.strip():
-        raise FormatError(f"{label} is empty; it should hold BLADE's info.json object.")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            f"{label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
-        ) from exc
+        data = load_json(content, label=label)
+    except JsonTextError as exc:
+        if exc.reason == "is empty":
+            raise FormatError(f"{label} is empty; it should hold BLADE's info.json object.") from exc
+        raise
     if not isinstance(data, dict):
         raise FormatError(
             f"{label} must hold a JSON object with research_questions and data_desc, "

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from exports.errors import BladeFormatError, BladeProblem
+from exports.jsontext import JsonTextError, load_json
 from exports.ordered import SourceOrdered
 
 __all__ = [
@@ -206,23 +207,10 @@ def parse_mcqs(content: bytes | str, *, label: str = "mcq_dataset.json") -> Blad
             the JSON path of each problem), a ``mcqs_transform`` key that differs from its questions'
             ``coneptual_var_str``, or a ``correct_answer`` equal to none of its options.
     """
-    if isinstance(content, bytes):
-        try:
-            text = content.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise BladeFormatError(
-                BladeProblem(label, f"{label}: not UTF-8 text (undecodable byte at offset {exc.start}).")
-            ) from exc
-    else:
-        text = content
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise BladeFormatError(
-            BladeProblem(
-                label, f"{label}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
-            )
-        ) from exc
+        data = load_json(content, label=label, object_pairs_hook=_no_duplicate_keys)
+    except JsonTextError as exc:
+        raise BladeFormatError(BladeProblem(label, f"{label}: {exc.reason.removeprefix('is ')}.")) from exc
     except _DuplicateKey as exc:
         raise BladeFormatError(
             BladeProblem(label, f"{label}: the key {exc.args[0]!r} appears twice in one object.")

@@ -12,13 +12,16 @@ and ``<dest_root>/<version>.zip`` holds the same files under a top folder named 
 
 Writing is atomic: everything is built in a hidden sibling ``.<version>.partial-<pid>-<random>``, fsynced and
 renamed into place, so a writer killed at any point leaves no ``<version>`` folder (at most a ``.partial``
-leftover that :func:`list_releases` ignores and :func:`cleanup_partials` removes). An existing version is never
+leftover that :func:`~exports.release_folder.list_releases` ignores and
+:func:`~exports.release_folder.cleanup_partials` removes). An existing version is never
 overwritten. Reading first checks every file against ``MANIFEST``; a release that does not match was modified
 after it was cut and is refused with :class:`~exports.errors.ReleaseIntegrityError`.
 
-The manifest detects accidental and naive edits; it is not a signature: someone who edits a file *and*
-rewrites ``MANIFEST`` and ``release.json`` consistently is not detected. Publish the zip's SHA-256 alongside
-it when that matters.
+The manifest alone detects accidental and naive edits; it is not a signature: someone who edits a file *and*
+rewrites ``MANIFEST`` and ``release.json`` consistently is not detected by it. Pass the manifest's own SHA-256,
+kept somewhere the files' editor cannot reach (forkpaths records it in its database when the release is cut),
+as ``manifest_sha256`` and such a rewrite is refused too; :mod:`exports.published` checks a published folder
+and its zip that way.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import logging
 import math
@@ -35,7 +39,7 @@ import secrets
 import shutil
 import stat
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC
 from pathlib import Path
 from types import TracebackType
@@ -51,6 +55,7 @@ from exports.errors import (
     ReleaseIntegrityError,
     UnsupportedFormatVersionError,
 )
+from exports.jsontext import JsonTextError, load_json
 from exports.manifest import (
     MANIFEST_NAME,
     compare_manifest,
@@ -59,6 +64,7 @@ from exports.manifest import (
     render_manifest,
     sha256_stream,
 )
+from exports.release_folder import cleanup_partials, list_releases, parse_version
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
 
 __all__ = [
@@ -88,7 +94,7 @@ CHANGELOG_NAME = "CHANGELOG.md"
 DATA_DIR = "data"
 
 #: Format versions :func:`read_release` understands.
-SUPPORTED_FORMAT_VERSIONS: tuple[str, ...] = (FORMAT_VERSION,)
+SUPPORTED_FORMAT_VERSIONS: tuple[str, ...] = ("1.0", FORMAT_VERSION)  # 1.1 only adds optional fields
 
 #: The stage names :func:`write_release` reports, in order.
 STAGES: tuple[str, ...] = (
@@ -107,20 +113,12 @@ STAGES: tuple[str, ...] = (
 ProgressCallback = Callable[[str, float], None]
 
 _CHUNK = 1 << 20
-_VERSION = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_PARTIAL = re.compile(r"^\.(?P<name>.+)\.partial-(?P<pid>[0-9]+)-[0-9a-f]+$")
 _MAX_PROBLEMS_SHOWN = 20
 _RESERVED = {RELEASE_JSON, README_NAME, CHANGELOG_NAME, MANIFEST_NAME}
 
 
 # --- versions and the JSON document ----------------------------------------------------------------------
-
-
-def parse_version(version: str) -> tuple[int, int, int] | None:
-    """Return ``(major, minor, patch)`` for a plain semantic version ``X.Y.Z``, or None for anything else."""
-    match = _VERSION.match(version)
-    return None if match is None else (int(match[1]), int(match[2]), int(match[3]))
 
 
 def _non_finite_path(value: Any, path: str) -> str | None:
@@ -182,15 +180,9 @@ def parse_release_json(data: bytes | str, *, source: str = RELEASE_JSON) -> Rele
             schema (named), an invalid version, or data-file paths that leave the release.
     """
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"{source}: not UTF-8 text (byte {exc.start})") from exc
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(
-            f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from exc
+        obj = load_json(data, label=source)
+    except JsonTextError as exc:
+        raise FormatError(f"{source}: {exc.reason.removeprefix('is ')}") from exc
     if not isinstance(obj, dict):
         raise FormatError(f"{source}: expected a JSON object, found {type(obj).__name__}")
     if "format_version" not in obj:
@@ -541,10 +533,10 @@ class _DirTree(_TreeBase):
 
 
 class _ZipTree(_TreeBase):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, data: bytes | None = None) -> None:
         self.label = f"release zip {path}"
         self.problems: list[str] = []
-        self._archive = zipfile.ZipFile(path)
+        self._archive = zipfile.ZipFile(io.BytesIO(data) if data is not None else path)
         self._members: dict[str, zipfile.ZipInfo] = {}
         infos = [i for i in self._archive.infolist() if not i.is_dir()]
         roots = {i.filename.split("/", 1)[0] for i in infos}
@@ -572,15 +564,16 @@ class _ZipTree(_TreeBase):
         self._archive.close()
 
 
-def _open_tree(path: Path) -> _DirTree | _ZipTree:
-    if path.is_dir():
+def _open_tree(path: Path, zip_data: bytes | None = None) -> _DirTree | _ZipTree:
+    if zip_data is None and path.is_dir():
         return _DirTree(path)
-    if not path.exists():
+    if zip_data is None and not path.exists():
         raise FormatError(f"{path}: no release folder or zip here")
     try:
-        return _ZipTree(path)
-    except (zipfile.BadZipFile, OSError) as exc:
-        if path.suffix == ".zip":
+        return _ZipTree(path, zip_data)
+    # A damaged central directory surfaces as BadZipFile, but also as EOFError, ValueError, struct.error...
+    except Exception as exc:  # noqa: BLE001 - whatever the zip module trips over, the zip is unusable
+        if zip_data is not None or path.suffix == ".zip":
             raise ReleaseIntegrityError(
                 f"release zip {path} is damaged or truncated ({exc}); it must not be used. "
                 "Get an intact copy of this release."
@@ -593,15 +586,26 @@ def _read_all(tree: _Tree, name: str) -> bytes:
         return stream.read()
 
 
-def _integrity_problems(tree: _Tree) -> tuple[list[str], dict[str, str]]:
-    """Compare the tree with its MANIFEST. Returns the problems and the digests of the readable files."""
+def _integrity_problems(tree: _Tree, manifest_sha256: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """Compare the tree with its MANIFEST, and the MANIFEST with ``manifest_sha256`` when one is given.
+
+    Returns the problems and the digests of the readable files.
+    """
     problems = list(tree.problems)
     files = tree.files()
     if MANIFEST_NAME not in files:
         problems.append(f"{MANIFEST_NAME}: missing, so nothing can be checked")
         return problems, {}
     try:
-        text = _read_all(tree, MANIFEST_NAME).decode("utf-8")
+        raw = _read_all(tree, MANIFEST_NAME)
+        if manifest_sha256 is not None and _sha256(raw) != manifest_sha256:
+            # Listed first: when the manifest itself was rewritten, none of its checksums can be trusted.
+            problems.insert(0, (
+                f"{MANIFEST_NAME}: its SHA-256 {_sha256(raw)[:12]}… differs from the {manifest_sha256[:12]}… "
+                "recorded when the release was cut: the manifest was rewritten, so none of its checksums can "
+                "be trusted"
+            ))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         problems.append(f"{MANIFEST_NAME}: unreadable (not UTF-8 text)")
         return problems, {}
@@ -652,15 +656,19 @@ def _integrity_error(label: str, problems: list[str]) -> ReleaseIntegrityError:
     return ReleaseIntegrityError("\n".join(lines))
 
 
-def read_release(path: Path) -> Release:
+def read_release(path: Path, *, manifest_sha256: str | None = None, zip_data: bytes | None = None) -> Release:
     """Read a release from its folder or its zip, after checking every file.
 
-    The checks run in this order: every file against ``MANIFEST`` (missing, unlisted or altered files, an
-    unreadable manifest), then ``release.json`` (its ``format_version`` first), then each dataset's data file
-    against its ``data_sha256``.
+    The checks run in this order: ``MANIFEST`` against ``manifest_sha256`` when given, every file against
+    ``MANIFEST`` (missing, unlisted or altered files, an unreadable manifest), then ``release.json`` (its
+    ``format_version`` first), then each dataset's data file against its ``data_sha256``.
 
     Args:
         path: ``<dest_root>/<version>`` or ``<dest_root>/<version>.zip``.
+        manifest_sha256: the SHA-256 of ``MANIFEST`` recorded when the release was cut. Without it, a
+            release whose files *and* manifest were rewritten consistently cannot be told from an intact one.
+        zip_data: the bytes of the zip, when the caller already holds them (``path`` then only names it in
+            messages); what is checked is exactly what the caller will hand out.
 
     Returns:
         The release document.
@@ -671,8 +679,8 @@ def read_release(path: Path) -> Release:
         FormatError: no release at ``path``, or ``release.json`` does not fit the schema.
     """
     path = Path(path)
-    with _open_tree(path) as tree:
-        problems, digests = _integrity_problems(tree)
+    with _open_tree(path, zip_data) as tree:
+        problems, digests = _integrity_problems(tree, manifest_sha256)
         if problems:
             raise _integrity_error(tree.label, problems)
         release = parse_release_json(_read_all(tree, RELEASE_JSON), source=f"{tree.label}: {RELEASE_JSON}")
@@ -682,8 +690,8 @@ def read_release(path: Path) -> Release:
     return release
 
 
-def verify_release(path: Path) -> list[str]:
-    """Check a release folder or zip like :func:`read_release` does, without raising.
+def verify_release(path: Path, *, manifest_sha256: str | None = None, zip_data: bytes | None = None) -> list[str]:
+    """Check a release folder or zip like :func:`read_release` does (same arguments), without raising.
 
     Returns:
         One sentence per problem, each naming the file concerned; an empty list means the release is intact
@@ -691,11 +699,11 @@ def verify_release(path: Path) -> list[str]:
     """
     path = Path(path)
     try:
-        tree = _open_tree(path)
+        tree = _open_tree(path, zip_data)
     except FormatError as exc:
         return [str(exc)]
     with tree:
-        problems, digests = _integrity_problems(tree)
+        problems, digests = _integrity_problems(tree, manifest_sha256)
         if RELEASE_JSON in digests:
             try:
                 release = parse_release_json(_read_all(tree, RELEASE_JSON), source=RELEASE_JSON)
@@ -741,69 +749,3 @@ def release_data_path(release_dir: Path, dataset: str | DatasetRelease) -> Path:
     if problem is not None:
         raise FormatError(f"{release_dir}: dataset {name!r}: data_file {data_file!r}: {problem}")
     return release_dir / data_file
-
-
-# --- the releases folder ---------------------------------------------------------------------------------
-
-
-def list_releases(dest_root: Path) -> list[str]:
-    """Return the versions released in ``dest_root`` (as a folder or a zip), sorted semantically.
-
-    Hidden entries (``.partial`` leftovers of interrupted writes) and names that are not ``X.Y.Z`` are ignored.
-    """
-    dest_root = Path(dest_root)
-    if not dest_root.is_dir():
-        return []
-    versions: set[str] = set()
-    for entry in dest_root.iterdir():
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir() and parse_version(entry.name):
-            versions.add(entry.name)
-        elif entry.is_file() and entry.name.endswith(".zip") and parse_version(entry.name[: -len(".zip")]):
-            versions.add(entry.name[: -len(".zip")])
-    return sorted(versions, key=lambda v: parse_version(v) or (0, 0, 0))
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _partials(dest_root: Path) -> Iterator[tuple[Path, int]]:
-    for entry in dest_root.iterdir():
-        match = _PARTIAL.match(entry.name)
-        if match is not None:
-            yield entry, int(match["pid"])
-
-
-def cleanup_partials(dest_root: Path, *, include_live: bool = False) -> list[Path]:
-    """Remove the leftovers of interrupted writes (``.<version>.partial-<pid>-<random>`` folders and zips).
-
-    Leftovers whose writing process still runs on this machine are kept unless ``include_live`` is true, so
-    a write in progress is not destroyed. Run it on the machine that writes the releases.
-
-    Returns:
-        The paths removed.
-    """
-    dest_root = Path(dest_root)
-    if not dest_root.is_dir():
-        return []
-    removed = []
-    for entry, pid in sorted(_partials(dest_root)):
-        if not include_live and _pid_alive(pid):
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-        removed.append(entry)
-        logger.info("removed interrupted release write %s", entry)
-    return removed

@@ -25,6 +25,7 @@ __all__ = [
     "LLMProvenance",
     "MCQ",
     "MCQOption",
+    "MeetingRecord",
     "Release",
     "ReleaseColumn",
     "ReleaseMapping",
@@ -35,7 +36,7 @@ __all__ = [
     "Vote",
 ]
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"  # 1.1: contested/unjudged statuses with basis and tally, meetings, MCQ review
 
 Answer = Literal["yes", "no", "unsure"]
 
@@ -146,9 +147,14 @@ class Vote(_Strict):
 
 
 class ConsensusRecord(_Strict):
+    """An item's ground-truth status. ``contested`` is a final state (voters heard, no rule threshold met, or a
+    meeting left it open); ``unjudged``: nobody voted. ``split``/``unresolved`` are format-1.0 values."""
+
     target_kind: Literal["alternative", "variable", "transform", "model"]
     target_id: str
-    status: Literal["justifiable", "unjustifiable", "split", "unresolved"]
+    status: Literal["justifiable", "unjustifiable", "contested", "unjudged", "split", "unresolved"]
+    basis: str = Field(default="", description="rule | meeting | imported")
+    tally: dict[str, int] = Field(default_factory=dict, description="voters per verdict under the rule")
     rule: str = Field(description="how the status was reached, e.g. 'unanimous', 'majority>=2/3', 'meeting'")
     decided_by: str | None = None
     decided_at: datetime | None = None
@@ -176,6 +182,25 @@ class MCQ(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class MeetingRecord(_Strict):
+    """A stage-3 consensus meeting: agenda with outcomes, reasons and dissent; attendance; the votes before and
+    after; the audit trail. People appear only as pseudonyms."""
+
+    id: int
+    status: Literal["open", "closed"]
+    rule: str
+    started_by: str | None = None
+    started_at: datetime | None = None
+    closed_by: str | None = None
+    closed_at: datetime | None = None
+    attendance: list[str] = Field(default_factory=list)
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    decided: int = 0
+    pre_votes: list[dict[str, Any]] = Field(default_factory=list)
+    post_votes: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class DatasetRelease(_Strict):
     name: str
     title: str = ""
@@ -194,6 +219,7 @@ class DatasetRelease(_Strict):
     alternatives: list[Alternative] = Field(default_factory=list)
     votes: list[Vote] = Field(default_factory=list)
     consensus: list[ConsensusRecord] = Field(default_factory=list)
+    meetings: list[MeetingRecord] = Field(default_factory=list)
     mcqs: list[MCQ] = Field(default_factory=list)
     extra: dict[str, Any] = Field(default_factory=dict)
 

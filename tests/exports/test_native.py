@@ -631,7 +631,7 @@ def test_a_data_file_that_changed_since_registration_is_refused(tmp_path: Path, 
     [
         ({"version": "1.0"}, "not a semantic version"),
         ({"previous_version": "0.9.0"}, "pass that release as previous="),
-        ({"format_version": "0.1"}, "writes format 1.0 only"),
+        ({"format_version": "0.1"}, "writes format 1.1 only"),
     ],
 )
 def test_invalid_releases_are_refused_before_writing(
@@ -874,3 +874,18 @@ def test_the_zip_depends_on_the_content_only(tmp_path: Path, first: Release) -> 
         assert {info.date_time for info in zf.infolist()} == {
             (2025, 1, 2, 3, 4, 4)
         }  # created_at (zip keeps even seconds)
+
+
+def test_format_1_0_releases_are_still_read(tmp_path: Path, first: Release) -> None:
+    """1.1 only adds optional fields (statuses with basis and tally, meetings); a 1.0 document still reads."""
+    from exports.native import parse_release_json
+
+    doc = json.loads(first.model_dump_json())
+    doc["format_version"] = "1.0"
+    for ds in doc["datasets"]:
+        ds.pop("meetings", None)
+        for c in ds["consensus"]:
+            c.pop("basis", None)
+            c.pop("tally", None)
+    release = parse_release_json(json.dumps(doc))
+    assert release.format_version == "1.0" and release.datasets[0].meetings == []

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from curation.inference import InferredTransform, describe_change, infer_transform
-from curation.inference_ast import analyse_code, rewrite_groupby_targets
+from evaluation.inference import InferredTransform, describe_change, infer_transform
+from evaluation.inference_ast import analyse_code, rewrite_groupby_targets
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BLADE_DATASETS = PROJECT_ROOT.parent / "shared" / "blade" / "datasets"

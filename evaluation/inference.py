@@ -8,7 +8,7 @@ Two sources are combined:
 
 * the *observed change* (:func:`describe_change`): which columns appeared, changed or vanished and how many
   rows are left, by comparing the two frames;
-* a *static dataflow analysis* of the code (:mod:`curation.inference_ast`): which columns each statement writes
+* a *static dataflow analysis* of the code (:mod:`evaluation.inference_ast`): which columns each statement writes
   and which original columns each written value reads, row operations and their predicate columns, group-bys.
 
 Conventions learnt from BLADE's expert annotations (blade-reference 1.5.1, 3), checked by
@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from curation.inference_ast import CodeEffects, ColInfo, Frame, analyse_code, order_columns
-from curation.specs import ColumnMapping
+from evaluation.inference_ast import CodeEffects, ColInfo, Frame, analyse_code, order_columns
+from evaluation.specs import ColumnMapping
 
 __all__ = ["FrameChange", "InferredTransform", "describe_change", "infer_transform"]
 

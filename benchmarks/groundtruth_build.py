@@ -1,0 +1,213 @@
+"""Ground-truth build: cold and cached, per dataset and total, peak memory and cache size.
+
+Datasets: the nine shared BLADE datasets (``../shared/blade/datasets``) plus two synthetic stand-ins for
+BLADE's two hardest ones, which are not shared:
+
+* ``synthetic_mortgage``: 24 specs (derives and filters on a 2,000-row table), 14 of them with two
+  alternative parent sets, about 217 analysis paths (BLADE's mortgage: 217 paths, 1,382 kernel cells);
+* ``synthetic_soccer``: 146,000 rows x 27 columns (10 float, 10 int, 7 text) and 39 specs, among them two
+  group-bys and five roll-ups (BLADE's soccer: ~10 s of hashing per executed spec).
+
+Each build runs through the real engine: exports' release datasets → paths → one sandboxed job per dataset →
+expansion → WL hashing → gzip JSON cache. "cold" uses an empty cache directory, "cached" the filled one.
+Peak memory is the largest resident set of the benchmark process and of the job processes.
+Goals (issue 10): everything cold <= 15 s, cache <= 50 MB. Prints figures only; nothing is asserted.
+
+Run: ``.venv/bin/python benchmarks/groundtruth_build.py [--only NAME ...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT_DIR = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT_DIR))
+
+from evaluation.groundtruth import DatasetSource, build_dataset, sources_from_blade_folders  # noqa: E402
+from evaluation.groundtruth.build import build_sources  # noqa: E402
+from evaluation.groundtruth.paths import enumerate_paths  # noqa: E402
+from evaluation.groundtruth.specs import specs_from_release  # noqa: E402
+from exports.manifest import sha256_file  # noqa: E402
+from exports.schema import DatasetRelease, ReleaseBranch, ReleaseMapping, ReleaseTransform  # noqa: E402
+
+SHARED = ROOT_DIR.parent / "shared" / "blade" / "datasets"
+SHARED_NAMES = ["affairs", "amtl", "boxes", "caschools", "crofoot", "fish", "hurricane", "panda_nuts", "reading"]
+ROOT = "ROOT_SPEC_ID"
+
+
+def _transform(tid: str, verb: str, code: str, mapping: list[tuple[list[str], str]],
+               branches: list[list[str]]) -> ReleaseTransform:
+    return ReleaseTransform(id=tid, annotator="synthetic", spec_name=tid, verbs=[verb], code=code,
+                            mapping=[ReleaseMapping(inputs=i, output=o) for i, o in mapping],
+                            branches=[ReleaseBranch(dependencies=b) for b in branches])
+
+
+def _dataset(name: str, data: Path, transforms: list[ReleaseTransform], rows: int, cols: int) -> DatasetSource:
+    ds = DatasetRelease(name=name, research_question="synthetic stand-in", data_file=f"data/{name}/data.csv",
+                        data_sha256=sha256_file(data), num_rows=rows, num_columns=cols, transforms=transforms)
+    return DatasetSource(ds, data)
+
+
+def synthetic_mortgage(folder: Path, target_paths: int = 217) -> DatasetSource:
+    rows, rng = 2000, np.random.default_rng(1)
+    cols = {f"n{i}": rng.normal(50, 15, rows).round(3) for i in range(6)}
+    cols |= {f"k{i}": rng.integers(0, 5, rows) for i in range(4)}
+    data = folder / "mortgage.csv"
+    pd.DataFrame(cols).to_csv(data, index=False)
+    best: tuple[int, list[ReleaseTransform]] | None = None
+    for seed in range(400):
+        r = random.Random(seed)
+        transforms: list[ReleaseTransform] = []
+        ids: list[str] = []
+        alternatives = set(r.sample(range(2, 24), 14))
+        for i in range(24):
+            tid = f"s{i:02d}"
+            src = f"n{i % 6}"
+            if i % 5 == 4:
+                verb, code, mapping = "filter", f"df = df[df['{src}'] > {10 + i}]", [([src], "")]
+            else:
+                verb, code = "derive", f"df['d{i}'] = np.log1p(df['{src}'].abs()) * {i + 1} + df['k{i % 4}']"
+                mapping = [([src, f"k{i % 4}"], f"d{i}")]
+            primary = [ids[-1]] if ids else [ROOT]
+            branches = [primary]
+            if i in alternatives:
+                other = r.choice([ROOT, *ids[:-1]]) if len(ids) > 1 else ROOT
+                branches.append([other] if other != primary[0] else [ROOT])
+            transforms.append(_transform(tid, verb, code, mapping, branches))
+            ids.append(tid)
+        source = _dataset("synthetic_mortgage", data, transforms, rows, len(cols))
+        n = len(enumerate_paths(specs_from_release(source.dataset)))
+        if best is None or abs(n - target_paths) < abs(best[0] - target_paths):
+            best = (n, transforms)
+        if n == target_paths:
+            break
+    assert best is not None
+    return _dataset("synthetic_mortgage", data, best[1], rows, len(cols))
+
+
+def synthetic_soccer(folder: Path) -> DatasetSource:
+    rows, rng = 146_000, np.random.default_rng(2)
+    cols: dict[str, object] = {f"f{i}": rng.normal(0, 1, rows) for i in range(10)}
+    cols |= {f"i{i}": rng.integers(0, 1000, rows) for i in range(10)}
+    players = np.array([f"player_{j}" for j in range(2000)])
+    cols |= {"t0": players[rng.integers(0, 2000, rows)]}
+    cols |= {f"t{i}": np.array([f"cat{i}_{j}" for j in range(8)])[rng.integers(0, 8, rows)] for i in range(1, 7)}
+    data = folder / "soccer.csv"
+    pd.DataFrame(cols).to_csv(data, index=False)
+    t: list[ReleaseTransform] = []
+    # 4 filters in a chain below ROOT
+    prev = ROOT
+    for i in range(4):
+        t.append(_transform(f"flt{i}", "filter", f"df = df[df['i{i}'] > {20 * (i + 1)}]", [([f"i{i}"], "")], [[prev]]))
+        prev = f"flt{i}"
+    # 26 derives: chains of varied length below the filters and ROOT
+    anchors = [ROOT, "flt0", "flt1", "flt3"]
+    d = 0
+    for chain in range(8):
+        parent = anchors[chain % len(anchors)]
+        for _ in range(4 if chain in (2, 3) else 3):
+            src_f, src_i = f"f{d % 10}", f"i{(d + 3) % 10}"
+            code = f"df['der{d}'] = df['{src_f}'] * 2 + df['{src_i}']"
+            t.append(_transform(f"der{d}", "derive", code, [([src_f, src_i], f"der{d}")], [[parent]]))
+            parent = f"der{d}"
+            d += 1
+    t.append(_transform("der_txt", "derive", "df['t_pair'] = df['t1'] + '_' + df['t2']",
+                        [(["t1", "t2"], "t_pair")], [["flt1"]]))
+    t.append(_transform("der_txt2", "derive", "df['t3_up'] = df['t3'].str.upper()", [(["t3"], "t3_up")],
+                        [["der_txt"]]))
+    # two group-bys and five roll-ups (written against the rewritten df_grp, as BLADE's soccer does)
+    t.append(_transform("grp_player", "groupby", "df = df.groupby('t0')", [(["t0"], "")], [["flt2"]]))
+    t.append(_transform("grp_cat", "groupby", "df = df.groupby('t4')", [(["t4"], "")], [["der_txt2"]]))
+    rollups = [("grp_player", "f1", "sum"), ("grp_player", "i5", "mean"), ("grp_player", "f2", "max"),
+               ("grp_cat", "f3", "mean"), ("grp_cat", "i6", "sum")]
+    for j, (grp, col, how) in enumerate(rollups):
+        out = f"{col}_{how}"
+        code = f"df = df_grp.agg({out}=('{col}', '{how}')).reset_index()"
+        t.append(_transform(f"roll{j}", "rollup", code, [([col], out)], [[grp]]))
+    assert len(t) == 39, len(t)
+    return _dataset("synthetic_soccer", data, t, rows, 27)
+
+
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _peak_mb() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, kids
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="*", help="only these datasets")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gt-bench-") as tmp:
+        tmpdir = Path(tmp)
+        t0 = time.perf_counter()
+        sources = sources_from_blade_folders([SHARED / n for n in SHARED_NAMES]) if SHARED.is_dir() else []
+        sources += [synthetic_mortgage(tmpdir), synthetic_soccer(tmpdir)]
+        if args.only:
+            sources = [s for s in sources if s.dataset.name in args.only]
+        print(f"prepared {len(sources)} datasets in {time.perf_counter() - t0:.1f} s (not counted)\n")
+        cache = tmpdir / "cache"
+        header = f"{'dataset':<20}{'paths':>6}{'units':>6}{'execs':>6}{'values':>7}{'graphs':>7}{'cold s':>8}" \
+                 f"{'cpu s':>7}{'job s':>7}{'cached s':>9}{'cache KB':>9}"
+        print(header)
+        print("-" * len(header))
+        cold_total = cached_total = job_total = cpu_total = 0.0
+        for s in sources:
+            cpu0 = _cpu()
+            cold = build_dataset(s, cache_dir=cache)
+            cpu = _cpu() - cpu0
+            cpu_total += cpu
+            warm = build_dataset(s, cache_dir=cache)
+            assert warm.cached and not cold.cached
+            st = cold.state
+            size = cold.cache_file.stat().st_size / 1024 if cold.cache_file else 0
+            cold_total += cold.seconds
+            job_total += st.meta["job_seconds"]
+            cached_total += warm.seconds
+            print(f"{s.dataset.name:<20}{len(st.paths):>6}{st.num_units:>6}{st.meta['executions']:>6}"
+                  f"{len(st.value_hashes):>7}{len(st.graph_hashes):>7}{cold.seconds:>8.2f}{cpu:>7.2f}{st.meta['job_seconds']:>7.2f}"
+                  f"{warm.seconds:>9.3f}"
+                  f"{size:>9.0f}")
+            for e in st.errors:
+                print(f"    problem: {e}")
+        parallel_cache = tmpdir / "cache-parallel"
+        t0 = time.perf_counter()
+        build_sources(sources, cache_dir=parallel_cache, workers=2)
+        parallel = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        build_sources(sources, cache_dir=parallel_cache, workers=2)
+        parallel_cached = time.perf_counter() - t0
+        total_cache = sum(f.stat().st_size for f in cache.glob("*.json.gz")) / 1024 / 1024
+        own, kids = _peak_mb()
+        print("-" * len(header))
+        print(f"{'total':<20}{'':>37}{cold_total:>8.2f}{cpu_total:>7.2f}{job_total:>7.2f}{cached_total:>9.3f}{total_cache * 1024:>9.0f}")
+        print(f"\ncold total {cold_total:.2f} s wall, {cpu_total:.2f} s CPU (goal <= 15 s; BLADE ~690 s for twelve)")
+        print(f"load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times "
+              "stretch with it; CPU seconds do not)")
+        print(f"  of which executing and hashing inside the jobs {job_total:.2f} s; the rest is starting one job "
+              "process per dataset (python + pandas imports) and expanding/graph-hashing in the caller")
+        print(f"cached total {cached_total:.3f} s")
+        print(f"all datasets at once, two job processes at a time (as `forkpaths gt build` does): cold "
+              f"{parallel:.2f} s, cached {parallel_cached:.3f} s")
+        print(f"cache size {total_cache:.2f} MB (goal <= 50 MB; BLADE 2.1 GB)")
+        print(f"peak RSS: benchmark process {own:.0f} MB, largest job process {kids:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""Code → transform units without an LLM (issue 10 part 3), and the submission state they give.
+
+:func:`convert_transform` runs the converter job (:mod:`.convert_job`) in the sandbox on the agent's transform
+statements, turns its units into BLADE's submission chain (:mod:`.submission`: ``node_<i>_<verb>``, group-by
+units split into ``groupby`` + ``post_groupby``, whole-frame ``ALL`` outputs of non-filter verbs expanded to
+every column) and builds the one-path derivation state from the frames the job hashed, without executing
+anything again. The result can be matched against the ground truth like any submission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.groundtruth.convert_job import CONVERT_JOB
+from evaluation.groundtruth.expand import POST_GROUPBY, StepState
+from evaluation.groundtruth.runner import GroundTruthLimits, JobFailed, run_groundtruth_job
+from evaluation.groundtruth.state import DerivationState
+from evaluation.groundtruth.submission import ALL, TransformUnit, _chain, chain_state
+
+__all__ = ["ConvertedUnit", "Conversion", "convert_transform", "convert_transforms"]
+
+_ALL_OUTPUT_VERBS = ("deduplicate", "orderby", "slice")
+
+
+@dataclass(frozen=True)
+class ConvertedUnit:
+    verb: str
+    mapping: tuple[tuple[tuple[str, ...], str], ...]
+    groupby_cols: tuple[str, ...]
+    code: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class Conversion:
+    units: list[ConvertedUnit]
+    state: DerivationState | None
+    error: str | None = None
+    data_columns: list[str] = field(default_factory=list)
+
+
+def convert_transform(code: str, data_path: Path, *, limits: GroundTruthLimits | None = None,
+                      runner: Callable[..., Any] = run_groundtruth_job, iso_timeout_s: float = 10.0) -> Conversion:
+    """Convert transform statements (acting on ``df``) into units and their derivation state.
+
+    A failure inside the code (syntax error, exception) is reported in ``error``; the units made before it are
+    kept, so the part of the analysis that ran still gets credit. Code that loops past the time limit, exceeds
+    the memory limit or kills its process gives no units and says so in ``error``.
+    """
+    try:
+        result = runner({"code": code}, data_path=data_path, limits=limits or GroundTruthLimits(), job=CONVERT_JOB)
+    except JobFailed as exc:  # loops, memory, crashes: a result for this analysis, not an error of the run
+        return Conversion(units=[], state=None, error=f"the transform code could not be converted: {exc}")
+    return _conversion(result, iso_timeout_s)
+
+
+def convert_transforms(codes: list[str], data_path: Path, *, limits: GroundTruthLimits | None = None,
+                       runner: Callable[..., Any] = run_groundtruth_job,
+                       iso_timeout_s: float = 10.0) -> list[Conversion]:
+    """:func:`convert_transform` for several independent codes on the same data, in one job."""
+    result = runner({"codes": codes}, data_path=data_path, limits=limits or GroundTruthLimits(), job=CONVERT_JOB)
+    return [_conversion(r, iso_timeout_s) for r in result["results"]]
+
+
+def _conversion(result: dict[str, Any], iso_timeout_s: float) -> Conversion:
+    converted: list[ConvertedUnit] = []
+    chain_units: list[TransformUnit] = []
+    for u in result["units"]:
+        mapping = tuple((tuple(inputs), out) for inputs, out in u["mapping"])
+        converted.append(ConvertedUnit(verb=u["verb"], mapping=mapping, groupby_cols=tuple(u["groupby_cols"]),
+                                       code=u["code"], notes=tuple(u["notes"])))
+        verb = u["verb"]
+        if verb == "rollup" and u["groupby_cols"]:
+            verb = "groupby"  # BLADE's chain: node_i_groupby + node_i_post_groupby
+        if verb in _ALL_OUTPUT_VERBS:
+            mapping = tuple((inputs, ALL if out == "" else out) for inputs, out in mapping)
+        chain_units.append(TransformUnit(verb=verb, code=u["code"], mapping=mapping,
+                                         groupby_cols=tuple(u["groupby_cols"]) if verb == "groupby" else ()))
+    columns = list(result["columns"])
+    if not chain_units:
+        return Conversion(units=converted, state=None, error=result.get("error"), data_columns=columns)
+    specs, order, made_by = _chain(chain_units)
+    states: dict[str, StepState] = {}
+    unit_of = {i: sid for sid, i in made_by.items()}
+    for i, u in enumerate(result["units"]):
+        sid = unit_of[i]
+        if u["kind"] in ("frame", "groupby"):
+            states[sid] = StepState(u["kind"], list(u["columns"]), dict(zip(u["columns"], u["hashes"], strict=False)))
+        if specs[sid].verb == POST_GROUPBY:
+            states[sid] = states.get(sid, StepState("other", []))
+    state = chain_state(specs, order, states, columns, errors=[result["error"]] if result.get("error") else [],
+                        iso_timeout_s=iso_timeout_s, meta={"units": len(converted)})
+    return Conversion(units=converted, state=state, error=result.get("error"), data_columns=columns)

@@ -1,0 +1,205 @@
+"""What runs inside the sandbox: execute the ground-truth paths of one dataset and hash the frames.
+
+:func:`execute_paths` is a pure job: a JSON payload in (the code of every transform and the paths as lists of
+transform ids in execution order), a JSON result out (per executed step: what the code returned, its columns
+and BLADE's value hash of every column). Frames never leave the job.
+
+Execution is memoised by prefix: BLADE re-runs the whole prefix of a path for every step of every path
+(mortgage: 1,382 kernel cells); here the distinct prefixes form a tree and each node of the tree runs once, on
+a copy of its parent's namespace (the last child takes the parent's namespace over without copying). A step
+runs as BLADE's cell would: its own code as written, after the group-by-rewritten code of the steps before it
+(blade-reference 2.4), starting from a deep copy of the table read with ``pd.read_csv``. A step that raises
+is recorded with its error and the steps below it are not run.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+import traceback
+import types
+from typing import TYPE_CHECKING, Any
+
+from evaluation.sandbox.registry import sandbox_job
+
+if TYPE_CHECKING:
+    from evaluation.sandbox.runtime import JobContext
+
+__all__ = ["JOB_NAME", "execute_paths", "execute_paths_job"]
+
+JOB_NAME = "groundtruth.execute_paths"
+MAX_ERROR_CHARS = 2000
+
+
+def _namespace(frame: Any) -> dict[str, Any]:
+    import typing
+
+    import numpy as np
+    import pandas as pd
+    from pandas.core.groupby import DataFrameGroupBy
+
+    ns: dict[str, Any] = {"__name__": "__forkpaths_gt__", "__builtins__": __builtins__, "pd": pd, "np": np,
+                          "DataFrameGroupBy": DataFrameGroupBy, "List": typing.List,  # noqa: UP006 - BLADE's kernel imports it "Optional": typing.Optional,
+                          "Callable": typing.Callable, "Union": typing.Union}
+    try:
+        import scipy
+
+        ns["scipy"] = scipy
+    except ImportError:  # pragma: no cover - scipy comes with statsmodels
+        pass
+    ns["df"] = frame.copy(deep=True)
+    return ns
+
+
+def pandas15_compat() -> None:
+    """Make the pandas 2 change that alters BLADE's expert code behave as in pandas 1.5 (which it was
+    written and hashed with): ``pd.get_dummies`` returns ``uint8`` indicators, not ``bool``. Only ever called
+    inside the job's own process."""
+    import functools
+
+    import numpy as np
+    import pandas as pd
+
+    original = pd.get_dummies
+    if getattr(original, "__forkpaths_compat__", False):
+        return
+
+    @functools.wraps(original)
+    def get_dummies(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("dtype", np.uint8)
+        return original(*args, **kwargs)
+
+    get_dummies.__forkpaths_compat__ = True  # type: ignore[attr-defined]
+    pd.get_dummies = get_dummies
+
+
+def _fork(ns: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in ns.items():
+        if key == "__builtins__" or isinstance(value, types.ModuleType | types.FunctionType | type):
+            out[key] = value
+            continue
+        try:
+            out[key] = copy.deepcopy(value)
+        except Exception:  # noqa: BLE001 - objects that refuse copying are shared, as references
+            out[key] = value
+    return out
+
+
+def _describe(result: Any, hasher: Any) -> dict[str, Any]:
+    import pandas as pd
+    from pandas.core.groupby import DataFrameGroupBy
+
+    if isinstance(result, pd.DataFrame):
+        hashes = hasher.hash_frame(result)
+        return {"kind": "frame", "columns": list(hashes), "hashes": list(hashes.values()), "rows": len(result)}
+    if isinstance(result, DataFrameGroupBy):
+        try:
+            columns = [str(c) for c in result.any().columns]
+        except Exception:  # noqa: BLE001 - pandas 2 refuses any() on some dtypes; the columns are what counts
+            keys = set(result.keys if isinstance(result.keys, list) else [result.keys])
+            columns = [str(c) for c in result.obj.columns if c not in keys]
+        return {"kind": "groupby", "columns": columns, "hashes": []}
+    return {"kind": "other", "columns": [], "hashes": [], "type": type(result).__name__}
+
+
+def _error(exc: BaseException, spec_id: str) -> str:
+    lines = traceback.format_exception_only(type(exc), exc)
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = next((f" (line {f.lineno} of its code)" for f in reversed(tb) if f.filename == f"<{spec_id}>"), "")
+    return ("".join(lines).strip() + where)[:MAX_ERROR_CHARS]
+
+
+def _run(code: str, spec_id: str, ns: dict[str, Any]) -> None:
+    exec(compile(code, f"<{spec_id}>", "exec"), ns)  # noqa: S102 - this is the sandboxed job
+
+
+def execute_paths(payload: dict[str, Any], table: Any) -> dict[str, Any]:
+    """Run every distinct prefix of the payload's paths once; return the hashed state of each step.
+
+    Payload: ``{"codes": {id: {"raw": code, "processed": code}}, "paths": [[id, ...], ...]}`` where a path
+    lists the transforms *with code* in execution order. Result: ``{"nodes": [{"parent", "spec", "kind",
+    "columns", "hashes", "error"}], "paths": [[node index, ...], ...], "stats": {...}}``.
+    """
+    from evaluation.groundtruth.hashing import ColumnHasher
+
+    started = time.perf_counter()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
+    pandas15_compat()
+    codes: dict[str, dict[str, str]] = payload["codes"]
+    hasher = ColumnHasher()
+
+    # the prefix tree: node = (parent node, spec id)
+    index: dict[tuple[int, str], int] = {}
+    nodes: list[dict[str, Any]] = []
+    children: dict[int, list[int]] = {-1: []}
+    path_nodes: list[list[int]] = []
+    for path in payload["paths"]:
+        parent, seq = -1, []
+        for spec_id in path:
+            key = (parent, spec_id)
+            if key not in index:
+                index[key] = len(nodes)
+                nodes.append({"parent": parent, "spec": spec_id})
+                children.setdefault(parent, []).append(index[key])
+                children[index[key]] = []
+            parent = index[key]
+            seq.append(parent)
+        path_nodes.append(seq)
+
+    executed = 0
+    # depth first; a child forks its parent's namespace when it is popped (lazily, so at most one copy per
+    # level is alive), except the last child, which runs after its siblings and takes the namespace over
+    root_ns = _namespace(table)
+    stack: list[tuple[int, dict[str, Any], bool]] = [
+        (c, root_ns, i != 0) for i, c in enumerate(reversed(children[-1]))]
+    while stack:
+        node_id, parent_ns, fork = stack.pop()
+        ns = _fork(parent_ns) if fork else parent_ns
+        node = nodes[node_id]
+        spec_id = node["spec"]
+        raw, processed = codes[spec_id]["raw"], codes[spec_id]["processed"]
+        kids = children[node_id]
+        try:
+            if raw == processed:
+                _run(raw, spec_id, ns)
+                executed += 1
+                node.update(_describe(ns.get("df"), hasher))
+                after = ns
+            else:
+                probe = _fork(ns)
+                _run(raw, spec_id, probe)
+                node.update(_describe(probe.get("df"), hasher))
+                del probe
+                _run(processed, spec_id, ns)
+                executed += 2
+                after = ns
+        except Exception as exc:  # noqa: BLE001 - the analyst's code may raise anything
+            node.update({"kind": "error", "columns": [], "hashes": [], "error": _error(exc, spec_id)})
+            _skip(kids, nodes, children, spec_id)
+            continue
+        for i, kid in enumerate(reversed(kids)):
+            stack.append((kid, after, i != 0))
+    return {"nodes": nodes, "paths": path_nodes,
+            "stats": {"executions": executed, "hash_hits": hasher.hits, "hash_subset_hits": hasher.subset_hits,
+                      "hash_misses": hasher.misses,
+                      "rows": len(table), "columns": [str(c) for c in table.columns],
+                      "seconds": round(time.perf_counter() - started, 4)}}
+
+
+def _skip(kids: list[int], nodes: list[dict[str, Any]], children: dict[int, list[int]], failed: str) -> None:
+    todo = list(kids)
+    while todo:
+        n = todo.pop()
+        nodes[n].update({"kind": "skipped", "columns": [], "hashes": [],
+                         "error": f"not run: an earlier step ({failed}) failed"})
+        todo.extend(children[n])
+
+
+@sandbox_job(JOB_NAME)
+def execute_paths_job(ctx: JobContext) -> dict[str, Any]:
+    """The sandbox job: the table is read before the untrusted code runs, then the data file is closed."""
+    table = ctx.load_table()
+    ctx.untrusted()
+    return execute_paths(ctx.payload, table)

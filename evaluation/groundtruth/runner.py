@@ -1,0 +1,56 @@
+"""The one place where ground-truth code execution meets the sandbox.
+
+Everything else in :mod:`evaluation.groundtruth` calls :func:`run_groundtruth_job`; the jobs themselves
+(:func:`evaluation.groundtruth.jobs.execute_paths_job`, :func:`evaluation.groundtruth.convert_job.convert_code_job`)
+are registered sandbox jobs, JSON in and JSON out, so experts' and agents' code runs behind the same operating-
+system boundary as the stage-1 sanity check (:mod:`evaluation.sandbox`): its own namespaces, a read-only copy of
+the one data file, no network, no inherited environment, resource limits. Frames never leave the job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluation.errors import EvaluationError
+from evaluation.groundtruth.jobs import JOB_NAME
+from evaluation.sandbox import SandboxLimits, run_job
+
+__all__ = ["GroundTruthLimits", "JobFailed", "run_groundtruth_job"]
+
+
+class GroundTruthLimits(BaseModel):
+    """Resource limits of one ground-truth execution job (one dataset, every path)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = Field(default=300.0, gt=0, description="wall clock for the whole dataset")
+    memory_mb: int = Field(default=4096, gt=0, description="address space of the job (RLIMIT_AS)")
+    max_file_mb: int = Field(default=64, gt=0, description="largest file the job may write")
+
+
+class JobFailed(EvaluationError):
+    """The job died, timed out or answered something that is not its JSON result."""
+
+
+def run_groundtruth_job(payload: dict[str, Any], *, data_path: Path, limits: GroundTruthLimits,
+                        job: str = JOB_NAME) -> dict[str, Any]:
+    """Run a ground-truth sandbox job (execution by default, or the code → units converter) on ``data_path``.
+
+    Raises:
+        JobFailed: the job died (time, memory, a crash) or answered something that is not its result.
+        SandboxError: the sandbox itself could not run (isolation unavailable and not waived).
+    """
+    sandbox_limits = SandboxLimits(timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
+                                   max_file_mb=limits.max_file_mb)
+    result = run_job(job, payload, data_path=Path(data_path), limits=sandbox_limits)
+    if result.get("ok") is False:
+        sentence = str(result.get("error") or "no message")
+        if result.get("error_kind") == "timeout":
+            raise JobFailed(f"executing the ground truth took longer than {limits.timeout_s:g} s: {sentence}")
+        raise JobFailed(f"the ground-truth job failed: {sentence}")
+    for key in ("stdout", "seconds"):
+        result.pop(key, None)
+    return result

@@ -1,0 +1,22 @@
+"""Variable and model matching behind one :class:`~evaluation.judges.base.Judge` interface: ``offline``
+(default, no LLM) and ``llm`` (BLADE's prompts through an OpenAI-compatible endpoint)."""
+
+from evaluation.judges import llm_judge as _llm_judge  # noqa: F401 - registers the llm judge
+from evaluation.judges import offline as _offline  # noqa: F401 - registers the offline judge
+from evaluation.judges.analysis import AnalysisJudgement, agent_variables, judge_analysis
+from evaluation.judges.base import JUDGES, Judge, JudgeContext, JudgeError, make_judge
+from evaluation.judges.decisions import GroundTruthDecisions, decisions_from_release, ground_truth_counts
+
+__all__ = [
+    "JUDGES",
+    "AnalysisJudgement",
+    "GroundTruthDecisions",
+    "Judge",
+    "JudgeContext",
+    "JudgeError",
+    "agent_variables",
+    "decisions_from_release",
+    "ground_truth_counts",
+    "judge_analysis",
+    "make_judge",
+]

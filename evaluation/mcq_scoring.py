@@ -1,0 +1,286 @@
+"""MCQ accuracy (blade-reference 5.2): score an answers file, or ask a model under test, with strict parsing.
+
+An answers file is a JSON object ``{question id: answer}`` over a release's MCQ ids (``hurricane:cvar:0``, ...);
+an answer is a letter (``"B"``, ``"b"``, ``"(B)"``, ``"B."``) or BLADE's response object
+``{"answer": "B", "rationale": ...}`` (also as JSON text, optionally in one fenced block). Anything else — ``"Answer: B"``, ``"B or C"``, a
+letter past the last option — is *unparseable* and counted separately, never guessed (BLADE scans the first
+line for any letter in hash order). Questions with no answer are *unanswered*. Accuracy is correct / questions,
+per dataset and MCQ kind (variable, transform) and overall, next to the chance baseline Σ 1/len(options) /
+questions (BLADE's ``expected_correct``). ``macro`` gives BLADE's across-dataset figure: the unweighted mean of
+the per-dataset accuracies.
+
+The model-under-test path (:func:`ask_model`) sends one chat request per MCQ at temperature 0 through the same
+:class:`~evaluation.judges.llm_judge.ChatClient` and on-disk response cache as the llm judge.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from evaluation.errors import EvaluationError
+from evaluation.judges.base import JudgeError
+from evaluation.judges.llm_judge import ChatClient, ResponseCache
+from exports.schema import MCQ, DatasetRelease
+
+__all__ = [
+    "MCQ_REPORT_VERSION",
+    "MCQ_TEMPLATE_VERSION",
+    "AnswersFileError",
+    "MCQGroupScore",
+    "MCQItemResult",
+    "MCQReport",
+    "ask_model",
+    "dump_mcq_report",
+    "mcq_messages",
+    "parse_answer",
+    "parse_mcq_report",
+    "read_answers",
+    "score_answers",
+]
+
+MCQ_REPORT_VERSION = "1.0"
+MCQ_TEMPLATE_VERSION = "blade-mcq@1"
+LETTERS = "ABCDEFGHIJ"
+_LETTER = re.compile(r"^\(?([A-Ja-j])\)?[.)]?$")
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)  # one fenced block around the whole answer
+
+Status = Literal["correct", "wrong", "unparseable", "unanswered"]
+
+
+class AnswersFileError(EvaluationError):
+    """The answers file as a whole is unreadable."""
+
+
+class MCQItemResult(BaseModel):
+    id: str
+    dataset: str
+    kind: str
+    mc_type: str
+    options: int
+    correct: str
+    answer: str | None = Field(description="the raw answer (truncated to 500 characters)")
+    parsed: str | None = None
+    status: Status
+    reason: str = ""
+
+
+class MCQGroupScore(BaseModel):
+    dataset: str = Field(description="a dataset name, or 'all'")
+    kind: str = Field(description="variable, transform, or 'all'")
+    questions: int
+    correct: int
+    wrong: int
+    unparseable: int
+    unanswered: int
+    accuracy: float
+    chance: float
+
+
+class MCQReport(BaseModel):
+    format_version: str = MCQ_REPORT_VERSION
+    release_version: str = ""
+    source: dict[str, Any] = Field(default_factory=dict, description="answers file, or model + endpoint")
+    groups: list[MCQGroupScore]
+    macro: dict[str, float] = Field(default_factory=dict, description="mean of per-dataset accuracies, per kind")
+    items: list[MCQItemResult]
+    unknown_ids: list[str] = Field(default_factory=list, description="answered ids the release does not have")
+
+
+def dump_mcq_report(report: MCQReport) -> str:
+    """The report file's text: keys sorted, indent 2, trailing newline."""
+    return json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def parse_mcq_report(text: str | bytes, *, label: str = "MCQ report") -> MCQReport:
+    """Read a report written by :func:`dump_mcq_report`, refusing unknown ``format_version`` values.
+
+    Raises:
+        AnswersFileError: not JSON, not a report, an unknown version, or fields that do not fit.
+    """
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise AnswersFileError(f"{label} is not JSON: {exc}.") from exc
+    if not isinstance(data, dict) or "format_version" not in data:
+        raise AnswersFileError(f"{label} is not a forkpaths MCQ report (no format_version).")
+    if data["format_version"] != MCQ_REPORT_VERSION:
+        raise AnswersFileError(f"{label} has format_version {data['format_version']!r}; this forkpaths reads "
+                               f"{MCQ_REPORT_VERSION}.")
+    try:
+        return MCQReport.model_validate(data)
+    except ValidationError as exc:
+        raise AnswersFileError(f"{label}: {exc.errors()[0].get('msg')} at "
+                               f"{'.'.join(map(str, exc.errors()[0].get('loc', ())))}.") from exc
+
+
+def parse_answer(raw: Any, n_options: int) -> tuple[str | None, str]:
+    """The letter an answer names, or ``(None, why)``; strict, see the module docstring."""
+    value = raw
+    if isinstance(value, str):
+        fenced = _FENCE.match(value.strip())
+        value = fenced.group(1) if fenced else value
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value.strip())
+        except json.JSONDecodeError:
+            return None, "looks like JSON but does not parse"
+    if isinstance(value, Mapping):
+        if "answer" not in value:
+            return None, "an object without an 'answer' field"
+        value = value["answer"]
+    if not isinstance(value, str):
+        return None, f"a {type(value).__name__}, not a letter"
+    m = _LETTER.match(value.strip())
+    if not m:
+        return None, f"not a single option letter: {value.strip()[:60]!r}"
+    letter = m.group(1).upper()
+    if LETTERS.index(letter) >= n_options:
+        return None, f"{letter} is past the last option ({LETTERS[n_options - 1]})"
+    return letter, ""
+
+
+def read_answers(source: Path | str | bytes | Mapping[str, Any], *, label: str = "answers file") -> dict[str, Any]:
+    """An answers file as ``{id: raw answer}``.
+
+    Raises:
+        AnswersFileError: unreadable, not JSON, or not an object.
+    """
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+    else:
+        try:
+            if isinstance(source, Path):
+                label = str(source)
+                text: str | bytes = source.read_bytes()
+            else:
+                text = source
+            data = json.loads(text)
+        except OSError as exc:
+            raise AnswersFileError(f"cannot read {label}: {exc.strerror or exc}.") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise AnswersFileError(f"{label} is not JSON: {exc}.") from exc
+    if isinstance(data, dict) and isinstance(data.get("answers"), dict):
+        data = data["answers"]
+    if not isinstance(data, dict):
+        raise AnswersFileError(f"{label} holds a JSON {type(data).__name__}; expected an object "
+                               "{question id: letter}.")
+    return {str(k): v for k, v in data.items()}
+
+
+def _mcqs(datasets: Iterable[DatasetRelease]) -> list[tuple[str, MCQ]]:
+    return [(ds.name, q) for ds in datasets for q in ds.mcqs]
+
+
+def _group(dataset: str, kind: str, items: Sequence[MCQItemResult], chance: float) -> MCQGroupScore:
+    counts = {s: sum(1 for i in items if i.status == s) for s in ("correct", "wrong", "unparseable", "unanswered")}
+    n = len(items)
+    return MCQGroupScore(dataset=dataset, kind=kind, questions=n, accuracy=counts["correct"] / n if n else 0.0,
+                         chance=chance / n if n else 0.0, **counts)
+
+
+def score_answers(datasets: Sequence[DatasetRelease], answers: Mapping[str, Any], *, release_version: str = "",
+                  source: dict[str, Any] | None = None) -> MCQReport:
+    """Score ``{id: answer}`` against the MCQs of ``datasets``."""
+    items: list[MCQItemResult] = []
+    chance: dict[tuple[str, str], float] = {}
+    for dataset, q in _mcqs(datasets):
+        n = len(q.options)
+        correct = LETTERS[q.correct_index]
+        raw = answers.get(q.id)
+        if q.id not in answers or raw is None:
+            status: Status = "unanswered"
+            parsed, reason = None, "no answer"
+        else:
+            parsed, reason = parse_answer(raw, n)
+            status = "unparseable" if parsed is None else ("correct" if parsed == correct else "wrong")
+        shown = raw if isinstance(raw, str) or raw is None else json.dumps(raw, ensure_ascii=False)
+        items.append(MCQItemResult(id=q.id, dataset=dataset, kind=q.kind, mc_type=q.mc_type, options=n,
+                                   correct=correct, answer=shown[:500] if shown is not None else None,
+                                   parsed=parsed, status=status, reason=reason))
+        for key in ((dataset, q.kind), (dataset, "all"), ("all", q.kind), ("all", "all")):
+            chance[key] = chance.get(key, 0.0) + 1 / n
+    groups = [_group(d, k, [i for i in items if d in ("all", i.dataset) and k in ("all", i.kind)], c)
+              for (d, k), c in sorted(chance.items(), key=lambda kv: (kv[0][0] == "all", kv[0]))]
+    macro: dict[str, float] = {}
+    for kind in ("variable", "transform", "all"):
+        per = [g.accuracy for g in groups if g.dataset != "all" and g.kind == kind]
+        if per:
+            macro[kind] = sum(per) / len(per)
+    known = {q.id for _, q in _mcqs(datasets)}
+    return MCQReport(release_version=release_version, source=source or {"kind": "answers_file"}, groups=groups,
+                     macro=macro, items=items, unknown_ids=sorted(set(answers) - known))
+
+
+# ------------------------------------------------------------------------------------- model under test
+
+_SYSTEM = "You are an expert data analyst who chooses well-justified analysis decisions."
+
+
+def mcq_messages(ds: DatasetRelease, q: MCQ) -> list[dict[str, str]]:
+    """The chat messages for one MCQ, after BLADE's MCQ prompt (5.2), in our words."""
+    which = "MOST" if q.mc_type == "select_pos" else "LEAST"
+    letters = LETTERS[:len(q.options)]
+    if q.kind == "variable":
+        task = (f"Given the research question and the dataset, select the conceptual variable that is {which} "
+                "justifiable for the analysis.")
+        choices = "\n".join(f"{letters[i]}. {o.text}" for i, o in enumerate(q.options))
+    else:
+        task = (f"Given the research question and the dataset, consider how to operationalise the conceptual "
+                f"variable '{q.concept.lower()}'. Select the transformation code that is {which} justifiable.")
+        choices = "\n".join(f"{letters[i]}.\n```python\n{o.text}\n```" for i, o in enumerate(q.options))
+    description = json.dumps((ds.info or {}).get("data_desc") or {"description": ds.description},
+                             ensure_ascii=False)[:12000]
+    user = (f"{task}\n\nAnswer with one JSON object and nothing else: "
+            '{"answer": "<letter>", "rationale": "<one or two sentences>"}\n\n'
+            f"Research question: {ds.research_question}\n\nDataset: {description}\n\nChoices:\n{choices}\n\n"
+            f"The valid values are: {', '.join(letters)}.")
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+
+
+def ask_model(datasets: Sequence[DatasetRelease], client: ChatClient, *, cache_dir: Path | None = None,
+              params: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None,
+              progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Ask the model under test every MCQ; returns (``{id: raw answer or None}``, source description).
+
+    A failed request leaves that question unanswered (its error is kept in the source's ``errors``) and the
+    others are still asked.
+    """
+    params = {"temperature": 0, **(params or {})}
+    model = model or str(getattr(client, "model", "") or "unknown-model")
+    base_url = base_url or str(getattr(client, "base_url", "") or "")
+    cache = ResponseCache(cache_dir) if cache_dir is not None else None
+    answers: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    todo = [(ds, q) for ds in datasets for q in ds.mcqs]
+    calls = 0
+    for done, (ds, q) in enumerate(todo, start=1):
+        messages = mcq_messages(ds, q)
+        key = ResponseCache.key(model=model, base_url=base_url, template=MCQ_TEMPLATE_VERSION,
+                                messages=messages, params=params)
+        raw = cache.get(key) if cache else None
+        if raw is None:
+            try:
+                calls += 1
+                raw = client.complete(messages, dict(params))
+            except (JudgeError, Exception) as exc:  # noqa: BLE001 - one failed question must not stop the rest
+                errors[q.id] = str(exc)
+                answers[q.id] = None
+                if progress:
+                    progress(done, len(todo))
+                continue
+            if cache:
+                cache.put(key, {"model": model, "base_url": base_url,
+                                "template": MCQ_TEMPLATE_VERSION, "messages": messages, "params": params,
+                                "response": raw})
+        answers[q.id] = raw
+        if progress:
+            progress(done, len(todo))
+    source = {"kind": "model", "model": model, "base_url": base_url,
+              "template_version": MCQ_TEMPLATE_VERSION, "params": params, "calls": calls, "errors": errors}
+    return answers, source

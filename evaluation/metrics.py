@@ -1,0 +1,362 @@
+"""BLADE's metrics (blade-reference 4.7) over run records, in two modes.
+
+``blade`` reproduces BLADE's definitions *including* its documented defects, so a figure can be put next to a
+published one:
+
+* only runs that finished (``blade_status == 5``) count, plus generation failures (status 2) padded in as zero
+  runs after them; runs that crashed at conversion (1), matching (6) or metrics (7) silently drop out;
+* the cvar precision denominator counts only the agent variables of roles the ground truth has;
+* model+variable credit uses the *representative* row's variables for every row with the same specification;
+* coverage of transform units counts distinct unit *names* over a denominator of unit ids (colliding names
+  understate coverage);
+* F1 divides by zero when precision and coverage are both 0 (reported as ``None``, "undefined");
+* the unweighted score adds a literal 0.5 instead of halving the value-F1 (``… + 0.5 + F1_value``);
+* the bootstrap needs strictly more than k runs per dataset (BLADE asserts; here the CI is left out with a note).
+
+``default`` fixes them: every submitted run counts (a run that failed scores 0 and its failure is reported by
+category), the cvar denominator is every agent variable, each model row is checked against its own variables,
+coverage counts unit ids, F1 is 0 when both parts are 0, the unweighted score halves both transform F1s, and the
+bootstrap works with any number of runs.
+
+Definitions shared by both modes. Per run: cvar precision = |matched agent variables| / max(n, 1); model and
+model+cvar precision = 1 if matched else 0; value/graph precision = |matched agent units| / max(agent units, 1).
+Per dataset: precision = mean over its runs; coverage@k over its first k runs: cvar = |∪ matched GT variables| /
+GT variables; model = |∪ matched specs| / min(unique GT specs, runs); model+cvar = |∪ labels| / min(GT model
+rows, runs); value/graph = |∪ matched GT units| / GT units. Overall = mean over datasets. F1 = 2PC/(P+C).
+Weights over datasets: T = Σ units, V = Σ variables, M = Σ min(model rows, k), U = Σ min(unique specs, k),
+S = T+V+M+U; w_cvar = V/S, w_model = U/S, w_model_cvar = M/S, w_value = w_graph = T/2S.
+Bootstrap: each replicate resamples every dataset's counted runs with replacement (same size) and recomputes
+everything; mean and the 2.5/97.5 % quantiles of 1,000 seeded replicates (numpy).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from evaluation.records import (
+    BLADE_FINISHED,
+    BLADE_GENERATION_FAILED,
+    FailureCategory,
+    GroundTruthCounts,
+    RunRecord,
+)
+
+__all__ = [
+    "COVERAGE_METRICS",
+    "DECISION_TYPES",
+    "PRECISION_METRICS",
+    "DatasetRuns",
+    "DatasetScores",
+    "Estimate",
+    "Mode",
+    "Scores",
+    "counted_runs",
+    "f1",
+    "score_runs",
+    "unweighted_score",
+    "weighted_score",
+    "weights",
+]
+
+Mode = Literal["default", "blade"]
+DecisionType = Literal["cvar", "model", "model_cvar", "value", "graph"]
+DECISION_TYPES: tuple[str, ...] = ("cvar", "model", "model_cvar", "value", "graph")
+
+
+class DatasetRuns(BaseModel):
+    """The runs submitted for one dataset, in submission order, with the dataset's constants."""
+
+    counts: GroundTruthCounts
+    runs: list[RunRecord] = Field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------- per run
+
+PrecisionFn = Callable[[RunRecord, Mode], float]
+PRECISION_METRICS: dict[str, PrecisionFn] = {}
+
+
+def precision_metric(name: DecisionType) -> Callable[[PrecisionFn], PrecisionFn]:
+    """Register a per-run precision ("hit rate") under ``name``."""
+
+    def deco(fn: PrecisionFn) -> PrecisionFn:
+        PRECISION_METRICS[name] = fn
+        return fn
+
+    return deco
+
+
+@precision_metric("cvar")
+def precision_cvar(run: RunRecord, mode: Mode) -> float:
+    denominator = run.num_cvars2_shown if mode == "blade" else run.num_cvars2
+    return len(set(run.matched_cvars2)) / max(denominator, 1)
+
+
+@precision_metric("model")
+def precision_model(run: RunRecord, mode: Mode) -> float:
+    return 1.0 if run.matched_models else 0.0
+
+
+@precision_metric("model_cvar")
+def precision_model_cvar(run: RunRecord, mode: Mode) -> float:
+    return 1.0 if (run.matched_models_cvar_blade if mode == "blade" else run.matched_models_cvar) else 0.0
+
+
+@precision_metric("value")
+def precision_value(run: RunRecord, mode: Mode) -> float:
+    return len(set(run.transform.matched_value_units2)) / max(run.transform.num_agent_units, 1)
+
+
+@precision_metric("graph")
+def precision_graph(run: RunRecord, mode: Mode) -> float:
+    return len(set(run.transform.matched_graph_units2)) / max(run.transform.num_agent_units, 1)
+
+
+# ------------------------------------------------------------------------------------------- coverage
+
+CoverageFn = Callable[[Sequence[RunRecord], GroundTruthCounts, Mode], "float | None"]
+COVERAGE_METRICS: dict[str, CoverageFn] = {}
+
+
+def coverage_metric(name: DecisionType) -> Callable[[CoverageFn], CoverageFn]:
+    """Register a coverage function (over the first k counted runs of a dataset) under ``name``."""
+
+    def deco(fn: CoverageFn) -> CoverageFn:
+        COVERAGE_METRICS[name] = fn
+        return fn
+
+    return deco
+
+
+def _ratio(numerator: int, denominator: int, mode: Mode) -> float | None:
+    if denominator <= 0:
+        return None if mode == "blade" else 0.0  # BLADE divides by zero; the fix scores nothing to cover as 0
+    return numerator / denominator
+
+
+@coverage_metric("cvar")
+def coverage_cvar(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode) -> float | None:
+    found = set().union(*(r.matched_cvars for r in runs)) if runs else set()
+    return _ratio(len(found), counts.num_cvars, mode)
+
+
+@coverage_metric("model")
+def coverage_model(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode) -> float | None:
+    found = set().union(*(r.matched_models for r in runs)) if runs else set()
+    return _ratio(len(found), min(counts.num_models_unique, len(runs)), mode)
+
+
+@coverage_metric("model_cvar")
+def coverage_model_cvar(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode) -> float | None:
+    labels = [r.matched_models_cvar_blade if mode == "blade" else r.matched_models_cvar for r in runs]
+    found = set().union(*labels) if labels else set()
+    return _ratio(len(found), min(counts.num_models, len(runs)), mode)
+
+
+def _unit_coverage(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode, graph: bool) -> float | None:
+    units = [u for r in runs for u in (r.transform.matched_graph_units if graph else r.transform.matched_value_units)]
+    found = {u.name for u in units} if mode == "blade" else {u.id for u in units}
+    return _ratio(len(found), len(counts.units), mode)
+
+
+@coverage_metric("value")
+def coverage_value(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode) -> float | None:
+    return _unit_coverage(runs, counts, mode, graph=False)
+
+
+@coverage_metric("graph")
+def coverage_graph(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode) -> float | None:
+    return _unit_coverage(runs, counts, mode, graph=True)
+
+
+# ------------------------------------------------------------------------------------------- combining
+
+
+def counted_runs(runs: Sequence[RunRecord], mode: Mode) -> list[RunRecord]:
+    """The runs a mode averages over, in order (see the module docstring)."""
+    if mode == "default":
+        return [r if r.scored else RunRecord(key=r.key, failure=r.failure, blade_status=r.blade_status)
+                for r in runs]
+    finished = [r for r in runs if r.blade_status == BLADE_FINISHED]
+    padded = [RunRecord(key=r.key, failure=r.failure, blade_status=r.blade_status)
+              for r in runs if r.blade_status == BLADE_GENERATION_FAILED]
+    return finished + padded
+
+
+def f1(precision: float | None, coverage: float | None, mode: Mode) -> float | None:
+    """Harmonic mean; ``blade`` leaves 0/0 undefined (BLADE raises ZeroDivisionError), ``default`` gives 0."""
+    if precision is None or coverage is None:
+        return None
+    if precision + coverage == 0:
+        return None if mode == "blade" else 0.0
+    return 2 * precision * coverage / (precision + coverage)
+
+
+def weights(counts: Sequence[GroundTruthCounts], k: int) -> dict[str, float]:
+    """BLADE's decision-type weights over the datasets evaluated."""
+    t = sum(len(c.units) for c in counts)
+    v = sum(c.num_cvars for c in counts)
+    m = sum(min(c.num_models, k) for c in counts)
+    u = sum(min(c.num_models_unique, k) for c in counts)
+    s = t + v + m + u
+    if s == 0:
+        return dict.fromkeys(DECISION_TYPES, 0.0)
+    return {"cvar": v / s, "model": u / s, "model_cvar": m / s, "value": t / (2 * s), "graph": t / (2 * s)}
+
+
+def _defined(f1s: dict[str, float | None]) -> dict[str, float] | None:
+    out = {t: f1s[t] for t in DECISION_TYPES}
+    return None if any(v is None for v in out.values()) else {t: float(v or 0.0) for t, v in out.items()}
+
+
+def weighted_score(f1s: dict[str, float | None], w: dict[str, float]) -> float | None:
+    """Σ w_type · F1_type; undefined when an F1 is."""
+    f = _defined(f1s)
+    return None if f is None else sum(w[t] * f[t] for t in DECISION_TYPES)
+
+
+def unweighted_score(f1s: dict[str, float | None], mode: Mode) -> float | None:
+    """(F1_cvar + F1_model + F1_model_cvar + ½F1_graph + ½F1_value) / 4, or BLADE's typo in ``blade`` mode."""
+    f = _defined(f1s)
+    if f is None:
+        return None
+    c, m, mc, v, g = (f[t] for t in ("cvar", "model", "model_cvar", "value", "graph"))
+    if mode == "blade":
+        return (c + m + mc + 0.5 * g + 0.5 + v) / 4  # BLADE's typo (``+ 0.5 +``), kept on purpose
+    return (c + m + mc + 0.5 * g + 0.5 * v) / 4
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    if len(vals) != len(values) or not vals:
+        return None
+    return float(np.mean(vals))
+
+
+# ------------------------------------------------------------------------------------------- results
+
+
+class Estimate(BaseModel):
+    """A point estimate with its bootstrap mean and 95 % interval (``None``: undefined or not computed)."""
+
+    point: float | None
+    mean: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+class DatasetScores(BaseModel):
+    dataset: str
+    runs_submitted: int
+    runs_counted: int
+    precision: dict[str, float | None]
+    coverage: dict[str, float | None]
+    failures: dict[str, int] = Field(default_factory=dict)
+
+
+class Scores(BaseModel):
+    """Everything :func:`score_runs` computed, with the mode and parameters that produced it."""
+
+    mode: Mode
+    k: int
+    n_bootstrap: int
+    seed: int
+    datasets: list[DatasetScores]
+    precision: dict[str, float | None]
+    coverage: dict[str, float | None]
+    f1: dict[str, float | None]
+    weights: dict[str, float]
+    weighted: Estimate
+    unweighted: Estimate
+    bootstrap: dict[str, Estimate] = Field(default_factory=dict, description="per-type precision/coverage/F1")
+    failures: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _dataset_figures(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode, k: int,
+                     ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    precision = {t: (_mean([PRECISION_METRICS[t](r, mode) for r in runs]) if runs else
+                     (None if mode == "blade" else 0.0)) for t in DECISION_TYPES}
+    first = list(runs[:k])
+    coverage = {t: COVERAGE_METRICS[t](first, counts, mode) for t in DECISION_TYPES}
+    return precision, coverage
+
+
+def _overall(per_dataset: Sequence[tuple[dict[str, float | None], dict[str, float | None]]],
+             counts: Sequence[GroundTruthCounts], mode: Mode, k: int) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    precision = {t: _mean([p[t] for p, _ in per_dataset]) for t in DECISION_TYPES}
+    coverage = {t: _mean([c[t] for _, c in per_dataset]) for t in DECISION_TYPES}
+    f1s = {t: f1(precision[t], coverage[t], mode) for t in DECISION_TYPES}
+    w = weights(counts, k)
+    for t in DECISION_TYPES:
+        out[f"precision.{t}"], out[f"coverage.{t}"], out[f"f1.{t}"] = precision[t], coverage[t], f1s[t]
+    out["weighted"] = weighted_score(f1s, w)
+    out["unweighted"] = unweighted_score(f1s, mode)
+    return out
+
+
+def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 10, n_bootstrap: int = 1000,
+               seed: int = 0) -> Scores:
+    """Precision, coverage@k, F1 per decision type, weighted and unweighted scores, bootstrap CIs.
+
+    Args:
+        data: per dataset, its constants and its submitted runs in order.
+        mode: ``default`` (defects fixed) or ``blade`` (BLADE's definitions, defects included).
+        k: coverage@k and the model-weight cap (BLADE: 10).
+        n_bootstrap: replicates (BLADE: 1000); 0 skips the bootstrap.
+        seed: numpy seed of the bootstrap, stored with the result.
+    """
+    notes: list[str] = []
+    counted = [counted_runs(d.runs, mode) for d in data]
+    counts = [d.counts for d in data]
+    per_dataset = [_dataset_figures(runs, d.counts, mode, k) for runs, d in zip(counted, data, strict=True)]
+    overall = _overall(per_dataset, counts, mode, k)
+    failures: Counter[str] = Counter()
+    datasets = []
+    for d, runs, (p, c) in zip(data, counted, per_dataset, strict=True):
+        fails = Counter(r.failure.value for r in d.runs if r.failure != FailureCategory.NONE)
+        failures.update(fails)
+        dropped = len(d.runs) - len(runs)
+        if dropped:
+            notes.append(f"{d.counts.dataset}: {dropped} run(s) dropped as BLADE does (crashed after generation).")
+        datasets.append(DatasetScores(dataset=d.counts.dataset, runs_submitted=len(d.runs), runs_counted=len(runs),
+                                      precision=p, coverage=c, failures=dict(fails)))
+    boot: dict[str, list[float | None]] = {}
+    if n_bootstrap > 0 and data:
+        short = [d.counts.dataset for d, runs in zip(data, counted, strict=True) if len(runs) <= k]
+        empty = [d.counts.dataset for d, runs in zip(data, counted, strict=True) if not runs]
+        if mode == "blade" and short:
+            notes.append(f"no bootstrap: BLADE needs more than k={k} counted runs per dataset "
+                         f"({', '.join(short)} have fewer).")
+        elif empty:
+            notes.append(f"no bootstrap: no counted runs for {', '.join(empty)}.")
+        else:
+            rng = np.random.default_rng(seed)
+            for _ in range(n_bootstrap):
+                sample = [[runs[i] for i in rng.integers(0, len(runs), size=len(runs))] for runs in counted]
+                figures = [_dataset_figures(s, c, mode, k) for s, c in zip(sample, counts, strict=True)]
+                for name, value in _overall(figures, counts, mode, k).items():
+                    boot.setdefault(name, []).append(value)
+
+    def estimate(name: str) -> Estimate:
+        values = boot.get(name)
+        if not values or any(v is None for v in values):
+            return Estimate(point=overall[name])
+        arr = np.asarray(values, dtype=float)
+        lo, hi = np.quantile(arr, [0.025, 0.975])
+        return Estimate(point=overall[name], mean=float(arr.mean()), ci_low=float(lo), ci_high=float(hi))
+
+    return Scores(
+        mode=mode, k=k, n_bootstrap=n_bootstrap, seed=seed, datasets=datasets,
+        precision={t: overall[f"precision.{t}"] for t in DECISION_TYPES},
+        coverage={t: overall[f"coverage.{t}"] for t in DECISION_TYPES},
+        f1={t: overall[f"f1.{t}"] for t in DECISION_TYPES}, weights=weights(counts, k),
+        weighted=estimate("weighted"), unweighted=estimate("unweighted"),
+        bootstrap={name: estimate(name) for name in overall if name not in ("weighted", "unweighted")},
+        failures=dict(failures), notes=notes)

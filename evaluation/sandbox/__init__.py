@@ -1,0 +1,109 @@
+"""Run code that forkpaths did not write (analysts' checks, agents' analyses) behind an operating-system boundary.
+
+Every job runs in a process forked from a warm template (the *zygote*, which has imported pandas, numpy and
+statsmodels once) and, in the default ``bwrap`` mode, behind two layers of Linux namespaces:
+
+* the zygote runs under bubblewrap: its own user, PID, network, IPC, UTS and mount namespaces, a filesystem
+  holding only the read-only Python runtime, its site-packages and the engine packages (``evaluation``,
+  ``exports``; never the project folder or the data directory), an empty environment, no network, and it
+  dies with the application;
+* each job then enters new user, mount, PID, IPC and network namespaces of its own: a private ``tmpfs``
+  scratch directory (its working directory, bounded), an empty ``/proc``, its mounts locked and every
+  capability dropped; a seccomp filter forbids new processes, rlimits bound memory, CPU, file size and
+  tasks, and the wall clock is enforced from outside. Killing the job kills its PID namespace, so nothing it
+  started outlives it. Two jobs see neither each other's files nor each other's processes.
+
+The job gets its one data file as a read-only descriptor (the table's fast copy alongside), closed before the
+untrusted code runs; only JSON comes back, and ``print`` output is captured, bounded. An audit hook inside the
+job *explains* what the code tried in a sentence ("the code tried to open a network connection (to ...)");
+containment does not depend on it (the adversarial tests switch it off).
+
+Where bubblewrap or user namespaces are missing, jobs are refused with a message unless the application chose
+``process`` mode (weak isolation: a plain child process with rlimits, seccomp and the audit hook), see
+:func:`configure` and :func:`isolation_status`.
+
+Running a job
+-------------
+``run_job(name, payload, *, data_path, limits) -> dict`` runs a registered job function and returns its JSON
+result (plus ``stdout`` and ``seconds``; a sentence in ``error`` when the job died). ``start_job`` returns a
+:class:`JobHandle` to poll (``done()``, ``elapsed``) and ``cancel()``. The two sanity checks are such jobs:
+:func:`check_transform` / :func:`check_model` (and ``start_*`` for a cancellable handle).
+
+Registering a job (one line)
+----------------------------
+In a module of the engine, decorate a function of one :class:`~evaluation.sandbox.runtime.JobContext`
+argument that returns a JSON-able dict, and add the module to
+:data:`evaluation.sandbox.registry.ENGINE_MODULES` (the allowlist the zygote imports before it forks)::
+
+    from evaluation.sandbox.registry import sandbox_job
+
+    @sandbox_job("gt.execute_prefix")
+    def execute_prefix(ctx):
+        frame = ctx.load_table()          # the data file, read before any untrusted code runs
+        ctx.untrusted()                   # closes the data file, captures print(), installs the audit hook
+        ...                               # run the code of ctx.payload
+        return {"ok": True, ...}
+
+Call :func:`prewarm` at application start so the first job does not pay for the imports.
+"""
+
+from evaluation.errors import SandboxError
+from evaluation.sandbox.checks import (
+    check_model,
+    check_transform,
+    prepare_fast_copy,
+    rewrite_groupby_code,
+    start_model_check,
+    start_transform_check,
+)
+from evaluation.sandbox.isolation import (
+    IsolationStatus,
+    IsolationUnavailable,
+    SandboxMode,
+    configure,
+    current_mode,
+    isolation_status,
+)
+from evaluation.sandbox.registry import sandbox_job
+from evaluation.sandbox.results import DEFAULT_LIMITS, ErrorKind, ModelCheck, SandboxLimits, TransformCheck
+from evaluation.sandbox.runtime import JobContext, fast_copy_path
+from evaluation.sandbox.server import (
+    JobHandle,
+    MappedJobHandle,
+    Outcome,
+    prewarm,
+    run_job,
+    shutdown,
+    start_job,
+)
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "ErrorKind",
+    "IsolationStatus",
+    "IsolationUnavailable",
+    "JobContext",
+    "JobHandle",
+    "MappedJobHandle",
+    "ModelCheck",
+    "Outcome",
+    "SandboxError",
+    "SandboxLimits",
+    "SandboxMode",
+    "TransformCheck",
+    "check_model",
+    "check_transform",
+    "configure",
+    "current_mode",
+    "fast_copy_path",
+    "isolation_status",
+    "prepare_fast_copy",
+    "prewarm",
+    "rewrite_groupby_code",
+    "run_job",
+    "sandbox_job",
+    "shutdown",
+    "start_job",
+    "start_model_check",
+    "start_transform_check",
+]

@@ -1,0 +1,82 @@
+"""The value objects of the sandbox: limits and the results of the two sanity checks."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluation.inference import FrameChange
+from evaluation.specs import ColumnMapping
+
+__all__ = ["DEFAULT_LIMITS", "ErrorKind", "ModelCheck", "SandboxLimits", "TransformCheck"]
+
+ErrorKind = Literal[
+    "syntax", "exception", "timeout", "memory", "network", "filesystem", "forbidden", "no_result", "crashed",
+    "cancelled",
+]
+"""Why a check failed.
+
+``forbidden``: the code tried to start a process, signal another process or load a native library.
+``no_result``: a model check ran but left nothing that looks like a fitted result.
+``cancelled``: the analyst (or the caller) stopped the job.
+"""
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits of one sandbox job."""
+
+    model_config = ConfigDict(frozen=True)
+
+    timeout_s: float = Field(
+        default=30.0, gt=0, description="wall clock for the whole job, data loading included"
+    )
+    memory_mb: int = Field(
+        default=2048,
+        gt=0,
+        description="address space (RLIMIT_AS) the job may add on top of the pre-loaded interpreter "
+        "(pandas, numpy and statsmodels already map about 0.5 GB)",
+    )
+    max_output_chars: int = Field(
+        default=20_000,
+        gt=0,
+        description="captured stdout/stderr, tracebacks and summaries are truncated to this",
+    )
+    max_file_mb: int = Field(default=512, gt=0, description="largest file the job may write (RLIMIT_FSIZE)")
+
+
+DEFAULT_LIMITS = SandboxLimits()
+
+
+class _CheckBase(BaseModel):
+    ok: bool
+    code: str = Field(default="", description="the code this result is about (a check vouches for nothing else)")
+    error: str | None = Field(default=None, description="a sentence for the analyst: what failed and where")
+    error_kind: ErrorKind | None = None
+    failed_step: int | None = Field(
+        default=None, description="0-based index in the chain (earlier steps first)"
+    )
+    traceback: str | None = Field(default=None, description="frames of the user's code only")
+    stdout: str = ""
+    code_seconds: float = Field(default=0.0, description="time spent in the user's statements")
+    data_seconds: float = Field(default=0.0, description="time the child spent loading the data table")
+    total_seconds: float = Field(default=0.0, description="wall time of the whole check seen by the caller")
+
+
+class TransformCheck(_CheckBase):
+    """What running a transform's code (after its parents) did."""
+
+    change: FrameChange | None = None
+    suggested_verb: str | None = None
+    suggested_mapping: list[ColumnMapping] = Field(default_factory=list)
+    preview: list[dict[str, Any]] = Field(default_factory=list, description="first 5 rows, JSON-safe")
+    result_rows: int | None = Field(default=None, description="rows of the frame left in df")
+    result_columns: list[str] = Field(default_factory=list, description="columns of the frame left in df")
+    result_type: str | None = Field(default=None, description="type of the object left in df")
+
+
+class ModelCheck(_CheckBase):
+    """What running a model's code (after the transforms) produced."""
+
+    summary: str | None = Field(default=None, description="text of .summary() of the result, or its repr")
+    result_type: str | None = None

@@ -1,0 +1,116 @@
+"""Transform credit for scoring: the ground truth of one release dataset and a matcher for agents' analyses.
+
+This joins the two halves of the engine. :mod:`evaluation.groundtruth` builds (or loads from its cache) the
+dataset's derivation state and converts an agent's transform code into BLADE's units without an LLM, in the
+sandbox; :mod:`evaluation.matching.transforms` matches the two by value and by graph. :func:`transform_credit`
+wraps both into what :func:`evaluation.scoring.score_submission` takes: a per-analysis matcher that fills
+:class:`~evaluation.records.TransformMatch`, and the ground truth's expanded units (ROOT excluded).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluation.groundtruth.build import build_dataset
+from evaluation.groundtruth.convert import convert_transform
+from evaluation.groundtruth.runner import GroundTruthLimits
+from evaluation.groundtruth.sources import DatasetSource
+from evaluation.groundtruth.state import DerivationState
+from evaluation.matching.transforms import match_transforms
+from evaluation.records import TransformMatch, UnitRef
+from evaluation.submissions import SubmittedAnalysis
+from exports.schema import DatasetRelease
+
+__all__ = ["MATCHER_NAME", "TransformCredit", "agent_transform_code", "transform_credit"]
+
+log = logging.getLogger(__name__)
+
+MATCHER_NAME = "value+graph"
+
+
+@dataclass
+class TransformCredit:
+    """What scores the transform side of one dataset (see :func:`transform_credit`)."""
+
+    units: list[UnitRef]
+    description: dict[str, Any]
+    state: DerivationState | None = None
+    data_path: Path | None = None
+    limits: GroundTruthLimits = field(default_factory=GroundTruthLimits)
+    blade_compat: bool = False
+    problem: str = ""
+
+    def match(self, analysis: SubmittedAnalysis) -> TransformMatch:
+        """The agent's transform code converted and matched; a failure is this analysis's status, not an error."""
+        description: dict[str, object] = {"name": MATCHER_NAME, "blade_compat": self.blade_compat}
+        if self.state is None or self.data_path is None:
+            return TransformMatch(status="not_run", message=self.problem, matcher=description)
+        code = agent_transform_code(analysis)
+        if code is None:
+            return TransformMatch(status="empty", message="The analysis has no transform code.", matcher=description)
+        conversion = convert_transform(code, self.data_path, limits=self.limits)
+        if conversion.state is None:
+            return TransformMatch(status="failed", message=conversion.error or "The transform code gave no units.",
+                                  matcher=description)
+        found = match_transforms(self.state, conversion.state, blade_compat=self.blade_compat)
+        units = self.state.units
+
+        def refs(ids: list[str]) -> list[UnitRef]:
+            return [UnitRef(id=i, name=units[i].name) for i in sorted(set(ids)) if i in units and i != self.state.root]  # type: ignore[union-attr]
+
+        message = ""
+        if conversion.error:
+            message = f"Credit is for the units made before the code failed: {conversion.error}"
+        return TransformMatch(
+            status="ok", message=message,
+            matched_value_units=refs(found.matched_value_unit_ids),
+            matched_graph_units=refs(found.matched_graph_unit_ids),
+            matched_value_units2=sorted(set(found.submission_value_unit_ids)),
+            matched_graph_units2=sorted(set(found.submission_graph_unit_ids)),
+            num_agent_units=conversion.state.num_units,
+            matcher={**description, **found.params, "isomorphism_timeouts": found.isomorphism_timeouts},
+        )
+
+
+def agent_transform_code(analysis: SubmittedAnalysis) -> str | None:
+    """The statements the converter runs on ``df``: the agent's helpers, its function body, and ``df`` set to
+    what the function returned when it returned another frame. ``None`` when there is nothing to run."""
+    fn = analysis.transform
+    if fn is None or not fn.body.strip():
+        return None
+    parts = [fn.preamble] if fn.preamble.strip() else []
+    parts.append(fn.body)
+    if fn.returned and fn.returned.strip() != "df":
+        parts.append(f"df = {fn.returned}")
+    return "\n".join(parts)
+
+
+def transform_credit(dataset: DatasetRelease, data_path: Path, *, release_version: str = "",
+                     cache_dir: Path | None = None, limits: GroundTruthLimits | None = None,
+                     blade_compat: bool = False) -> TransformCredit:
+    """Build (or load from ``cache_dir``) the dataset's ground truth; a dataset whose ground truth cannot be
+    built gives a credit that reports every analysis ``not_run`` with the reason, so the run still scores
+    variables and models."""
+    limits = limits or GroundTruthLimits()
+    if not dataset.transforms:
+        problem = f"Dataset '{dataset.name}' has no transforms in this release, so there is nothing to match."
+        return TransformCredit(units=[], description={"name": MATCHER_NAME, "status": "not_run",
+                                                      "reason": problem}, problem=problem)
+    try:
+        built = build_dataset(DatasetSource(dataset, data_path, release_version), cache_dir=cache_dir,
+                              limits=limits)
+    except Exception as exc:  # noqa: BLE001 - any failure is reported on every analysis, never crashes the run
+        log.exception("ground truth of %s could not be built", dataset.name)
+        problem = f"The ground truth of dataset '{dataset.name}' could not be built: {exc}"
+        return TransformCredit(units=[], description={"name": MATCHER_NAME, "status": "not_run",
+                                                      "reason": problem}, problem=problem)
+    state = built.state
+    units = [UnitRef(id=uid, name=u.name) for uid, u in sorted(state.units.items()) if uid != state.root]
+    description = {"name": MATCHER_NAME, "blade_compat": blade_compat,
+                   "ground_truth": {"key": state.meta.get("key"), "units": len(units), "paths": len(state.paths),
+                                    "errors": list(state.errors), "cached": built.cached}}
+    return TransformCredit(units=units, description=description, state=state, data_path=data_path,
+                           limits=limits, blade_compat=blade_compat)

@@ -1,0 +1,110 @@
+"""Code → transform units without an LLM: hand-written agent code with the units an expert would annotate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evaluation.groundtruth import DatasetSource, GroundTruthLimits, build_dataset
+from evaluation.groundtruth.convert import convert_transform, convert_transforms
+from evaluation.matching.transforms import match_transforms
+from exports.schema import DatasetRelease, ReleaseBranch, ReleaseMapping, ReleaseTransform
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("conv") / "data.csv"
+    rows = ["team,score,age,city"] + [f"t{i % 3},{i * 1.5},{20 + i % 7},{'' if i % 5 == 0 else 'c' + str(i % 2)}"
+                                      for i in range(30)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _units(conv):
+    return [(u.verb, [(list(i), o) for i, o in u.mapping], list(u.groupby_cols)) for u in conv.units]
+
+
+def test_filter_derive_impute_and_helper_statements(data: Path) -> None:
+    code = """threshold = 22
+df = df[df['age'] > threshold]
+df['score_z'] = (df['score'] - df['score'].mean()) / df['score'].std()
+df['city_filled'] = df['city'].fillna('unknown')
+df.loc[df['age'] > 24, 'older'] = 1
+df.loc[df['age'] <= 24, 'older'] = 0
+"""
+    conv = convert_transform(code, data)
+    assert conv.error is None
+    assert _units(conv) == [
+        ("filter", [(["age"], "")], []),
+        ("derive", [(["score"], "score_z")], []),
+        ("impute", [(["city"], "city_filled")], []),
+        ("derive", [(["age"], "older")], []),  # the two masked assignments are one unit
+    ]
+    assert conv.state is not None
+    assert conv.state.unit_names == ["derive_older", "derive_score_z", "impute_city_filled", "node_0_filter"]
+
+
+def test_groupby_rollup_becomes_groupby_and_post_groupby(data: Path) -> None:
+    code = "df = df.groupby('team').agg(mean_score=('score', 'mean')).reset_index()"
+    conv = convert_transform(code, data)
+    assert _units(conv) == [("rollup", [(["score"], "mean_score")], ["team"])]
+    names = conv.state.unit_names
+    assert names == ["node_0_groupby", "post_groupby_mean_score"]
+
+
+def test_errors_keep_the_units_before_them_and_limits_are_results(data: Path) -> None:
+    conv = convert_transform("df = df[df['age'] > 21]\ndf['x'] = df['nope'] * 2\n", data)
+    assert _units(conv) == [("filter", [(["age"], "")], [])]
+    assert "line 2" in conv.error and "KeyError" in conv.error
+    bad = convert_transform("df = df[", data)
+    assert bad.units == [] and bad.state is None and "does not parse" in bad.error
+    loop = convert_transform("while True:\n    pass\n", data, limits=GroundTruthLimits(timeout_s=3))
+    assert loop.units == [] and "longer than 3 s" in loop.error
+
+
+def test_converted_expert_code_matches_its_own_ground_truth(data: Path) -> None:
+    t = [ReleaseTransform(id="f", annotator="A", spec_name="adults", verbs=["filter"], code="df = df[df['age'] > 21]",
+                          mapping=[ReleaseMapping(inputs=["age"], output="")],
+                          branches=[ReleaseBranch(dependencies=["ROOT_SPEC_ID"])]),
+         ReleaseTransform(id="d", annotator="A", spec_name="double", verbs=["derive"],
+                          code="df['s2'] = df['score'] * 2", mapping=[ReleaseMapping(inputs=["score"], output="s2")],
+                          branches=[ReleaseBranch(dependencies=["f"])])]
+    ds = DatasetRelease(name="conv", research_question="?", data_file="data/conv/data.csv", data_sha256="",
+                        num_rows=30, num_columns=4, transforms=t)
+    gt = build_dataset(DatasetSource(ds, data)).state
+    [conv] = convert_transforms(["df = df[df['age'] > 21]\ndf['s2'] = df['score'] * 2"], data)
+    m = match_transforms(gt, conv.state)
+    assert m.matched_value_units == m.matched_graph_units == ["adults", "derive_s2"]
+
+
+def _function_body(code: str) -> str:
+    """The statements of the first ``transform`` function up to its return (BLADE's extraction, simplified)."""
+    import ast
+
+    for node in ast.parse(code).body:
+        if isinstance(node, ast.FunctionDef) and "transform" in node.name:
+            stmts = []
+            for st in node.body:
+                if isinstance(st, ast.Return):
+                    break
+                stmts.append(ast.unparse(st))
+            return "\n".join(stmts)
+    return code
+
+
+def test_the_ten_example_agent_analyses_convert_and_match_without_an_llm(shared_blade: Path) -> None:
+    import json
+
+    from evaluation.groundtruth import sources_from_blade_folders
+
+    analyses = json.loads((shared_blade / "examples" / "submission_analyses.json").read_text())["analyses"]
+    source = sources_from_blade_folders([shared_blade / "datasets" / "hurricane"])[0]
+    gt = build_dataset(source).state
+    conversions = convert_transforms([_function_body(a["transform_code"]) for a in analyses], source.data_path)
+    assert len(conversions) == 10
+    for conv in conversions:
+        assert conv.error is None and conv.units and conv.state is not None
+        assert "filter" in [u.verb for u in conv.units]  # every example drops rows with missing values
+        m = match_transforms(gt, conv.state)
+        assert set(m.matched_value_units) <= set(gt.unit_names)

@@ -1,0 +1,158 @@
+"""The llm judge against a scripted chat-completions server on 127.0.0.1: calls, cache, failures."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaluation.judges import decisions_from_release, judge_analysis, make_judge
+from evaluation.judges.llm_judge import LLMJudge, OpenAIChatClient, ResponseCache
+from evaluation.records import FailureCategory, TransformMatch
+from evaluation.submissions import read_submission
+from tests.evaluation.blade_release import blade_release_dataset
+from tests.evaluation.chat_server import ChatServer
+
+
+def _items(text: str, letter: str) -> list[str]:
+    return re.findall(rf"^{letter}\d+\. (.*)$", text, re.MULTILINE)
+
+
+def scripted(messages: list[dict[str, Any]]) -> str:
+    """Answers each BLADE prompt kind: OLS for the model code; same-role pairs rated 9; linear models equal."""
+    system, user = messages[0]["content"], messages[-1]["content"]
+    if "reads data-analysis code" in system:
+        cols = re.findall(r"'(\w+)'", user)
+        return json.dumps({"m_spec": "Ordinary least squares regression", "m_columns": sorted(set(cols))})
+    if "same concept" in system:
+        a, b = _items(user, "A"), _items(user, "B")
+        return "Here you go:\n" + json.dumps({
+            f"A{i + 1}-B{j + 1}": {"rationale": "same role, related", "similarity": 9}
+            for i, x in enumerate(a) for j, y in enumerate(b) if x.split(":")[0] == y.split(":")[0]})
+    a = _items(user, "A")
+    return json.dumps({f"A{i + 1}-B1": {"rationale": "both linear models"} for i, x in enumerate(a)
+                       if "linear" in x or "ols" in x})
+
+
+@pytest.fixture
+def hurricane(shared_blade: Path):
+    gt = decisions_from_release(blade_release_dataset(shared_blade / "datasets" / "hurricane"))
+    sub = read_submission(shared_blade / "examples" / "submission_analyses.json", known_datasets=["hurricane"])
+    return gt, sub
+
+
+def _judge(server: ChatServer, cache: Path | None) -> LLMJudge:
+    client = OpenAIChatClient(base_url=server.base_url, model="scripted-1", max_retries=0, timeout=5)
+    judge = make_judge("llm", client=client, cache_dir=cache)
+    assert isinstance(judge, LLMJudge)
+    return judge
+
+
+def test_examples_with_at_most_six_calls_each_and_a_warm_cache(hurricane, tmp_path: Path) -> None:
+    gt, sub = hurricane
+    with ChatServer(scripted) as server:
+        judge = _judge(server, tmp_path / "cache")
+        per_analysis = []
+        for a in sub.analyses:
+            before = judge.calls
+            r = judge_analysis(gt, a, judge, transform=TransformMatch(status="ok"))
+            per_analysis.append(judge.calls - before)
+            assert r.record.failure == FailureCategory.NONE
+            assert r.record.matched_models == ["Linear Regression"]
+            assert len(r.record.matched_cvars) >= 3
+            assert all(v.judge == "llm" and v.rationale == "same role, related" for v in r.variables)
+            assert all(m.judge == "llm" and m.rationale == "both linear models" for m in r.models)
+        assert max(per_analysis) <= 6
+        # hurricane has IV, DV and Control: model code + 3 buckets + model match; the 16 matched model rows cost 0
+        assert per_analysis[0] == 5
+        assert all(req["temperature"] == 0 and req["model"] == "scripted-1" for req in server.requests)
+        sent = len(server.requests)
+        again = _judge(server, tmp_path / "cache")
+        for a in sub.analyses:
+            judge_analysis(gt, a, again, transform=TransformMatch(status="ok"))
+        assert again.calls == 0 and again.cache_hits > 0
+        assert len(server.requests) == sent
+    stored = list((tmp_path / "cache").rglob("*.json"))
+    assert stored and "response" in json.loads(stored[0].read_text())
+    assert judge.configuration()["template_version"].startswith("blade-judge@")
+
+
+def test_a_judge_that_is_down_fails_each_analysis_with_a_sentence(hurricane) -> None:
+    gt, sub = hurricane
+    with ChatServer(scripted) as server:
+        judge = _judge(server, None)
+    records = [judge_analysis(gt, a, judge).record for a in sub.analyses[:3]]
+    assert [r.failure for r in records] == [FailureCategory.JUDGE_FAILED] * 3
+    assert "cannot be reached" in records[0].failure_message
+    assert records[0].failure_message.startswith("analysis 0: the llm judge failed")
+    assert records[0].blade_status == 6
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("I think A1 matches B1.", "not the requested JSON"),
+    ('{"m_spec": 3}', "lacks m_spec"),
+    (500, "HTTP 500"),
+])
+def test_garbage_and_errors(hurricane, answer: str | int, expected: str) -> None:
+    gt, sub = hurricane
+    with ChatServer(lambda messages: answer) as server:
+        record = judge_analysis(gt, sub.analyses[0], _judge(server, None)).record
+    assert record.failure == FailureCategory.JUDGE_FAILED
+    assert expected in record.failure_message
+    assert record.matched_cvars == [] and record.matched_models == []
+
+
+def test_one_bad_answer_does_not_poison_the_next_analysis(hurricane) -> None:
+    gt, sub = hurricane
+    answers = iter(["not json"] + [None] * 100)
+
+    def flaky(messages: list[dict[str, Any]]) -> str:
+        first = next(answers)
+        return first if first is not None else scripted(messages)
+
+    with ChatServer(flaky) as server:
+        judge = _judge(server, None)
+        bad = judge_analysis(gt, sub.analyses[0], judge).record
+        good = judge_analysis(gt, sub.analyses[1], judge).record
+    assert bad.failure == FailureCategory.JUDGE_FAILED
+    assert good.failure == FailureCategory.NONE and good.matched_models
+
+
+def test_cache_key_covers_model_url_template_messages_and_params() -> None:
+    base = dict(model="m", base_url="http://x", template="t@1", messages=[{"role": "user", "content": "hi"}],
+                params={"temperature": 0})
+    key = ResponseCache.key(**base)
+    for field, other in [("model", "m2"), ("base_url", "http://y"), ("template", "t@2"),
+                         ("messages", [{"role": "user", "content": "ho"}]), ("params", {"temperature": 1})]:
+        assert ResponseCache.key(**dict(base, **{field: other})) != key
+    assert ResponseCache.key(**base) == key
+
+
+def test_any_object_with_complete_plugs_in(hurricane, tmp_path: Path) -> None:
+    """The shared client only needs ``complete(messages, params)``; identity for the cache comes separately."""
+    gt, sub = hurricane
+
+    class Plain:
+        def __init__(self) -> None:
+            self.seen: list[dict[str, Any]] = []
+
+        def complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+            self.seen.append(params)
+            return scripted(messages)
+
+    plain = Plain()
+    judge = make_judge("llm", client=plain, cache_dir=tmp_path, model="local-x", base_url="http://shared")
+    record = judge_analysis(gt, sub.analyses[0], judge).record
+    assert record.failure == FailureCategory.NONE and record.matched_models
+    assert plain.seen and all(p == {"temperature": 0} for p in plain.seen)
+    assert judge.configuration()["model"] == "local-x"
+
+    class Broken:
+        def complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
+            raise TimeoutError("read timed out")
+
+    broken = judge_analysis(gt, sub.analyses[1], make_judge("llm", client=Broken())).record
+    assert broken.failure == FailureCategory.JUDGE_FAILED and "TimeoutError: read timed out" in broken.failure_message

@@ -1,0 +1,125 @@
+"""MCQ accuracy: strict parsing, figures by hand, the model-under-test path against a scripted server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evaluation.judges.llm_judge import OpenAIChatClient
+from evaluation.mcq_scoring import AnswersFileError, ask_model, parse_answer, read_answers, score_answers
+from exports.schema import MCQ, DatasetRelease, MCQOption
+from tests.evaluation.blade_release import blade_release_dataset
+from tests.evaluation.chat_server import ChatServer
+
+
+def _ds(name: str, mcqs: list[MCQ]) -> DatasetRelease:
+    return DatasetRelease(name=name, research_question="Does x cause y?", data_file=f"data/{name}/data.csv",
+                          data_sha256="", num_rows=1, num_columns=1, mcqs=mcqs)
+
+
+def _q(qid: str, kind: str, n: int, correct: int) -> MCQ:
+    return MCQ(id=qid, kind=kind, mc_type="select_neg", concept="c" if kind == "transform" else "",
+               options=[MCQOption(text=f"option {i}") for i in range(n)], correct_index=correct)
+
+
+DATA = [_ds("d1", [_q("v1", "variable", 3, 2), _q("t1", "transform", 4, 0), _q("t2", "transform", 2, 1)]),
+        _ds("d2", [_q("v2", "variable", 2, 0)])]
+
+
+@pytest.mark.parametrize(("raw", "n", "letter"), [
+    ("B", 3, "B"), (" b ", 3, "B"), ("(C)", 3, "C"), ("A.", 2, "A"), ({"answer": "B", "rationale": "x"}, 2, "B"),
+    ('{"answer": "A"}', 2, "A"), ('```json\n{"answer": "B", "rationale": "r"}\n```', 2, "B"),
+    ("Answer: A", 4, None), ("A or B", 4, None), ("D", 3, None), (3, 4, None), ({"choice": "A"}, 4, None),
+    ("{broken", 4, None), ("", 4, None), ("Analysis suggests B", 4, None),
+])
+def test_strict_parsing(raw: Any, n: int, letter: str | None) -> None:
+    parsed, reason = parse_answer(raw, n)
+    assert parsed == letter
+    assert (reason == "") == (letter is not None)
+
+
+def test_scores_by_hand() -> None:
+    report = score_answers(DATA, {"v1": "C", "t1": "Answer: A", "v2": "B", "zzz": "A"}, release_version="1.0.0")
+    g = {(x.dataset, x.kind): x for x in report.groups}
+    assert (g["all", "all"].questions, g["all", "all"].correct, g["all", "all"].wrong) == (4, 1, 1)
+    assert (g["all", "all"].unparseable, g["all", "all"].unanswered) == (1, 1)
+    assert g["all", "all"].accuracy == pytest.approx(1 / 4)
+    assert g["all", "all"].chance == pytest.approx((1 / 3 + 1 / 4 + 1 / 2 + 1 / 2) / 4)
+    assert g["d1", "variable"].accuracy == 1.0 and g["d1", "variable"].chance == pytest.approx(1 / 3)
+    assert g["d1", "transform"].accuracy == 0.0 and g["d1", "transform"].chance == pytest.approx(3 / 8)
+    assert g["d2", "all"].accuracy == 0.0
+    # BLADE's across-dataset figure: mean of per-dataset accuracies (d1: 1/3, d2: 0)
+    assert report.macro["all"] == pytest.approx(1 / 6)
+    assert report.macro["variable"] == pytest.approx(0.5)
+    assert report.unknown_ids == ["zzz"]
+    by_id = {i.id: i for i in report.items}
+    assert by_id["t1"].status == "unparseable" and "Answer: A" in by_id["t1"].reason
+    assert by_id["t2"].status == "unanswered"
+
+
+def test_answers_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(AnswersFileError, match="not JSON"):
+        read_answers(b"{")
+    with pytest.raises(AnswersFileError, match="JSON list"):
+        read_answers(b"[]")
+    with pytest.raises(AnswersFileError, match="cannot read"):
+        read_answers(tmp_path / "absent.json")
+    assert read_answers(b'{"answers": {"a": "B"}}') == {"a": "B"}
+
+
+def test_shared_mcqs_all_correct_and_chance(shared_blade: Path) -> None:
+    ds = blade_release_dataset(shared_blade / "datasets" / "hurricane")
+    perfect = {q.id: "ABCD"[q.correct_index] for q in ds.mcqs}
+    report = score_answers([ds], perfect)
+    overall = next(x for x in report.groups if x.dataset == "all" and x.kind == "all")
+    assert overall.accuracy == 1.0 and overall.questions == len(ds.mcqs) > 0
+    assert overall.chance == pytest.approx(sum(1 / len(q.options) for q in ds.mcqs) / len(ds.mcqs))
+
+
+def test_model_under_test_through_a_scripted_server(tmp_path: Path) -> None:
+    def script(messages: list[dict[str, Any]]) -> str | int:
+        user = messages[-1]["content"]
+        if "option 3" in user:
+            return 500  # the 4-option question fails at the endpoint
+        if "conceptual variable that is" in user:
+            return json.dumps({"answer": "C", "rationale": "r"})
+        return "I would pick B"
+
+    with ChatServer(script) as server:
+        client = OpenAIChatClient(base_url=server.base_url, model="mut", max_retries=0, timeout=5)
+        seen: list[tuple[int, int]] = []
+        answers, source = ask_model(DATA, client, cache_dir=tmp_path, progress=lambda d, n: seen.append((d, n)))
+        assert all(r["temperature"] == 0 for r in server.requests)
+        again, source2 = ask_model(DATA, client, cache_dir=tmp_path)
+    assert seen[-1] == (4, 4)
+    assert source["calls"] == 4 and "t1" in source["errors"] and source2["calls"] == 1  # only the failure retried
+    report = score_answers(DATA, answers, source=source)
+    by_id = {i.id: i for i in report.items}
+    assert by_id["v1"].status == "correct"
+    assert by_id["v2"].status == "unparseable"  # C is past the last of 2 options
+    assert by_id["t1"].status == "unanswered"
+    assert by_id["t2"].status == "unparseable"  # prose is not guessed
+    assert report.source["model"] == "mut"
+
+
+GOLDEN = Path(__file__).parent / "golden" / "mcq_report_v1.json"
+
+
+def test_report_golden_and_round_trip() -> None:
+    import os
+
+    from evaluation.mcq_scoring import dump_mcq_report, parse_mcq_report
+
+    report = score_answers(DATA, {"v1": "C", "t1": "Answer: A", "v2": "B", "zzz": "A"}, release_version="1.0.0")
+    text = dump_mcq_report(report)
+    if os.environ.get("FORKPATHS_UPDATE_GOLDEN"):
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
+    assert parse_mcq_report(text) == report
+    with pytest.raises(AnswersFileError, match="format_version '2.0'"):
+        parse_mcq_report(text.replace('"format_version": "1.0"', '"format_version": "2.0"'))
+    with pytest.raises(AnswersFileError, match="not a forkpaths MCQ report"):
+        parse_mcq_report("{}")

@@ -1,0 +1,125 @@
+"""The sandbox's modes and its generic entry point: run_job, the registry, cancelling, the weak fallback."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evaluation.errors import SandboxError
+from evaluation.sandbox import (
+    IsolationUnavailable,
+    SandboxLimits,
+    check_transform,
+    configure,
+    isolation_status,
+    run_job,
+    sandbox_job,
+    start_transform_check,
+)
+from evaluation.sandbox import server as sandbox_server
+from evaluation.sandbox.registry import ENGINE_MODULES, registered
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "data.csv"
+    pd.DataFrame({"x": [1.0, 2.0, 3.0]}).to_csv(path, index=False)
+    return path
+
+
+def test_without_bubblewrap_checks_are_refused_with_what_to_do(data: Path, no_bubblewrap: None) -> None:
+    status = isolation_status()
+
+    assert not status.strong_available and status.weak and not status.runs_code
+    assert status.detail == "bubblewrap (bwrap) is not installed"
+    assert "apt-get install bubblewrap" in status.sentence() and "FORKPATHS_SANDBOX=process" in status.sentence()
+    with pytest.raises(IsolationUnavailable, match="The code was not run: bubblewrap .bwrap. is not installed.*"
+                                                   "FORKPATHS_SANDBOX=process"):
+        check_transform(data_path=data, parent_codes=[], code="df['y'] = 1")
+
+
+def test_process_mode_runs_code_with_weak_isolation_when_chosen(data: Path, no_bubblewrap: None) -> None:
+    configure(mode="process")
+    status = isolation_status()
+    check = check_transform(data_path=data, parent_codes=[], code="import os\ndf['y'] = os.getpid()")
+
+    assert status.runs_code and status.weak
+    assert status.sentence().startswith("Code isolation is weak: bubblewrap (bwrap) is not installed.")
+    assert check.ok, check.error
+    assert check.preview[0]["y"] > 2  # a plain process: no PID namespace of its own
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown sandbox mode 'docker'"):
+        configure(mode="docker")  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_run_job_runs_a_registered_job_and_returns_json(data: Path) -> None:
+    result = run_job("transform_check", {"codes": ["df['y'] = df['x'] + 1\nprint('hi')"], "labels": ["code"]},
+                     data_path=data, limits=SandboxLimits(timeout_s=20))
+
+    assert result["ok"] is True
+    assert result["preview"][0] == {"x": 1.0, "y": 2.0}
+    assert result["stdout"] == "hi\n" and result["seconds"] > 0
+    assert set(registered()) >= {"transform_check", "model_check"}
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_a_job_that_dies_gets_a_sentence(data: Path) -> None:
+    result = run_job("transform_check", {"codes": ["while True:\n    pass"], "labels": ["code"]}, data_path=data,
+                     limits=SandboxLimits(timeout_s=1))
+
+    assert result["ok"] is False and result["error_kind"] == "timeout"
+    assert result["error"] == "The code ran longer than the 1 s limit and was stopped (it was running code)."
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_unknown_job_names_are_refused(data: Path) -> None:
+    with pytest.raises(SandboxError, match="no sandbox job is registered as 'os.system'"):
+        run_job("os.system", {}, data_path=data)
+
+
+def test_only_engine_modules_may_register_jobs() -> None:
+    assert "evaluation.sandbox.code_jobs" in ENGINE_MODULES
+    with pytest.raises(RuntimeError, match="not in evaluation.sandbox.registry.ENGINE_MODULES"):
+        sandbox_job("sneaky")(lambda ctx: {"ok": True})
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_cancel_kills_the_job_and_says_so(data: Path) -> None:
+    handle = start_transform_check(data_path=data, parent_codes=[], code="import time\ntime.sleep(60)",
+                                   limits=SandboxLimits(timeout_s=120))
+    time.sleep(1.5)
+    assert not handle.done() and handle.elapsed >= 1.0
+    started = time.monotonic()
+    handle.cancel()
+    check = handle.result(timeout=30)
+
+    assert time.monotonic() - started < 5
+    assert check.error_kind == "cancelled"
+    assert check.error is not None and check.error.startswith("The check was cancelled after ")
+    zygote = sandbox_server._SANDBOX._zygote
+    assert zygote is not None and zygote.alive
+    from tests.evaluation.test_sandbox import job_processes
+
+    deadline = time.monotonic() + 5
+    while job_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job_processes() == []
+
+
+def test_the_log_says_isolation_is_weak(tmp_path: Path, no_bubblewrap: None, caplog: pytest.LogCaptureFixture) -> None:
+    from curation.services.checks import configure_sandbox
+
+    with caplog.at_level("WARNING"):
+        refused = configure_sandbox(mode="bwrap", data_dir=tmp_path)
+        weak = configure_sandbox(mode="process", data_dir=tmp_path)
+
+    assert not refused.runs_code and weak.runs_code
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(m.startswith("Code isolation is unavailable: bubblewrap (bwrap) is not installed") for m in warnings)
+    assert any(m.startswith("Code isolation is weak: bubblewrap (bwrap) is not installed") for m in warnings)
