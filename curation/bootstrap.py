@@ -1,10 +1,11 @@
-"""Start-up: build the engine, apply migrations, create the first admin, register the starter datasets."""
+"""Start-up: build the engine, apply migrations, create the first admin, register the starter datasets, and
+put the releases folder in order (interrupted writes removed, unrecorded release files set aside)."""
 
 from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -14,15 +15,17 @@ from curation.dataset_files import read_blade_folder
 from curation.db import make_engine, migrate, session_scope
 from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
-from curation.services.accounts import ensure_first_admin
+from curation.services.accounts import ensure_first_admin, forget_stale_password_file
+from curation.services.checks import configure_sandbox
 from curation.services.datasets import register_dataset
+from curation.services.release_store import ReleaseStoreReport, reconcile_release_store
 from curation.settings import Settings
 from curation.starters import list_starter_dirs
 
 __all__ = ["StartupReport", "initialise"]
 
 log = logging.getLogger(__name__)
-PASSWORD_FILE = "first-admin-password.txt"
+PASSWORD_FILE = "first-admin-password.txt"  # Settings.first_admin_password_file
 
 
 @dataclass
@@ -32,6 +35,7 @@ class StartupReport:
     generated_password: str | None
     password_file: Path | None
     starters_registered: list[str]
+    releases: ReleaseStoreReport = field(default_factory=ReleaseStoreReport)
 
 
 def _register_starters(engine: Engine, settings: Settings, admin_id: int | None) -> list[str]:
@@ -59,6 +63,7 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
 def initialise(settings: Settings) -> StartupReport:
     """Everything the app and the CLI need before serving: idempotent, safe to run at every start."""
     settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
+    configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
     engine = make_engine(settings.resolved_database_url)
     migrate(engine)
     password = settings.admin_password.get_secret_value() if settings.admin_password else None
@@ -70,9 +75,15 @@ def initialise(settings: Settings) -> StartupReport:
         password_file = settings.resolved_data_dir / PASSWORD_FILE
         password_file.write_text(
             f"user name: {admin_name}\npassword: {generated}\n"
-            "Sign in, then change it on the Account page and delete this file.\n",
+            "Sign in, then change it on the Account page: this file is removed once the password is changed.\n",
             encoding="utf-8",
         )
         os.chmod(password_file, 0o600)
+    else:
+        # The admin changed that password while the app was stopped (or the CLI reset it): the file goes.
+        with session_scope(engine) as session:
+            forget_stale_password_file(session=session, path=settings.first_admin_password_file)
     starters = _register_starters(engine, settings, admin_id)
-    return StartupReport(engine, admin_name, generated, password_file, starters)
+    with session_scope(engine) as session:
+        releases = reconcile_release_store(session=session, releases_root=settings.releases_store)
+    return StartupReport(engine, admin_name, generated, password_file, starters, releases)

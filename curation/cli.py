@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import logging
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 from curation.bootstrap import initialise
 from curation.dataset_files import read_blade_folder
 from curation.db import session_scope
-from curation.errors import CurationError
+from curation.errors import USER_ERRORS, CurationError
 from curation.models import Role
 from curation.services.accounts import create_user, generate_password
 from curation.services.datasets import assign_analysts, register_dataset
@@ -21,7 +24,31 @@ from curation.settings import PROJECT_ROOT, Settings
 __all__ = ["main"]
 
 
+def _ensure_bubblewrap(settings: Settings, *, install: bool) -> None:
+    """Install Debian's bubblewrap when it is missing and the sandbox needs it (as root, with apt-get).
+
+    Interactive runs are asked first; unattended runs as root install it. Otherwise say what to do.
+    """
+    if settings.sandbox != "bwrap" or shutil.which("bwrap"):
+        return
+    can = os.geteuid() == 0 and shutil.which("apt-get") is not None
+    if can and install and sys.stdin.isatty():
+        answer = input("  bubblewrap isolates analysts' code and is not installed. Install it now with apt-get? [Y/n] ")
+        install = answer.strip().lower() in ("", "y", "yes")
+    if not (can and install):
+        print("  bubblewrap is not installed, so sanity checks will be refused: install it "
+              "(apt-get install bubblewrap) or set FORKPATHS_SANDBOX=process for weak isolation.", flush=True)
+        return
+    print("  Installing bubblewrap (apt-get install bubblewrap), which isolates analysts' code…", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], env=env, check=False)
+    done = subprocess.run(["apt-get", "install", "-y", "-qq", "bubblewrap"], env=env, check=False)
+    if done.returncode != 0:
+        print("  Installing bubblewrap failed; sanity checks will be refused until it is installed.", flush=True)
+
+
 def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    _ensure_bubblewrap(settings, install=not args.no_install)
     report = initialise(settings)
     if report.generated_password:
         print(
@@ -34,7 +61,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  Starter datasets registered: {', '.join(report.starters_registered)}", flush=True)
     app = PROJECT_ROOT / "annotate_app" / "app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
-           "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--client.toolbarMode", "minimal"]  # no "Deploy" button
     if args.address:
         cmd += ["--server.address", args.address]
     print(f"  Open http://{args.address or 'localhost'}:{args.port} in your browser.\n", flush=True)
@@ -131,6 +159,85 @@ def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services.datasets import archive_dataset, restore_dataset
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user)
+        if args.dataset_command == "archive":
+            archive_dataset(session=session, actor=actor, name=args.name)
+            print(f"Archived '{args.name}': hidden from annotation and left out of new releases "
+                  f"(restore it with: forkpaths dataset restore {args.name}).")
+        else:
+            restore_dataset(session=session, actor=actor, name=args.name)
+            print(f"Restored '{args.name}': it is annotated and released again.")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    from sqlmodel import select
+
+    from curation.models import Dataset
+    from curation.services.checks import check_model_code, check_transform_code
+    from evaluation.sandbox import SandboxLimits
+    from evaluation.specs import ROOT_SPEC_ID
+
+    report = initialise(settings)
+    path = Path(args.code_file)
+    try:
+        code = sys.stdin.read() if args.code_file == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CurationError(f"Could not read the code file {path}: {exc}") from exc
+    limits = SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
+    with session_scope(report.engine) as session:
+        dataset = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
+        if dataset is None:
+            raise CurationError(f"There is no dataset called '{args.dataset}'.")
+        actor = _operator(session, args.as_user)
+        after = args.after or []
+        if args.model:
+            check = check_model_code(session=session, actor=actor, dataset_id=dataset.id or 0, code=code,
+                                     transform_ids=after, store=settings.datasets_store, limits=limits)
+        else:
+            check = check_transform_code(session=session, actor=actor, dataset_id=dataset.id or 0, code=code,
+                                         dependencies=after or [ROOT_SPEC_ID], store=settings.datasets_store,
+                                         limits=limits)
+    if args.json:
+        print(json.dumps(check.model_dump(mode="json"), indent=2))
+    else:
+        print(_describe_check(check))
+    return 0 if check.ok else 1
+
+
+def _describe_check(check) -> str:  # type: ignore[no-untyped-def]
+    """The check as the page shows it, in plain text."""
+    lines: list[str] = []
+    if not check.ok:
+        lines.append(f"FAILED: {check.error}")
+        if check.traceback:
+            lines += ["", check.traceback.rstrip()]
+    elif hasattr(check, "summary"):
+        lines += [f"OK: the model was fitted in {check.code_seconds:.2f} s.", "", (check.summary or "").rstrip()]
+    else:
+        change = check.change
+        rows = f" Rows: {change.rows_before:,} → {change.rows_after:,}." if change else ""
+        lines.append(f"OK: the code ran in {check.code_seconds:.2f} s.{rows}")
+        if change:
+            for label, cols in (("created", change.created), ("changed", change.changed), ("removed", change.removed)):
+                if cols:
+                    lines.append(f"  {label}: {', '.join(cols)}")
+        if check.suggested_verb:
+            mapping = "; ".join(f"{', '.join(m.inputs) or '∅'} → {m.output or '(whole frame)'}"
+                                for m in check.suggested_mapping)
+            lines.append(f"  suggested verb: {check.suggested_verb}" + (f"; mapping: {mapping}" if mapping else ""))
+        if check.result_rows is not None:
+            lines.append(f"  df: {check.result_rows:,} rows × {len(check.result_columns)} columns")
+    if check.stdout:
+        lines += ["", "printed:", check.stdout.rstrip()]
+    return "\n".join(lines)
+
+
 def _progress(stage: str, fraction: float) -> None:
     print(f"  [{fraction:>4.0%}] {stage}", flush=True)
 
@@ -148,22 +255,175 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                                      dataset_names=args.dataset or None, progress=_progress)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
         elif args.release_command == "list":
+            from curation.services.release_store import release_store_problems
+
             records = rel.list_release_records(session=session, actor=actor)
             if not records:
                 print("No releases yet.")
             for r in records:
                 counts = ", ".join(f"{name}" for name in r.summary)
-                print(f"{r.version:<10} {r.created_at:%Y-%m-%d %H:%M} UTC  {counts}  {r.notes}")
+                withheld = rel.withheld_in_release(session=session, actor=actor, version=r.version)
+                hidden = f"  [withheld from you: {', '.join(withheld)}]" if withheld else ""
+                print(f"{r.version:<10} {r.created_at:%Y-%m-%d %H:%M} UTC  {counts}  {r.notes}{hidden}")
+            problems = release_store_problems(session=session, actor=actor, releases_root=root)
+            if problems:
+                print("\nNeeds attention:")
+                for problem in problems:
+                    print(f"  - {problem}")
         elif args.release_command == "diff":
-            from exports.changelog import render_changelog
-
-            diff = rel.diff_release_versions(session=session, actor=actor, old=args.old, new=args.new,
-                                             releases_root=root)
-            print(render_changelog(diff))
+            comparison = rel.diff_release_versions(session=session, actor=actor, old=args.old, new=args.new,
+                                                   releases_root=root)
+            print(comparison.markdown())
         elif args.release_command == "export":
             out = rel.export_release(session=session, actor=actor, version=args.version, fmt=args.format,
                                      out=Path(args.out), releases_root=root)
             print(f"Exported release {args.version} ({args.format}) to {out}.")
+    return 0
+
+
+def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from evaluation.groundtruth import BuildResult, build_release
+    from exports.errors import FormatError
+
+    path = Path(args.release)
+    if not path.exists():
+        path = settings.releases_store / args.release
+    cache = None if args.no_cache else settings.resolved_data_dir / "cache" / "groundtruth"
+
+    def show(r: BuildResult) -> None:
+        s = r.summary()
+        if args.json:
+            print(json.dumps(s), flush=True)
+            return
+        print(f"{s['dataset']}: {s['paths']} paths, {s['units']} units, {len(s['value_hashes'])} value hashes, "
+              f"{len(s['graph_hashes'])} graph hashes, {s['seconds']:.2f} s{' (cached)' if r.cached else ''}")
+        print(f"  units: {', '.join(s['unit_names'])}")
+        print(f"  value hashes: {' '.join(h[:12] for h in s['value_hashes'])}")
+        print(f"  graph hashes: {' '.join(h[:12] for h in s['graph_hashes'])}")
+        for e in s["errors"]:
+            print(f"  problem: {e}")
+
+    try:
+        build_release(path, datasets=args.dataset or None, cache_dir=cache, on_dataset=show)
+    except FormatError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
+    import dataclasses
+    import json
+
+    from sqlmodel import select
+
+    from curation.models import Dataset
+    from curation.services.agreement import agreement_report
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user)
+        dataset_id = None
+        if args.dataset:
+            ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
+            if ds is None:
+                raise CurationError(f"There is no dataset called '{args.dataset}'.")
+            dataset_id = ds.id
+        result = agreement_report(session=session, actor=actor, dataset_id=dataset_id)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(result), indent=2))
+        return 0
+
+    def fmt(x: float | None) -> str:
+        return "   n/a" if x is None else f"{x:6.3f}"
+
+    print(f"Agreement on {', '.join(result.datasets) or 'no dataset in stage 2'} ({result.voters} voters)")
+    print(f"{'scope':<9} {'group':<24} {'used':>5} {'dropped':>7} {'% agree':>7} {'kappa':>6} {'alpha':>6}")
+    for r in result.rows:
+        print(f"{r.scope:<9} {r.group:<24} {r.items_used:>5} {r.items_dropped:>7} {fmt(r.percent_agreement):>7} "
+              f"{fmt(r.fleiss_kappa)} {fmt(r.krippendorff_alpha)}")
+    if result.split:
+        print("\nSplit items (justifiable / unjustifiable):")
+        for s in result.split:
+            print(f"  {s.dataset} {s.target_kind} {s.target_id[:8]}  {s.justifiable} / {s.unjustifiable}")
+    return 0
+
+
+def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
+    from sqlmodel import select
+
+    from curation.models import Dataset
+    from curation.services.llm_alternatives import generate_alternatives
+    from evaluation.sandbox import SandboxLimits
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user)
+        ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
+        if ds is None:
+            raise CurationError(f"There is no dataset called '{args.dataset}'.")
+        dataset_id = ds.id or 0
+    result = generate_alternatives(
+        session_scope=lambda: session_scope(report.engine), actor=actor, dataset_id=dataset_id,
+        config=settings.llm_config(), store=settings.datasets_store,
+        limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
+        progress=lambda done, total, label: print(f"  [{done}/{total}] {label}", flush=True))
+    print(f"{result.created} alternatives stored ({result.duplicates} flagged as duplicates, "
+          f"{result.failed_checks} transforms whose code failed, shown with their error); {result.already_stored} "
+          f"already stored; {result.calls} LLM answers, {result.cached} from the cache.")
+    for line in result.rejected:
+        print(f"  rejected: {line}")
+    for line in result.errors:
+        print(f"  failed: {line}", file=sys.stderr)
+    return 1 if result.errors and not result.created and not result.already_stored else 0
+
+
+def _dataset_id(session, name: str) -> int:  # type: ignore[no-untyped-def]
+    from sqlmodel import select
+
+    from curation.models import Dataset
+
+    ds = session.exec(select(Dataset).where(Dataset.name == name)).first()
+    if ds is None:
+        raise CurationError(f"There is no dataset called '{name}'.")
+    return int(ds.id or 0)
+
+
+def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
+    import dataclasses
+    import json
+
+    from curation.services.mcq_audit import audit_mcqs
+    from curation.services.mcq_generate import MCQSettings, generate_mcqs
+
+    report = initialise(settings)
+    if args.mcq_command == "generate":
+        with session_scope(report.engine) as session:
+            result = generate_mcqs(session=session, actor=None, dataset_id=_dataset_id(session, args.dataset),
+                                   settings=MCQSettings(seed=args.seed))
+        counts = ", ".join(f"{n} {k}" for k, n in result.counts().items())
+        print(f"{args.dataset}: {len(result.mcqs)} MCQs from rule {result.rule}, seed {result.seed} ({counts}); "
+              f"{result.created} stored, {result.kept} already reviewed kept, {result.removed} unreviewed replaced.")
+        for note in result.notes:
+            print(f"  not built: {note}")
+        return 0
+    with session_scope(report.engine) as session:
+        audit = audit_mcqs(session=session, actor=None, dataset_id=_dataset_id(session, args.dataset))
+    if args.json:
+        print(json.dumps(dataclasses.asdict(audit) | {"flagged": audit.flagged, "flag_counts": audit.flag_counts()},
+                         indent=2))
+        return 0
+    kinds = ", ".join(f"{n} {k}" for k, n in audit.by_kind.items()) or "none"
+    print(f"{audit.dataset}: {audit.total} MCQs ({kinds}); rule {audit.rule}")
+    print(f"  {audit.checked} checked, {audit.unlinked_keys} with a key that matches no item "
+          f"({audit.unlinked_options} of {audit.options} options unlinked); {audit.flagged} flagged")
+    for flag, n in audit.flag_counts().items():
+        print(f"  {flag}: {n}")
+    for f in audit.findings:
+        where = f" '{f.concept.strip()}'" if f.concept else ""
+        print(f"  {f.mcq_id[:40]:<40} {f.kind} {f.mc_type}{where}: {f.message}")
     return 0
 
 
@@ -173,7 +433,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="start the web app (migrates the database first)")
     run.add_argument("--port", type=int, default=8501)
     run.add_argument("--address", default=None, help="address to listen on (default: all)")
+    run.add_argument("--no-install", action="store_true",
+                     help="do not install bubblewrap when it is missing (it is installed as root with apt-get)")
     run.set_defaults(func=_cmd_run)
+    ck = sub.add_parser("check", help="run the annotate page's sanity check on a code file and print its result")
+    ck.add_argument("dataset", help="the dataset's name")
+    ck.add_argument("--code-file", required=True, help="the transform's (or with --model the model's) code; - for stdin")
+    ck.add_argument("--after", nargs="+", metavar="SPEC_ID",
+                    help="the transforms (ids or names, of the acting user's analysis) that run first")
+    ck.add_argument("--model", action="store_true", help="fit it as model code instead of running a transform")
+    ck.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    ck.add_argument("--json", action="store_true", help="print the whole check as JSON")
+    ck.set_defaults(func=_cmd_check)
     sub.add_parser("init", help="create / migrate the database and the first admin").set_defaults(func=_cmd_init)
     cu = sub.add_parser("create-user", help="create an account")
     cu.add_argument("username")
@@ -189,6 +460,13 @@ def build_parser() -> argparse.ArgumentParser:
     asg.add_argument("dataset")
     asg.add_argument("users", nargs="+")
     asg.set_defaults(func=_cmd_assign)
+    dsp = sub.add_parser("dataset", help="archive or restore a registered dataset")
+    dsp.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    dsub = dsp.add_subparsers(dest="dataset_command", required=True)
+    dsub.add_parser("archive", help="hide a dataset from annotation and from new releases (nothing is deleted)"
+                    ).add_argument("name")
+    dsub.add_parser("restore", help="bring an archived dataset back").add_argument("name")
+    dsp.set_defaults(func=_cmd_dataset)
     ib = sub.add_parser("import-blade", help="import a BLADE dataset folder, or a folder of them, with its ground truth")
     ib.add_argument("path")
     ib.set_defaults(func=_cmd_import_blade)
@@ -208,6 +486,37 @@ def build_parser() -> argparse.ArgumentParser:
     rx.add_argument("--format", choices=["native", "blade"], default="native")
     rx.add_argument("--out", required=True)
     rel.set_defaults(func=_cmd_release)
+    gt = sub.add_parser("gt", help="ground truth of a release (paths, units, value and graph hashes)")
+    gsub = gt.add_subparsers(dest="gt_command", required=True)
+    gb = gsub.add_parser("build", help="build (or load from the cache) the ground truth of a release")
+    gb.add_argument("release", help="a release version in the data directory, or a release folder")
+    gb.add_argument("--dataset", action="append", help="only this dataset (repeatable; default: all)")
+    gb.add_argument("--json", action="store_true", help="one JSON object per dataset, full hashes")
+    gb.add_argument("--no-cache", action="store_true", help="rebuild without reading or writing the cache")
+    gb.set_defaults(func=_cmd_gt)
+    ag = sub.add_parser("agreement", help="inter-rater agreement of stage-2 votes (one dataset, or all)")
+    ag.add_argument("dataset", nargs="?", help="dataset name (default: every dataset past stage 1)")
+    ag.add_argument("--json", action="store_true", help="machine-readable output")
+    ag.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    ag.set_defaults(func=_cmd_agreement)
+    alt = sub.add_parser("alternatives", help="LLM-generated alternatives for stage 2")
+    alt.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    altsub = alt.add_subparsers(dest="alternatives_command", required=True)
+    gen = altsub.add_parser("generate", help="generate alternatives seeded by the analysts' decisions (cached)")
+    gen.add_argument("dataset")
+    alt.set_defaults(func=_cmd_alternatives)
+    mcq = sub.add_parser("mcq", help="MCQs built from the ground-truth statuses, and their audit")
+    mcqsub = mcq.add_subparsers(dest="mcq_command", required=True)
+    mg = mcqsub.add_parser("generate", help="generate MCQs (deterministic for a seed; reviewed ones are kept)")
+    mg.add_argument("dataset")
+    mg.add_argument("--seed", type=int, default=0)
+    ma = mcqsub.add_parser("audit", help="flag MCQs whose key disagrees with the votes (generated or imported)")
+    ma.add_argument("dataset")
+    ma.add_argument("--json", action="store_true")
+    mcq.set_defaults(func=_cmd_mcq)
+    from curation.cli_scoring import add_scoring_commands
+
+    add_scoring_commands(sub)
     return p
 
 
@@ -216,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args, Settings()))
-    except CurationError as exc:
+    except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

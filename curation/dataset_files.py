@@ -3,7 +3,8 @@
 Three ways in, one way out:
 
 - :func:`read_blade_folder`: a folder in BLADE's layout (``info.json`` + ``data.csv``, blade-reference 1.1-1.3);
-- :func:`read_blade_files`: the same two files uploaded, or one ``.zip`` holding one such folder;
+- :func:`read_blade_files`: the same two files uploaded, or one ``.zip`` holding one such folder
+  (:func:`collect_blade_upload` gathers them, ground truth included, for an import);
 - :func:`read_csv_with_form`: a bare CSV plus the research question and column descriptions typed into a form;
 - :func:`write_blade_folder`: store a bundle as ``info.json`` + ``data.csv``.
 
@@ -19,10 +20,11 @@ import io
 import logging
 import re
 import stat
+import sys
 import unicodedata
 import zipfile
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import overload
 
@@ -39,7 +41,11 @@ __all__ = [
     "CSV_FILENAME",
     "INFO_FILENAME",
     "MAX_UPLOAD_SETTING",
+    "GROUND_TRUTH_FILES",
+    "BladeUpload",
     "DatasetBundle",
+    "bundle_from_upload",
+    "collect_blade_upload",
     "frame_to_csv_bytes",
     "parse_csv",
     "read_blade_files",
@@ -58,8 +64,8 @@ MAX_UPLOAD_SETTING = "FORKPATHS_MAX_UPLOAD_MB"
 
 _SLUG_PATTERN = r"^[a-z0-9]+(?:_[a-z0-9]+)*$"
 _SLUG_MAX_LENGTH = 64
-#: Files BLADE keeps next to info.json + data.csv; present in zipped BLADE folders, not needed here.
-_IGNORED_NAMES = {"annotations.csv", "mcq_dataset.json", ".DS_Store", "LICENSE"}
+#: Files an uploaded folder may carry that no reader needs.
+_IGNORED_NAMES = {".DS_Store", "LICENSE"}
 
 
 class DatasetBundle(BaseModel):
@@ -106,9 +112,17 @@ def slugify(name: str) -> str:
 
     ``"Panda nuts (2019)"`` -> ``"panda_nuts_2019"``; accents are dropped (``"Café"`` -> ``"cafe"``).
 
+    A name that looks like a file path (``../../evil``, ``a/b``) is refused rather than quietly cut down:
+    a dataset name is a label, and whoever typed a path meant something else.
+
     Raises:
-        DatasetImportError: the name has no letter or digit to keep.
+        DatasetImportError: the name contains ``/`` or ``\\`` or is ``.`` / ``..``, or has no letter or digit.
     """
+    if "/" in name or "\\" in name or name.strip() in {".", ".."}:
+        raise DatasetImportError(
+            f"The dataset name {name!r} looks like a file path; a dataset name is a label, not a place. "
+            "Use letters, digits and spaces, such as 'fish catch 2019'."
+        )
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
     slug = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")
     slug = slug[:_SLUG_MAX_LENGTH].rstrip("_")
@@ -149,6 +163,7 @@ def _quoted(names: Iterable[str]) -> str:
 def _header(csv_bytes: bytes) -> list[str]:
     """The header cells of a CSV as written (pandas renames duplicates to ``a.1``, so read them here)."""
     head = csv_bytes[: 1 << 20].decode("utf-8-sig", errors="replace")
+    _allow_large_csv_fields()
     for row in csv.reader(io.StringIO(head)):
         if row:
             return row
@@ -164,13 +179,22 @@ def parse_csv(csv_bytes: bytes, *, label: str) -> pd.DataFrame:
     """
     if not csv_bytes.strip():
         raise DatasetImportError(f"{label} is empty: it needs a header row and at least one data row.")
+    nul = csv_bytes.find(b"\x00")
+    if nul >= 0 and not csv_bytes.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 is named below
+        line = csv_bytes.count(b"\n", 0, nul) + 1
+        raise DatasetImportError(
+            f"{label} has a NUL byte (0x00) on line {line}, which a text CSV cannot hold (pandas would read "
+            "that cell as missing). The file may be saved as UTF-16 or be damaged; save it as UTF-8 CSV and "
+            "upload it again."
+        )
     try:
         frame = pd.read_csv(io.BytesIO(csv_bytes))
     except UnicodeDecodeError as exc:
         line = csv_bytes[: exc.start].count(b"\n") + 1
+        utf16 = " (it looks like UTF-16)" if csv_bytes.startswith((b"\xff\xfe", b"\xfe\xff")) else ""
         raise DatasetImportError(
-            f"{label} is not UTF-8 text: line {line} has a byte (0x{csv_bytes[exc.start]:02x}) that is not "
-            "UTF-8. Save the file as UTF-8 CSV and upload it again."
+            f"{label} is not UTF-8 text{utf16}: line {line} has a byte (0x{csv_bytes[exc.start]:02x}) that "
+            "is not UTF-8. Save the file as UTF-8 CSV and upload it again."
         ) from exc
     except pd.errors.EmptyDataError as exc:
         raise DatasetImportError(
@@ -191,7 +215,39 @@ def parse_csv(csv_bytes: bytes, *, label: str) -> pd.DataFrame:
         )
     if frame.empty and len(frame.columns):
         raise DatasetImportError(f"{label} has a header row but no data rows.")
+    if not isinstance(frame.index, pd.RangeIndex):
+        raise DatasetImportError(_describe_ragged_first_row(csv_bytes, label))
     return frame
+
+
+def _describe_ragged_first_row(csv_bytes: bytes, label: str) -> str:
+    """pandas reads a first data row longer than the header as row labels, shifting every column: name it."""
+    _allow_large_csv_fields()
+    reader = csv.reader(io.StringIO(csv_bytes.decode("utf-8-sig"), newline=""))
+    records: list[tuple[int, int]] = []  # (first line, number of fields), blank lines skipped as pandas does
+    previous_end = 0
+    for row in reader:
+        if row:
+            records.append((previous_end + 1, len(row)))
+            if len(records) == 2:
+                break
+        previous_end = reader.line_num
+    if len(records) < 2:  # the csv module and pandas disagree about the layout: say what pandas saw
+        return f"{label} does not parse as CSV: its first data row has more fields than the header."
+    (header_line, expected), (line, saw) = records
+    return (
+        f"{label} does not parse as CSV: line {line}, the first data row, has {saw} fields but the header "
+        f"(line {header_line}) has {expected}, so pandas would take the extra field as row labels and shift "
+        "every column by one. Check that row for an unquoted comma, or name every column in the header."
+    )
+
+
+def _allow_large_csv_fields() -> None:
+    # A cell can exceed the csv module's default 128 KiB field limit (pandas has no such limit). The limit is
+    # process-wide; it is only ever raised here, which cannot make any other reader stricter.
+    wanted = min(sys.maxsize, 2**31 - 1)
+    if csv.field_size_limit() < wanted:
+        csv.field_size_limit(wanted)
 
 
 def _describe_parser_error(message: str, label: str) -> str:
@@ -330,60 +386,129 @@ def read_blade_folder(
 # ------------------------------------------------------------------------------------------- uploads
 
 
-def read_blade_files(files: Mapping[str, bytes], *, max_bytes: int, name: str | None = None) -> DatasetBundle:
-    """Read an upload of BLADE's two files, or of one ``.zip`` holding one dataset folder.
+#: Files of a BLADE dataset folder that carry its ground truth (brought in by ``import-blade``).
+GROUND_TRUTH_FILES = ("annotations.csv", "mcq_dataset.json")
+
+
+class BladeUpload(BaseModel):
+    """The files of one uploaded BLADE dataset, checked for shape but not yet parsed.
+
+    ``files`` maps ``info.json``, ``data.csv`` and, when present, :data:`GROUND_TRUTH_FILES` to their bytes;
+    ``labels`` names each file in messages (``upload.zip:affairs/info.json``); ``where`` names the upload's
+    folder (``upload.zip:affairs``, or ``the upload`` for loose files).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    files: dict[str, bytes] = Field(repr=False)
+    labels: dict[str, str]
+    where: str
+    source: str
+
+    @property
+    def ground_truth(self) -> list[str]:
+        """The ground-truth files the upload holds (``annotations.csv``, ``mcq_dataset.json``)."""
+        return [f for f in GROUND_TRUTH_FILES if f in self.files]
+
+
+def _pairs(files: Mapping[str, bytes] | Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    return list(files.items()) if isinstance(files, Mapping) else [(n, c) for n, c in files]
+
+
+def collect_blade_upload(
+    files: Mapping[str, bytes] | Sequence[tuple[str, bytes]], *, max_bytes: int, name: str | None = None
+) -> BladeUpload:
+    """Gather the files of an upload of BLADE's loose files, or of one ``.zip`` holding one dataset folder.
 
     Args:
-        files: file name -> content. Either ``{"info.json": ..., "data.csv": ...}`` (other BLADE files are
-            ignored) or ``{"<anything>.zip": ...}``.
+        files: (file name, content) pairs as uploaded, or a mapping. Either ``info.json`` and ``data.csv``
+            (with ``annotations.csv`` / ``mcq_dataset.json`` if wanted) or one ``<anything>.zip``. Pairs keep
+            two uploads of the same name apart, so that they can be refused.
         max_bytes: largest accepted file, for the zip itself and for each file inside it.
         name: the dataset's name. Required for loose files; a zip defaults to its folder's name (or the
             zip's own name when the files sit at its root).
 
     Raises:
-        DatasetImportError: a file is missing, too large or malformed; the zip is unreadable, has an unsafe
-            path or holds more than one dataset; or info.json disagrees with data.csv.
+        DatasetImportError: nothing or too much was uploaded (two files of one name, a file forkpaths does
+            not use, a zip with other files), a file is missing or too large, the zip is unreadable, has an
+            unsafe path or holds more than one dataset, or the name is unusable.
     """
-    if not files:
+    pairs = _pairs(files)
+    if not pairs:
         raise DatasetImportError("Nothing was uploaded; upload info.json and data.csv, or one .zip.")
-    for filename, content in files.items():
+    for filename, content in pairs:
         _check_size(len(content), max_bytes=max_bytes, label=filename)
-    zips = [f for f in files if f.lower().endswith(".zip")]
+    names = [filename for filename, _ in pairs]
+    zips = [f for f in names if f.lower().endswith(".zip")]
     if zips:
-        if len(files) > 1:
+        if len(pairs) > 1:
             raise DatasetImportError(
-                f"Upload either one .zip or info.json + data.csv, not both ({_quoted(files)} were uploaded)."
+                f"Upload either one .zip or info.json + data.csv, not both ({_quoted(names)} were uploaded)."
             )
-        return _read_zip(zips[0], files[zips[0]], max_bytes=max_bytes, name=name)
+        return _read_zip(zips[0], pairs[0][1], max_bytes=max_bytes, name=name)
     by_name: dict[str, bytes] = {}
-    for filename, content in files.items():
+    for filename, content in pairs:
         base = PurePosixPath(filename.replace("\\", "/")).name
         if base in by_name:
-            raise DatasetImportError(f"Two uploaded files are called {base}; upload one of each.")
+            raise DatasetImportError(
+                f"Two uploaded files are called {base}; upload one of each (remove one and upload again)."
+            )
         by_name[base] = content
+    wanted = {INFO_FILENAME, CSV_FILENAME, *GROUND_TRUTH_FILES}
+    unknown = [f for f in by_name if f not in wanted and f not in _IGNORED_NAMES]
+    if unknown:
+        raise DatasetImportError(
+            f"The upload has file{'s' if len(unknown) > 1 else ''} forkpaths does not use ({_quoted(unknown)}); "
+            "upload info.json and data.csv (and BLADE's annotations.csv and mcq_dataset.json, if you have "
+            "them), or one .zip of a dataset folder."
+        )
     missing = [f for f in (INFO_FILENAME, CSV_FILENAME) if f not in by_name]
     if missing:
         raise DatasetImportError(
             f"The upload has no {' and no '.join(missing)} (got {_quoted(by_name)}); upload info.json and "
             "data.csv together, or one .zip of a dataset folder."
         )
-    unused = sorted(set(by_name) - {INFO_FILENAME, CSV_FILENAME})
-    if unused:
-        log.info("ignoring uploaded files %s", unused)
     if not name or not name.strip():
         raise DatasetImportError(
             "Give the dataset a name: the uploaded info.json and data.csv do not say one."
         )
-    info = parse_info_json(by_name[INFO_FILENAME], label=INFO_FILENAME)
+    slugify(name)  # an unusable name is refused before anything else is read
+    kept = {f: c for f, c in by_name.items() if f in wanted}
+    return BladeUpload(name=name, files=kept, labels={f: f for f in kept}, where="the upload", source="blade_files")
+
+
+def bundle_from_upload(upload: BladeUpload) -> DatasetBundle:
+    """Parse and check an upload's ``info.json`` and ``data.csv`` (its ground truth is not read here).
+
+    Raises:
+        DatasetImportError: info.json or data.csv is malformed, or they disagree.
+    """
+    info_label = upload.labels[INFO_FILENAME]
     return _bundle(
-        info=info,
-        csv_bytes=by_name[CSV_FILENAME],
-        name=slugify(name),
-        title=name.strip(),
-        source="blade_files",
-        info_label=INFO_FILENAME,
-        csv_label=CSV_FILENAME,
+        info=parse_info_json(upload.files[INFO_FILENAME], label=info_label),
+        csv_bytes=upload.files[CSV_FILENAME],
+        name=slugify(upload.name),
+        title=upload.name.strip(),
+        source=upload.source,
+        info_label=info_label,
+        csv_label=upload.labels[CSV_FILENAME],
     )
+
+
+def read_blade_files(
+    files: Mapping[str, bytes] | Sequence[tuple[str, bytes]], *, max_bytes: int, name: str | None = None
+) -> DatasetBundle:
+    """Read an upload of BLADE's files, or of one ``.zip`` holding one dataset folder, as a dataset bundle.
+
+    The upload's ground truth (``annotations.csv``, ``mcq_dataset.json``) is accepted but not read: the
+    caller that wants it imports the upload through ``curation.services.blade_import``. See
+    :func:`collect_blade_upload` for the arguments.
+
+    Raises:
+        DatasetImportError: see :func:`collect_blade_upload` and :func:`bundle_from_upload`.
+    """
+    return bundle_from_upload(collect_blade_upload(files, max_bytes=max_bytes, name=name))
 
 
 def _unsafe_reason(member: zipfile.ZipInfo) -> str | None:
@@ -402,7 +527,7 @@ def _is_junk(path: PurePosixPath) -> bool:
     return path.parts[0] == "__MACOSX" or path.name.startswith("._") or path.name == ".DS_Store"
 
 
-def _read_zip(filename: str, content: bytes, *, max_bytes: int, name: str | None) -> DatasetBundle:
+def _read_zip(filename: str, content: bytes, *, max_bytes: int, name: str | None) -> BladeUpload:
     try:
         archive = zipfile.ZipFile(io.BytesIO(content))
     except zipfile.BadZipFile as exc:
@@ -434,23 +559,23 @@ def _read_zip(filename: str, content: bytes, *, max_bytes: int, name: str | None
                 f"{filename} holds more than one dataset (info.json in {folders}); upload one dataset per zip."
             )
         folder = info_paths[0].parent
-        csv_member = members.get(folder / CSV_FILENAME)
         where = f"folder '{folder}/'" if folder != PurePosixPath(".") else "its top level"
-        if csv_member is None:
+        if folder / CSV_FILENAME not in members:
             raise DatasetImportError(f"{filename} has info.json in {where} but no data.csv next to it.")
-        info_bytes = _read_member(archive, members[info_paths[0]], filename, max_bytes)
-        csv_bytes = _read_member(archive, csv_member, filename, max_bytes)
+        kept = {
+            base: _read_member(archive, members[folder / base], filename, max_bytes)
+            for base in (INFO_FILENAME, CSV_FILENAME, *GROUND_TRUTH_FILES)
+            if folder / base in members
+        }
     default_name = folder.name if folder != PurePosixPath(".") else PurePosixPath(filename).stem
     chosen = name if name and name.strip() else default_name
-    info_label = f"{filename}:{info_paths[0]}"
-    return _bundle(
-        info=parse_info_json(info_bytes, label=info_label),
-        csv_bytes=csv_bytes,
-        name=slugify(chosen),
-        title=chosen.strip(),
+    slugify(chosen)
+    return BladeUpload(
+        name=chosen,
+        files=kept,
+        labels={base: f"{filename}:{folder / base}" for base in kept},
+        where=f"{filename}:{folder}" if folder != PurePosixPath(".") else filename,
         source="blade_zip",
-        info_label=info_label,
-        csv_label=f"{filename}:{folder / CSV_FILENAME}",
     )
 
 

@@ -6,6 +6,8 @@ and, where it helps, what to do. The UI shows ``str(error)`` as it is.
 
 from __future__ import annotations
 
+from evaluation.errors import EvaluationError, SandboxError
+
 __all__ = [
     "AccountError",
     "AuthenticationError",
@@ -17,8 +19,14 @@ __all__ = [
     "PermissionDenied",
     "ReleaseError",
     "SandboxError",
+    "ScoringError",
+    "OverrideConflict",
     "SessionExpired",
+    "SignInThrottled",
+    "StageError",
     "SubmittedAnalysisLocked",
+    "VoteError",
+    "USER_ERRORS",
 ]
 
 
@@ -32,6 +40,10 @@ class PermissionDenied(CurationError):
 
 class AuthenticationError(CurationError):
     """Wrong user name or password, or an inactive account."""
+
+
+class SignInThrottled(AuthenticationError):
+    """Too many failed sign-ins for an account name or from a client; the message says when to try again."""
 
 
 class SessionExpired(CurationError):
@@ -62,9 +74,25 @@ class SubmittedAnalysisLocked(CurationError):
     """The analyst's stage-1 analysis has been submitted and can no longer be edited."""
 
 
-class SandboxError(CurationError):
-    """The sandbox itself could not run (not the user's code failing, which is a result, not an error)."""
+class StageError(CurationError):
+    """The dataset is not in the stage the action needs (e.g. a vote while stage 2 is not open)."""
+
+
+class VoteError(CurationError):
+    """A vote was refused: one's own proposal, a missing reason, a question that does not apply..."""
 
 
 class ReleaseError(CurationError):
     """A release could not be cut, read or exported (bad version, tampered files, ...)."""
+
+
+class ScoringError(CurationError):
+    """A scoring run could not be registered or changed (bad submission, too large, wrong state...)."""
+
+
+class OverrideConflict(ScoringError):
+    """Another evaluator already overrode the same match; nothing was changed."""
+
+
+# Errors whose message is written for the user: the domain's own and the analysis engine's (the sandbox).
+USER_ERRORS: tuple[type[Exception], ...] = (CurationError, EvaluationError)

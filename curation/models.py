@@ -2,7 +2,7 @@
 
 Decisions (conceptual variables, transforms, models) use 32-hex string ids so that BLADE's spec ids survive
 import and export unchanged. Lists of structured values (columns, mappings, branches) are JSON columns holding
-the dumps of the value objects in :mod:`curation.specs`; fields BLADE carries that forkpaths does not edit
+the dumps of the value objects in :mod:`evaluation.specs`; fields BLADE carries that forkpaths does not edit
 (``time_stamp``, ``tags``, raw spec-id lists ...) live in ``extra`` so that nothing is lost.
 """
 
@@ -18,6 +18,8 @@ from sqlmodel import Field, SQLModel
 
 __all__ = [
     "Analysis",
+    "AuthSession",
+    "SignInThrottle",
     "AnalysisStatus",
     "ConceptualVariable",
     "Dataset",
@@ -28,10 +30,23 @@ __all__ = [
     "Consensus",
     "MCQ",
     "ReleaseRecord",
+    "RunStatus",
+    "JudgeLabel",
+    "ScoreOverride",
+    "ScoringRun",
     "Transform",
     "User",
     "Vote",
+    "VoteChange",
+    "DatasetReview",
+    "ProposerDisplay",
+    "Stage",
     "UTCDateTime",
+    "GroundTruthSetting",
+    "Meeting",
+    "MeetingEvent",
+    "MeetingOutcome",
+    "MCQReview",
     "new_spec_id",
     "utcnow",
 ]
@@ -77,6 +92,7 @@ class Role(StrEnum):
     ANALYST = "analyst"
     CURATOR = "curator"
     ADMIN = "admin"
+    EVALUATOR = "evaluator"
 
 
 class AnalysisStatus(StrEnum):
@@ -96,6 +112,39 @@ class User(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class AuthSession(SQLModel, table=True):
+    """A signed-in browser: the cookie holds a random token, this row only its SHA-256 (a leaked database
+    holds no usable token). Ended sessions are kept a while with the reason, so the browser can be told why."""
+
+    __tablename__ = "auth_session"
+
+    id: int | None = Field(default=None, primary_key=True)
+    token_hash: str = Field(max_length=64, unique=True, index=True)
+    user_id: int = Field(foreign_key="user.id", index=True)
+    auth_epoch: int = Field(description="The user's auth_epoch at sign-in; a later reset or deactivation ends it.")
+    created_at: datetime = _ts()
+    last_seen_at: datetime = _ts()
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    ended_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    end_reason: str = Field(default="", max_length=32, description="sign_out | password | deactivated | ...")
+
+
+class SignInThrottle(SQLModel, table=True):
+    """Failed sign-ins of one account name or one client, for throttling across server processes.
+
+    ``key`` is ``account:`` or ``client:`` followed by a SHA-256, so typed names (sometimes a password typed
+    into the wrong field) and client addresses are not stored in clear.
+    """
+
+    __tablename__ = "sign_in_throttle"
+
+    key: str = Field(primary_key=True, max_length=80)
+    failures: int = 0
+    window_started_at: datetime = _ts()
+    locked_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    updated_at: datetime = _ts()
+
+
 class Dataset(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     name: str = Field(index=True, unique=True, max_length=128)
@@ -112,6 +161,15 @@ class Dataset(SQLModel, table=True):
     extra: dict[str, Any] = _json(dict)
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    archived_at: datetime | None = Field(
+        default=None, sa_type=UTCDateTime,
+        description="Set when a curator archives the dataset: kept, but hidden from annotation and new releases.",
+    )
+    archived_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
 
 class DatasetAssignment(SQLModel, table=True):
@@ -164,6 +222,11 @@ class Transform(SQLModel, table=True):
     tags: list[str] = _json()
     extra: dict[str, Any] = _json(dict)
     last_check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    passed_check_sha256: str | None = Field(
+        default=None, max_length=64,
+        description="Fingerprint (code + the parent transforms' code it ran after) of the last sanity check that "
+                    "passed on this code; None when the current code was never checked or its check failed.",
+    )
     position: int = 0
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
@@ -183,6 +246,11 @@ class StatModel(SQLModel, table=True):
     tags: list[str] = _json()
     extra: dict[str, Any] = _json(dict)
     last_check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    passed_check_sha256: str | None = Field(
+        default=None, max_length=64,
+        description="Fingerprint (code + the parent transforms' code it ran after) of the last sanity check that "
+                    "passed on this code; None when the current code was never checked or its check failed.",
+    )
     position: int = 0
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
@@ -265,5 +333,239 @@ class ReleaseRecord(SQLModel, table=True):
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
     path: str = Field(max_length=512, description="release directory, relative to the releases folder")
-    manifest_sha256: str = Field(max_length=64)
+    manifest_sha256: str = Field(max_length=64, description="SHA-256 of the MANIFEST as cut; checked on every read")
+    zip_sha256: str | None = Field(
+        default=None, max_length=64,
+        description="SHA-256 of <version>.zip as cut; releases cut before 0005 get it on their first full check")
     summary: dict[str, Any] = _json(dict)
+
+
+# ----------------------------------------------------------------------------------------------- stage 2
+
+
+class Stage(StrEnum):
+    """Where a dataset is in the curation process."""
+
+    ANNOTATE = "annotate"  # stage 1: each analyst annotates, blind to peers
+    REVIEW = "review"  # stage 2: analysts who submitted review peers' decisions and alternatives
+    CLOSED = "closed"  # stage 2 closed: votes are final
+
+
+class ProposerDisplay(StrEnum):
+    NAMED = "named"
+    PSEUDONYMOUS = "pseudonymous"
+
+
+class DatasetReview(SQLModel, table=True):
+    """A dataset's stage and its review settings; a dataset without a row is in stage 1 with the defaults."""
+
+    __tablename__ = "dataset_review"
+
+    dataset_id: int = Field(foreign_key="dataset.id", primary_key=True)
+    stage: str = Field(default=Stage.ANNOTATE.value, max_length=16)
+    proposer_display: str = Field(default=ProposerDisplay.PSEUDONYMOUS.value, max_length=16)
+    source_visible: bool = Field(default=False, description="Reviewers see whether a peer or the LLM proposed it")
+    opened_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    opened_by_id: int | None = Field(default=None, foreign_key="user.id")
+    closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    closed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    updated_at: datetime = _ts()
+
+
+class VoteChange(SQLModel, table=True):
+    """One change of one current vote: who, what, when, before and after (``None``: no vote at that time)."""
+
+    __tablename__ = "vote_change"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    target_kind: str = Field(max_length=16)
+    target_id: str = Field(max_length=64, index=True)
+    annotator_id: int = Field(foreign_key="user.id", index=True)
+    question: str = Field(max_length=64)
+    before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    changed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    changed_at: datetime = _ts()
+    note: str = ""
+
+
+# ----------------------------------------------------------------------------------------------- stage 3
+
+
+class GroundTruthSetting(SQLModel, table=True):
+    """The ground-truth rule a dataset uses (a dataset without a row uses the default rule); changes kept."""
+
+    __tablename__ = "ground_truth_setting"
+
+    dataset_id: int = Field(foreign_key="dataset.id", primary_key=True)
+    rule: str = Field(max_length=64, description="name@version of a rule in curation.ground_truth.RULES")
+    changed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    changed_at: datetime = _ts()
+    history: list[dict[str, Any]] = _json()
+
+
+class MCQReview(SQLModel, table=True):
+    """A curator's review of one MCQ: accepted, rejected or edited (the MCQ row holds the edited content)."""
+
+    __tablename__ = "mcq_review"
+
+    mcq_id: str = Field(foreign_key="mcq.id", primary_key=True, max_length=64)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    status: str = Field(max_length=16, description="accepted | rejected | edited")
+    note: str = ""
+    reviewed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    reviewed_at: datetime = _ts()
+    history: list[dict[str, Any]] = _json()
+
+
+class Meeting(SQLModel, table=True):
+    """A stage-3 consensus meeting on one dataset: agenda, attendance, the votes before and after."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    status: str = Field(default="open", max_length=16, description="open | closed")
+    rule: str = Field(max_length=64, description="the ground-truth rule the agenda was built with")
+    started_by_id: int | None = Field(default=None, foreign_key="user.id")
+    started_at: datetime = _ts()
+    closed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    attendance: list[int] = _json()
+    agenda: list[dict[str, Any]] = _json()
+    current: int = Field(default=0, description="agenda position shown on the projector")
+    pre_votes: list[dict[str, Any]] = _json()
+    post_votes: list[dict[str, Any]] = _json()
+
+
+class MeetingOutcome(SQLModel, table=True):
+    """The outcome of one agenda item; ``revision`` makes two facilitators' concurrent edits a clear conflict."""
+
+    __tablename__ = "meeting_outcome"
+    __table_args__ = (UniqueConstraint("meeting_id", "target_kind", "target_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    meeting_id: int = Field(foreign_key="meeting.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    target_kind: str = Field(max_length=16)
+    target_id: str = Field(max_length=64)
+    outcome: str = Field(max_length=16, description="justifiable | unjustifiable | contested")
+    reason: str = ""
+    dissent: str = ""
+    recorded_by_id: int | None = Field(default=None, foreign_key="user.id")
+    recorded_at: datetime = _ts()
+    revision: int = 1
+
+
+class MeetingEvent(SQLModel, table=True):
+    """The audit trail of a meeting: who did what, when."""
+
+    __tablename__ = "meeting_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    meeting_id: int = Field(foreign_key="meeting.id", index=True)
+    actor_id: int | None = Field(default=None, foreign_key="user.id")
+    at: datetime = _ts()
+    action: str = Field(max_length=32)
+    target_kind: str = Field(default="", max_length=16)
+    target_id: str = Field(default="", max_length=64)
+    detail: dict[str, Any] = _json(dict)
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ScoringRun(SQLModel, table=True):
+    """One agent run scored against one release: an immutable record of what was scored, how and by whom.
+
+    The provenance columns (submission, release, ground-truth hashes, evaluator version, judge, mode, k) are
+    written once at registration and never changed; only the lifecycle columns (status, progress, timings,
+    message, result) move forward, and ``official`` is a curator's flag. The scores a human override changes
+    are kept apart (``scores_effective``) from those the engine computed (``scores``).
+    """
+
+    __tablename__ = "scoring_run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(default="analyses", max_length=16, description="analyses | mcq")
+    agent: str = Field(max_length=128, index=True)
+    model_name: str = Field(default="", max_length=128)
+    release_version: str = Field(max_length=32, index=True)
+    ground_truth_hash: str = Field(max_length=64)
+    dataset_hashes: dict[str, Any] = _json(dict)
+    submission_sha256: str = Field(max_length=64)
+    submission_files: list[dict[str, Any]] = _json()
+    evaluator_version: str = Field(max_length=32)
+    judge: dict[str, Any] = _json(dict)
+    transform_matcher: dict[str, Any] = _json(dict)
+    mode: str = Field(default="default", max_length=16)
+    k: int = 10
+    source: str = Field(default="web", max_length=8, description="web | cli")
+    rescore_of_id: int | None = Field(default=None, foreign_key="scoring_run.id")
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    created_at: datetime = _ts()
+    status: str = Field(default=RunStatus.QUEUED.value, max_length=16, index=True)
+    progress_done: int = 0
+    progress_total: int = 0
+    stage: str = Field(default="", max_length=256)
+    message: str = ""
+    cancel_requested: bool = False
+    started_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    heartbeat_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    result_path: str | None = Field(default=None, max_length=512, description="relative to the data dir")
+    scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    scores_effective: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    official: bool = False
+    official_by_id: int | None = Field(default=None, foreign_key="user.id")
+    official_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class ScoreOverride(SQLModel, table=True):
+    """An evaluator's correction of one automatic match, with the original value, who, why and when.
+
+    One override per item: a second evaluator correcting the same item is refused (the unique constraint makes
+    that hold under concurrency too), never silently overwritten.
+    """
+
+    __tablename__ = "score_override"
+    __table_args__ = (UniqueConstraint("run_id", "dataset", "analysis_key", "kind", "item"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="scoring_run.id", index=True)
+    dataset: str = Field(max_length=128)
+    analysis_key: str = Field(max_length=64)
+    kind: str = Field(max_length=16, description="variable | model")
+    item: str = Field(max_length=256, description="variable: '<gt_id>|<agent_index>'; model: the GT model id")
+    label: str = Field(default="", description="what the item is, in words, for the record")
+    original: bool = Field(description="whether the engine counted it as a match")
+    value: bool = Field(description="whether it counts as a match after the override")
+    reason: str
+    author_id: int = Field(foreign_key="user.id")
+    created_at: datetime = _ts()
+
+
+class JudgeLabel(SQLModel, table=True):
+    """One judge decision sampled for expert labelling (the judge validation queue) and, once labelled, the
+    expert's answer: does this pair / model row really match?"""
+
+    __tablename__ = "judge_label"
+    __table_args__ = (UniqueConstraint("run_id", "dataset", "analysis_key", "kind", "item"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="scoring_run.id", index=True)
+    dataset: str = Field(max_length=128)
+    analysis_key: str = Field(max_length=64)
+    kind: str = Field(max_length=16, description="variable | model")
+    item: str = Field(max_length=256)
+    judge: str = Field(max_length=32)
+    ground_truth: str = ""
+    agent: str = ""
+    judge_rationale: str = ""
+    judge_value: bool
+    expert_value: bool | None = None
+    expert_id: int | None = Field(default=None, foreign_key="user.id")
+    labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    created_at: datetime = _ts()

@@ -15,6 +15,14 @@ fields listed under "Deliberate differences":
   appearance, drawn with ``pandas.Series.sample(random_state=42)``.
 - ``num_unique_values``: distinct non-missing values. ``semantic_type`` is ``""``.
 
+Bounded in time: a text cell longer than :data:`MAX_DATE_CHARS` characters (blanks at its ends not counted)
+is never a date, so such a column is ``category`` / ``string`` without asking ``pd.to_datetime``, whose
+fallback parser (dateutil) takes time quadratic in a cell's length (a 0.8 MB digits-only cell took 41 s, a
+50 MB one never finished). The longest date text in any BLADE dataset has 19 characters; every other rule is
+linear in the data. A text sample longer than :data:`MAX_SAMPLE_CHARS` is cut there (ending in ``…``), so one
+huge cell does not travel into ``info.json``, the database and every page showing the dictionary (BLADE's
+longest sample has 51 characters).
+
 Deliberate differences (a correct computation where BLADE's files are wrong; see the test module):
 
 - An object column whose non-missing cells are all ``True`` / ``False`` (a boolean column with missing
@@ -36,13 +44,20 @@ import pandas as pd
 
 from exports.blade_info import FieldProperties, FieldSpec
 
-__all__ = ["SAMPLE_RANDOM_STATE", "profile_column", "profile_columns"]
+__all__ = ["MAX_DATE_CHARS", "MAX_SAMPLE_CHARS", "SAMPLE_RANDOM_STATE", "profile_column", "profile_columns"]
 
 #: The seed BLADE's summaries were drawn with; keeping it reproduces their samples exactly.
 SAMPLE_RANDOM_STATE = 42
 
 #: ``category`` when distinct values / rows is below this, ``string`` otherwise.
 _CATEGORY_RATIO = 0.5
+
+#: Longest sample text kept in a profile; longer ones are cut and end in "…".
+MAX_SAMPLE_CHARS = 200
+
+#: A cell with more characters than this (ends stripped) is not a date ("Wednesday, 30 September 2020
+#: 12:34:56.123456789 +05:30" has 56).
+MAX_DATE_CHARS = 100
 
 
 def profile_columns(
@@ -105,10 +120,15 @@ def _classify(series: pd.Series) -> str:
     present = series.dropna()
     if len(present) and all(isinstance(value, bool | np.bool_) for value in present):
         return "boolean"
-    if len(present) and _parse_dates(series, errors="raise") is not None:
+    if len(present) and not _has_long_text(present) and _parse_dates(series, errors="raise") is not None:
         return "date"
     ratio = series.nunique() / len(series) if len(series) else 0.0
     return "category" if ratio < _CATEGORY_RATIO else "string"
+
+
+def _has_long_text(present: pd.Series) -> bool:
+    """Whether a cell is too long to be a date (linear in the text; see :data:`MAX_DATE_CHARS`)."""
+    return any(isinstance(value, str) and len(value.strip()) > MAX_DATE_CHARS for value in present)
 
 
 def _parse_dates(series: pd.Series, *, errors: Literal["raise", "coerce"]) -> pd.Series | None:
@@ -170,6 +190,9 @@ def _json_scalar(value: Any) -> Any:
         value = value.item()
     if isinstance(value, pd.Timestamp | np.datetime64):
         return str(pd.Timestamp(value))
+    if isinstance(value, str) and len(value) > MAX_SAMPLE_CHARS:
+        return value[: MAX_SAMPLE_CHARS - 1] + "…"
     if isinstance(value, bool | int | float | str) or value is None:
         return value
-    return str(value)
+    text = str(value)
+    return text if len(text) <= MAX_SAMPLE_CHARS else text[: MAX_SAMPLE_CHARS - 1] + "…"

@@ -1,19 +1,43 @@
 """Settings, read once at the edge (app start, CLI) from ``FORKPATHS_*`` environment variables or ``.env``.
 
 Domain code never reads the environment: it receives these values (or the small config objects built from
-them, such as :class:`curation.sandbox.SandboxLimits`) as arguments.
+them, such as :class:`evaluation.sandbox.SandboxLimits`) as arguments.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["PROJECT_ROOT", "Settings"]
+from evaluation.llm import LLMConfig
+
+__all__ = ["PROJECT_ROOT", "SessionPolicy", "Settings", "ThrottlePolicy"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """How long a sign-in lasts: at most ``max_age`` after signing in, and ``idle`` after the last click."""
+
+    max_age: timedelta = timedelta(hours=24)
+    idle: timedelta = timedelta(minutes=120)
+
+
+@dataclass(frozen=True)
+class ThrottlePolicy:
+    """Failed sign-ins: after ``max_failures`` within ``window``, refuse for ``first_delay``, doubling with each
+    further failure up to ``max_delay``."""
+
+    max_failures: int = 5
+    window: timedelta = timedelta(minutes=15)
+    first_delay: timedelta = timedelta(seconds=30)
+    max_delay: timedelta = timedelta(minutes=15)
 
 
 class Settings(BaseSettings):
@@ -42,11 +66,37 @@ class Settings(BaseSettings):
         "If unset, a random one is generated, printed once and saved in data_dir/first-admin-password.txt.",
     )
     max_upload_mb: float = Field(default=200.0, gt=0, description="Largest accepted data file, in MB.")
+    sandbox: Literal["bwrap", "process"] = Field(
+        default="bwrap",
+        description="How analysts' code is isolated: 'bwrap' runs every job under bubblewrap in its own "
+        "namespaces (checks are refused where bubblewrap or user namespaces are missing); 'process' runs it as "
+        "a plain child process with rlimits and an audit hook only (weak isolation, for machines without "
+        "bubblewrap, e.g. macOS).",
+    )
+    max_submission_mb: float = Field(default=50.0, gt=0, description="Largest accepted agent submission, in MB.")
     sandbox_timeout_s: float = Field(default=30.0, gt=0)
     sandbox_memory_mb: int = Field(default=4096, gt=64)
+    session_max_age_hours: float = Field(
+        default=24.0, gt=0, description="A sign-in lasts at most this long, however active the user is."
+    )
+    session_idle_minutes: float = Field(
+        default=120.0, gt=0, description="A sign-in ends after this long without any click."
+    )
+    sign_in_max_failures: int = Field(
+        default=5, ge=1, description="Failed sign-ins (per account name and per client) before throttling."
+    )
+    sign_in_window_minutes: float = Field(
+        default=15.0, gt=0, description="Failures older than this are forgotten (unless a delay is running)."
+    )
+    sign_in_delay_seconds: float = Field(
+        default=30.0, gt=0, description="First refusal delay; each further failure doubles it."
+    )
+    sign_in_max_delay_minutes: float = Field(default=15.0, gt=0, description="Longest refusal delay.")
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one LLM answer.")
+    llm_max_retries: int = Field(default=4, ge=0, description="Retries on 429, 5xx and timeouts (backoff doubles).")
 
     @property
     def resolved_data_dir(self) -> Path:
@@ -59,13 +109,53 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.resolved_data_dir / 'forkpaths.db'}"
 
     @property
+    def session_policy(self) -> SessionPolicy:
+        return SessionPolicy(
+            max_age=timedelta(hours=self.session_max_age_hours),
+            idle=timedelta(minutes=self.session_idle_minutes),
+        )
+
+    @property
+    def throttle_policy(self) -> ThrottlePolicy:
+        return ThrottlePolicy(
+            max_failures=self.sign_in_max_failures,
+            window=timedelta(minutes=self.sign_in_window_minutes),
+            first_delay=timedelta(seconds=self.sign_in_delay_seconds),
+            max_delay=timedelta(minutes=self.sign_in_max_delay_minutes),
+        )
+
+    @property
+    def first_admin_password_file(self) -> Path:
+        """Where a generated first-admin password is written; removed once that password no longer works."""
+        return self.resolved_data_dir / "first-admin-password.txt"
+
+    @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 1024 * 1024)
+
+    @property
+    def max_submission_bytes(self) -> int:
+        return int(self.max_submission_mb * 1024 * 1024)
+
+    @property
+    def runs_store(self) -> Path:
+        """Where scoring runs keep their submission files and result files (one folder per run)."""
+        return self.resolved_data_dir / "runs"
 
     @property
     def releases_store(self) -> Path:
         """Where cut releases live (one folder and one zip per version; never modified after cutting)."""
         return self.resolved_data_dir / "releases"
+
+    @property
+    def llm_cache_dir(self) -> Path:
+        """Where LLM answers are cached (keyed by model, base URL, template version, messages, parameters)."""
+        return self.resolved_data_dir / "llm-cache"
+
+    def llm_config(self) -> LLMConfig:
+        """The LLM client's configuration (not configured when base URL or model is empty)."""
+        return LLMConfig(base_url=self.llm_base_url or None, model=self.llm_model or None, api_key=self.llm_api_key,
+                         timeout_s=self.llm_timeout_s, max_retries=self.llm_max_retries, cache_dir=self.llm_cache_dir)
 
     @property
     def datasets_store(self) -> Path:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import subprocess
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -85,3 +89,67 @@ def shared_blade() -> Path:
     if not SHARED_BLADE.is_dir():
         pytest.skip(f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
     return SHARED_BLADE
+
+
+@pytest.fixture(scope="session", autouse=True)
+def bubblewrap() -> str | None:
+    """Debian's bubblewrap, the sandbox's OS boundary; installed with apt-get when missing (CI runs as root).
+
+    Sandbox tests that need it skip with the reason when it is still missing (see ``os_sandbox``).
+    """
+    path = shutil.which("bwrap")
+    if path is None and apt_install("bubblewrap", present=lambda: shutil.which("bwrap") is not None):
+        from evaluation.sandbox import isolation
+
+        isolation.forget_probe()
+        path = shutil.which("bwrap")
+    return path
+
+
+def apt_install(*packages: str, present: Callable[[], bool]) -> bool:
+    """Install Debian packages when ``present()`` says they are missing and we are root (CI: a fresh machine).
+
+    Test workers run in parallel (pytest-xdist): one installs while the others wait on a lock file, then see the
+    packages present; two ``apt-get`` at once would fail on dpkg's lock and the tests would skip.
+    """
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        return False
+    with open(Path(tempfile.gettempdir()) / "forkpaths-tests-apt.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if present():
+            return True
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, capture_output=True, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *packages], check=False, env=env,
+                       capture_output=True, timeout=1200)
+        return present()
+
+
+@pytest.fixture
+def os_sandbox(bubblewrap: str | None) -> None:
+    """Skip (with the reason) where the operating-system sandbox cannot run even after installing bubblewrap."""
+    from evaluation.sandbox import isolation_status
+
+    status = isolation_status()
+    if not status.strong_available:
+        pytest.skip(f"no OS-level sandbox here: {status.detail}")
+
+
+@pytest.fixture
+def no_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A machine where bubblewrap is not installed: the sandbox looks for it in an empty folder only."""
+    from evaluation.sandbox import configure, isolation
+    from evaluation.sandbox import server as sandbox_server
+
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setattr(isolation, "BWRAP_SEARCH_PATH", str(empty))
+    monkeypatch.setenv("PATH", str(empty))
+    isolation.forget_probe()
+    try:
+        yield
+    finally:
+        configure(mode="bwrap")
+        monkeypatch.undo()
+        isolation.forget_probe()
+        sandbox_server.shutdown()

@@ -15,14 +15,19 @@ from curation.services.annotation import (
     ModelInput,
     TransformInput,
     VariableInput,
+    model_dependencies,
     save_model,
     save_transform,
     save_variable,
 )
+from curation.services.checks import check_model_code, check_transform_code
 from curation.services.datasets import assign_analysts, register_dataset
-from curation.specs import ColumnMapping, ColumnOrigin, ColumnRef, VariableType
+from evaluation.sandbox import SandboxLimits
+from evaluation.specs import ColumnMapping, ColumnOrigin, ColumnRef, VariableType
 
 PASSWORD = "correct horse battery"
+# Where each dataset made by :func:`dataset` stored its files, so decisions can be sanity-checked for real.
+_STORES: dict[tuple[int, int], Path] = {}
 
 TINY_CSV = "deaths,masfem,wind,year\n10,2.5,100,1990\n0,8.1,80,1991\n256,9.0,150,1992\n3,1.2,90,1993\n"
 
@@ -57,6 +62,7 @@ def dataset(engine: Engine, store: Path, *, name: str = "storms", assign: list[U
     bundle = read_blade_folder(folder, max_bytes=10_000_000)
     with session_scope(engine) as s:
         ds = register_dataset(session=s, actor=None, bundle=bundle, store=store)
+    _STORES[(id(engine), ds.id or 0)] = store
     if assign:
         with session_scope(engine) as s:
             admin = create_user(session=s, actor=None, username=f"adm-{name}", password=PASSWORD, role=Role.ADMIN)
@@ -64,8 +70,44 @@ def dataset(engine: Engine, store: Path, *, name: str = "storms", assign: list[U
     return ds
 
 
-def full_analysis(engine: Engine, actor: User, dataset_id: int) -> dict[str, str]:
-    """An IV, a DV, a transform and a model: enough to submit."""
+def full_analysis(engine: Engine, actor: User, dataset_id: int, *, checked: bool = True) -> dict[str, str]:
+    """An IV, a DV, a transform and a model: enough to submit (``checked``: with their sanity checks run)."""
+    ids = _full_analysis(engine, actor, dataset_id)
+    if checked:
+        run_checks(engine, actor, dataset_id)
+    return ids
+
+
+def run_checks(engine: Engine, actor: User, dataset_id: int, store: Path | None = None) -> None:
+    """Run the real sanity check of every transform and model of the actor's analysis and save its result."""
+    from curation.services.annotation import get_own_decisions
+
+    store = store or _STORES[(id(engine), dataset_id)]
+    limits = SandboxLimits(timeout_s=60)
+    with session_scope(engine) as s:
+        mine = get_own_decisions(session=s, actor=actor, dataset_id=dataset_id)
+        assert mine is not None
+        for t in mine.transforms:
+            deps = t.branches[0]["dependencies"] if t.branches else []
+            check = check_transform_code(session=s, actor=actor, dataset_id=dataset_id, code=t.code,
+                                         dependencies=deps, store=store, limits=limits)
+            assert check.ok, check.error
+            save_transform(session=s, actor=actor, dataset_id=dataset_id, transform_id=t.id,
+                           check=check.model_dump(mode="json"), data=TransformInput(
+                               spec_name=t.spec_name, specification=t.specification, verb=t.verbs[0], code=t.code,
+                               rationale=t.rationale, mapping=t.mapping, branches=t.branches, tags=t.tags))
+        for m in mine.models:
+            check = check_model_code(session=s, actor=actor, dataset_id=dataset_id, code=m.code, store=store,
+                                     transform_ids=model_dependencies(m.transform_ids, m.columns), limits=limits)
+            assert check.ok, check.error
+            save_model(session=s, actor=actor, dataset_id=dataset_id, model_id=m.id,
+                       check=check.model_dump(mode="json"), data=ModelInput(
+                           family=m.family, specification=m.specification, code=m.code, rationale=m.rationale,
+                           columns=m.columns, variable_ids=m.variable_ids, transform_ids=m.transform_ids,
+                           tags=m.tags))
+
+
+def _full_analysis(engine: Engine, actor: User, dataset_id: int) -> dict[str, str]:
     with session_scope(engine) as s:
         t = save_transform(session=s, actor=actor, dataset_id=dataset_id, data=TransformInput(
             spec_name="log_deaths", specification="log of deaths", verb="derive",

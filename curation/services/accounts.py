@@ -6,16 +6,20 @@ role itself (:func:`require_role`); hiding a page in the UI is never the protect
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 from collections.abc import Sequence
+from pathlib import Path
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlmodel import Session, select
 
-from curation.errors import AccountError, AuthenticationError, NotFoundError, PermissionDenied, SessionExpired
+from curation.errors import AccountError, AuthenticationError, NotFoundError, PermissionDenied
 from curation.models import Role, User
+from curation.services.actor import judges_actor
+from curation.services.sessions import end_user_sessions
 
 __all__ = [
     "MIN_PASSWORD_LENGTH",
@@ -23,12 +27,12 @@ __all__ = [
     "change_own_password",
     "create_user",
     "ensure_first_admin",
+    "forget_stale_password_file",
     "generate_password",
     "get_user",
     "list_users",
     "require_role",
     "reset_password",
-    "resume_session",
     "set_user_active",
     "set_user_role",
 ]
@@ -36,6 +40,7 @@ __all__ = [
 MIN_PASSWORD_LENGTH = 8
 _USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
 _hasher = PasswordHasher()
+log = logging.getLogger(__name__)
 
 
 def require_role(actor: User, *roles: Role) -> None:
@@ -77,6 +82,7 @@ def _create(session: Session, *, username: str, password: str, role: Role, displ
     return user
 
 
+@judges_actor
 def create_user(
     *, session: Session, actor: User | None, username: str, password: str, role: Role, display_name: str = ""
 ) -> User:
@@ -121,17 +127,6 @@ def authenticate(*, session: Session, username: str, password: str) -> User:
     return user
 
 
-def resume_session(*, session: Session, user_id: int, auth_epoch: int) -> User:
-    """Re-check a signed-in browser session on every page run: the account must still exist and be active,
-    and its password must not have been reset since sign-in."""
-    user = session.get(User, user_id)
-    if user is None or not user.is_active:
-        raise SessionExpired("Your account has been deactivated; you have been signed out.")
-    if user.auth_epoch != auth_epoch:
-        raise SessionExpired("Your password was changed; please sign in again.")
-    return user
-
-
 def get_user(*, session: Session, user_id: int) -> User:
     user = session.get(User, user_id)
     if user is None:
@@ -139,6 +134,7 @@ def get_user(*, session: Session, user_id: int) -> User:
     return user
 
 
+@judges_actor
 def list_users(*, session: Session, actor: User, include_system: bool = False) -> Sequence[User]:
     require_role(actor, Role.ADMIN, Role.CURATOR)
     stmt = select(User).order_by(User.username)
@@ -153,8 +149,19 @@ def _count_active_admins(session: Session) -> int:
     )
 
 
-def reset_password(*, session: Session, actor: User, user_id: int, new_password: str) -> User:
-    """Admin sets a new password; the user's open sessions end."""
+@judges_actor
+def reset_password(
+    *,
+    session: Session,
+    actor: User,
+    user_id: int,
+    new_password: str,
+    first_admin_password_file: Path | None = None,
+) -> User:
+    """Admin sets a new password; the user's open sessions end.
+
+    ``first_admin_password_file``: the generated first-admin password's file, removed once it is stale.
+    """
     require_role(actor, Role.ADMIN)
     user = get_user(session=session, user_id=user_id)
     if user.is_system:
@@ -163,22 +170,74 @@ def reset_password(*, session: Session, actor: User, user_id: int, new_password:
     user.password_hash = _hasher.hash(new_password)
     user.auth_epoch += 1
     session.add(user)
+    end_user_sessions(session=session, user_id=user.id or 0, reason="password")
+    if first_admin_password_file is not None:
+        forget_stale_password_file(session=session, path=first_admin_password_file)
     return user
 
 
-def change_own_password(*, session: Session, actor: User, old_password: str, new_password: str) -> User:
+@judges_actor
+def change_own_password(
+    *,
+    session: Session,
+    actor: User,
+    old_password: str,
+    new_password: str,
+    keep_session_token: str | None = None,
+    first_admin_password_file: Path | None = None,
+) -> User:
+    """Change one's own password. Every other session of the account ends; ``keep_session_token`` (the
+    browser that made the change) stays signed in. The first admin's password file is removed once stale."""
     try:
         _hasher.verify(actor.password_hash, old_password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         raise AuthenticationError("The current password is wrong.") from None
     _check_password(new_password)
-    user = get_user(session=session, user_id=actor.id or 0)
+    if new_password == old_password:
+        raise AccountError("The new password is the same as the current one.")
+    user = actor  # the current row, attached to this session (see judges_actor)
     user.password_hash = _hasher.hash(new_password)
     user.auth_epoch += 1
     session.add(user)
+    session.flush()
+    end_user_sessions(session=session, user_id=user.id or 0, reason="password", keep_token=keep_session_token)
+    if first_admin_password_file is not None:
+        forget_stale_password_file(session=session, path=first_admin_password_file)
     return user
 
 
+def forget_stale_password_file(*, session: Session, path: Path) -> bool:
+    """Remove the generated first-admin password file once that password no longer signs in.
+
+    Called at every start and after password changes, so the file never outlives its use (it is readable by
+    anyone who can read the data folder). Deleting inside the transaction is safe even if it rolls back: the
+    password was changed by someone who knew the old one. Returns True when the file was removed.
+    """
+    if not path.is_file():
+        return False
+    try:
+        fields = dict(
+            line.split(":", 1) for line in path.read_text(encoding="utf-8").splitlines() if ":" in line
+        )
+        username, password = fields["user name"].strip(), fields["password"].strip()
+    except (OSError, UnicodeDecodeError, KeyError, ValueError):
+        log.warning("%s could not be read; left as it is", path)
+        return False
+    user = session.exec(select(User).where(User.username == username)).first()
+    still_valid = False
+    if user is not None and user.is_active and user.password_hash:
+        try:
+            still_valid = _hasher.verify(user.password_hash, password)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            still_valid = False
+    if still_valid:
+        return False
+    path.unlink(missing_ok=True)
+    log.info("removed %s: that password no longer signs in", path)
+    return True
+
+
+@judges_actor
 def set_user_active(*, session: Session, actor: User, user_id: int, active: bool) -> User:
     """Deactivate (or reactivate) an account; a deactivated user's open sessions are refused."""
     require_role(actor, Role.ADMIN)
@@ -191,9 +250,13 @@ def set_user_active(*, session: Session, actor: User, user_id: int, active: bool
         user.is_active = active
         user.auth_epoch += 1
         session.add(user)
+        if not active:
+            session.flush()
+            end_user_sessions(session=session, user_id=user.id or 0, reason="deactivated")
     return user
 
 
+@judges_actor
 def set_user_role(*, session: Session, actor: User, user_id: int, role: Role) -> User:
     require_role(actor, Role.ADMIN)
     user = get_user(session=session, user_id=user_id)

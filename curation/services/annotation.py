@@ -1,11 +1,14 @@
 """Stage-1 annotation: each analyst records conceptual variables, transforms and models, blind to peers.
 
 Blinding is enforced here, not in the UI: an analyst sees a peer's stage-1 decisions only after submitting
-their own analysis of the same dataset. Curators and admins see everything.
+their own analysis of the same dataset. Curators and admins see everything, except on a dataset they annotate
+themselves and have not submitted (:mod:`curation.services.blinding`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +16,9 @@ from typing import Any
 
 import networkx as nx
 from pydantic import BaseModel, Field
-from sqlalchemy import func
+from sqlalchemy import func, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select
 
 from curation.conditions import condition_problem
@@ -36,8 +41,10 @@ from curation.models import (
     utcnow,
 )
 from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from curation.services.blinding import is_blind
 from curation.services.datasets import is_assigned, original_columns
-from curation.specs import (
+from evaluation.specs import (
     ROOT_SPEC_ID,
     TRANSFORM_VERBS,
     VERBS_WITH_OUTPUT_COLUMN,
@@ -51,17 +58,22 @@ from exports.blade_annotations import spec_name_from_specification as slug_from_
 
 __all__ = [
     "AnalysisDecisions",
+    "CheckNeeded",
     "ModelInput",
     "TransformInput",
     "VariableInput",
     "ancestor_chain",
     "available_columns",
+    "check_fingerprint",
+    "checks_needed",
     "delete_model",
     "delete_transform",
     "delete_variable",
     "get_analysis_decisions",
     "get_own_decisions",
     "list_peer_analyses",
+    "model_dependencies",
+    "pending_checks",
     "save_model",
     "save_transform",
     "save_variable",
@@ -139,6 +151,11 @@ def _dataset(session: Session, dataset_id: int) -> Dataset:
 
 def _require_assigned(session: Session, actor: User, dataset: Dataset) -> None:
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
+    if dataset.archived_at is not None:
+        raise PermissionDenied(
+            f"The dataset '{dataset.name}' is archived and cannot be annotated; a curator can restore it "
+            "on the Datasets page."
+        )
     if not is_assigned(session=session, user_id=actor.id or 0, dataset_id=dataset.id or 0):
         raise PermissionDenied(
             f"You are not assigned to annotate '{dataset.name}'; an admin assigns analysts to datasets."
@@ -156,15 +173,42 @@ def _has_submitted(session: Session, dataset_id: int, user_id: int) -> bool:
     return analysis is not None and analysis.status == AnalysisStatus.SUBMITTED.value
 
 
+def _locked_analysis(session: Session, dataset_id: int, user_id: int) -> Analysis:
+    """The user's analysis of the dataset, created if needed and locked until the transaction ends.
+
+    Two browser tabs of one analyst are two threads saving at the same moment. The row is created with
+    ``INSERT ... ON CONFLICT DO NOTHING`` (the loser waits for the winner and finds its row), then locked by
+    a no-op ``UPDATE``: a row lock on PostgreSQL and the database write lock on SQLite, held to the commit.
+    Everything the caller reads afterwards (positions, names already taken, the status) is current, so the
+    saves land one after the other with unique positions, in the order the locks were granted.
+    """
+    dialect = session.get_bind().dialect.name
+    insert = {"postgresql": postgresql_insert, "sqlite": sqlite_insert}.get(dialect)
+    if insert is None:  # pragma: no cover - forkpaths runs on SQLite and PostgreSQL only
+        raise RuntimeError(f"unsupported database {dialect!r}")
+    session.execute(
+        insert(Analysis)
+        .values(dataset_id=dataset_id, annotator_id=user_id, status=AnalysisStatus.DRAFT.value, created_at=utcnow())
+        .on_conflict_do_nothing(index_elements=["dataset_id", "annotator_id"])
+    )
+    session.execute(
+        update(Analysis)
+        .where(Analysis.dataset_id == dataset_id, Analysis.annotator_id == user_id)  # type: ignore[arg-type]
+        .values(status=Analysis.status)
+        .execution_options(synchronize_session=False)
+    )
+    return session.exec(
+        select(Analysis)
+        .where(Analysis.dataset_id == dataset_id, Analysis.annotator_id == user_id)
+        .execution_options(populate_existing=True)  # the status another tab may just have changed
+    ).one()
+
+
 def _editable_analysis(session: Session, actor: User, dataset_id: int) -> Analysis:
     dataset = _dataset(session, dataset_id)
     _require_assigned(session, actor, dataset)
-    analysis = _find_analysis(session, dataset_id, actor.id or 0)
-    if analysis is None:
-        analysis = Analysis(dataset_id=dataset_id, annotator_id=actor.id or 0)
-        session.add(analysis)
-        session.flush()
-    elif analysis.status == AnalysisStatus.SUBMITTED.value:
+    analysis = _locked_analysis(session, dataset_id, actor.id or 0)
+    if analysis.status == AnalysisStatus.SUBMITTED.value:
         raise SubmittedAnalysisLocked(
             f"Your analysis of '{dataset.name}' was submitted and is locked; it can no longer be edited."
         )
@@ -191,6 +235,7 @@ def _load(session: Session, analysis: Analysis) -> AnalysisDecisions:
     )
 
 
+@judges_actor
 def get_own_decisions(*, session: Session, actor: User, dataset_id: int) -> AnalysisDecisions | None:
     """The actor's own analysis of a dataset (``None`` when nothing was recorded yet)."""
     dataset = _dataset(session, dataset_id)
@@ -204,6 +249,10 @@ def _check_may_see(session: Session, actor: User, analysis: Analysis) -> None:
         return
     if actor.role in (Role.CURATOR.value, Role.ADMIN.value):
         require_role(actor, Role.CURATOR, Role.ADMIN)
+        if is_blind(session=session, actor=actor, dataset_id=analysis.dataset_id):
+            raise BlindingViolation(
+                "Peers' stage-1 decisions stay hidden until you submit your own analysis of this dataset."
+            )
         return
     require_role(actor, Role.ANALYST)
     if not _has_submitted(session, analysis.dataset_id, actor.id or 0):
@@ -212,6 +261,7 @@ def _check_may_see(session: Session, actor: User, analysis: Analysis) -> None:
         )
 
 
+@judges_actor
 def get_analysis_decisions(*, session: Session, actor: User, analysis_id: int) -> AnalysisDecisions:
     """Any analysis the actor may see: their own, any for curators/admins, peers' only after submitting."""
     analysis = session.get(Analysis, analysis_id)
@@ -221,6 +271,7 @@ def get_analysis_decisions(*, session: Session, actor: User, analysis_id: int) -
     return _load(session, analysis)
 
 
+@judges_actor
 def list_peer_analyses(*, session: Session, actor: User, dataset_id: int) -> list[AnalysisDecisions]:
     """Every other analyst's analysis of a dataset, subject to blinding."""
     dataset = _dataset(session, dataset_id)
@@ -232,6 +283,10 @@ def list_peer_analyses(*, session: Session, actor: User, dataset_id: int) -> lis
             )
     else:
         require_role(actor, Role.CURATOR, Role.ADMIN)
+        if is_blind(session=session, actor=actor, dataset_id=dataset_id):
+            raise BlindingViolation(
+                f"Peers' stage-1 decisions on '{dataset.name}' stay hidden until you submit your own analysis."
+            )
     analyses = session.exec(
         select(Analysis).where(Analysis.dataset_id == dataset_id, Analysis.annotator_id != actor.id)
     ).all()
@@ -280,6 +335,7 @@ def _next_position(session: Session, model: Any, analysis_id: int) -> int:
     return int(current or 0) + 1
 
 
+@judges_actor
 def save_variable(
     *, session: Session, actor: User, dataset_id: int, data: VariableInput, variable_id: str | None = None
 ) -> ConceptualVariable:
@@ -342,6 +398,7 @@ def _own_row(session: Session, model: Any, row_id: str, analysis: Analysis) -> A
     return row
 
 
+@judges_actor
 def delete_variable(*, session: Session, actor: User, dataset_id: int, variable_id: str) -> None:
     analysis = _editable_analysis(session, actor, dataset_id)
     var = _own_row(session, ConceptualVariable, variable_id, analysis)
@@ -367,6 +424,7 @@ def _parents_graph(transforms: Sequence[Transform]) -> nx.DiGraph:
     return g
 
 
+@judges_actor
 def save_transform(
     *,
     session: Session,
@@ -434,7 +492,7 @@ def save_transform(
     row.mapping = [m.model_dump(mode="json") for m in data.mapping]
     row.branches = [b.model_dump(mode="json") for b in branches]
     row.tags = _clean_tags(data.tags)
-    row.last_check = _check_for(data.code, check, row.last_check)
+    _keep_check(row, data.code, check)
     row.updated_at = utcnow()
     session.add(row)
     session.flush()
@@ -447,10 +505,20 @@ def _check_for(code: str, *candidates: dict[str, Any] | None) -> dict[str, Any] 
     return next((c for c in candidates if c and c.get("code") == code), None)
 
 
+def _keep_check(row: Transform | StatModel, code: str, check: dict[str, Any] | None) -> None:
+    """Store the check that ran ``code`` (shown to the analyst) and, when it passed, its fingerprint: the
+    submission gate compares that fingerprint with the code and parents the decision has when submitted."""
+    kept = _check_for(code, check, row.last_check)
+    row.last_check = kept
+    passed = bool(kept and kept.get("ok") and kept.get("fingerprint"))
+    row.passed_check_sha256 = str(kept["fingerprint"]) if kept and passed else None
+
+
 def _name(transforms: Sequence[Transform], tid: str) -> str:
     return next((t.spec_name for t in transforms if t.id == tid), tid)
 
 
+@judges_actor
 def delete_transform(*, session: Session, actor: User, dataset_id: int, transform_id: str) -> None:
     """Delete a transform nothing else builds on; otherwise say what depends on it."""
     analysis = _editable_analysis(session, actor, dataset_id)
@@ -505,9 +573,79 @@ def ancestor_chain(transforms_by_id: dict[str, Transform], dependencies: Sequenc
     return order
 
 
+def check_fingerprint(code: str, parents: Sequence[Transform]) -> str:
+    """SHA-256 of a step's code and of the code of the transforms it runs after, in run order: a passing check
+    vouches for exactly this, so editing the step or any transform before it asks for a new check."""
+    payload = json.dumps({"code": code, "parents": [[t.id, t.code] for t in parents]}, sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def model_dependencies(transform_ids: Sequence[str], columns: Sequence[dict[str, Any] | ColumnRef]) -> list[str]:
+    """The transforms a model runs after: the ones chosen, then the producers of its derived columns."""
+    out = list(transform_ids)
+    for c in columns:
+        producer = c.producer_id if isinstance(c, ColumnRef) else c.get("producer_id")
+        if producer and producer not in out:
+            out.append(producer)
+    return out
+
+
+@dataclass(frozen=True)
+class CheckNeeded:
+    """A transform or model whose current code has no passing sanity check."""
+
+    kind: str  # "transform" | "model"
+    decision_id: str
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} '{self.name}' ({self.reason})"
+
+
+def _check_status(row: Transform | StatModel, parents: Sequence[str], by_id: dict[str, Transform]) -> str | None:
+    """Why ``row`` still needs a sanity check, or None when its current code and parents passed one."""
+    check = row.last_check or {}
+    if not check or check.get("code") != row.code:
+        return "never checked"
+    if not check.get("ok"):
+        return "its check failed"
+    try:
+        chain = ancestor_chain(by_id, parents)
+    except DecisionValidationError:
+        return "its parent transforms cannot be resolved"
+    if row.passed_check_sha256 != check_fingerprint(row.code, chain):
+        return "a transform it runs after changed since its check"
+    return None
+
+
+def pending_checks(decisions: AnalysisDecisions) -> list[CheckNeeded]:
+    """The transforms and models of loaded decisions that still need a passing check (no database access)."""
+    by_id = decisions.transforms_by_id
+    out: list[CheckNeeded] = []
+    for t in decisions.transforms:
+        first = t.branches[0].get("dependencies", []) if t.branches else []
+        reason = _check_status(t, first, by_id)
+        if reason:
+            out.append(CheckNeeded("transform", t.id, t.spec_name, reason))
+    for m in decisions.models:
+        reason = _check_status(m, model_dependencies(m.transform_ids, m.columns), by_id)
+        if reason:
+            out.append(CheckNeeded("model", m.id, m.specification or m.family, reason))
+    return out
+
+
+@judges_actor
+def checks_needed(*, session: Session, actor: User, dataset_id: int) -> list[CheckNeeded]:
+    """The actor's transforms and models that must pass a sanity check (on their current code) before submitting."""
+    decisions = get_own_decisions(session=session, actor=actor, dataset_id=dataset_id)
+    return [] if decisions is None else pending_checks(decisions)
+
+
 # ----------------------------------------------------------------------------------------------------- models
 
 
+@judges_actor
 def save_model(
     *,
     session: Session,
@@ -549,13 +687,14 @@ def save_model(
     row.variable_ids = list(data.variable_ids)
     row.transform_ids = list(data.transform_ids)
     row.tags = _clean_tags(data.tags)
-    row.last_check = _check_for(data.code, check, row.last_check)
+    _keep_check(row, data.code, check)
     row.updated_at = utcnow()
     session.add(row)
     session.flush()
     return row
 
 
+@judges_actor
 def delete_model(*, session: Session, actor: User, dataset_id: int, model_id: str) -> None:
     analysis = _editable_analysis(session, actor, dataset_id)
     session.delete(_own_row(session, StatModel, model_id, analysis))
@@ -565,8 +704,10 @@ def delete_model(*, session: Session, actor: User, dataset_id: int, model_id: st
 # ------------------------------------------------------------------------------------------------- submission
 
 
+@judges_actor
 def submit_analysis(*, session: Session, actor: User, dataset_id: int) -> Analysis:
-    """Lock the actor's stage-1 analysis. It needs at least one variable, one transform or model, and a DV."""
+    """Lock the actor's stage-1 analysis. It needs an IV, a DV and a model, and every transform and model must
+    have passed its sanity check on its current code, after its parents' current code."""
     analysis = _editable_analysis(session, actor, dataset_id)
     decisions = _load(session, analysis)
     problems = []
@@ -576,6 +717,10 @@ def submit_analysis(*, session: Session, actor: User, dataset_id: int) -> Analys
         problems.append("no independent variable (IV)")
     if not decisions.models:
         problems.append("no statistical model")
+    unchecked = pending_checks(decisions)
+    if unchecked:
+        problems.append("these need a passing sanity check on their current code: "
+                        + "; ".join(str(c) for c in unchecked))
     if problems:
         raise DecisionValidationError(
             f"Your analysis of '{decisions.dataset.name}' cannot be submitted yet: {', '.join(problems)}."

@@ -1,4 +1,9 @@
-"""Sanity checks: run an analyst's transform or model code on the dataset, after its parent transforms."""
+"""Sanity checks: run an analyst's transform or model code on the dataset, after its parent transforms.
+
+The page, the ``forkpaths check`` command and anything else that checks code go through here, so they run the
+same check. ``start_*`` return a cancellable :class:`~evaluation.sandbox.JobHandle` (the page polls it and shows
+elapsed time); ``check_*`` wait for the result.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,66 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import Field
 from sqlmodel import Session
 
-from curation.errors import SandboxError
+from curation.errors import DecisionValidationError, SandboxError
 from curation.models import Transform, User
-from curation.sandbox import (
+from curation.services.actor import judges_actor
+from curation.services.annotation import ancestor_chain, check_fingerprint, get_own_decisions
+from curation.services.datasets import dataset_data_path, get_dataset
+from evaluation import sandbox
+from evaluation.sandbox import (
+    IsolationStatus,
+    MappedJobHandle,
     ModelCheck,
     SandboxLimits,
+    SandboxMode,
     TransformCheck,
-    check_model,
-    check_transform,
     fast_copy_path,
     prepare_fast_copy,
+    start_model_check,
+    start_transform_check,
 )
-from curation.services.annotation import ancestor_chain, get_own_decisions
-from curation.services.datasets import dataset_data_path, get_dataset
+from evaluation.specs import ROOT_SPEC_ID
 
-__all__ = ["check_model_code", "check_transform_code", "ensure_fast_copy"]
+__all__ = [
+    "CheckedModel",
+    "CheckedTransform",
+    "check_model_code",
+    "check_transform_code",
+    "configure_sandbox",
+    "ensure_fast_copy",
+    "sandbox_isolation",
+    "start_model_code_check",
+    "start_transform_code_check",
+]
 
 log = logging.getLogger(__name__)
+
+
+class CheckedTransform(TransformCheck):
+    fingerprint: str = Field(description="check_fingerprint of the code and the parents' code this check ran")
+
+
+class CheckedModel(ModelCheck):
+    fingerprint: str = Field(description="check_fingerprint of the code and the parents' code this check ran")
+
+
+def configure_sandbox(*, mode: SandboxMode, data_dir: Path) -> IsolationStatus:
+    """Apply the sandbox setting at start-up and log how strongly analysts' code is isolated here."""
+    sandbox.configure(mode=mode, hidden_paths=[data_dir])
+    status = sandbox.isolation_status()
+    if status.weak:
+        log.warning("%s", status.sentence())
+    else:
+        log.info("%s", status.sentence())
+    return status
+
+
+def sandbox_isolation() -> IsolationStatus:
+    """How strongly code is isolated on this machine (for the admin page)."""
+    return sandbox.isolation_status()
 
 
 def ensure_fast_copy(data_path: Path) -> None:
@@ -40,18 +86,67 @@ def ensure_fast_copy(data_path: Path) -> None:
         log.warning("no fast copy for %s: %s", data_path, exc)
 
 
+def resolve_transform_refs(transforms: Sequence[Transform], refs: Sequence[str]) -> list[str]:
+    """Transform ids from ids or spec names (as a person types them on the command line)."""
+    by_id = {t.id: t for t in transforms}
+    by_name: dict[str, list[Transform]] = {}
+    for t in transforms:
+        by_name.setdefault(t.spec_name, []).append(t)
+    ids = []
+    for ref in refs:
+        if ref in by_id or ref == ROOT_SPEC_ID:
+            ids.append(ref)
+        elif len(by_name.get(ref, [])) == 1:
+            ids.append(by_name[ref][0].id)
+        elif ref in by_name:
+            raise DecisionValidationError(
+                f"Several of your transforms are called '{ref}'; give its id instead: "
+                + ", ".join(t.id for t in by_name[ref]) + "."
+            )
+        else:
+            known = ", ".join(f"{t.spec_name} ({t.id})" for t in transforms) or "none yet"
+            raise DecisionValidationError(f"You have no transform '{ref}' in this dataset; yours: {known}.")
+    return ids
+
+
 def _prepare(
     session: Session, actor: User, dataset_id: int, parents: Sequence[str], store: Path
 ) -> tuple[Path, list[Transform]]:
     """The data file (with its fast copy) and the actor's transforms to run first, in order."""
     dataset = get_dataset(session=session, actor=actor, dataset_id=dataset_id)
     decisions = get_own_decisions(session=session, actor=actor, dataset_id=dataset_id)
-    chain = ancestor_chain(decisions.transforms_by_id if decisions else {}, parents)
+    transforms = decisions.transforms if decisions else []
+    chain = ancestor_chain({t.id: t for t in transforms}, resolve_transform_refs(transforms, parents))
     data_path = dataset_data_path(dataset, store)
     ensure_fast_copy(data_path)
     return data_path, chain
 
 
+@judges_actor
+def start_transform_code_check(
+    *,
+    session: Session,
+    actor: User,
+    dataset_id: int,
+    code: str,
+    dependencies: Sequence[str],
+    store: Path,
+    limits: SandboxLimits,
+) -> MappedJobHandle[CheckedTransform]:
+    """Start running ``code`` after the transforms in ``dependencies`` (ids or names; first alternative each).
+
+    The result records the code it ran and a fingerprint of that code with its parents' code: saving keeps
+    it only with that code, and submitting accepts it only while neither changed.
+    """
+    data_path, chain = _prepare(session, actor, dataset_id, dependencies, store)
+    fingerprint = check_fingerprint(code, chain)
+    handle = start_transform_check(data_path=data_path, parent_codes=[t.code for t in chain],
+                                   parent_names=[t.spec_name for t in chain], code=code, limits=limits)
+    return handle.then(lambda result: CheckedTransform.model_validate(
+        {**result.model_dump(), "code": code, "fingerprint": fingerprint}))
+
+
+@judges_actor
 def check_transform_code(
     *,
     session: Session,
@@ -61,14 +156,37 @@ def check_transform_code(
     dependencies: Sequence[str],
     store: Path,
     limits: SandboxLimits,
-) -> TransformCheck:
+) -> CheckedTransform:
     """Run ``code`` after the transforms in ``dependencies`` (and their ancestors, first alternative each)."""
-    data_path, chain = _prepare(session, actor, dataset_id, dependencies, store)
-    result = check_transform(data_path=data_path, parent_codes=[t.code for t in chain],
-                             parent_names=[t.spec_name for t in chain], code=code, limits=limits)
-    return result.model_copy(update={"code": code})
+    return start_transform_code_check(session=session, actor=actor, dataset_id=dataset_id, code=code,
+                                      dependencies=dependencies, store=store, limits=limits).result()
 
 
+@judges_actor
+def start_model_code_check(
+    *,
+    session: Session,
+    actor: User,
+    dataset_id: int,
+    code: str,
+    transform_ids: Sequence[str],
+    store: Path,
+    limits: SandboxLimits,
+) -> MappedJobHandle[CheckedModel]:
+    """Start fitting the model code after the transforms it sits on (ids or names, and their ancestors).
+
+    ``transform_ids`` are the model's transforms then the producers of its derived columns
+    (:func:`curation.services.annotation.model_dependencies`), as the submission gate recomputes them.
+    """
+    data_path, chain = _prepare(session, actor, dataset_id, transform_ids, store)
+    fingerprint = check_fingerprint(code, chain)
+    handle = start_model_check(data_path=data_path, transform_codes=[t.code for t in chain],
+                               transform_names=[t.spec_name for t in chain], code=code, limits=limits)
+    return handle.then(lambda result: CheckedModel.model_validate(
+        {**result.model_dump(), "code": code, "fingerprint": fingerprint}))
+
+
+@judges_actor
 def check_model_code(
     *,
     session: Session,
@@ -78,9 +196,7 @@ def check_model_code(
     transform_ids: Sequence[str],
     store: Path,
     limits: SandboxLimits,
-) -> ModelCheck:
+) -> CheckedModel:
     """Fit the model code on the data after the transforms it sits on (and their ancestors)."""
-    data_path, chain = _prepare(session, actor, dataset_id, transform_ids, store)
-    result = check_model(data_path=data_path, transform_codes=[t.code for t in chain],
-                         transform_names=[t.spec_name for t in chain], code=code, limits=limits)
-    return result.model_copy(update={"code": code})
+    return start_model_code_check(session=session, actor=actor, dataset_id=dataset_id, code=code,
+                                  transform_ids=transform_ids, store=store, limits=limits).result()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import logging
 import shutil
@@ -12,15 +11,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
+from sqlalchemy import event
+from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
-from curation.dataset_files import DatasetBundle, write_blade_folder
+from curation.dataset_files import DatasetBundle, parse_csv, write_blade_folder
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
-from curation.models import Dataset, DatasetAssignment, Role, User
+from curation.models import Dataset, DatasetAssignment, Role, User, utcnow
 from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
 from exports.blade_info import dump_info_json
 
 __all__ = [
+    "archive_dataset",
     "assign_analysts",
     "assigned_user_ids",
     "dataset_data_path",
@@ -32,6 +35,7 @@ __all__ = [
     "csv_columns",
     "original_columns",
     "register_dataset",
+    "restore_dataset",
 ]
 
 log = logging.getLogger(__name__)
@@ -45,6 +49,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+@judges_actor
 def register_dataset(*, session: Session, actor: User | None, bundle: DatasetBundle, store: Path) -> Dataset:
     """Store a validated dataset: its files under ``store`` and its row in the database.
 
@@ -85,8 +90,40 @@ def register_dataset(*, session: Session, actor: User | None, bundle: DatasetBun
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(dest, ignore_errors=True)
         raise
+    _remove_unless_committed(session, dest)
     log.info("registered dataset %s (%s rows)", bundle.name, bundle.num_rows)
     return dataset
+
+
+_NEW_FOLDERS = "forkpaths.new_dataset_folders"
+
+
+def _remove_unless_committed(session: Session, folder: Path) -> None:
+    """Delete ``folder`` when the session's transaction ends without a commit.
+
+    The files of a dataset are written before the transaction that records it commits. When that transaction
+    rolls back (a later dataset of the same import fails, a later step of the caller raises, the commit
+    itself fails), no record points at the files: they are removed, so a failed action leaves nothing in the
+    store. SQLAlchemy's session events tell commit from rollback, whoever ends the transaction.
+    """
+    pending: list[Path] | None = session.info.get(_NEW_FOLDERS)
+    if pending is None:
+        pending = session.info[_NEW_FOLDERS] = []
+
+        @event.listens_for(session, "after_commit")
+        def _keep(_session: Session) -> None:
+            pending.clear()
+
+        @event.listens_for(session, "after_transaction_end")
+        def _discard(_session: Session, transaction: SessionTransaction) -> None:
+            if transaction.parent is not None:  # a savepoint or subtransaction: the outer one decides
+                return
+            for path in pending:
+                log.info("removing %s: the transaction that registered it did not commit", path)
+                shutil.rmtree(path, ignore_errors=True)
+            pending.clear()
+
+    pending.append(folder)
 
 
 def is_assigned(*, session: Session, user_id: int, dataset_id: int) -> bool:
@@ -98,10 +135,20 @@ def assigned_user_ids(*, session: Session, dataset_id: int) -> list[int]:
     return [r.user_id for r in rows]
 
 
-def list_datasets(*, session: Session, actor: User, only_assigned: bool = False) -> Sequence[Dataset]:
-    """Curators and admins see every dataset; analysts see those they are assigned to."""
+@judges_actor
+def list_datasets(
+    *, session: Session, actor: User, only_assigned: bool = False, include_archived: bool = False
+) -> Sequence[Dataset]:
+    """Curators and admins see every dataset; analysts see those they are assigned to.
+
+    Archived datasets are left out unless ``include_archived`` (curators and admins only: the registry).
+    """
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
     stmt = select(Dataset).order_by(Dataset.name)
+    if include_archived:
+        require_role(actor, Role.CURATOR, Role.ADMIN)
+    else:
+        stmt = stmt.where(col(Dataset.archived_at).is_(None))
     if only_assigned or actor.role == Role.ANALYST.value:
         stmt = stmt.join(DatasetAssignment, col(DatasetAssignment.dataset_id) == col(Dataset.id)).where(
             DatasetAssignment.user_id == actor.id
@@ -109,6 +156,46 @@ def list_datasets(*, session: Session, actor: User, only_assigned: bool = False)
     return session.exec(stmt).all()
 
 
+def _dataset_named(session: Session, name: str) -> Dataset:
+    dataset = session.exec(select(Dataset).where(Dataset.name == name)).first()
+    if dataset is None:
+        known = ", ".join(session.exec(select(Dataset.name).order_by(Dataset.name)).all()) or "none"
+        raise NotFoundError(f"There is no dataset called '{name}' (registered: {known}).")
+    return dataset
+
+
+@judges_actor
+def archive_dataset(*, session: Session, actor: User, name: str) -> Dataset:
+    """Archive a dataset (curators and admins): its files, decisions and votes are kept, but it is hidden from
+    annotation and left out of new releases until it is restored. Releases already cut keep it."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    dataset = _dataset_named(session, name)
+    if dataset.archived_at is not None:
+        raise DatasetImportError(f"The dataset '{name}' is already archived (since {dataset.archived_at:%Y-%m-%d}).")
+    dataset.archived_at = utcnow()
+    dataset.archived_by_id = actor.id
+    session.add(dataset)
+    session.flush()
+    log.info("dataset %s archived by %s", name, actor.username)
+    return dataset
+
+
+@judges_actor
+def restore_dataset(*, session: Session, actor: User, name: str) -> Dataset:
+    """Undo :func:`archive_dataset`: the dataset is annotated and released again, with everything it had."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    dataset = _dataset_named(session, name)
+    if dataset.archived_at is None:
+        raise DatasetImportError(f"The dataset '{name}' is not archived; there is nothing to restore.")
+    dataset.archived_at = None
+    dataset.archived_by_id = None
+    session.add(dataset)
+    session.flush()
+    log.info("dataset %s restored by %s", name, actor.username)
+    return dataset
+
+
+@judges_actor
 def get_dataset(*, session: Session, actor: User, dataset_id: int) -> Dataset:
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
     dataset = session.get(Dataset, dataset_id)
@@ -121,6 +208,7 @@ def get_dataset(*, session: Session, actor: User, dataset_id: int) -> Dataset:
     return dataset
 
 
+@judges_actor
 def assign_analysts(
     *, session: Session, actor: User, dataset_id: int, user_ids: Sequence[int]
 ) -> list[int]:
@@ -171,8 +259,12 @@ def column_descriptions(dataset: Dataset) -> Mapping[str, str]:
 
 
 def csv_columns(csv_bytes: bytes, *, filename: str = "the uploaded CSV") -> list[str]:
-    """The header of an uploaded CSV, so the form can ask for one description per column."""
-    try:
-        return [str(c) for c in pd.read_csv(io.BytesIO(csv_bytes), nrows=0).columns]
-    except Exception as exc:  # noqa: BLE001 - pandas raises many kinds; all mean "unreadable header"
-        raise DatasetImportError(f"The header of {filename} could not be read: {exc}") from None
+    """The columns of an uploaded CSV, so the form can ask for one description per column.
+
+    The whole file is parsed the way registration parses it, so a broken file is refused here with the same
+    message (line, byte, field counts) before the curator types anything.
+
+    Raises:
+        DatasetImportError: the CSV is empty, not UTF-8, ragged or otherwise not CSV (see ``parse_csv``).
+    """
+    return [str(c) for c in parse_csv(csv_bytes, label=filename).columns]

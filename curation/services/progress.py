@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from curation.models import (
     Analysis,
@@ -21,6 +21,7 @@ from curation.models import (
     User,
 )
 from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
 
 __all__ = ["Progress", "ProgressRow", "TeamProgress", "progress_overview"]
 
@@ -58,11 +59,13 @@ def _counts(session: Session, model: Any) -> dict[int, int]:
     return {aid: n for aid, n in session.exec(stmt).all()}
 
 
+@judges_actor
 def progress_overview(*, session: Session, actor: User) -> Progress:
     """Progress of stage 1. Analysts get their own rows and anonymous team counts only."""
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
     sees_everyone = actor.role in (Role.CURATOR.value, Role.ADMIN.value)
-    datasets = {d.id: d for d in session.exec(select(Dataset).order_by(Dataset.name)).all()}
+    # archived datasets are out of the annotation work, so out of its progress
+    datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.archived_at).is_(None))).all()}
     users = {u.id: u for u in session.exec(select(User)).all()}
     assignments = session.exec(select(DatasetAssignment)).all()
     analyses = {(a.dataset_id, a.annotator_id): a for a in session.exec(select(Analysis)).all()}
@@ -71,7 +74,7 @@ def progress_overview(*, session: Session, actor: User) -> Progress:
     visible_datasets = set(datasets) if sees_everyone else {
         a.dataset_id for a in assignments if a.user_id == actor.id
     }
-    pairs = {(a.dataset_id, a.user_id) for a in assignments} | set(analyses)
+    pairs = {p for p in {(a.dataset_id, a.user_id) for a in assignments} | set(analyses) if p[0] in datasets}
     rows: list[ProgressRow] = []
     team: dict[int, TeamProgress] = {}
     for ds_id, user_id in sorted(pairs, key=lambda p: (datasets[p[0]].name, users[p[1]].username)):

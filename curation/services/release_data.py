@@ -19,6 +19,8 @@ from curation.models import (
     ConceptualVariable,
     Consensus,
     Dataset,
+    MCQReview,
+    Meeting,
     Role,
     StatModel,
     Transform,
@@ -38,6 +40,7 @@ from exports.schema import (
     ConsensusRecord,
     DatasetRelease,
     LLMProvenance,
+    MeetingRecord,
     ReleaseModel,
     ReleaseTransform,
     ReleaseVariable,
@@ -128,11 +131,39 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
             target_kind=c.target_kind, target_id=c.target_id, status=c.status, rule=c.rule,  # type: ignore[arg-type]
             decided_by=who(c.decided_by_id), decided_at=c.decided_at, note=c.note,
             votes=[ReleaseVote.model_validate(v) for v in c.votes_snapshot]))
+    _stage3(session, dataset, ds, who)
+    reviews = {r.mcq_id: r for r in session.exec(select(MCQReview).where(MCQReview.dataset_id == dataset.id)).all()}
     for q in _rows(session, MCQ, dataset_id=dataset.id):
+        review = reviews.get(q.id)
+        extra = dict(q.extra)
+        if review is not None:
+            if review.status == "rejected":
+                continue  # a curator rejected it: never released
+            extra["review"] = {"status": review.status, "note": review.note, "by": who(review.reviewed_by_id),
+                               "at": review.reviewed_at.isoformat()}
         ds.mcqs.append(ReleaseMCQ(id=q.id, kind=q.kind, mc_type=q.mc_type, concept=q.concept,  # type: ignore[arg-type]
-                                  options=q.options, correct_index=q.correct_index, extra=q.extra))
+                                  options=q.options, correct_index=q.correct_index, extra=extra))
     ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
     return ds
+
+
+def _stage3(session: Session, dataset: Dataset, ds: DatasetRelease, who: Any) -> None:
+    """Every item's ground-truth status (after any stored consensus rows) and the meetings' records."""
+    from curation.services.ground_truth import ground_truth  # late: ground_truth reads this module's account
+    from curation.services.meetings import meeting_summary
+
+    recorded = {(c.target_kind, c.target_id) for c in ds.consensus}
+    for item in ground_truth(session=session, dataset_id=dataset.id or 0):
+        if (item.target_kind, item.target_id) in recorded:
+            continue
+        r = item.result
+        ds.consensus.append(ConsensusRecord(
+            target_kind=item.target_kind, target_id=item.target_id, status=item.status,  # type: ignore[arg-type]
+            rule=r.rule if r and item.basis == "rule" else item.basis, basis=item.basis, note=item.why,
+            tally={"justifiable": r.justifiable, "unjustifiable": r.unjustifiable, "unsure": r.unsure} if r else {}))
+    for m in session.exec(select(Meeting).where(Meeting.dataset_id == dataset.id).order_by(col(Meeting.id))).all():
+        ds.meetings.append(MeetingRecord.model_validate(meeting_summary(session=session, meeting_id=m.id or 0,
+                                                                        pseudonym=who)))
 
 
 def _release_vote(vote: Vote, annotator: str) -> ReleaseVote:

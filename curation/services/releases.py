@@ -1,30 +1,54 @@
-"""Benchmark releases: cut (immutable, versioned, with checksums and a changelog), list, diff, export."""
+"""Benchmark releases: cut (immutable, versioned, with checksums and a changelog), list, read, diff, export.
+
+Every service here is for curators and admins, and applies the stage-1 blinding rule itself
+(:mod:`curation.services.blinding`): a dataset whose stage-1 work the actor may not see yet is withheld from
+what they read or compare (with a sentence saying why), and a release holding such a dataset cannot be
+downloaded or exported by them (a release is published whole).
+
+Every read checks the release's folder and zip against the MANIFEST hash (and zip hash) recorded when it was
+cut (:mod:`exports.published`); a release that does not match is refused.
+"""
 
 from __future__ import annotations
 
-import hashlib
+import io
 import logging
 import re
 import shutil
-from collections.abc import Callable, Sequence
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
+from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, select
 
-from curation.errors import NotFoundError, ReleaseError
+from curation.errors import BlindingViolation, NotFoundError, ReleaseError
 from curation.models import Dataset, ReleaseRecord, Role, User, utcnow
 from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from curation.services.blinding import blind_datasets
 from curation.services.release_data import dataset_release
+from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
-from exports.changelog import ReleaseDiff, diff_releases
+from exports.changelog import ReleaseDiff, diff_releases, render_changelog
 from exports.errors import FormatError
-from exports.native import read_release, write_release
+from exports.manifest import MANIFEST_NAME, sha256_file
+from exports.native import write_release
+from exports.published import PublishedRelease, read_published_release, release_zip_path
+from exports.release_folder import set_aside
 from exports.schema import FORMAT_VERSION, Release
 
 __all__ = [
     "SEMVER",
+    "WITHHELD_FIELDS",
+    "ReleaseComparison",
+    "ReleaseView",
     "app_version",
     "cut_release",
     "diff_release_versions",
@@ -32,14 +56,62 @@ __all__ = [
     "get_release",
     "list_release_records",
     "next_version",
+    "read_release_for",
     "release_archive",
-    "load_release",
     "release_dir",
+    "withheld_in_release",
 ]
 
 log = logging.getLogger(__name__)
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 Progress = Callable[[str, float], None]
+
+#: What a dataset withheld from a blind reader loses: everything annotators recorded about it, at any stage.
+WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs")
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    """A verified release as one reader may see it.
+
+    Attributes:
+        record: the release's record.
+        release: the release document, with the withheld datasets' recorded work left out.
+        withheld: dataset name → the sentence saying why its work is withheld from this reader.
+    """
+
+    record: ReleaseRecord
+    release: Release
+    withheld: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ReleaseComparison:
+    """What changed between two releases, as one reader may see it.
+
+    Attributes:
+        diff: the structured diff, computed with the withheld datasets' work left out of both sides.
+        withheld: dataset name → the sentence saying why its changes are not shown.
+    """
+
+    diff: ReleaseDiff
+    withheld: dict[str, str]
+
+    def changelog(self) -> str:
+        """The changelog of what this reader may see (without the notes on withheld datasets)."""
+        text = render_changelog(self.diff)
+        if self.withheld and not self.diff.has_changes:
+            text = text.replace("\nNo changes.\n", "\nNo changes outside the withheld datasets.\n")
+        return text
+
+    def markdown(self) -> str:
+        """The changelog, preceded by one quoted line per withheld dataset."""
+        notes = "\n>\n".join(f"> **`{name}` withheld:** {why}" for name, why in self.withheld.items())
+        changelog = self.changelog()
+        if not notes:
+            return changelog
+        title, _, rest = changelog.partition("\n\n")
+        return f"{title}\n\n{notes}\n\n{rest}"
 
 
 def app_version() -> str:
@@ -53,14 +125,11 @@ def _semver_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
-def list_release_records(*, session: Session, actor: User) -> list[ReleaseRecord]:
-    """Every cut release, newest version first."""
-    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
-    rows = session.exec(select(ReleaseRecord)).all()
-    return sorted(rows, key=lambda r: _semver_key(r.version), reverse=True)
+def release_dir(record: ReleaseRecord, releases_root: Path) -> Path:
+    return releases_root / record.path
 
 
-def get_release(*, session: Session, version: str) -> ReleaseRecord:
+def _record(session: Session, version: str) -> ReleaseRecord:
     row = session.exec(select(ReleaseRecord).where(ReleaseRecord.version == version)).first()
     if row is None:
         known = ", ".join(r.version for r in session.exec(select(ReleaseRecord)).all()) or "none yet"
@@ -68,16 +137,73 @@ def get_release(*, session: Session, version: str) -> ReleaseRecord:
     return row
 
 
-def release_dir(record: ReleaseRecord, releases_root: Path) -> Path:
-    return releases_root / record.path
+def _verified(session: Session, record: ReleaseRecord, releases_root: Path, *,
+              zip_data: bytes | None = None) -> PublishedRelease:
+    """The release's folder and zip, checked against the hashes recorded when it was cut (or refused).
 
-
-def load_release(record: ReleaseRecord, releases_root: Path) -> Release:
-    """Read a cut release, checking every file against its manifest first (a tampered release is refused)."""
+    A release cut before zip hashes were recorded gets its zip's hash on its first complete check.
+    """
     try:
-        return read_release(release_dir(record, releases_root))
+        published = read_published_release(release_dir(record, releases_root), record.version,
+                                           manifest_sha256=record.manifest_sha256, zip_sha256=record.zip_sha256,
+                                           zip_data=zip_data)
     except FormatError as exc:
+        log.error("release %s refused: %s", record.version, exc)
         raise ReleaseError(f"Release {record.version} cannot be used: {exc}") from exc
+    if record.zip_sha256 is None:
+        record.zip_sha256 = published.zip_sha256
+        session.add(record)
+        log.warning("release %s was cut before zip hashes were recorded; its folder and every member of its zip "
+                    "match its recorded MANIFEST, so the zip's SHA-256 %s is recorded now and checked from now on",
+                    record.version, published.zip_sha256)
+    return published
+
+
+def _withheld(session: Session, actor: User, record: ReleaseRecord) -> dict[str, str]:
+    """The datasets of ``record`` whose stage-1 work ``actor`` is blind to, with the reason for each."""
+    return blind_datasets(session=session, actor=actor, names=record.summary)
+
+
+def _refuse_if_blind(session: Session, actor: User, record: ReleaseRecord, what: str) -> None:
+    withheld = _withheld(session, actor, record)
+    if withheld:
+        names = ", ".join(f"'{n}'" for n in withheld)
+        raise BlindingViolation(
+            f"Release {record.version} cannot be {what} by you: it holds peers' stage-1 work on {names}. "
+            + " ".join(withheld.values())
+            + f" A release is handed out whole, never in parts: it can be {what} by you once your analysis is"
+              " submitted, or by a curator or admin who is not annotating these datasets.")
+
+
+def _blinded(release: Release, withheld: Mapping[str, str]) -> Release:
+    """``release`` with the withheld datasets' decisions, alternatives, votes, consensus and MCQs left out.
+
+    What remains of such a dataset is what every annotator sees anyway: its question, description,
+    dictionary and data table.
+    """
+    if not withheld:
+        return release
+    empty: dict[str, Any] = {name: [] for name in WITHHELD_FIELDS} | {"extra": {}}
+    return release.model_copy(update={"datasets": [
+        d.model_copy(update=empty) if d.name in withheld else d for d in release.datasets]})
+
+
+@judges_actor
+def read_release_for(*, session: Session, actor: User, version: str, releases_root: Path) -> ReleaseView:
+    """Release ``version`` as ``actor`` may see it: curators and admins, blind datasets withheld.
+
+    Raises:
+        PermissionDenied: the actor is not a curator or admin.
+        NotFoundError: no such release.
+        ReleaseError: the release's folder or zip was modified after it was cut.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    record = _record(session, version)
+    release = _verified(session, record, releases_root).release
+    # The verified document's dataset names, not only the record's summary: what is shown is what is checked.
+    names = {*record.summary, *(d.name for d in release.datasets)}
+    withheld = blind_datasets(session=session, actor=actor, names=names)
+    return ReleaseView(record=record, release=_blinded(release, withheld), withheld=withheld)
 
 
 def _licence_and_attribution(datasets: Sequence[Dataset]) -> tuple[str, str]:
@@ -91,6 +217,7 @@ def _licence_and_attribution(datasets: Sequence[Dataset]) -> tuple[str, str]:
     return licence, attribution
 
 
+@judges_actor
 def cut_release(
     *,
     session: Session,
@@ -104,8 +231,10 @@ def cut_release(
 ) -> ReleaseRecord:
     """Cut release ``version`` of the chosen datasets (all by default): curators and admins only.
 
-    The files are written to a temporary folder and renamed into place when complete; if recording the
-    release then fails, the files are removed again, so a release exists exactly when its record does.
+    The files are written to a temporary folder and renamed into place when complete. A release exists
+    exactly when its record does: if recording the release fails here, the files are removed again; if the
+    caller's transaction rolls back later, they are set aside (see :mod:`curation.services.release_store`).
+    The writer lock is held from before writing until that transaction ends.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
     version = version.strip()
@@ -118,32 +247,43 @@ def cut_release(
     if newer:
         raise ReleaseError(f"Version {version} must be higher than the latest release ({max(newer, key=_semver_key)}).")
     datasets = list(session.exec(select(Dataset).order_by(Dataset.name)).all())
+    archived = sorted(d.name for d in datasets if d.archived_at is not None)
+    if dataset_names is not None and set(dataset_names) & set(archived):
+        raise ReleaseError(f"Archived datasets are not released: {sorted(set(dataset_names) & set(archived))}; "
+                           "restore them on the Datasets page first.")
+    datasets = [d for d in datasets if d.archived_at is None]  # archived: kept, but out of new releases
     if dataset_names is not None:
         unknown = sorted(set(dataset_names) - {d.name for d in datasets})
         if unknown:
             raise NotFoundError(f"No dataset called {', '.join(unknown)}.")
         datasets = [d for d in datasets if d.name in set(dataset_names)]
     if not datasets:
-        raise ReleaseError("There is nothing to release: no datasets are registered.")
+        raise ReleaseError("There is nothing to release: no datasets are registered"
+                           + (f" (archived: {', '.join(archived)})." if archived else "."))
     previous_record = max(records, key=lambda r: _semver_key(r.version)) if records else None
-    previous = load_release(previous_record, releases_root) if previous_record else None
+    previous = _verified(session, previous_record, releases_root).release if previous_record else None
     licence, attribution = _licence_and_attribution(datasets)
     release = Release(version=version, created_at=utcnow(), app_version=app_version(), notes=notes.strip(),
                       previous_version=previous_record.version if previous_record else None, licence=licence,
                       attribution=attribution, datasets=[dataset_release(session, d) for d in datasets])
     data_files = {d.name: store / d.data_relpath for d in datasets}
-    releases_root.mkdir(parents=True, exist_ok=True)
-    _set_aside_orphans(releases_root, version)
+    writer = _session_writer(session, releases_root)
+    path: Path | None = None
     try:
-        path = write_release(release, data_files, releases_root, previous=previous, progress=progress)
-    except FormatError as exc:
-        raise ReleaseError(f"Release {version} could not be written: {exc}") from exc
-    try:
+        # Under the lock, files of this version without a record are a dead writer's: set them aside.
+        set_aside_unrecorded(session, releases_root, [version])
+        try:
+            path = write_release(release, data_files, releases_root, previous=previous, progress=progress)
+            # Check the published folder and every member of the zip once; from now on the zip's hash says it all.
+            manifest = sha256_file(path / MANIFEST_NAME)
+            published = read_published_release(path, version, manifest_sha256=manifest)
+        except FormatError as exc:
+            raise ReleaseError(f"Release {version} could not be written: {exc}") from exc
         record = ReleaseRecord(
             version=version, format_version=FORMAT_VERSION, previous_version=release.previous_version,
             notes=release.notes, created_at=release.created_at, created_by_id=actor.id,
-            path=path.relative_to(releases_root).as_posix(),
-            manifest_sha256=hashlib.sha256((path / "MANIFEST").read_bytes()).hexdigest(),
+            path=path.relative_to(releases_root).as_posix(), manifest_sha256=manifest,
+            zip_sha256=published.zip_sha256,
             summary={d.name: {"variables": len(d.variables), "transforms": len(d.transforms), "models": len(d.models),
                               "alternatives": len(d.alternatives), "votes": len(d.votes), "mcqs": len(d.mcqs)}
                      for d in release.datasets},
@@ -151,69 +291,160 @@ def cut_release(
         session.add(record)
         session.flush()
     except BaseException:
-        shutil.rmtree(path, ignore_errors=True)
-        path.with_suffix(".zip").unlink(missing_ok=True)
-        (releases_root / f"{version}.zip").unlink(missing_ok=True)
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)
+            release_zip_path(path).unlink(missing_ok=True)
+        writer.release_if_idle()
         raise
+    writer.versions.append(version)
     return record
 
 
-def _set_aside_orphans(releases_root: Path, version: str) -> None:
-    """Files of a release whose recording transaction failed have no record: a release exists exactly when
-    its record does, so such files are moved aside (kept, never deleted) before the version is cut again."""
-    stamp = utcnow().strftime("%Y%m%dT%H%M%S")
-    for path in (releases_root / version, releases_root / f"{version}.zip"):
-        if path.exists():
-            target = releases_root / f".orphan-{stamp}-{path.name}"
-            path.rename(target)
-            log.warning("release files %s had no record (a failed cut); moved to %s", path, target)
+class _SessionWriter:
+    """The writer lock a session holds from its first cut until its transaction ends, and what it cut.
+
+    One lock per session and releases folder, so that one transaction may cut several releases. When the
+    transaction ends without committing, the files it published are set aside: they never became releases.
+    """
+
+    def __init__(self, session: Session, releases_root: Path) -> None:
+        self.key = ("forkpaths.release_writer", str(releases_root))
+        self.session = session
+        self.releases_root = releases_root
+        self.lock: WriterLock = acquire_writer_lock(releases_root)
+        self.versions: list[str] = []
+        self.committed = False
+        self.done = False
+        session.info[self.key] = self
+        event.listen(session, "after_commit", self._after_commit)
+        event.listen(session, "after_transaction_end", self._after_transaction_end)
+
+    def _after_commit(self, _session: Session) -> None:
+        self.committed = True
+
+    def _after_transaction_end(self, _session: Session, transaction: SessionTransaction) -> None:
+        if transaction.parent is not None or self.done:
+            return  # a savepoint, or a later transaction of the same session
+        self.done = True
+        self.session.info.pop(self.key, None)
+        try:
+            if not self.committed:
+                for version in self.versions:
+                    for name in (version, f"{version}.zip"):
+                        if (self.releases_root / name).exists():
+                            set_aside(self.releases_root, name, "The transaction that was to record this release "
+                                                                "was rolled back, so it was never released.")
+        finally:
+            self.lock.release()
+
+    def release_if_idle(self) -> None:
+        """After a failed cut: let go of the lock unless an earlier cut of this transaction still needs it."""
+        if not self.versions:
+            self.done = True
+            self.session.info.pop(self.key, None)
+            self.lock.release()
 
 
-def diff_release_versions(*, session: Session, actor: User, old: str, new: str, releases_root: Path) -> ReleaseDiff:
-    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
-    a = load_release(get_release(session=session, version=old), releases_root)
-    b = load_release(get_release(session=session, version=new), releases_root)
-    return diff_releases(a, b)
+def _session_writer(session: Session, releases_root: Path) -> _SessionWriter:
+    writer = session.info.get(("forkpaths.release_writer", str(releases_root)))
+    return writer if isinstance(writer, _SessionWriter) else _SessionWriter(session, releases_root)
 
 
+@judges_actor
+def list_release_records(*, session: Session, actor: User) -> list[ReleaseRecord]:
+    """Every cut release, newest version first: curators and admins."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    rows = session.exec(select(ReleaseRecord)).all()
+    return sorted(rows, key=lambda r: _semver_key(r.version), reverse=True)
+
+
+@judges_actor
+def get_release(*, session: Session, actor: User, version: str) -> ReleaseRecord:
+    """The record of release ``version`` (its metadata and counts): curators and admins."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    return _record(session, version)
+
+
+@judges_actor
+def withheld_in_release(*, session: Session, actor: User, version: str) -> dict[str, str]:
+    """The datasets of release ``version`` whose stage-1 work ``actor`` may not see yet, each with why.
+
+    Such a release cannot be downloaded or exported by them, and comparing it leaves those datasets out.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    return _withheld(session, actor, _record(session, version))
+
+
+@judges_actor
+def diff_release_versions(*, session: Session, actor: User, old: str, new: str,
+                          releases_root: Path) -> ReleaseComparison:
+    """What changed from release ``old`` to ``new``, as ``actor`` may see it (blind datasets withheld)."""
+    a = read_release_for(session=session, actor=actor, version=old, releases_root=releases_root)
+    b = read_release_for(session=session, actor=actor, version=new, releases_root=releases_root)
+    withheld = {**a.withheld, **b.withheld}
+    diff = diff_releases(_blinded(a.release, withheld), _blinded(b.release, withheld))
+    return ReleaseComparison(diff=diff, withheld=dict(sorted(withheld.items())))
+
+
+@judges_actor
 def export_release(*, session: Session, actor: User, version: str, fmt: str, out: Path, releases_root: Path) -> Path:
-    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip) or ``blade`` layout."""
-    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
-    record = get_release(session=session, version=version)
-    release = load_release(record, releases_root)  # verifies every file first
-    source = release_dir(record, releases_root)
+    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip) or ``blade`` layout.
+
+    Curators and admins who are not blind to any of its datasets. A native copy is checked again where it
+    was written: what the user gets is what was cut.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    if fmt not in ("native", "blade"):
+        raise ReleaseError(f"Unknown export format '{fmt}'; use native or blade.")
+    record = _record(session, version)
+    _refuse_if_blind(session, actor, record, "exported")
+    published = _verified(session, record, releases_root)
     if fmt == "native":
         dest = out / version
-        if dest.exists():
-            raise ReleaseError(f"{dest} already exists; choose another --out.")
-        shutil.copytree(source, dest)
-        zip_path = releases_root / f"{version}.zip"
-        if zip_path.exists():
-            shutil.copy2(zip_path, out / f"{version}.zip")
-        return dest
-    if fmt == "blade":
-        dest = out / f"{version}-blade"
-        if dest.exists():
-            raise ReleaseError(f"{dest} already exists; choose another --out.")
+        for target in (dest, release_zip_path(dest)):
+            if target.exists():
+                raise ReleaseError(f"{target} already exists; choose another --out.")
         try:
-            write_blade_release(release, source, dest)
-        except FormatError as exc:
-            raise ReleaseError(f"Release {version} could not be written in BLADE's layout: {exc}") from exc
+            shutil.copytree(published.folder, dest)
+            shutil.copy2(published.zip_path, release_zip_path(dest))
+            read_published_release(dest, version, manifest_sha256=record.manifest_sha256,
+                                   zip_sha256=record.zip_sha256)
+        except (FormatError, OSError) as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            release_zip_path(dest).unlink(missing_ok=True)
+            raise ReleaseError(f"Release {version} could not be exported to {out}: {exc}") from exc
         return dest
-    raise ReleaseError(f"Unknown export format '{fmt}'; use native or blade.")
+    dest = out / f"{version}-blade"
+    if dest.exists():
+        raise ReleaseError(f"{dest} already exists; choose another --out.")
+    try:
+        write_blade_release(published.release, published.folder, dest)
+    except FormatError as exc:
+        raise ReleaseError(f"Release {version} could not be written in BLADE's layout: {exc}") from exc
+    return dest
 
 
+@judges_actor
 def release_archive(*, session: Session, actor: User, version: str, fmt: str, releases_root: Path) -> tuple[str, bytes]:
-    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's layout built from it."""
-    import io
-    import tempfile
-    import zipfile
+    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's layout built from it.
 
-    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
-    record = get_release(session=session, version=version)
+    Curators and admins who are not blind to any of its datasets. The native zip's bytes are read once,
+    checked, and exactly those bytes are handed out.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    if fmt not in ("native", "blade"):
+        raise ReleaseError(f"Unknown export format '{fmt}'; use native or blade.")
+    record = _record(session, version)
+    _refuse_if_blind(session, actor, record, "downloaded")
     if fmt == "native":
-        load_release(record, releases_root)  # refuse a tampered release before handing it out
-        return f"forkpaths-{version}.zip", (releases_root / f"{version}.zip").read_bytes()
+        zip_path = release_zip_path(release_dir(record, releases_root))
+        try:
+            data = zip_path.read_bytes()
+        except FileNotFoundError:
+            data = None  # _verified names the missing zip
+        _verified(session, record, releases_root, zip_data=data)
+        assert data is not None
+        return f"forkpaths-{version}.zip", data
     with tempfile.TemporaryDirectory(prefix="forkpaths-blade-") as tmp:
         folder = export_release(session=session, actor=actor, version=version, fmt="blade", out=Path(tmp),
                                 releases_root=releases_root)
@@ -223,7 +454,6 @@ def release_archive(*, session: Session, actor: User, version: str, fmt: str, re
                 if file.is_file():
                     zf.write(file, file.relative_to(folder.parent).as_posix())
         return f"forkpaths-{version}-blade.zip", buffer.getvalue()
-
 
 def next_version(records: Sequence[ReleaseRecord]) -> str:
     """The next patch version after the latest release (1.0.0 for the first)."""

@@ -15,7 +15,7 @@ from curation.errors import (
 from curation.models import Analysis, ConceptualVariable, Role, Transform
 from curation.services import annotation as ann
 from curation.services.progress import progress_overview
-from curation.specs import ROOT_SPEC_ID, Branch, ColumnMapping, ColumnOrigin, ColumnRef, VariableType
+from evaluation.specs import ROOT_SPEC_ID, Branch, ColumnMapping, ColumnOrigin, ColumnRef, VariableType
 from tests import factories as f
 
 

@@ -8,15 +8,19 @@ import shutil
 import pytest
 from sqlmodel import select
 
+from curation.bootstrap import initialise
+from curation.cli import main
 from curation.db import session_scope
-from curation.errors import PermissionDenied, ReleaseError
+from curation.errors import BlindingViolation, PermissionDenied, ReleaseError
 from curation.models import Dataset, ReleaseRecord, Role
 from curation.services import releases as rel
-from curation.services.annotation import submit_analysis
+from curation.services.annotation import list_peer_analyses, submit_analysis
 from curation.services.blade_import import import_blade
 from curation.services.release_data import dataset_release
+from curation.settings import Settings
 from exports.blade_annotations import read_annotations
 from exports.native import read_release
+from exports.release_folder import list_set_aside
 from tests import factories as f
 
 
@@ -100,8 +104,10 @@ def test_changelog_and_diff_between_releases(world):
     changelog = (world["root"] / record.path / "CHANGELOG.md").read_text()
     assert "1.0.0" in changelog and "storms" in changelog
     with session_scope(world["engine"]) as s:
-        diff = rel.diff_release_versions(session=s, actor=world["ana"], old="1.0.0", new="1.1.0",
-                                         releases_root=world["root"])
+        comparison = rel.diff_release_versions(session=s, actor=world["curator"], old="1.0.0", new="1.1.0",
+                                               releases_root=world["root"])
+    diff = comparison.diff
+    assert comparison.withheld == {}
     storms_diff = next(d for d in diff.datasets if d.name == "storms")
     assert len(storms_diff.variables.added) == 2 and len(storms_diff.transforms.added) == 1
     assert all(not (d.variables.added or d.variables.removed) for d in diff.datasets if d.name != "storms")
@@ -110,11 +116,11 @@ def test_changelog_and_diff_between_releases(world):
 def test_export_in_both_layouts(world, shared_blade, tmp_path):
     _cut(world, "1.0.0")
     with session_scope(world["engine"]) as s:
-        native = rel.export_release(session=s, actor=world["ana"], version="1.0.0", fmt="native",
+        native = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="native",
                                     out=tmp_path / "n", releases_root=world["root"])
-        blade = rel.export_release(session=s, actor=world["ana"], version="1.0.0", fmt="blade",
+        blade = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
                                    out=tmp_path / "b", releases_root=world["root"])
-        name, payload = rel.release_archive(session=s, actor=world["ana"], version="1.0.0", fmt="blade",
+        name, payload = rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
                                             releases_root=world["root"])
     assert read_release(native).version == "1.0.0" and (tmp_path / "n" / "1.0.0.zip").is_file()
     for name_ in ("hurricane", "fish"):
@@ -135,9 +141,11 @@ def test_a_cut_whose_transaction_fails_leaves_no_release(world):
         raise RuntimeError("the rest of the user's action failed")
     with session_scope(world["engine"]) as s:
         assert s.exec(select(ReleaseRecord)).all() == []
-    record = _cut(world, "1.0.0")  # the version is free again; the orphaned files were set aside
+    set_aside = list_set_aside(world["root"])  # the rolled-back cut's files were moved out of the way, kept
+    assert sorted(s.name for s in set_aside) == ["1.0.0", "1.0.0.zip"]
+    assert all("rolled back" in s.reason and s.path.exists() for s in set_aside)
+    record = _cut(world, "1.0.0")  # the version is free again
     assert read_release(world["root"] / record.path).version == "1.0.0"
-    assert any(p.name.startswith(".orphan-") for p in world["root"].iterdir())
 
 
 def test_drafts_stay_private(world):
@@ -154,3 +162,127 @@ def test_drafts_stay_private(world):
     storms_release = next(d for d in release.datasets if d.name == "storms")
     assert f"A{eve.id}" not in {a.id for a in storms_release.annotators}
     shutil.rmtree(world["root"])
+
+
+# --- roles and blinding: every release service checks them itself ------------------------------------------
+
+
+@pytest.fixture
+def team(engine, store, tmp_path):
+    """Release 1.0.0 before and 1.0.1 after the analyst submitted; an admin assigned to the same dataset."""
+    curator = f.user(engine, "curator-b", Role.CURATOR)
+    ana = f.user(engine, "analyst-b")
+    boss = f.user(engine, "boss-b", Role.ADMIN)
+    ds = f.dataset(engine, store, assign=[ana, boss])
+    w = {"engine": engine, "curator": curator, "ana": ana, "boss": boss, "ds": ds.id, "root": tmp_path / "releases",
+         "store": store, "tmp": tmp_path}
+    _cut(w, "1.0.0")
+    f.full_analysis(engine, ana, ds.id)
+    with session_scope(engine) as s:
+        submit_analysis(session=s, actor=ana, dataset_id=ds.id)
+    _cut(w, "1.0.1")
+    return w
+
+
+def _as(w, who, call, **kw):
+    with session_scope(w["engine"]) as s:
+        return call(session=s, actor=w[who], **kw)
+
+
+def _services(w):
+    root = w["root"]
+    return {
+        "list": (rel.list_release_records, {}),
+        "get": (rel.get_release, {"version": "1.0.1"}),
+        "read": (rel.read_release_for, {"version": "1.0.1", "releases_root": root}),
+        "withheld": (rel.withheld_in_release, {"version": "1.0.1"}),
+        "diff": (rel.diff_release_versions, {"old": "1.0.0", "new": "1.0.1", "releases_root": root}),
+        "archive native": (rel.release_archive, {"version": "1.0.1", "fmt": "native", "releases_root": root}),
+        "archive blade": (rel.release_archive, {"version": "1.0.1", "fmt": "blade", "releases_root": root}),
+        "export": (rel.export_release, {"version": "1.0.1", "fmt": "blade", "out": w["tmp"] / "x",
+                                        "releases_root": root}),
+    }
+
+
+def test_analysts_are_refused_by_every_release_service(team):
+    for name, (call, kw) in _services(team).items():
+        with pytest.raises(PermissionDenied, match="needs the curator or admin role"):
+            _as(team, "ana", call, **kw)
+        assert name  # every service, even one an analyst who submitted long ago calls
+    assert not (team["tmp"] / "x").exists()
+
+
+def _storms(view):
+    return next(d for d in view.release.datasets if d.name == "storms")
+
+
+def test_an_assigned_admin_who_has_not_submitted_sees_no_peer_work_in_any_release_service(team):
+    root = team["root"]
+    view = _as(team, "boss", rel.read_release_for, version="1.0.1", releases_root=root)
+    storms = _storms(view)
+    assert not (storms.variables or storms.transforms or storms.models or storms.annotators or storms.votes)
+    assert storms.research_question and storms.data_sha256  # what every annotator sees anyway
+    assert "assigned to annotate 'storms'" in view.withheld["storms"]
+    comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", releases_root=root)
+    assert set(comparison.withheld) == {"storms"} and not comparison.diff.has_changes
+    assert "femininity" not in comparison.markdown() and "storms` withheld" in comparison.markdown()
+    for fmt in ("native", "blade"):
+        with pytest.raises(BlindingViolation, match=r"(?s)cannot be downloaded by you.*'storms'"):
+            _as(team, "boss", rel.release_archive, version="1.0.1", fmt=fmt, releases_root=root)
+    with pytest.raises(BlindingViolation, match="cannot be exported by you"):
+        _as(team, "boss", rel.export_release, version="1.0.1", fmt="native", out=team["tmp"] / "x",
+            releases_root=root)
+    assert not (team["tmp"] / "x").exists()
+    with pytest.raises(BlindingViolation):
+        _as(team, "boss", list_peer_analyses, dataset_id=team["ds"])
+    # An unassigned curator sees everything.
+    assert len(_storms(_as(team, "curator", rel.read_release_for, version="1.0.1", releases_root=root)).variables) == 2
+    diff = _as(team, "curator", rel.diff_release_versions, old="1.0.0", new="1.0.1", releases_root=root)
+    assert diff.withheld == {} and "femininity" in diff.markdown()
+
+
+def test_blindness_ends_when_the_admin_submits(team):
+    root = team["root"]
+    f.full_analysis(team["engine"], team["boss"], team["ds"])  # started, not submitted: still blind
+    view = _as(team, "boss", rel.read_release_for, version="1.0.1", releases_root=root)
+    assert "unsubmitted stage-1 analysis of 'storms'" in view.withheld["storms"]
+    with session_scope(team["engine"]) as s:
+        submit_analysis(session=s, actor=team["boss"], dataset_id=team["ds"])
+    view = _as(team, "boss", rel.read_release_for, version="1.0.1", releases_root=root)
+    assert view.withheld == {} and len(_storms(view).variables) == 2
+    comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", releases_root=root)
+    assert comparison.withheld == {} and "femininity" in comparison.markdown()
+    name, _ = _as(team, "boss", rel.release_archive, version="1.0.1", fmt="native", releases_root=root)
+    assert name == "forkpaths-1.0.1.zip"
+    assert len(_as(team, "boss", list_peer_analyses, dataset_id=team["ds"])) == 1
+
+
+def test_the_command_line_applies_the_same_rule(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FORKPATHS_ADMIN_PASSWORD", "admin password 1")
+    monkeypatch.setenv("FORKPATHS_LOAD_STARTER_DATASETS", "false")
+    monkeypatch.delenv("FORKPATHS_DATABASE_URL", raising=False)
+    settings = Settings()
+    engine = initialise(settings).engine
+    w = {"engine": engine, "curator": f.user(engine, "cur", Role.CURATOR), "root": settings.releases_store,
+         "store": settings.datasets_store}
+    ana, boss = f.user(engine, "ana"), f.user(engine, "boss", Role.ADMIN)
+    ds = f.dataset(engine, settings.datasets_store, assign=[ana, boss])
+    _cut(w, "1.0.0")
+    f.full_analysis(engine, ana, ds.id)
+    with session_scope(engine) as s:
+        submit_analysis(session=s, actor=ana, dataset_id=ds.id)
+    _cut(w, "1.0.1")
+    engine.dispose()
+    capsys.readouterr()
+    assert main(["release", "--as", "boss", "diff", "1.0.0", "1.0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "`storms` withheld" in out and "femininity" not in out
+    assert main(["release", "--as", "boss", "list"]) == 0
+    assert "[withheld from you: storms]" in capsys.readouterr().out
+    assert main(["release", "--as", "boss", "export", "1.0.1", "--out", str(tmp_path / "out")]) == 2
+    assert "cannot be exported by you" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    assert main(["release", "--as", "ana", "list"]) == 2
+    assert "needs the curator or admin role" in capsys.readouterr().err
+    assert main(["release", "--as", "cur", "diff", "1.0.0", "1.0.1"]) == 0
+    assert "femininity" in capsys.readouterr().out

@@ -1,0 +1,205 @@
+"""``forkpaths score``, ``score-mcq`` and ``runs``: scoring from a terminal, registered like runs from the browser."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from curation.bootstrap import initialise
+from curation.db import session_scope
+from curation.errors import ScoringError
+from curation.models import RunStatus, ScoringRun
+from curation.settings import Settings
+
+__all__ = ["add_scoring_commands", "judge_settings"]
+
+
+def judge_settings(settings: Settings) -> Any:
+    from curation.services.scoring import JudgeSettings
+
+    return JudgeSettings.from_settings(settings)
+
+
+class _Bar:
+    """A one-line progress bar on standard error (redrawn in place on a terminal, one line per 10 % otherwise)."""
+
+    def __init__(self, width: int = 30) -> None:
+        self.width, self.last = width, -1
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, stage: str) -> None:
+        frac = done / max(total, 1)
+        if not self.tty and int(frac * 10) == self.last and done != total:
+            return
+        self.last = int(frac * 10)
+        filled = int(frac * self.width)
+        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {stage}"
+        print(("\r" + line.ljust(100)) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
+              flush=True)
+        if self.tty and done == total:
+            print(file=sys.stderr)
+
+
+def _operator(session: Any, username: str | None) -> Any:
+    from curation.cli import _operator as op
+
+    return op(session, username)
+
+
+def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
+    from curation.services.scoring import execute_run, register_run
+
+    report = initialise(settings)
+    paths = [Path(p) for p in (args.submission if kind == "analyses" else [args.answers])]
+    files = []
+    for p in paths:
+        try:
+            files.append((p.name, p.read_bytes()))
+        except OSError as exc:
+            raise ScoringError(f"Cannot read {p}: {exc.strerror or exc}.") from exc
+    with session_scope(report.engine) as s:
+        run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
+                           agent=args.agent or paths[0].stem, model_name=args.model or "",
+                           judge=getattr(args, "judge", "offline"), mode=getattr(args, "mode", "default"),
+                           k=getattr(args, "k", 10), kind=kind, runs_root=settings.runs_store,
+                           releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
+                           judges=judge_settings(settings), source="cli")
+    print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
+          f"{'analyses' if kind == 'analyses' else 'answers file'}).", file=sys.stderr)
+    done = execute_run(report.engine, run.id or 0, runs_root=settings.runs_store,
+                       releases_root=settings.releases_store, judges=judge_settings(settings), on_progress=_Bar())
+    if done.status != RunStatus.SUCCEEDED.value:
+        print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
+    print(_summary_line(done))
+    print(f"Result written to {out} (kept as run {done.id}).")
+    return 0
+
+
+def _fmt(x: Any) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def _summary_line(run: ScoringRun) -> str:
+    scores = run.scores_effective or {}
+    if "mcq" in scores:
+        m = scores["mcq"]
+        return f"run {run.id}: MCQ accuracy {_fmt(m.get('accuracy'))} (chance {_fmt(m.get('chance'))})"
+    o = scores.get("overall", {})
+    f1 = o.get("f1", {})
+    w = o.get("weighted", {})
+    return (f"run {run.id}: weighted {_fmt(w.get('point'))} [{_fmt(w.get('ci_low'))}, {_fmt(w.get('ci_high'))}]  "
+            + "  ".join(f"F1 {t} {_fmt(f1.get(t))}" for t in ("cvar", "value", "graph", "model", "model_cvar")))
+
+
+def _run_dict(run: ScoringRun) -> dict[str, Any]:
+    return run.model_dump(mode="json")
+
+
+def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services import leaderboard as lb
+    from curation.services import scoring as sc
+
+    report = initialise(settings)
+    with session_scope(report.engine) as s:
+        actor = _operator(s, args.as_user)
+        if args.runs_command == "list":
+            runs = sc.list_runs(session=s, actor=actor, release_version=args.release)
+            if args.json:
+                print(json.dumps([_run_dict(r) for r in runs], indent=2))
+            elif not runs:
+                print("No scoring runs yet.")
+            for r in [] if args.json else runs:
+                print(f"{r.id:>4}  {r.status:<9} {r.release_version:<8} {r.kind:<8} {r.agent:<20} "
+                      f"{r.model_name:<16} {r.judge.get('name', '-'):<7} {r.mode:<7} {r.created_at:%Y-%m-%d %H:%M}"
+                      f"{'  official' if r.official else ''}  {r.message[:60]}")
+        elif args.runs_command == "show":
+            run = sc.get_run(session=s, actor=actor, run_id=args.run)
+            overrides = lb.list_overrides(session=s, actor=actor, run_id=args.run)
+            if args.json:
+                print(json.dumps({"run": _run_dict(run), "overrides": [o.model_dump(mode="json")
+                                                                       for o in overrides]}, indent=2))
+            else:
+                for key in ("id", "status", "agent", "model_name", "release_version", "ground_truth_hash",
+                            "submission_sha256", "evaluator_version", "mode", "k", "source", "created_at",
+                            "started_at", "finished_at", "result_path", "message"):
+                    print(f"{key:<18} {getattr(run, key)}")
+                print(f"{'judge':<18} {json.dumps(run.judge)}")
+                if run.scores_effective:
+                    print(_summary_line(run))
+                for o in overrides:
+                    print(f"override: {o.dataset}/{o.analysis_key} {o.kind} {o.label}: {o.original} → {o.value} "
+                          f"({o.reason})")
+        elif args.runs_command == "compare":
+            cmp = lb.compare_run_results(session=s, actor=actor, run_a=args.a, run_b=args.b,
+                                         runs_root=settings.runs_store, n_bootstrap=args.bootstrap)
+            if args.json:
+                print(cmp.model_dump_json(indent=2))
+            else:
+                print(f"F1(run {args.a}) − F1(run {args.b}), paired bootstrap 95 % CI ({cmp.n_bootstrap} replicates)")
+                for d in cmp.differences:
+                    print(f"{d.dataset:<14} {d.decision_type:<11} {_fmt(d.f1_a)} − {_fmt(d.f1_b)} = {_fmt(d.diff)}"
+                          f"  [{_fmt(d.ci_low)}, {_fmt(d.ci_high)}]{'' if d.paired else '  (unpaired)'}")
+                for n in cmp.notes:
+                    print(f"note: {n}")
+        elif args.runs_command == "export":
+            rows = lb.leaderboard(session=s, actor=actor, release_version=args.release,
+                                  releases_root=settings.releases_store, dataset=args.dataset)
+            text = lb.leaderboard_csv(rows) if args.format == "csv" else json.dumps(rows, indent=2) + "\n"
+            if args.out:
+                Path(args.out).write_text(text, encoding="utf-8")
+                print(f"Leaderboard of release {args.release} ({len(rows)} runs) written to {args.out}.")
+            else:
+                print(text, end="")
+    return 0
+
+
+def add_scoring_commands(sub: Any) -> None:
+    sc = sub.add_parser("score", help="score an agent's submission against a release (registered as a run)")
+    sc.add_argument("--release", required=True)
+    sc.add_argument("--submission", required=True, action="append",
+                    help="BLADE single- or multi-run file (repeatable: one per dataset)")
+    sc.add_argument("--judge", choices=["offline", "llm"], default="offline")
+    sc.add_argument("--mode", choices=["default", "blade"], default="default")
+    sc.add_argument("--k", type=int, default=10)
+    sc.add_argument("--agent", help="agent name (default: the submission file's name)")
+    sc.add_argument("--model", help="the agent's language model")
+    sc.add_argument("--out", required=True, help="where to copy the result file")
+    sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    sc.set_defaults(func=lambda a, s: _score(a, s, "analyses"))
+    mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter) against a release")
+    mcq.add_argument("--release", required=True)
+    mcq.add_argument("--answers", required=True)
+    mcq.add_argument("--agent")
+    mcq.add_argument("--model")
+    mcq.add_argument("--out", required=True)
+    mcq.add_argument("--as", dest="as_user")
+    mcq.set_defaults(func=lambda a, s: _score(a, s, "mcq"))
+    runs = sub.add_parser("runs", help="list, show, compare and export scoring runs")
+    runs.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    rs = runs.add_subparsers(dest="runs_command", required=True)
+    ls = rs.add_parser("list")
+    ls.add_argument("--release")
+    ls.add_argument("--json", action="store_true")
+    sh = rs.add_parser("show")
+    sh.add_argument("run", type=int)
+    sh.add_argument("--json", action="store_true")
+    cp = rs.add_parser("compare", help="paired bootstrap comparison of two runs on the same release")
+    cp.add_argument("a", type=int)
+    cp.add_argument("b", type=int)
+    cp.add_argument("--bootstrap", type=int, default=1000)
+    cp.add_argument("--json", action="store_true")
+    ex = rs.add_parser("export", help="the leaderboard of a release")
+    ex.add_argument("--release", required=True)
+    ex.add_argument("--dataset")
+    ex.add_argument("--format", choices=["csv", "json"], default="csv")
+    ex.add_argument("--json", dest="format", action="store_const", const="json")
+    ex.add_argument("--out")
+    runs.set_defaults(func=_cmd_runs)

@@ -1,0 +1,300 @@
+"""Reading scored runs: the leaderboard per release, stale scores, drill-down, human overrides, paired comparison.
+
+The leaderboard reads the scores stored on each run (no result file is opened), so it renders fast with many
+runs. Overrides never touch the engine's result file: they are rows of their own, and the run's effective scores
+are recomputed from the result with every override applied (:func:`evaluation.results.reaggregate`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from curation.errors import OverrideConflict, ScoringError
+from curation.models import ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
+from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from curation.services.scoring import (
+    SCORING_ROLES,
+    get_run,
+    release_by_record,
+    release_gt_hashes,
+    scores_summary,
+    stored_submissions,
+)
+from evaluation.metrics import DECISION_TYPES
+from evaluation.overrides import OverrideError, OverrideSpec, apply_overrides, find_item, original_value
+from evaluation.paired import PairedComparison, compare_runs
+from evaluation.results import EvaluationResult, read_result
+from evaluation.submissions import SubmittedAnalysis, parse_submission
+
+__all__ = [
+    "DECISION_LABELS",
+    "StaleInfo",
+    "add_override",
+    "compare_run_results",
+    "effective_result",
+    "leaderboard",
+    "leaderboard_csv",
+    "submitted_analyses",
+    "list_overrides",
+    "run_result",
+    "stale_scores",
+]
+
+log = logging.getLogger(__name__)
+
+DECISION_LABELS = {"cvar": "variables", "value": "transforms (value)", "graph": "transforms (graph)",
+                   "model": "models", "model_cvar": "models + variables"}
+
+_HASHES: dict[str, dict[str, str]] = {}  # manifest sha256 → dataset ground-truth hashes (releases never change)
+
+
+def _release_hashes(session: Session, record: ReleaseRecord, releases_root: Path) -> dict[str, str]:
+    if record.manifest_sha256 not in _HASHES:
+        _HASHES[record.manifest_sha256] = release_gt_hashes(release_by_record(session, record, releases_root))
+    return _HASHES[record.manifest_sha256]
+
+
+def _semver(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+
+@dataclass(frozen=True)
+class StaleInfo:
+    latest_version: str
+    changed: tuple[str, ...]
+
+    @property
+    def sentence(self) -> str:
+        return (f"Scored on an older ground truth: {', '.join(self.changed)} changed in release "
+                f"{self.latest_version}. Re-score to compare.")
+
+
+def stale_scores(*, session: Session, runs: list[ScoringRun], releases_root: Path,
+                 against: str | None = None) -> dict[int, StaleInfo]:
+    """Runs whose datasets' ground truth differs in release ``against`` (default: the latest); old numbers stay,
+    labelled with the release they were scored on."""
+    records = session.exec(select(ReleaseRecord)).all()
+    if not records:
+        return {}
+    latest = max(records, key=lambda r: _semver(r.version))
+    if against is not None:
+        latest = next((r for r in records if r.version == against), latest)
+    if all(run.release_version == latest.version for run in runs):
+        return {}
+    try:
+        hashes = _release_hashes(session, latest, releases_root)
+    except Exception as exc:  # noqa: BLE001 - a broken latest release must not hide the leaderboard
+        log.warning("cannot read release %s for stale checks: %s", latest.version, exc)
+        return {}
+    out: dict[int, StaleInfo] = {}
+    for run in runs:
+        if run.release_version == latest.version:
+            continue
+        changed = tuple(sorted(d for d, h in run.dataset_hashes.items() if hashes.get(d) != h))
+        if changed:
+            out[run.id or 0] = StaleInfo(latest.version, changed)
+    return out
+
+
+def _estimate(scores: dict[str, Any], name: str) -> tuple[float | None, float | None, float | None]:
+    e = scores.get("bootstrap", {}).get(name) or {}
+    return e.get("point"), e.get("ci_low"), e.get("ci_high")
+
+
+@judges_actor
+def leaderboard(*, session: Session, actor: User, release_version: str, releases_root: Path,
+                dataset: str | None = None, official_only: bool = False,
+                include_older: bool = False) -> list[dict[str, Any]]:
+    """One row per succeeded analysis run on ``release_version`` (best weighted score first).
+
+    Columns: run, agent, model, judge, mode, official, overrides, stale, then per decision type F1 with its 95 %
+    bootstrap interval, precision and coverage@k; the weighted score with its interval; failures by category; the
+    agent's latest MCQ accuracy on the same release. ``dataset`` restricts every figure to that dataset.
+    ``include_older`` adds the runs scored on older releases, labelled with their release and, where that
+    dataset's ground truth differs in ``release_version``, as stale.
+    """
+    require_role(actor, *SCORING_ROLES)
+    stmt = select(ScoringRun).where(ScoringRun.status == RunStatus.SUCCEEDED.value)
+    if not include_older:
+        stmt = stmt.where(ScoringRun.release_version == release_version)
+    runs = [r for r in session.exec(stmt.order_by(col(ScoringRun.id))).all()
+            if _semver(r.release_version) <= _semver(release_version)]
+    if dataset:
+        runs = [r for r in runs if r.kind == "mcq" or dataset in r.dataset_hashes]
+    mcq = {}
+    for r in runs:
+        if r.kind == "mcq" and r.scores_effective and r.release_version == release_version:
+            m = r.scores_effective.get("mcq", {})
+            mcq[(r.agent, r.model_name)] = m.get("datasets", {}).get(dataset) if dataset else m.get("accuracy")
+    analysis_runs = [r for r in runs if r.kind == "analyses" and r.scores_effective]
+    if official_only:
+        analysis_runs = [r for r in analysis_runs if r.official]
+    override_counts: dict[int, int] = {}
+    if analysis_runs:
+        for o in session.exec(select(ScoreOverride.run_id).where(
+                col(ScoreOverride.run_id).in_([r.id for r in analysis_runs]))).all():
+            override_counts[o] = override_counts.get(o, 0) + 1
+    stale = stale_scores(session=session, runs=analysis_runs, releases_root=releases_root)  # vs the latest
+    rows = []
+    for r in analysis_runs:
+        summary = r.scores_effective or {}
+        scores = summary.get("datasets", {}).get(dataset) if dataset else summary.get("overall")
+        if scores is None:
+            continue
+        row: dict[str, Any] = {"run": r.id, "release": r.release_version, "agent": r.agent, "model": r.model_name,
+                               "judge": r.judge.get("name", ""), "mode": r.mode, "official": r.official,
+                               "overrides": override_counts.get(r.id or 0, 0),
+                               "stale": stale[r.id or 0].sentence if (r.id or 0) in stale else "",
+                               "transforms_scored": r.transform_matcher.get("status") != "not_run",
+                               "analyses": sum(d["runs_submitted"] for d in scores.get("datasets", []))}
+        for t in DECISION_TYPES:
+            point, lo, hi = _estimate(scores, f"f1.{t}")
+            row[f"f1.{t}"] = scores["f1"].get(t) if point is None else point
+            row[f"f1.{t}.low"], row[f"f1.{t}.high"] = lo, hi
+            row[f"precision.{t}"] = scores["precision"].get(t)
+            row[f"coverage.{t}"] = scores["coverage"].get(t)
+        w = scores.get("weighted", {})
+        row["weighted"], row["weighted.low"], row["weighted.high"] = w.get("point"), w.get("ci_low"), w.get("ci_high")
+        row["failures"] = ", ".join(f"{k}: {v}" for k, v in sorted(scores.get("failures", {}).items())) or ""
+        row["mcq_accuracy"] = mcq.get((r.agent, r.model_name))
+        rows.append(row)
+    rows.sort(key=lambda x: (x["weighted"] is None, -(x["weighted"] or 0.0), x["run"]))
+    return rows
+
+
+def leaderboard_csv(rows: list[dict[str, Any]]) -> str:
+    """The leaderboard rows as CSV (one column per field, in the rows' order)."""
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return buffer.getvalue()
+
+
+# ------------------------------------------------------------------------------------ drill-down and overrides
+
+
+@judges_actor
+def submitted_analyses(*, session: Session, actor: User, run_id: int, runs_root: Path,
+                       ) -> dict[tuple[str, str], SubmittedAnalysis]:
+    """The run's analyses as submitted (code, variables), keyed by (dataset, analysis key)."""
+    run = get_run(session=session, actor=actor, run_id=run_id)
+    out: dict[tuple[str, str], SubmittedAnalysis] = {}
+    if run.kind != "analyses":
+        return out
+    for name, data in stored_submissions(run, runs_root):
+        sub = parse_submission(data, label=name)
+        for a in sub.analyses:
+            out[(sub.dataset_name, a.key)] = a
+    return out
+
+
+@judges_actor
+def run_result(*, session: Session, actor: User, run_id: int, runs_root: Path) -> EvaluationResult:
+    """The engine's result file of a succeeded run, as written (no overrides)."""
+    run = get_run(session=session, actor=actor, run_id=run_id)
+    if run.status != RunStatus.SUCCEEDED.value or not run.result_path or run.kind != "analyses":
+        raise ScoringError(f"Run {run_id} has no analysis result ({run.kind} run, {run.status}).")
+    return read_result(runs_root / run.result_path)
+
+
+@judges_actor
+def list_overrides(*, session: Session, actor: User, run_id: int) -> list[ScoreOverride]:
+    require_role(actor, *SCORING_ROLES)
+    stmt = select(ScoreOverride).where(ScoreOverride.run_id == run_id).order_by(col(ScoreOverride.id))
+    return list(session.exec(stmt).all())
+
+
+def _specs(overrides: list[ScoreOverride]) -> list[OverrideSpec]:
+    return [OverrideSpec(dataset=o.dataset, analysis_key=o.analysis_key, kind=o.kind, item=o.item,  # type: ignore[arg-type]
+                         value=o.value) for o in overrides]
+
+
+@judges_actor
+def effective_result(*, session: Session, actor: User, run_id: int, runs_root: Path) -> EvaluationResult:
+    """The run's result with every override applied (what its effective scores are computed from)."""
+    result = run_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    return apply_overrides(result, _specs(list_overrides(session=session, actor=actor, run_id=run_id)))
+
+
+@judges_actor
+def add_override(*, session: Session, actor: User, run_id: int, dataset: str, analysis_key: str, kind: str,
+                 item: str, value: bool, reason: str, runs_root: Path) -> ScoreOverride:
+    """Record that ``item`` does (``value``) or does not count as a match, and recompute the run's scores.
+
+    Raises:
+        OverrideConflict: another evaluator already overrode this item (their name, time and reason given).
+        ScoringError: no reason, an item the analysis does not have, or a value equal to the engine's.
+    """
+    require_role(actor, *SCORING_ROLES)
+    reason = reason.strip()
+    if not reason:
+        raise ScoringError("Give a reason for the override; it is kept with the run.")
+    # lock the run row so concurrent overrides on one run recompute its scores one after the other
+    run = session.exec(select(ScoringRun).where(ScoringRun.id == run_id).with_for_update()).first()
+    if run is None:
+        raise ScoringError(f"There is no scoring run {run_id}.")
+    result = run_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    try:
+        label = find_item(result, dataset, analysis_key, kind, item)
+        original = original_value(result, dataset, analysis_key, kind, item)
+    except OverrideError as exc:
+        raise ScoringError(f"Cannot override: {exc}") from exc
+    existing = session.exec(select(ScoreOverride).where(
+        ScoreOverride.run_id == run_id, ScoreOverride.dataset == dataset, ScoreOverride.analysis_key == analysis_key,
+        ScoreOverride.kind == kind, ScoreOverride.item == item)).first()
+    if existing is not None:
+        raise OverrideConflict(_conflict(session, existing))
+    if value == original:
+        raise ScoringError(f"The engine already counts '{label}' as {'a match' if value else 'no match'}; "
+                           "there is nothing to override.")
+    if kind == "model" and value:
+        raise ScoringError("A missed model cannot be made a match here: the result holds only the rows that matched.")
+    override = ScoreOverride(run_id=run_id, dataset=dataset, analysis_key=analysis_key, kind=kind, item=item,
+                             label=label, original=original, value=value, reason=reason, author_id=actor.id or 0)
+    session.add(override)
+    try:
+        session.flush()
+    except IntegrityError as exc:  # another evaluator's override committed first
+        session.rollback()
+        raise OverrideConflict("Another evaluator overrode this match a moment ago; reload the analysis to see "
+                               "their decision. Yours was not saved.") from exc
+    overrides = list_overrides(session=session, actor=actor, run_id=run_id)
+    effective = apply_overrides(result, _specs(overrides))
+    run.scores_effective = scores_summary(effective)
+    session.add(run)
+    return override
+
+
+def _conflict(session: Session, existing: ScoreOverride) -> str:
+    author = session.get(User, existing.author_id)
+    who = author.display_name or author.username if author else "someone"
+    return (f"{who} already overrode '{existing.label}' on {existing.created_at:%Y-%m-%d %H:%M} UTC "
+            f"(reason: {existing.reason}); their decision stands and yours was not saved.")
+
+
+# ------------------------------------------------------------------------------------ paired comparison
+
+
+@judges_actor
+def compare_run_results(*, session: Session, actor: User, run_a: int, run_b: int, runs_root: Path,
+                        n_bootstrap: int = 1000) -> PairedComparison:
+    """Paired comparison of two runs (overrides applied) on the same release."""
+    a = get_run(session=session, actor=actor, run_id=run_a)
+    b = get_run(session=session, actor=actor, run_id=run_b)
+    if a.release_version != b.release_version:
+        raise ScoringError(f"Run {run_a} was scored on release {a.release_version} and run {run_b} on "
+                           f"{b.release_version}; re-score one of them on the other's release to compare.")
+    ra = effective_result(session=session, actor=actor, run_id=run_a, runs_root=runs_root)
+    rb = effective_result(session=session, actor=actor, run_id=run_b, runs_root=runs_root)
+    return compare_runs(ra, rb, n_bootstrap=n_bootstrap)

@@ -1,0 +1,256 @@
+"""LLM alternatives seeded by the analysts' own decisions (BLADE's two prompt kinds, Fig. 9 and 10).
+
+For a dataset in stage 2 a curator generates: per submitted analysis, alternative conceptual variables seeded
+by that analyst's variables; per stage-1 conceptual variable, alternative transforms that operationalise it.
+Each generated transform is run in the sandbox after the parents of the step it replaces; a transform whose
+code fails is stored with its error (reviewers see it and usually call it unjustifiable), never dropped. Items
+the model got wrong in shape are rejected with their reason and listed in the report.
+
+The LLM calls and the sandbox runs happen outside any database transaction; each seed's alternatives are then
+stored in one transaction of their own, so a failure half-way keeps what was generated before it, and a second
+run is answered from the LLM cache (nothing sent) while duplicates of what is stored are flagged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from curation.errors import StageError
+from curation.models import (
+    Alternative,
+    Analysis,
+    AnalysisStatus,
+    ConceptualVariable,
+    Dataset,
+    Role,
+    Stage,
+    Transform,
+    User,
+)
+from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from curation.services.alternatives import (
+    TransformAlternativeInput,
+    check_alternative_transform,
+    check_extra,
+    seed_chain,
+    store_alternative,
+    transform_payload,
+)
+from curation.services.datasets import dataset_data_path, original_columns
+from curation.services.stages import get_review_settings
+from evaluation.errors import EvaluationError
+from evaluation.llm import LLMConfig, LLMResult, chat_json
+from evaluation.llm.prompts import (
+    TRANSFORM_TEMPLATE,
+    VARIABLE_TEMPLATE,
+    ProposedTransform,
+    ProposedVariable,
+    parse_items,
+    prompt_sha256,
+    transform_messages,
+    variable_messages,
+)
+from evaluation.sandbox import SandboxLimits
+from evaluation.specs import ROOT_SPEC_ID
+
+__all__ = ["GenerationJob", "GenerationReport", "generate_alternatives", "plan_generation"]
+
+log = logging.getLogger(__name__)
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass
+class GenerationJob:
+    kind: str  # variable | transform
+    label: str
+    template: str
+    messages: list[dict[str, str]]
+    seed_ids: list[str]
+    variable_id: str | None = None
+    analysis_id: int = 0
+    parents: list[str] = field(default_factory=lambda: [ROOT_SPEC_ID])
+
+
+@dataclass
+class GenerationReport:
+    calls: int = 0
+    cached: int = 0
+    created: int = 0
+    already_stored: int = 0
+    duplicates: int = 0
+    failed_checks: int = 0
+    rejected: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _variable_dict(v: ConceptualVariable) -> dict[str, Any]:
+    return {"variable_type": v.variable_type, "concept": v.concept, "rationale": v.rationale,
+            "columns": [c.get("name", "") for c in v.columns]}
+
+
+@judges_actor
+def plan_generation(*, session: Session, actor: User, dataset_id: int) -> list[GenerationJob]:
+    """The calls to make for a dataset in stage 2 (curators and admins), seeded by the submitted analyses."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise StageError(f"There is no dataset with id {dataset_id}.")
+    if get_review_settings(session=session, dataset_id=dataset_id).stage != Stage.REVIEW.value:
+        raise StageError(f"Alternatives are generated while stage 2 of '{dataset.name}' is open.")
+    analyses = session.exec(select(Analysis).where(Analysis.dataset_id == dataset_id,
+                                                   Analysis.status == AnalysisStatus.SUBMITTED.value)
+                            .order_by(col(Analysis.id))).all()
+    columns = original_columns(dataset)
+    common: dict[str, Any] = {"research_question": dataset.research_question, "description": dataset.description,
+              "dictionary": dataset.dictionary, "columns": columns}
+    jobs: list[GenerationJob] = []
+    for analysis in analyses:
+        variables = list(session.exec(select(ConceptualVariable).where(ConceptualVariable.analysis_id == analysis.id)
+                                      .order_by(col(ConceptualVariable.position))).all())
+        transforms = {t.id: t for t in session.exec(select(Transform).where(Transform.analysis_id == analysis.id))}
+        if variables:
+            jobs.append(GenerationJob(
+                kind="variable", label=f"variables seeded by analysis {analysis.id}", template=VARIABLE_TEMPLATE,
+                messages=variable_messages(**common, expert_variables=[_variable_dict(v) for v in variables]),
+                seed_ids=[v.id for v in variables], analysis_id=analysis.id or 0))
+        for v in variables:
+            producers = [c["producer_id"] for c in v.columns if c.get("producer_id") in transforms]
+            chain = seed_chain(session, analysis.id or 0, producers) if producers else []
+            first = transforms[producers[0]] if producers else None
+            parents = list(first.branches[0].get("dependencies", [])) if first and first.branches else []
+            jobs.append(GenerationJob(
+                kind="transform", label=f"transforms for '{v.concept}'", template=TRANSFORM_TEMPLATE,
+                messages=transform_messages(**common, variable=_variable_dict(v), expert_code=[t.code for t in chain]),
+                seed_ids=[v.id], variable_id=v.id, analysis_id=analysis.id or 0, parents=parents or [ROOT_SPEC_ID]))
+    return jobs
+
+
+def _provenance(result: LLMResult, job: GenerationJob) -> tuple[dict[str, Any], dict[str, Any]]:
+    llm = {"model": result.model, "base_url": result.base_url, "prompt_template": result.template,
+           "prompt_sha256": prompt_sha256(job.messages), "temperature": result.parameters.get("temperature"),
+           "created_at": result.created_at.isoformat()}
+    call = {"cache_key": result.cache_key, "parameters": result.parameters, "raw_response": result.raw,
+            "seed_ids": job.seed_ids, "attempts": result.attempts}
+    return llm, call
+
+
+def _stored_items(session: Session, dataset_id: int, cache_key: str) -> set[int]:
+    """Items of this (cached) answer that an earlier run already stored: a re-run adds nothing twice."""
+    alts = session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id, Alternative.source == "llm"))
+    return {int(a.extra["llm_call"].get("item", -1)) for a in alts
+            if (a.extra or {}).get("llm_call", {}).get("cache_key") == cache_key}
+
+
+def _run_variable_job(session: Session, dataset_id: int, job: GenerationJob, result: LLMResult,
+                      report: GenerationReport, columns: list[str]) -> None:
+    items, repairs, rejected = parse_items(result.content, "variables", ProposedVariable)
+    report.rejected += [f"{job.label}: {r}" for r in rejected]
+    llm, call = _provenance(result, job)
+    done = _stored_items(session, dataset_id, result.cache_key)
+    for i, item in enumerate(items):
+        assert isinstance(item, ProposedVariable)
+        if i in done:
+            report.already_stored += 1
+            continue
+        unknown = [c for c in item.columns if c not in columns]
+        if unknown:
+            report.rejected.append(f"{job.label}: '{item.concept}' rejected: {unknown} are not columns of the data")
+            continue
+        payload = {"variable_type": item.variable_type, "concept": item.concept.strip(), "interaction": item.interaction,
+                   "on": item.on, "rationale": item.rationale.strip(), "columns": item.columns}
+        stored = store_alternative(session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
+                                   seed_id=None, payload=payload, llm=llm,
+                                   extra={"llm_call": {**call, "repairs": repairs, "item": i}})
+        report.created += 1
+        report.duplicates += stored.duplicate_of is not None
+
+
+def _checked_transforms(session_scope: Callable[[], AbstractContextManager[Session]], job: GenerationJob,
+                        result: LLMResult, data_path: Path, limits: SandboxLimits,
+                        report: GenerationReport, dataset_id: int,
+                        ) -> list[tuple[int, ProposedTransform, dict[str, Any], list[str]]]:
+    items, repairs, rejected = parse_items(result.content, "transforms", ProposedTransform)
+    report.rejected += [f"{job.label}: {r}" for r in rejected]
+    with session_scope() as session:
+        chain = seed_chain(session, job.analysis_id, job.parents)
+        done = _stored_items(session, dataset_id, result.cache_key)
+    out = []
+    for i, item in enumerate(items):
+        assert isinstance(item, ProposedTransform)
+        if i in done:  # stored by an earlier run: not run again
+            report.already_stored += 1
+            continue
+        try:
+            check = check_alternative_transform(data_path=data_path, chain=chain, code=item.code,
+                                                output_col=item.output_col.strip(), limits=limits)
+        except EvaluationError as exc:  # the sandbox itself failed: keep the item, with why it was not run
+            check = {"ok": False, "error": f"not run: {exc}", "error_kind": "setup", "code": item.code}
+        report.failed_checks += not check.get("ok")
+        out.append((i, item, check, repairs))
+    return out
+
+
+@judges_actor
+def generate_alternatives(
+    *,
+    session_scope: Callable[[], AbstractContextManager[Session]],
+    actor: User,
+    dataset_id: int,
+    config: LLMConfig,
+    store: Path,
+    limits: SandboxLimits,
+    progress: Progress | None = None,
+) -> GenerationReport:
+    """Generate, check and store alternatives for a dataset in stage 2; returns what happened, per kind.
+
+    ``session_scope`` opens one transaction (the caller's factory); calls and sandbox runs happen between
+    transactions. A failed call is reported and the next seed goes on.
+    """
+    config.require()
+    with session_scope() as session:
+        jobs = plan_generation(session=session, actor=actor, dataset_id=dataset_id)
+        dataset = session.get(Dataset, dataset_id)
+        assert dataset is not None
+        data_path, columns = dataset_data_path(dataset, store), original_columns(dataset)
+    report = GenerationReport()
+    for n, job in enumerate(jobs):
+        if progress:
+            progress(n, len(jobs), job.label)
+        try:
+            result = chat_json(config, template=job.template, messages=job.messages)
+            report.calls += 1
+            report.cached += result.cached
+            if job.kind == "variable":
+                with session_scope() as session:
+                    _run_variable_job(session, dataset_id, job, result, report, columns)
+                continue
+            checked = _checked_transforms(session_scope, job, result, data_path, limits, report, dataset_id)
+            llm, call = _provenance(result, job)
+            with session_scope() as session:
+                var = session.get(ConceptualVariable, job.variable_id)
+                assert var is not None
+                names = {t.id: t.spec_name for t in seed_chain(session, job.analysis_id, job.parents)}
+                for i, item, check, repairs in checked:
+                    data = TransformAlternativeInput(code=item.code, output_col=item.output_col,
+                                                     rationale=item.rationale, spec_name=item.spec_name,
+                                                     parents=job.parents)
+                    stored = store_alternative(session, dataset_id=dataset_id, kind="transform", source="llm",
+                                               proposed_by_id=None, seed_id=job.variable_id,
+                                               payload=transform_payload(var, data, names, check.get("value_hash")), llm=llm,
+                                               extra={**check_extra(check),
+                                                      "llm_call": {**call, "repairs": repairs, "item": i}})
+                    report.created += 1
+                    report.duplicates += stored.duplicate_of is not None
+        except EvaluationError as exc:  # LLM down / unparseable answer: say which seed, go on with the next
+            report.errors.append(f"{job.label}: {exc}")
+    if progress:
+        progress(len(jobs), len(jobs), "done")
+    return report

@@ -1,0 +1,56 @@
+"""The app's background scorer: a small thread pool that runs :func:`curation.services.scoring.execute_run`
+outside any page's script, so leaving or reloading the page does not stop a run.
+
+Threads rather than processes: the expensive parts (agent code) already run in the sandbox's own subprocesses,
+the rest is judging and numpy. Status, progress and cancellation live in the database, so every page (and every
+app process on PostgreSQL) sees the same state. On start the worker marks runs abandoned by a stopped process as
+failed and picks up runs still queued.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from curation.db import session_scope
+from curation.models import RunStatus, ScoringRun
+from curation.services.scoring import JudgeSettings, execute_run, fail_abandoned_runs
+
+__all__ = ["RunWorker"]
+
+log = logging.getLogger(__name__)
+
+
+class RunWorker:
+    def __init__(self, engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+                 max_workers: int = 1, stale_after: timedelta = timedelta(minutes=10)) -> None:
+        self.engine = engine
+        self.runs_root, self.releases_root, self.judges = runs_root, releases_root, judges
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-scoring")
+        self._futures: dict[int, Future[ScoringRun]] = {}
+        with session_scope(engine) as s:
+            failed = fail_abandoned_runs(session=s, stale_after=stale_after)
+            queued = [r.id for r in s.exec(select(ScoringRun).where(ScoringRun.status == RunStatus.QUEUED.value))]
+        if failed:
+            log.warning("scoring runs %s were abandoned by a stopped process; marked failed", failed)
+        for run_id in queued:
+            if run_id is not None:
+                self.submit(run_id)
+
+    def submit(self, run_id: int) -> Future[ScoringRun]:
+        """Queue a registered run (idempotent: a run already queued here is not queued twice)."""
+        current = self._futures.get(run_id)
+        if current is not None and not current.done():
+            return current
+        future = self._pool.submit(execute_run, self.engine, run_id, runs_root=self.runs_root,
+                                   releases_root=self.releases_root, judges=self.judges)
+        self._futures[run_id] = future
+        return future
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._pool.shutdown(wait=wait)

@@ -1,0 +1,539 @@
+"""Scoring runs: register an agent's submission against a release, score it outside any page, keep the record.
+
+A run is registered in one transaction (:func:`register_run`): the submission files are checked (size, JSON,
+BLADE format, datasets the release has), the release is verified against its manifest, and the run's provenance
+(submission hash, release version and ground-truth hashes, evaluator version, judge, mode, k) is written once.
+:func:`execute_run` then does the work in its own short transactions, so a browser page can leave and come back
+(the app's :class:`curation.services.run_worker.RunWorker` calls it in a background thread; ``forkpaths score``
+calls it in the foreground): it records progress and a heartbeat after every analysis, stops when a cancel is
+requested, and ends the run ``succeeded`` (result file written atomically under the data dir), ``cancelled`` or
+``failed`` with a sentence. A crash of one run never touches another.
+
+Transform credit: :func:`_transform_matching_for` is the ONE place where the transform matcher and the ground
+truth's expanded units are chosen for a release dataset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from curation.db import session_scope
+from curation.errors import NotFoundError, ScoringError
+from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
+from curation.services import releases as _releases
+from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from evaluation.judges import make_judge
+from evaluation.judges.base import Judge
+from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
+from evaluation.metrics import DatasetRuns, score_runs
+from evaluation.records import UnitRef
+from evaluation.results import EVALUATOR_VERSION, EvaluationResult, build_result, dump_result
+from evaluation.scoring import TransformMatcher, score_submission
+from evaluation.submissions import Submission, parse_submission
+from evaluation.transform_credit import transform_credit
+from exports.native import release_data_path
+from exports.schema import DatasetRelease, Release
+
+__all__ = [
+    "SCORING_ROLES",
+    "JudgeSettings",
+    "RunCancelled",
+    "TransformMatching",
+    "cancel_run",
+    "dataset_gt_hash",
+    "execute_run",
+    "fail_abandoned_runs",
+    "get_run",
+    "list_runs",
+    "register_run",
+    "release_by_record",
+    "release_gt_hashes",
+    "rescore_run",
+    "run_dir",
+    "scorable_releases",
+    "scores_summary",
+    "set_official",
+    "stored_submissions",
+]
+
+log = logging.getLogger(__name__)
+
+SCORING_ROLES = (Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
+MODES = ("default", "blade")
+JUDGE_NAMES = ("offline", "llm")
+FINISHED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value}
+
+
+
+# ------------------------------------------------------------------------------------ transform matching
+
+
+@dataclass(frozen=True)
+class TransformMatching:
+    """What scores the transform side of one release dataset: the matcher, the ground truth's expanded units
+    (ROOT excluded) and how to describe both in the result's provenance."""
+
+    matcher: TransformMatcher
+    units: Sequence[UnitRef] = ()
+    description: dict[str, Any] = field(default_factory=dict)
+
+
+def _transform_matching_for(release_dataset: DatasetRelease, release_folder: Path, *, cache_dir: Path | None,
+                            mode: str) -> TransformMatching:
+    """THE seam for transform credit: the dataset's ground truth (built once, then from the cache in the data
+    folder, keyed by its content, the evaluator and library versions) and the value + graph matcher, which
+    converts each analysis's transform code into units in the sandbox. ``blade`` mode matches as BLADE does
+    (only the last isomorphism class per WL bucket)."""
+    credit = transform_credit(release_dataset, release_data_path(release_folder, release_dataset),
+                              cache_dir=cache_dir, blade_compat=mode == "blade")
+    return TransformMatching(matcher=credit.match, units=tuple(credit.units), description=credit.description)
+
+
+# ------------------------------------------------------------------------------------ release access
+
+
+def _release_for_scoring(session: Session, version: str, releases_root: Path) -> Release:
+    """THE place scoring reads a release: its record by version (NotFoundError naming the known ones), then the
+    release checked against the hashes recorded when it was cut (ReleaseError with the reason when it fails).
+    Scoring needs the whole ground truth whoever the evaluator is, so no blinding applies here (that rule is
+    about stage-1 work)."""
+    return _releases._verified(session, _releases._record(session, version), releases_root).release
+
+
+def release_by_record(session: Session, record: ReleaseRecord, releases_root: Path) -> Release:
+    """A release from its record, checked like :func:`_release_for_scoring`."""
+    return _releases._verified(session, record, releases_root).release
+
+
+# ------------------------------------------------------------------------------------ hashes and paths
+
+
+def _canonical(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def dataset_gt_hash(ds: DatasetRelease) -> str:
+    """Content hash of what a dataset's scores depend on: its data table and its decisions."""
+    payload = {"data_sha256": ds.data_sha256, "variables": [v.model_dump(mode="json") for v in ds.variables],
+               "transforms": [t.model_dump(mode="json") for t in ds.transforms],
+               "models": [m.model_dump(mode="json") for m in ds.models]}
+    return hashlib.sha256(_canonical(payload)).hexdigest()
+
+
+def release_gt_hashes(release: Release) -> dict[str, str]:
+    return {d.name: dataset_gt_hash(d) for d in release.datasets}
+
+
+def _combined(hashes: dict[str, str]) -> str:
+    return hashlib.sha256(_canonical(sorted(hashes.items()))).hexdigest()
+
+
+def run_dir(runs_root: Path, run_id: int) -> Path:
+    return runs_root / str(run_id)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ------------------------------------------------------------------------------------ registration
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """How to build the judges: the LLM endpoint (from settings) and the response cache folder."""
+
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+    cache_dir: Path | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> JudgeSettings:
+        """From :class:`curation.settings.Settings` (read at the edge): the LLM endpoint and the cache folder."""
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
+        return cls(llm_base_url=settings.llm_base_url, llm_model=settings.llm_model, llm_api_key=key,
+                   cache_dir=settings.resolved_data_dir / "judge-cache")
+
+    def configuration(self, name: str) -> dict[str, Any]:
+        if name == "offline":
+            return make_judge("offline").configuration()
+        if name == "llm":
+            if not (self.llm_base_url and self.llm_model):
+                raise ScoringError("The llm judge needs an endpoint: set FORKPATHS_LLM_BASE_URL and "
+                                   "FORKPATHS_LLM_MODEL, or choose the offline judge.")
+            return {"name": "llm", "model": self.llm_model, "base_url": self.llm_base_url}
+        raise ScoringError(f"Unknown judge '{name}'; choose {' or '.join(JUDGE_NAMES)}.")
+
+    def build(self, name: str) -> Judge:
+        if name == "llm":
+            from evaluation.judges.llm_judge import OpenAIChatClient
+
+            self.configuration(name)
+            client = OpenAIChatClient(base_url=self.llm_base_url or "", model=self.llm_model or "",
+                                      api_key=self.llm_api_key or "not-needed")
+            return make_judge("llm", client=client, cache_dir=self.cache_dir)
+        return make_judge(name)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} kB"
+
+
+def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes: int, kind: str,
+                 ) -> list[tuple[str, bytes, Submission | None]]:
+    if not files:
+        raise ScoringError("Choose a submission file to score.")
+    total = sum(len(b) for _, b in files)
+    if total > max_bytes:
+        big = max(files, key=lambda f: len(f[1]))
+        raise ScoringError(f"The submission is {_size(total)} (largest file: {big[0]}, {_size(len(big[1]))}); the "
+                           f"limit is {_size(max_bytes)} (FORKPATHS_MAX_SUBMISSION_MB). Nothing was stored.")
+    if kind == "mcq":
+        if len(files) != 1:
+            raise ScoringError("An MCQ run takes exactly one answers file (question id → letter).")
+        read_answers(files[0][1], label=files[0][0])
+        return [(files[0][0], files[0][1], None)]
+    names = [d.name for d in release.datasets]
+    out: list[tuple[str, bytes, Submission | None]] = []
+    seen: dict[str, str] = {}
+    for name, data in files:
+        sub = parse_submission(data, label=name)  # SubmissionError (a user error) when unreadable
+        if sub.dataset_name not in names:
+            raise ScoringError(f"{name} is a submission for dataset '{sub.dataset_name}', which release "
+                               f"{release.version} does not have (it has: {', '.join(names) or 'no datasets'}). "
+                               "Nothing was stored.")
+        if sub.dataset_name in seen:
+            raise ScoringError(f"{name} and {seen[sub.dataset_name]} are both for dataset '{sub.dataset_name}'; a "
+                               "run holds one submission per dataset.")
+        seen[sub.dataset_name] = name
+        if not sub.analyses:
+            raise ScoringError(f"{name} has no analyses to score.")
+        out.append((name, data, sub))
+    return out
+
+
+@judges_actor
+def register_run(*, session: Session, actor: User, release_version: str, files: Sequence[tuple[str, bytes]],
+                 agent: str, model_name: str = "", judge: str = "offline", mode: str = "default", k: int = 10,
+                 kind: str = "analyses", runs_root: Path, releases_root: Path, max_bytes: int,
+                 judges: JudgeSettings | None = None, source: str = "web",
+                 rescore_of_id: int | None = None) -> ScoringRun:
+    """Check everything and record a queued run with its provenance and its stored submission files.
+
+    Raises:
+        PermissionDenied: not an evaluator, curator or admin.
+        ScoringError / SubmissionError / AnswersFileError: bad input, with the file and what is wrong.
+        ReleaseError: the release fails verification (its message says which file).
+    """
+    require_role(actor, *SCORING_ROLES)
+    agent, model_name = agent.strip(), model_name.strip()
+    if not agent:
+        raise ScoringError("Name the agent that produced the submission.")
+    if len(agent) > 128 or len(model_name) > 128:
+        raise ScoringError("Agent and model names are limited to 128 characters.")
+    if mode not in MODES:
+        raise ScoringError(f"Unknown mode '{mode}'; choose default or blade.")
+    if kind not in ("analyses", "mcq"):
+        raise ScoringError(f"Unknown run kind '{kind}'.")
+    if not 1 <= k <= 1000:
+        raise ScoringError(f"k must be between 1 and 1000 (got {k}).")
+    judge_config = (judges or JudgeSettings()).configuration(judge) if kind == "analyses" else {}
+    release = _release_for_scoring(session, release_version, releases_root)  # refuses a failing release
+    checked = _check_files(files, release, max_bytes, kind)
+    hashes = release_gt_hashes(release)
+    datasets = [s.dataset_name for _, _, s in checked if s is not None] or sorted(hashes)
+    used = {d: hashes[d] for d in datasets}
+    digest = hashlib.sha256()
+    for _name, data, _ in sorted(checked, key=lambda c: c[0]):
+        digest.update(hashlib.sha256(data).digest())
+    run = ScoringRun(
+        kind=kind, agent=agent, model_name=model_name, release_version=release.version,
+        ground_truth_hash=_combined(used), dataset_hashes=used, submission_sha256=digest.hexdigest(),
+        evaluator_version=EVALUATOR_VERSION, judge=judge_config,
+        mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
+        progress_total=sum(len(s.analyses) for _, _, s in checked if s is not None) or 1,
+        stage="queued")
+    session.add(run)
+    session.flush()
+    folder = run_dir(runs_root, run.id or 0)
+    stored = []
+    try:
+        for i, (name, data, sub) in enumerate(checked):
+            rel = f"{run.id}/submission-{i}.json"
+            _write_atomic(runs_root / rel, data)
+            stored.append({"name": Path(name).name, "path": rel, "sha256": hashlib.sha256(data).hexdigest(),
+                           "bytes": len(data), "dataset": sub.dataset_name if sub else None,
+                           "format": sub.format if sub else "answers",
+                           "analyses": len(sub.analyses) if sub else None})
+    except OSError as exc:  # nothing half-stored: the transaction rolls back, the files go too
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ScoringError(f"The submission could not be stored in {runs_root}: {exc.strerror or exc}.") from exc
+    run.submission_files = stored
+    session.add(run)
+    session.flush()
+    log.info("registered scoring run %s (%s on %s, %s files) in %s", run.id, agent, release.version, len(stored),
+             folder)
+    return run
+
+
+def stored_submissions(run: ScoringRun, runs_root: Path) -> list[tuple[str, bytes]]:
+    """The run's submission files as stored at registration (checked against their recorded hashes)."""
+    out = []
+    for f in run.submission_files:
+        data = (runs_root / f["path"]).read_bytes()
+        if hashlib.sha256(data).hexdigest() != f["sha256"]:
+            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} no longer matches its hash; "
+                               "it was changed on disk.")
+        out.append((f["name"], data))
+    return out
+
+
+# ------------------------------------------------------------------------------------ execution
+
+
+class RunCancelled(Exception):
+    """Raised inside a run when an evaluator asked to cancel it."""
+
+
+def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> dict[str, Any]:
+    """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs)."""
+    p = result.provenance
+    nb = p.n_bootstrap if n_bootstrap is None else n_bootstrap
+    overall = score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses]) for d in result.datasets],
+                         mode=p.mode, k=p.k, n_bootstrap=nb, seed=p.seed)
+    per = {d.dataset: score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses])], mode=p.mode,
+                                 k=p.k, n_bootstrap=nb, seed=p.seed).model_dump(mode="json")
+           for d in result.datasets}
+    return {"overall": overall.model_dump(mode="json"), "datasets": per}
+
+
+def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
+    with session_scope(engine) as s:
+        run = s.get(ScoringRun, run_id)
+        if run is None:
+            raise NotFoundError(f"There is no scoring run {run_id}.")
+        for key, value in values.items():
+            setattr(run, key, value)
+        s.add(run)
+        return run
+
+
+def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) -> None:
+    with session_scope(engine) as s:
+        run = s.get(ScoringRun, run_id)
+        if run is None:
+            raise RunCancelled("the run record disappeared")
+        run.progress_done, run.progress_total, run.stage, run.heartbeat_at = done, total, stage[:256], utcnow()
+        s.add(run)
+        if run.cancel_requested:
+            raise RunCancelled()
+
+
+def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: list[Submission],
+                    judges: JudgeSettings, on_progress: Callable[[int, int, str], None] | None, *,
+                    release_folder: Path, gt_cache: Path | None) -> EvaluationResult:
+    judge = judges.build(run.judge.get("name", "offline"))
+    by_name = {d.name: d for d in release.datasets}
+    total = sum(len(s.analyses) for s in subs)
+    done_before = 0
+    results = []
+    matcher_desc: dict[str, Any] = {}
+    for sub in subs:
+        ds = by_name[sub.dataset_name]
+        matching = _transform_matching_for(ds, release_folder, cache_dir=gt_cache, mode=run.mode)
+        matcher_desc = matching.description
+
+        def tick(done: int, _total: int, *, base: int = done_before, name: str = ds.name) -> None:
+            stage = f"{name}: analysis {done} of {_total}"
+            _progress(engine, run.id or 0, base + done, total, stage)
+            if on_progress:
+                on_progress(base + done, total, stage)
+
+        results.append(score_submission(ds, sub, judge=judge, transform_matcher=matching.matcher,
+                                        units=matching.units, progress=tick))
+        done_before += len(sub.analyses)
+    return build_result(results, release_version=release.version, ground_truth_hash=run.ground_truth_hash,
+                        judge=judge.configuration(), transform_matcher=matcher_desc,
+                        mode=run.mode, k=run.k)  # type: ignore[arg-type]
+
+
+def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
+                judges: JudgeSettings | None = None, gt_cache: Path | None = None,
+                on_progress: Callable[[int, int, str], None] | None = None) -> ScoringRun:
+    """Score a queued run to the end; never raises for what happens inside the run (the record says it)."""
+    judges = judges or JudgeSettings()
+    # the ground truth's cache sits in the data folder, beside the runs (as `forkpaths gt build` keeps it)
+    gt_cache = gt_cache or runs_root.parent / "cache" / "groundtruth"
+    with session_scope(engine) as s:
+        run = s.get(ScoringRun, run_id)
+        if run is None:
+            raise NotFoundError(f"There is no scoring run {run_id}.")
+        if run.status != RunStatus.QUEUED.value:
+            return run
+        if run.cancel_requested:
+            run.status, run.finished_at, run.message = RunStatus.CANCELLED.value, utcnow(), "Cancelled before it started."
+            s.add(run)
+            return run
+        run.status, run.started_at, run.heartbeat_at, run.stage = RunStatus.RUNNING.value, utcnow(), utcnow(), "starting"
+        s.add(run)
+    try:
+        with session_scope(engine) as s:
+            release = _release_for_scoring(s, run.release_version, releases_root)
+            release_folder = _releases.release_dir(_releases._record(s, run.release_version), releases_root)
+        files = stored_submissions(run, runs_root)
+        folder = run_dir(runs_root, run_id)
+        if run.kind == "mcq":
+            report = score_answers(release.datasets, read_answers(files[0][1], label=files[0][0]),
+                                   release_version=release.version,
+                                   source={"kind": "answers_file", "file": files[0][0]})
+            path = folder / "mcq-report.json"
+            _write_atomic(path, dump_mcq_report(report).encode("utf-8"))
+            overall = next((g for g in report.groups if g.dataset == "all" and g.kind == "all"), None)
+            scores: dict[str, Any] = {"mcq": {
+                "accuracy": overall.accuracy if overall else None, "chance": overall.chance if overall else None,
+                "unparseable": overall.unparseable if overall else 0,
+                "datasets": {g.dataset: g.accuracy for g in report.groups if g.kind == "all" and g.dataset != "all"}}}
+            done = total = 1
+        else:
+            subs = [parse_submission(data, label=name, known_datasets=[d.name for d in release.datasets])
+                    for name, data in files]
+            result = _score_analyses(engine, run, release, subs, judges, on_progress, release_folder=release_folder,
+                                     gt_cache=gt_cache)
+            path = folder / "result.json"
+            _write_atomic(path, dump_result(result).encode("utf-8"))
+            scores = scores_summary(result)
+            done = total = sum(len(s.analyses) for s in subs)
+            # what scored the transforms is known once the matcher for each dataset was chosen
+            _update(engine, run_id, transform_matcher=result.provenance.transform_matcher)
+        return _update(engine, run_id, status=RunStatus.SUCCEEDED.value, finished_at=utcnow(),
+                       result_path=path.relative_to(runs_root).as_posix(), scores=scores, scores_effective=scores,
+                       progress_done=done, progress_total=total, stage="done", message="")
+    except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
+        _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
+                message="Interrupted from the terminal; no scores were kept.")
+        raise
+    except RunCancelled:
+        with session_scope(engine) as s:
+            current = s.get(ScoringRun, run_id)
+            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+        log.info("scoring run %s cancelled", run_id)
+        return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
+                       message=f"Cancelled{where}; no scores were kept.")
+    except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
+        log.exception("scoring run %s crashed", run_id)
+        with session_scope(engine) as s:
+            current = s.get(ScoringRun, run_id)
+            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+        return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
+                       message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
+
+
+def fail_abandoned_runs(*, session: Session, stale_after: timedelta = timedelta(minutes=10)) -> list[int]:
+    """Runs left ``running`` by a process that stopped (no heartbeat for ``stale_after``) are marked failed."""
+    cutoff = utcnow() - stale_after
+    ids = []
+    for run in session.exec(select(ScoringRun).where(ScoringRun.status == RunStatus.RUNNING.value)).all():
+        beat = run.heartbeat_at or run.started_at or run.created_at
+        if beat < cutoff:
+            run.status, run.finished_at = RunStatus.FAILED.value, utcnow()
+            run.message = (f"Interrupted: the process scoring it stopped (no progress since {beat:%Y-%m-%d %H:%M} "
+                           "UTC). Re-score it.")
+            session.add(run)
+            ids.append(run.id or 0)
+    return ids
+
+
+# ------------------------------------------------------------------------------------ queries and actions
+
+
+@judges_actor
+def get_run(*, session: Session, actor: User, run_id: int) -> ScoringRun:
+    require_role(actor, *SCORING_ROLES)
+    run = session.get(ScoringRun, run_id)
+    if run is None:
+        raise NotFoundError(f"There is no scoring run {run_id}.")
+    return run
+
+
+@judges_actor
+def scorable_releases(*, session: Session, actor: User) -> list[ReleaseRecord]:
+    """The releases a run can be scored against, newest first (evaluators included)."""
+    require_role(actor, *SCORING_ROLES)
+    rows = session.exec(select(ReleaseRecord)).all()
+    return sorted(rows, key=lambda r: tuple(int(x) for x in r.version.split(".") if x.isdigit()), reverse=True)
+
+
+@judges_actor
+def list_runs(*, session: Session, actor: User, release_version: str | None = None,
+              kind: str | None = None) -> list[ScoringRun]:
+    """Runs, newest first."""
+    require_role(actor, *SCORING_ROLES)
+    stmt = select(ScoringRun)
+    if release_version:
+        stmt = stmt.where(ScoringRun.release_version == release_version)
+    if kind:
+        stmt = stmt.where(ScoringRun.kind == kind)
+    return list(session.exec(stmt.order_by(col(ScoringRun.id).desc())).all())
+
+
+@judges_actor
+def cancel_run(*, session: Session, actor: User, run_id: int) -> ScoringRun:
+    run = get_run(session=session, actor=actor, run_id=run_id)
+    if run.status in FINISHED:
+        raise ScoringError(f"Run {run_id} has already {run.status}; there is nothing to cancel.")
+    run.cancel_requested = True
+    if run.status == RunStatus.QUEUED.value:
+        run.status, run.finished_at, run.message = RunStatus.CANCELLED.value, utcnow(), "Cancelled before it started."
+    session.add(run)
+    return run
+
+
+@judges_actor
+def set_official(*, session: Session, actor: User, run_id: int, official: bool) -> ScoringRun:
+    """Curators and admins mark a succeeded run as an official leaderboard entry (or take the mark back)."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    run = get_run(session=session, actor=actor, run_id=run_id)
+    if official and run.status != RunStatus.SUCCEEDED.value:
+        raise ScoringError(f"Run {run_id} has {run.status}; only a succeeded run can be official.")
+    run.official = official
+    run.official_by_id, run.official_at = (actor.id, utcnow()) if official else (None, None)
+    session.add(run)
+    return run
+
+
+@judges_actor
+def rescore_run(*, session: Session, actor: User, run_id: int, release_version: str, runs_root: Path,
+                releases_root: Path, max_bytes: int, judges: JudgeSettings | None = None) -> ScoringRun:
+    """Register the same submission, agent, judge and mode against another release (the old run is kept)."""
+    old = get_run(session=session, actor=actor, run_id=run_id)
+    judge = str(old.judge.get("name", "offline")) if old.kind == "analyses" else "offline"
+    return register_run(session=session, actor=actor, release_version=release_version,
+                        files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,
+                        judge=judge, mode=old.mode, k=old.k, kind=old.kind, runs_root=runs_root,
+                        releases_root=releases_root, max_bytes=max_bytes, judges=judges, source=old.source,
+                        rescore_of_id=old.id)

@@ -1,0 +1,74 @@
+"""``forkpaths score``, ``score-mcq`` and ``runs`` as an operator uses them: a real process, a real database."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from curation.settings import PROJECT_ROOT
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
+               FORKPATHS_ADMIN_PASSWORD="admin password 1")
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_score_registers_a_run_and_runs_lists_shows_compares_exports(tmp_path, shared_blade):
+    assert _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    assert _cli(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    sub = shared_blade / "examples" / "multirun_analyses.json"
+    out = tmp_path / "out" / "result.json"
+    done = _cli(tmp_path, "score", "--release", "1.0.0", "--submission", str(sub), "--agent", "react-agent",
+                "--model", "gpt-x", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "Run 1 registered" in done.stderr and "10/10" in done.stderr  # the progress bar reached the end
+    assert "weighted" in done.stdout and out.is_file()
+    assert json.loads(out.read_text())["provenance"]["release_version"] == "1.0.0"
+    second = _cli(tmp_path, "score", "--release", "1.0.0", "--submission", str(sub), "--mode", "blade",
+                  "--out", str(tmp_path / "b.json"))
+    assert second.returncode == 0, second.stderr
+
+    listed = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)
+    assert [(r["id"], r["agent"], r["source"], r["status"]) for r in listed] == [
+        (2, "multirun_analyses", "cli", "succeeded"), (1, "react-agent", "cli", "succeeded")]
+    shown = _cli(tmp_path, "runs", "show", "1")
+    assert "submission_sha256" in shown.stdout and "react-agent" in shown.stdout
+    compared = _cli(tmp_path, "runs", "compare", "1", "2", "--bootstrap", "50", "--json")
+    assert compared.returncode == 0, compared.stderr
+    assert {d["decision_type"] for d in json.loads(compared.stdout)["differences"]} == {
+        "cvar", "model", "model_cvar", "value", "graph"}
+    exported = _cli(tmp_path, "runs", "export", "--release", "1.0.0", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert {r["agent"] for r in rows} == {"react-agent", "multirun_analyses"} and "f1.cvar.low" in rows[0]
+    as_json = json.loads(_cli(tmp_path, "runs", "export", "--release", "1.0.0", "--json").stdout)
+    assert len(as_json) == 2
+
+    mcqs = json.loads((shared_blade / "datasets" / "hurricane" / "mcq_dataset.json").read_text())
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"not-a-question": "A"}))
+    mcq = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--answers", str(answers), "--agent", "react-agent",
+               "--model", "gpt-x", "--out", str(tmp_path / "mcq.json"))
+    assert mcq.returncode == 0, mcq.stderr
+    assert "MCQ accuracy 0.000" in mcq.stdout and mcqs  # nothing answered: every question counts as wrong
+    rows = json.loads(_cli(tmp_path, "runs", "export", "--release", "1.0.0", "--json").stdout)
+    assert {r["mcq_accuracy"] for r in rows if r["agent"] == "react-agent"} == {0.0}
+
+
+def test_bad_input_exits_with_a_sentence(tmp_path, shared_blade):
+    assert _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "fish")).returncode == 0
+    assert _cli(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    sub = shared_blade / "examples" / "multirun_analyses.json"
+    bad = _cli(tmp_path, "score", "--release", "1.0.0", "--submission", str(sub), "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "'hurricane', which release 1.0.0 does not have (it has: fish)" in bad.stderr
+    missing = _cli(tmp_path, "score", "--release", "1.0.0", "--submission", str(tmp_path / "nope.json"),
+                   "--out", str(tmp_path / "x"))
+    assert missing.returncode == 2 and "Cannot read" in missing.stderr
+    assert "No scoring runs yet." in _cli(tmp_path, "runs", "list").stdout

@@ -1,0 +1,304 @@
+"""Scoring runs through the services on SQLite and PostgreSQL: registration, execution, cancel, crash, bad input,
+overrides, stale scores and re-scoring, the leaderboard and the paired comparison."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import timedelta
+
+import pytest
+from sqlmodel import select
+
+from curation.db import session_scope
+from curation.errors import NotFoundError, OverrideConflict, PermissionDenied, ReleaseError, ScoringError
+from curation.models import RunStatus, ScoreOverride, ScoringRun, utcnow
+from curation.services import leaderboard as lb
+from curation.services import scoring as sc
+from evaluation.results import EVALUATOR_VERSION, read_result
+from evaluation.submissions import SubmissionError
+from tests.curation.scoring_world import make_world
+
+
+@pytest.fixture
+def world(engine, tmp_path, shared_blade):
+    return make_world(engine, tmp_path, shared_blade)
+
+
+def _runs(w):
+    with session_scope(w.engine) as s:
+        return list(s.exec(select(ScoringRun)).all())
+
+
+def test_a_run_is_registered_scored_and_recorded_with_its_provenance(world):
+    run = world.score()
+    assert run.status == RunStatus.SUCCEEDED.value, run.message
+    assert run.progress_done == run.progress_total == 10
+    assert run.submission_sha256 == hashlib.sha256(hashlib.sha256(world.multirun).digest()).hexdigest()
+    assert run.evaluator_version == EVALUATOR_VERSION and run.judge["name"] == "offline" and run.mode == "default"
+    assert set(run.dataset_hashes) == {"hurricane"} and len(run.ground_truth_hash) == 64
+    assert run.started_at and run.finished_at and run.finished_at >= run.started_at
+    assert run.transform_matcher["name"] == "value+graph"  # transform credit from the release's ground truth
+    assert run.transform_matcher["ground_truth"]["units"] > 0
+    stored = world.runs / run.submission_files[0]["path"]
+    assert stored.read_bytes() == world.multirun and stored.is_relative_to(world.runs)
+    result = read_result(world.runs / run.result_path)
+    assert result.provenance.release_version == "1.0.0"
+    assert result.provenance.ground_truth_hash == run.ground_truth_hash
+    transforms = [a.record.transform for a in result.datasets[0].analyses]
+    assert all(t.status == "ok" and t.num_agent_units > 0 for t in transforms)  # each converted without an LLM
+    # credit is named by ground-truth units; several examples share an expert unit by value
+    gt_names = {u.name for u in result.datasets[0].counts.units}
+    assert all({u.name for u in t.matched_value_units + t.matched_graph_units} <= gt_names for t in transforms)
+    assert sum(bool(t.matched_value_units) for t in transforms) >= 3
+    assert run.scores["overall"]["f1"]["value"] > 0
+    overall = run.scores["overall"]
+    assert overall["precision"]["model"] == pytest.approx(result.scores.precision["model"])
+    assert run.scores["datasets"]["hurricane"]["coverage"]["cvar"] == overall["coverage"]["cvar"]  # one dataset
+    rows = None
+    with session_scope(world.engine) as s:
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
+                              releases_root=world.releases)
+    assert [r["run"] for r in rows] == [run.id]
+    assert rows[0]["f1.cvar"] == pytest.approx(overall["f1"]["cvar"]) and rows[0]["stale"] == ""
+    assert rows[0]["f1.cvar.low"] is not None and rows[0]["f1.cvar.low"] <= rows[0]["f1.cvar.high"]
+
+
+def test_bad_input_is_refused_with_a_sentence_and_nothing_is_stored(world, shared_blade):
+    other = json.loads(world.multirun)
+    other["dataset_name"] = "nowhere"
+    with pytest.raises(ScoringError, match="'nowhere', which release 1.0.0 does not have .*hurricane"):
+        world.register([("other.json", json.dumps(other).encode())])
+    with pytest.raises(SubmissionError, match="not JSON"):
+        world.register([("broken.json", b"{nope")])
+    with pytest.raises(ScoringError, match=r"the limit is .*FORKPATHS_MAX_SUBMISSION_MB"):
+        world.register(max_bytes=1000)
+    with pytest.raises(ScoringError, match="both for dataset 'hurricane'"):
+        world.register([("a.json", world.multirun), ("b.json", world.multirun)])
+    with pytest.raises(ScoringError, match="Name the agent"):
+        world.register(agent="  ")
+    with pytest.raises(PermissionDenied):
+        world.register(actor=world.analyst)
+    with pytest.raises(NotFoundError, match="no release 9.9.9"):
+        world.register(version="9.9.9")
+    with pytest.raises(ScoringError, match="FORKPATHS_LLM_BASE_URL"):
+        world.register(judge="llm")
+    release_json = next(world.releases.glob("1.0.0/release.json"))
+    release_json.write_text(release_json.read_text().replace("hurricane", "hurricanes", 1))
+    with pytest.raises(ReleaseError, match="Release 1.0.0 cannot be used"):
+        world.register()
+    assert _runs(world) == []
+    assert not world.runs.exists() or not any(world.runs.iterdir())
+
+
+def test_cancel_and_crash_end_one_run_with_a_sentence_and_leave_the_others(world):
+    queued = world.register()
+    with session_scope(world.engine) as s:
+        sc.cancel_run(session=s, actor=world.evaluator, run_id=queued.id)
+    assert sc.execute_run(world.engine, queued.id, runs_root=world.runs,
+                          releases_root=world.releases).status == RunStatus.CANCELLED.value
+
+    running = world.register()
+
+    def cancel_at_third(done, total, stage):
+        if done == 3:
+            with session_scope(world.engine) as s:
+                sc.cancel_run(session=s, actor=world.evaluator2, run_id=running.id)
+
+    ended = sc.execute_run(world.engine, running.id, runs_root=world.runs, releases_root=world.releases,
+                           on_progress=cancel_at_third)
+    assert ended.status == RunStatus.CANCELLED.value and "after 3 of 10 analyses" in ended.message
+    assert ended.result_path is None and ended.scores is None
+
+    crashing = world.register()
+    (world.runs / crashing.submission_files[0]["path"]).write_bytes(b"tampered")
+    crashed = sc.execute_run(world.engine, crashing.id, runs_root=world.runs, releases_root=world.releases)
+    assert crashed.status == RunStatus.FAILED.value
+    assert "Scoring failed" in crashed.message and "no longer matches its hash" in crashed.message
+    fine = world.score()
+    assert fine.status == RunStatus.SUCCEEDED.value
+    with session_scope(world.engine) as s, pytest.raises(ScoringError, match="already succeeded"):
+        sc.cancel_run(session=s, actor=world.evaluator, run_id=fine.id)
+
+
+def test_abandoned_runs_are_failed_on_restart(world):
+    run = world.register()
+    with session_scope(world.engine) as s:
+        r = s.get(ScoringRun, run.id)
+        r.status, r.heartbeat_at = RunStatus.RUNNING.value, utcnow() - timedelta(hours=1)
+        s.add(r)
+    with session_scope(world.engine) as s:
+        assert sc.fail_abandoned_runs(session=s) == [run.id]
+    with session_scope(world.engine) as s:
+        assert "Interrupted" in s.get(ScoringRun, run.id).message
+
+
+def _matched_pair(result):
+    for a in result.datasets[0].analyses:
+        for v in a.variables:
+            if v.similarity >= 8:
+                return a.key, f"{v.gt_id}|{v.agent_index}"
+    raise AssertionError("no matched variable pair in the example run")
+
+
+def test_overrides_recompute_the_scores_keep_provenance_and_refuse_a_second_evaluator(world):
+    run = world.score()
+    result = read_result(world.runs / run.result_path)
+    key, item = _matched_pair(result)
+    before = run.scores_effective["overall"]["precision"]["cvar"]
+    with session_scope(world.engine) as s, pytest.raises(ScoringError, match="Give a reason"):
+        lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=key,
+                        kind="variable", item=item, value=False, reason=" ", runs_root=world.runs)
+    with session_scope(world.engine) as s:
+        lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=key,
+                        kind="variable", item=item, value=False, reason="different concept", runs_root=world.runs)
+    with session_scope(world.engine) as s, pytest.raises(OverrideConflict, match="eva-s already overrode .*different"):
+        lb.add_override(session=s, actor=world.evaluator2, run_id=run.id, dataset="hurricane", analysis_key=key,
+                        kind="variable", item=item, value=True, reason="it is the same", runs_root=world.runs)
+    with session_scope(world.engine) as s:
+        updated = s.get(ScoringRun, run.id)
+        overrides = s.exec(select(ScoreOverride)).all()
+        rows = lb.leaderboard(session=s, actor=world.curator, release_version="1.0.0",
+                              releases_root=world.releases)
+    assert len(overrides) == 1 and overrides[0].original is True and overrides[0].value is False
+    assert overrides[0].author_id == world.evaluator.id and overrides[0].reason == "different concept"
+    assert updated.scores_effective["overall"]["precision"]["cvar"] < before
+    assert updated.scores["overall"]["precision"]["cvar"] == before  # the engine's numbers are kept
+    assert read_result(world.runs / run.result_path) == result  # the result file is never rewritten
+    assert rows[0]["overrides"] == 1
+    with session_scope(world.engine) as s, pytest.raises(ScoringError, match="did not compare"):
+        lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=key,
+                        kind="variable", item="nope|0", value=True, reason="x", runs_root=world.runs)
+
+
+def test_stale_scores_are_flagged_and_rescoring_is_one_action(world):
+    old = world.score()
+    world.cut("1.0.1")  # nothing changed: not stale
+    with session_scope(world.engine) as s:
+        assert lb.stale_scores(session=s, runs=[old], releases_root=world.releases) == {}
+    world.change_ground_truth()
+    world.cut("1.1.0")
+    with session_scope(world.engine) as s:
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
+                              releases_root=world.releases)
+        assert "hurricane changed in release 1.1.0" in rows[0]["stale"]
+        new = sc.rescore_run(session=s, actor=world.evaluator, run_id=old.id, release_version="1.1.0",
+                             runs_root=world.runs, releases_root=world.releases, max_bytes=5_000_000)
+    with session_scope(world.engine) as s:
+        latest = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.1.0",
+                                releases_root=world.releases, include_older=True)
+        only_new = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.1.0",
+                                  releases_root=world.releases)
+    assert [(r["run"], r["release"]) for r in latest] == [(old.id, "1.0.0")] and latest[0]["stale"]
+    assert only_new == []
+    done = sc.execute_run(world.engine, new.id, runs_root=world.runs, releases_root=world.releases)
+    assert done.status == RunStatus.SUCCEEDED.value and done.rescore_of_id == old.id
+    assert done.ground_truth_hash != old.ground_truth_hash and done.submission_sha256 == old.submission_sha256
+    with session_scope(world.engine) as s:
+        assert s.get(ScoringRun, old.id).scores == old.scores  # old numbers kept, labelled with their release
+        assert lb.stale_scores(session=s, runs=[done], releases_root=world.releases) == {}
+        board = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.1.0",
+                               releases_root=world.releases, include_older=True)
+    assert {(r["run"], r["release"], bool(r["stale"])) for r in board} == {(old.id, "1.0.0", True),
+                                                                          (done.id, "1.1.0", False)}
+
+
+def test_official_flag_is_for_curators_and_comparison_is_paired(world):
+    a = world.score(agent="agent-a")
+    b = world.score(agent="agent-b", mode="blade")
+    with session_scope(world.engine) as s, pytest.raises(PermissionDenied):
+        sc.set_official(session=s, actor=world.evaluator, run_id=a.id, official=True)
+    with session_scope(world.engine) as s:
+        sc.set_official(session=s, actor=world.curator, run_id=a.id, official=True)
+    with session_scope(world.engine) as s:
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
+                              releases_root=world.releases, official_only=True)
+        comparison = lb.compare_run_results(session=s, actor=world.evaluator, run_a=a.id, run_b=a.id,
+                                            runs_root=world.runs, n_bootstrap=50)
+    assert [r["agent"] for r in rows] == ["agent-a"]
+    same = [d for d in comparison.differences if d.dataset == "hurricane" and d.decision_type == "cvar"][0]
+    assert same.diff == 0 and same.ci_low == 0 and same.ci_high == 0 and same.paired  # a run against itself
+    assert all(not i.only_a and not i.only_b for i in comparison.items)
+    assert b.status == RunStatus.SUCCEEDED.value
+
+
+def test_judge_validation_queue_labels_and_agreement(world):
+    from curation.services import judge_validation as jv
+
+    run = world.score()
+    with session_scope(world.engine) as s:
+        added = jv.sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=6, runs_root=world.runs)
+    with session_scope(world.engine) as s:
+        again = jv.sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=6, runs_root=world.runs)
+    assert added == 6 and again == 6  # new decisions each time, never the same twice
+    labelled = []
+    for i in range(4):
+        with session_scope(world.engine) as s:
+            item = jv.next_to_label(session=s, actor=world.evaluator)
+            # the expert agrees with the judge on the first three, not on the fourth
+            jv.label_decision(session=s, actor=world.evaluator, label_id=item.id,
+                              value=item.judge_value if i < 3 else not item.judge_value)
+            labelled.append(item.id)
+    with session_scope(world.engine) as s, pytest.raises(ScoringError, match="eva-s labelled this decision"):
+        jv.label_decision(session=s, actor=world.evaluator2, label_id=labelled[0], value=True)
+    with session_scope(world.engine) as s:
+        cards = jv.agreement_card(session=s, actor=world.curator)
+        counts = jv.queue_counts(session=s, actor=world.curator)
+    assert counts == (4, 8)
+    assert sum(c.n for c in cards) == 4
+    assert sum(c.percent_agreement * c.n for c in cards) == pytest.approx(3)
+    assert {c.blade_reported for c in cards} <= {0.93, 0.92}
+
+
+def test_concurrent_overrides_on_one_run_all_count_and_one_item_goes_to_one_evaluator(world):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from evaluation.overrides import OverrideSpec, apply_overrides
+    from evaluation.results import reaggregate
+
+    run = world.score()
+    result = read_result(world.runs / run.result_path)
+    pairs = [(a.key, f"{v.gt_id}|{v.agent_index}") for a in result.datasets[0].analyses for v in a.variables
+             if v.similarity >= 8]
+    distinct = list(dict.fromkeys(pairs))[:4]
+
+    def flip(args):
+        actor, (key, item) = args
+        try:
+            with session_scope(world.engine) as s:
+                lb.add_override(session=s, actor=actor, run_id=run.id, dataset="hurricane", analysis_key=key,
+                                kind="variable", item=item, value=False, reason="concurrent", runs_root=world.runs)
+            return "saved"
+        except OverrideConflict:
+            return "conflict"
+
+    jobs = [(world.evaluator if i % 2 else world.evaluator2, p) for i, p in enumerate(distinct)]
+    jobs += [(world.curator, distinct[0])]  # a third person on the same item at the same time
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        outcomes = list(pool.map(flip, jobs))
+    assert outcomes.count("saved") == len(distinct) and outcomes.count("conflict") == 1
+    with session_scope(world.engine) as s:
+        saved = s.exec(select(ScoreOverride)).all()
+        stored = s.get(ScoringRun, run.id).scores_effective["overall"]
+    assert len(saved) == len(distinct)
+    # no lost update: the stored scores are those of the result with every saved override applied
+    expected = reaggregate(apply_overrides(result, [OverrideSpec(dataset=o.dataset, analysis_key=o.analysis_key,
+                                                                 kind="variable", item=o.item, value=False)
+                                                    for o in saved]))
+    assert stored["precision"]["cvar"] == pytest.approx(expected.precision["cvar"])
+
+
+def test_the_app_worker_scores_in_the_background_and_picks_up_queued_runs(world):
+    from curation.services.run_worker import RunWorker
+
+    waiting = world.register()  # queued before the app (re)started
+    worker = RunWorker(world.engine, runs_root=world.runs, releases_root=world.releases,
+                       judges=sc.JudgeSettings())
+    try:
+        fresh = world.register(agent="second")
+        assert worker.submit(fresh.id).result(timeout=120).status == RunStatus.SUCCEEDED.value
+        assert worker.submit(waiting.id).result(timeout=120).status == RunStatus.SUCCEEDED.value
+    finally:
+        worker.shutdown()
+    with session_scope(world.engine) as s:
+        assert {r.status for r in s.exec(select(ScoringRun)).all()} == {RunStatus.SUCCEEDED.value}

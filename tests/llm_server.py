@@ -1,0 +1,92 @@
+"""A small OpenAI chat-completions server on 127.0.0.1 with scripted answers (stdlib only).
+
+The only stand-in of the test suite: it speaks the real protocol over real HTTP, so the client's retries,
+timeouts and parsing are exercised as with OpenAI, vLLM or Ollama. Answers come from ``script`` (a queue of
+steps, first come first served) and then from ``responder(request_json) -> content``. A step is one of:
+
+- ``{"content": "..."}``: a 200 answer with this message text;
+- ``{"status": 429}`` / ``{"status": 500}``: that HTTP error;
+- ``{"delay": seconds, ...}``: wait, then do the rest of the step (a slow server);
+- ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON).
+
+Every request is recorded in ``requests``. ``ScriptedLLM.down_url()`` gives a URL nothing listens on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["ScriptedLLM"]
+
+
+def _completion(content: str, model: str) -> dict[str, Any]:
+    return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+class ScriptedLLM:
+    def __init__(self, responder: Callable[[dict[str, Any]], str] | None = None) -> None:
+        self.script: list[dict[str, Any]] = []
+        self.responder = responder or (lambda _req: '{"variables": [], "transforms": []}')
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                with outer._lock:
+                    outer.requests.append(body)
+                    step = outer.script.pop(0) if outer.script else None
+                if step is None:
+                    step = {"content": outer.responder(body)}
+                if step.get("delay"):
+                    time.sleep(step["delay"])
+                if "status" in step:
+                    payload = json.dumps({"error": {"message": f"scripted {step['status']}", "type": "test"}}).encode()
+                    self.send_response(step["status"])
+                elif "raw" in step:
+                    payload = step["raw"].encode()
+                    self.send_response(200)
+                else:
+                    payload = json.dumps(_completion(step["content"], body.get("model", ""))).encode()
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedLLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def down_url() -> str:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1"
