@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -12,15 +13,21 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from annotate_app import state
+from annotate_app.components.session_cookie import cookie_name, http_date
+from annotate_app.text import md
 from curation.bootstrap import StartupReport, initialise
 from curation.db import session_scope
-from curation.errors import CurationError, SessionExpired
+from curation.errors import USER_ERRORS, SessionExpired
 from curation.models import Role, User
-from curation.sandbox import prewarm
-from curation.services.accounts import resume_session
+from curation.services.run_worker import RunWorker
+from curation.services.scoring import JudgeSettings
+from curation.services.sessions import end_session, resume_auth_session
+from curation.services.sign_in import sign_in as sign_in_service
 from curation.settings import Settings
+from evaluation.sandbox import prewarm
 
 log = logging.getLogger("forkpaths.ui")
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{20,128}")  # what secrets.token_urlsafe makes; anything else is ignored
 T = TypeVar("T")
 
 
@@ -34,6 +41,23 @@ def _startup(database_url: str, data_dir: str) -> StartupReport:
     report = initialise(settings())
     prewarm(wait=False)  # the sandbox's template process imports pandas in the background
     return report
+
+
+@st.cache_resource(show_spinner=False)
+def _run_worker(database_url: str, data_dir: str) -> RunWorker:
+    s = settings()
+    return RunWorker(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
+                     judges=JudgeSettings.from_settings(s))
+
+
+def judge_settings() -> JudgeSettings:
+    return JudgeSettings.from_settings(settings())
+
+
+def run_worker() -> RunWorker:
+    """The app's background scorer (one per database and data folder, shared by every browser session)."""
+    s = settings()
+    return _run_worker(s.resolved_database_url, str(s.resolved_data_dir))
 
 
 def engine() -> Engine:
@@ -50,8 +74,8 @@ def db() -> Iterator[Session]:
 
 def show_error(exc: BaseException) -> None:
     """The single place where errors become messages: domain errors as they are, others logged."""
-    if isinstance(exc, CurationError):
-        st.error(str(exc), icon="⚠️")
+    if isinstance(exc, USER_ERRORS):
+        st.error(md(exc), icon="⚠️")  # literally: messages quote values, code and paths
     else:
         log.exception("unexpected error", exc_info=exc)
         st.error(
@@ -71,18 +95,76 @@ def attempt(action: Callable[[Session], T]) -> T | None:
         return None
 
 
+def session_cookie_name() -> str:
+    return cookie_name(settings().resolved_database_url)
+
+
+def _session_token() -> str | None:
+    """This browser session's token, or the cookie's from the request that opened the page (a reload, a link
+    opened in a new tab), unless that one already ended here."""
+    token = state.session_token()
+    if token is None:
+        cookie = st.context.cookies.get(session_cookie_name())
+        if isinstance(cookie, str) and _TOKEN_RE.fullmatch(cookie) and cookie != state.ignored_cookie():
+            state.sign_in(cookie)
+            token = cookie
+    return token
+
+
 def current_user() -> User | None:
-    """The signed-in user, re-checked against the database on every run."""
-    ident = state.signed_in()
-    if ident is None:
+    """The signed-in user, re-checked against the database (session and account) on every run."""
+    token = _session_token()
+    if token is None:
         return None
     try:
         with db() as session:
-            return resume_session(session=session, user_id=ident[0], auth_epoch=ident[1])
+            return resume_auth_session(session=session, token=token, policy=settings().session_policy)
     except SessionExpired as exc:
-        state.sign_out()
+        state.sign_out(ended_token=token)
         state.flash(str(exc), "warning")
         return None
+
+
+def client_id() -> str:
+    """Who is signing in, for throttling: the client's IP address, else this browser session.
+
+    ``st.context.ip_address`` is the peer address as Streamlit's server (uvicorn) resolved it: uvicorn honours
+    ``X-Forwarded-For`` only from the proxies in ``FORWARDED_ALLOW_IPS`` (default 127.0.0.1), so a client
+    cannot pick its own address by sending the header. Direct connections from this machine have no address
+    (None); they are counted per browser session, and the per-account count holds regardless.
+    """
+    ip = st.context.ip_address
+    if ip:
+        return f"ip:{ip}"
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return f"browser:{ctx.session_id if ctx else 'unknown'}"
+
+
+def sign_in(username: str, password: str) -> bool:
+    """Check the credentials (throttled), open a session and ask the browser to keep its cookie."""
+    s = settings()
+    outcome = attempt(lambda session: sign_in_service(
+        session=session, username=username, password=password, client=client_id(),
+        session_policy=s.session_policy, throttle=s.throttle_policy,
+    ))
+    if outcome is None:
+        return False
+    if outcome.error is not None:  # the failure count is committed; now tell the user
+        show_error(outcome.error)
+        return False
+    assert outcome.token is not None and outcome.expires_at is not None
+    state.sign_in(outcome.token, http_date(outcome.expires_at))
+    return True
+
+
+def sign_out() -> None:
+    """End the session on the server (the cookie, wherever it is, stops working) and clear the cookie here."""
+    token = state.session_token()
+    if token:
+        succeeded(lambda session: end_session(session=session, token=token))
+    state.sign_out(ended_token=token)
 
 
 def require_user(*roles: Role) -> User:
@@ -98,13 +180,18 @@ def require_user(*roles: Role) -> User:
     return user
 
 
-def show_flash() -> None:
-    """Last action's message, in a slot that always exists so the elements below never shift position."""
+def show_flash(where: str = state.FLASH_PAGE) -> None:
+    """The last action's message, shown once, where it was meant to be: next to the button that caused it
+    (``where`` names that place); page-wide successes are a toast that fades instead of a banner above the
+    title, and page-wide warnings sit in a slot that always exists, so nothing below shifts."""
     slot = st.empty()
-    msg = state.pop_flash()
+    msg = state.pop_flash(where)
     if msg:
         kind, text = msg
-        getattr(slot, kind if kind in ("success", "warning", "info", "error") else "info")(text)
+        if where == state.FLASH_PAGE and kind == "success":
+            st.toast(md(text), icon="✅")
+        else:
+            getattr(slot, kind if kind in ("success", "warning", "info", "error") else "info")(md(text))
 
 
 def succeeded(action: Callable[[Session], object]) -> bool:
@@ -116,3 +203,21 @@ def succeeded(action: Callable[[Session], object]) -> bool:
     except Exception as exc:  # noqa: BLE001 - shown to the user by show_error
         show_error(exc)
         return False
+
+
+def attempt_in_callback(action: Callable[[Session], T]) -> T | None:
+    """:func:`attempt` for a widget callback, which runs before the page is drawn: a failure is kept and
+    shown by :func:`show_deferred_error` at the place the page calls it (through :func:`show_error`)."""
+    try:
+        with db() as session:
+            return action(session)
+    except Exception as exc:  # noqa: BLE001 - shown by show_deferred_error on the run that follows
+        state.defer_error(exc)
+        return None
+
+
+def show_deferred_error() -> None:
+    """Show the error kept by :func:`attempt_in_callback`, once."""
+    exc = state.pop_deferred_error()
+    if exc is not None:
+        show_error(exc)

@@ -54,13 +54,14 @@ def main() -> None:
     from curation.dataset_files import read_blade_folder
     from curation.db import session_scope
     from curation.models import Role
-    from curation.sandbox import SandboxLimits
     from curation.services.accounts import create_user
     from curation.services.annotation import TransformInput, save_transform
     from curation.services.checks import check_transform_code
     from curation.services.datasets import assign_analysts, register_dataset
+    from curation.services.sessions import start_auth_session
     from curation.settings import Settings
-    from curation.specs import ColumnMapping
+    from evaluation.sandbox import SandboxLimits
+    from evaluation.specs import ColumnMapping
 
     settings = Settings()
     report = initialise(settings)
@@ -80,8 +81,9 @@ def main() -> None:
 
     app = ROOT / "annotate_app" / "app.py"
     at = AppTest.from_file(str(app), default_timeout=120)
-    at.session_state["fp.user_id"] = analyst.id
-    at.session_state["fp.auth_epoch"] = analyst.auth_epoch
+    with session_scope(report.engine) as s:
+        at.session_state["fp.session_token"] = start_auth_session(
+            session=s, user=analyst, policy=settings.session_policy)
     at.run()  # router + progress page
     at.switch_page("app_pages/annotate.py")
     t0 = time.perf_counter()

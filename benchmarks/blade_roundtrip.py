@@ -1,8 +1,10 @@
 """Import and export all nine shared BLADE datasets: seconds and peak memory (prints figures, asserts nothing).
 
 Stages: import (parse + validate + store, one transaction), cut a native release (release.json, data, card,
-changelog, manifest, zip), export the release in BLADE's layout, then check the exported specs and MCQs equal
-the originals. Run on SQLite, and on PostgreSQL when FORKPATHS_BENCH_PG_URL (or the test server) answers.
+changelog, manifest, zip, and one full check of both), a verified read and a verified native download (what
+every comparison and download pays: the folder checked file by file against the recorded MANIFEST hash, the
+zip against its recorded hash), export the release in BLADE's layout, then check the exported specs and MCQs
+equal the originals. Run on SQLite, and on PostgreSQL when FORKPATHS_BENCH_PG_URL (or the test server) answers.
 Run: .venv/bin/python benchmarks/blade_roundtrip.py
 """
 
@@ -42,7 +44,7 @@ def run(url: str, label: str) -> None:
     from curation.models import Role, User
     from curation.services.accounts import create_user
     from curation.services.blade_import import import_blade
-    from curation.services.releases import cut_release, export_release
+    from curation.services.releases import cut_release, export_release, read_release_for, release_archive
     from exports.blade_annotations import read_annotations
 
     tmp = Path(tempfile.mkdtemp(prefix="fp-bench-blade-"))
@@ -73,6 +75,22 @@ def run(url: str, label: str) -> None:
                                store=tmp / "store")
 
     _stage("cut native release (dir + zip)", do_cut)
+
+    def do_read():  # what every comparison pays per release: folder and zip checked against the recorded hashes
+        with session_scope(engine) as s:
+            actor = s.get(User, admin.id)
+            return read_release_for(session=s, actor=actor, version="1.0.0", releases_root=tmp / "releases")
+
+    _stage("verified read (folder + zip hash)", do_read)
+
+    def do_download():
+        with session_scope(engine) as s:
+            actor = s.get(User, admin.id)
+            return release_archive(session=s, actor=actor, version="1.0.0", fmt="native",
+                                   releases_root=tmp / "releases")
+
+    name, data = _stage("verified native download", do_download)
+    print(f"    {name}: {len(data) / 2**20:.1f} MiB")
 
     def do_export():
         with session_scope(engine) as s:

@@ -3,11 +3,12 @@
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.text import md
 from curation.services.accounts import change_own_password
 
 user = context.require_user()
 st.title("👤 Account")
-st.write(f"**{user.display_name}** (`{user.username}`), role **{user.role}**.")
+st.markdown(f"**{md(user.display_name)}** (`{user.username}`), role **{user.role}**.")
 
 with st.form("change_password", clear_on_submit=True):
     old = st.text_input("Current password", type="password")
@@ -18,10 +19,10 @@ if go:
     if new != again:
         st.error("The two new passwords differ.")
     else:
-        changed = context.attempt(
-            lambda s: change_own_password(session=s, actor=user, old_password=old, new_password=new)
-        )
+        changed = context.attempt(lambda s: change_own_password(
+            session=s, actor=user, old_password=old, new_password=new, keep_session_token=state.session_token(),
+            first_admin_password_file=context.settings().first_admin_password_file,
+        ))
         if changed is not None:
-            state.sign_in(changed.id or 0, changed.auth_epoch)
-            state.flash("Password changed.")
+            state.flash("Password changed; you stay signed in here, other browsers were signed out.")
             st.rerun()

@@ -4,12 +4,17 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.text import md
 from curation.models import Role
 from curation.services.accounts import create_user, list_users, reset_password, set_user_active, set_user_role
+from curation.services.checks import sandbox_isolation
 from curation.services.datasets import assign_analysts, assigned_user_ids, list_datasets
 
 admin = context.require_user(Role.ADMIN)
 st.title("🛡️ Users & assignments")
+isolation = sandbox_isolation()
+if isolation.weak:  # analysts' code is not (or cannot be) isolated by the operating system here
+    st.warning(isolation.sentence(), icon="⚠️")
 ROLES = [r.value for r in Role]
 
 tab_users, tab_new, tab_assign = st.tabs(["Users", "New user", "Assign datasets"])
@@ -44,8 +49,9 @@ with tab_users:
         with c1.form("reset_pw", clear_on_submit=True):
             new_pw = st.text_input(f"New password for {target.username}", type="password")
             if st.form_submit_button("Reset password"):
-                if context.attempt(lambda s: reset_password(session=s, actor=admin, user_id=target.id or 0,
-                                                            new_password=new_pw)):
+                if context.attempt(lambda s: reset_password(
+                        session=s, actor=admin, user_id=target.id or 0, new_password=new_pw,
+                        first_admin_password_file=context.settings().first_admin_password_file)):
                     state.flash(f"Password of '{target.username}' reset; their open sessions ended.")
                     st.rerun()
         with c2.form("set_role"):
@@ -70,7 +76,7 @@ with tab_assign:
         current = context.attempt(lambda s, d=ds: assigned_user_ids(session=s, dataset_id=d.id or 0)) or []
         names = [u.username for u in users if u.id in current]
         with st.form(f"assign_{ds.id}"):
-            st.markdown(f"**{ds.name}** — {ds.research_question}")
+            st.markdown(f"**{md(ds.name)}** — {md(ds.research_question)}")
             chosen = st.multiselect("Assigned users", [u.username for u in users if u.is_active or u.id in current],
                                     default=names, key=f"assign.{ds.id}")
             if st.form_submit_button("Save assignments"):

@@ -8,8 +8,9 @@ from annotate_app.components.context_pane import render_context
 from annotate_app.components.model_form import render_models
 from annotate_app.components.transform_form import render_transforms
 from annotate_app.components.variable_form import render_variables
+from annotate_app.text import md, plural
 from curation.graph import analysis_graph
-from curation.services.annotation import get_own_decisions, submit_analysis
+from curation.services.annotation import get_own_decisions, pending_checks, submit_analysis
 from curation.services.datasets import dataset_data_path, list_datasets
 
 user = context.require_user()
@@ -43,31 +44,46 @@ else:
     st.caption("Your analysis is private: no peer sees it, and you see none of theirs, until you submit.")
 
 n_v, n_t, n_m = (len(decisions.variables), len(decisions.transforms), len(decisions.models)) if decisions else (0, 0, 0)
-st.caption(f"Recorded so far: {n_v} conceptual variables · {n_t} transforms · {n_m} models")
+st.caption(f"Recorded so far: {plural(n_v, 'conceptual variable')} · {plural(n_t, 'transform')} · "
+           f"{plural(n_m, 'model')}")
 # Static tab labels: a label that changes (e.g. with a count) would send the analyst back to the first tab.
 tabs = st.tabs(["Conceptual variables", "Transforms", "Models", "Graph", "Submit"], key="annotate.tab",
                on_change="rerun")
 with tabs[0]:
     render_variables(user, dataset_id, decisions, dataset, locked)
 with tabs[1]:
-    render_transforms(user, dataset_id, decisions, locked)
+    render_transforms(user, dataset_id, decisions, locked, dataset)
 with tabs[2]:
     render_models(user, dataset_id, decisions, dataset, locked)
 with tabs[3]:
     if decisions and (decisions.transforms or decisions.models):
-        graph = analysis_graph(decisions.transforms, decisions.models)
+        graph = analysis_graph(decisions.dataset, decisions.variables, decisions.transforms, decisions.models)
         st.plotly_chart(decision_graph_figure(graph), width="stretch", key="annotate.graph")
-        st.caption("data → transforms (◆) → derived columns (●) → models (★); every alternative branch is drawn.")
+        st.caption("original columns (○) → transforms (◆) → derived columns (●) → models (★); the conceptual "
+                   "variables (■) are drawn next to the columns that operationalise them. Every alternative "
+                   "branch is drawn; hover a node for its details.")
+    elif locked:
+        st.info("Nothing recorded: this analysis was submitted without transforms or models, so there is no "
+                "graph to draw.")
     else:
         st.info("Record transforms or models to see how your analysis flows.")
 with tabs[4]:
     if locked:
-        st.info("Submitted. Stage 2 (reviewing peers' decisions) opens once the curator starts it.")
+        st.info("Submitted. Stage 2 (reviewing peers' decisions) opens once the curator starts it; "
+                "you will find it on the Review page.")
     else:
         st.write("Submitting locks your stage-1 analysis: you can no longer edit or delete its decisions. "
-                 "It needs at least an IV, a DV and one model.")
+                 "It needs at least an IV, a DV and one model, and every transform and model must pass its "
+                 "sanity check on its current code.")
+        todo = pending_checks(decisions) if decisions else []
+        if decisions and (decisions.transforms or decisions.models) and not todo:
+            st.caption("✅ Every transform and model passed its sanity check on its current code.")
+        if todo:
+            st.warning("Still to check (run the check in its tab, then save it):  \n" + "  \n".join(
+                f"- {c.kind} **{md(c.name)}**: {c.reason}" for c in todo))
         confirm = st.checkbox("I have finished my analysis of this dataset", key="annotate.confirm")
         if st.button("Submit my analysis", type="primary", disabled=not confirm, key="annotate.submit"):
             if context.attempt(lambda s: submit_analysis(session=s, actor=user, dataset_id=dataset_id)):
-                state.flash("Analysis submitted and locked. Thank you!")
+                state.flash("Analysis submitted and locked. Thank you!", where="submit")
                 st.rerun()
+    context.show_flash("submit")

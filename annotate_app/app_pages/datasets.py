@@ -1,13 +1,22 @@
-"""Datasets (curators and admins): register from a BLADE folder upload or a CSV + form; browse the registry."""
+"""Datasets (curators and admins): register from a BLADE folder upload (with its ground truth) or a CSV + form;
+browse the registry."""
 
 import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
 from annotate_app.components.context_pane import dictionary_frame
-from curation.dataset_files import read_blade_files, read_csv_with_form
+from annotate_app.components.dataset_upload import FORM, blade_upload_tab, registered_message
+from annotate_app.text import md
+from curation.dataset_files import read_csv_with_form
 from curation.models import Role
-from curation.services.datasets import csv_columns, list_datasets, register_dataset
+from curation.services.datasets import (
+    archive_dataset,
+    csv_columns,
+    list_datasets,
+    register_dataset,
+    restore_dataset,
+)
 
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -21,33 +30,30 @@ def _register(build) -> None:  # one helper for both forms: validate, store, rep
 
     ds = context.attempt(action)
     if ds is not None:
-        state.bump_form("datasets")  # fresh, empty upload widgets
-        state.flash(f"Registered '{ds.name}': {ds.num_rows:,} rows × {ds.num_columns} columns. "
-                    "Assign analysts to it on the Users & assignments page.")
+        state.bump_form(FORM)  # fresh, empty upload widgets
+        typed = ds.title if ds.title != ds.name else None
+        state.flash(f"{registered_message(ds, typed)} Assign analysts to it on the Users & assignments page.")
         st.rerun()
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def _csv_columns(data: bytes, filename: str) -> list[str]:  # the whole file is parsed: once per upload
+    return csv_columns(data, filename=filename)
 
 
 tab_list, tab_blade, tab_csv = st.tabs(["Registered", "Add a BLADE folder", "Add a CSV"], key="datasets.tab",
                                       on_change="rerun")
-version = state.form_version("datasets")
+version = state.form_version(FORM)
 
 with tab_blade:
-    st.write("Upload a dataset in BLADE's layout: its `info.json` and `data.csv`, or one `.zip` of the folder.")
-    with st.form("blade_upload", clear_on_submit=False):
-        name = st.text_input("Name (optional for a .zip)", key=f"ds.blade.name.{version}")
-        files = st.file_uploader("info.json + data.csv, or a .zip", accept_multiple_files=True,
-                                 type=["json", "csv", "zip"], key=f"ds.blade.files.{version}")
-        go = st.form_submit_button("Register dataset", type="primary")
-    if go:
-        uploads = {f.name: f.getvalue() for f in files or []}
-        _register(lambda: read_blade_files(uploads, max_bytes=cfg.max_upload_bytes, name=name or None))
+    blade_upload_tab(user, cfg)
 
 with tab_csv:
     upload = st.file_uploader("A CSV file (header row first)", type=["csv"], key=f"ds.csv.file.{version}")
     if upload is not None:
         data = upload.getvalue()
         try:
-            columns = csv_columns(data, filename=upload.name)
+            columns = _csv_columns(data, upload.name)
         except Exception as exc:  # noqa: BLE001 - the one helper shows it
             context.show_error(exc)
             st.stop()
@@ -67,14 +73,40 @@ with tab_csv:
                 column_descriptions=descriptions, max_bytes=cfg.max_upload_bytes))
 
 with tab_list:
-    datasets = context.attempt(lambda s: list_datasets(session=s, actor=user)) or []
+    datasets = context.attempt(lambda s: list_datasets(session=s, actor=user, include_archived=True)) or []
+    context.show_flash("datasets.list")
     if not datasets:
         st.info("No datasets yet.")
-    st.dataframe(pd.DataFrame([{"name": d.name, "question": d.research_question, "rows": d.num_rows,
-                                "columns": d.num_columns, "source": d.source, "registered": d.created_at}
-                               for d in datasets]), hide_index=True, width="stretch")
-    pick = st.selectbox("Show the data dictionary of", [d.name for d in datasets], key="ds.pick") if datasets else None
+    else:
+        st.dataframe(pd.DataFrame([{"name": d.name, "status": "archived" if d.archived else "active",
+                                    "question": d.research_question, "rows": d.num_rows, "columns": d.num_columns,
+                                    "source": d.source, "registered": d.created_at} for d in datasets]),
+                     hide_index=True, width="stretch",
+                     column_config={"name": "Name", "question": st.column_config.TextColumn("Research question",
+                                                                                            width="large"),
+                                    "rows": "Rows", "columns": "Columns", "source": "Source", "status": "Status",
+                                    "registered": st.column_config.DatetimeColumn("Registered (UTC)",
+                                                                                  format="YYYY-MM-DD HH:mm")})
+        st.caption("Long questions are cut in the table: pick a dataset below to read its question, description "
+                   "and data dictionary in full.")
+    pick = st.selectbox("Read in full", [d.name for d in datasets], key="ds.pick") if datasets else None
     chosen = next((d for d in datasets if d.name == pick), None)
     if chosen is not None:
-        st.markdown(f"**{chosen.research_question}**\n\n{chosen.description}")
+        st.markdown(f"**{md(chosen.research_question)}**")
+        st.markdown(md(chosen.description) if chosen.description else "_No description._")
         st.dataframe(dictionary_frame(chosen), hide_index=True, width="stretch")
+        if chosen.archived:
+            st.info(f"Archived on {chosen.archived_at:%Y-%m-%d}: hidden from annotation and left out of new "
+                    "releases; its decisions and votes are kept.")
+            if st.button("Restore this dataset", key="ds.restore"):
+                if context.succeeded(lambda s: restore_dataset(session=s, actor=user, name=chosen.name)):
+                    state.flash(f"Restored '{chosen.name}': it is annotated and released again.",
+                                where="datasets.list")
+                    st.rerun()
+        elif st.button("Archive this dataset", key="ds.archive",
+                       help="For a dataset registered by mistake or retired: nothing is deleted, and it can be "
+                            "restored."):
+            if context.succeeded(lambda s: archive_dataset(session=s, actor=user, name=chosen.name)):
+                state.flash(f"Archived '{chosen.name}': hidden from annotation and left out of new releases.",
+                            where="datasets.list")
+                st.rerun()

@@ -6,16 +6,18 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.text import plural
 from curation.models import Role
 from curation.services.datasets import list_datasets
+from curation.services.release_store import release_store_problems
 from curation.services.releases import (
     cut_release,
     diff_release_versions,
     list_release_records,
     next_version,
     release_archive,
+    withheld_in_release,
 )
-from exports.changelog import render_changelog
 
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -25,6 +27,12 @@ st.caption("A release is an immutable, versioned snapshot of the submitted groun
            "file, a dataset card and a changelog. It is what agents are evaluated against.")
 
 records = context.attempt(lambda s: list_release_records(session=s, actor=user)) or []
+problems = context.attempt(lambda s: release_store_problems(session=s, actor=user, releases_root=root)) or []
+if problems:
+    with st.expander(f"⚠️ {len(problems)} problem(s) in the releases folder need a person's attention"):
+        st.markdown("\n".join(f"- {p}" for p in problems))
+        st.caption("Nothing set aside is served. Move a folder back only once its release record is restored; "
+                   "otherwise delete it from the quarantine folder.")
 datasets = context.attempt(lambda s: list_datasets(session=s, actor=user)) or []
 tab_list, tab_cut, tab_diff = st.tabs(["Releases", "Cut a release", "Compare"], key="releases.tab", on_change="rerun")
 
@@ -41,7 +49,7 @@ if go:
         dataset_names=chosen, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
     if record is not None:
         state.bump_form("cut_release")  # an empty form for the next release
-        state.flash(f"Release {record.version} cut: {len(record.summary)} datasets, manifest "
+        state.flash(f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "
                     f"{record.manifest_sha256[:12]}….")
         st.rerun()
 
@@ -57,9 +65,12 @@ with tab_list:
             hide_index=True, width="stretch",
             column_config={"created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
         pick = st.selectbox("Download release", [r.version for r in records], key="releases.download")
+        withheld = context.attempt(lambda s: withheld_in_release(session=s, actor=user, version=pick)) or {}
+        for why in withheld.values():
+            st.info(why + " This release cannot be downloaded by you until then.", icon="🙈")
         c1, c2 = st.columns(2)
         for col, fmt, label in [(c1, "native", "forkpaths layout (.zip)"), (c2, "blade", "BLADE layout (.zip)")]:
-            if col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}"):
+            if col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld)):
                 archive = context.attempt(lambda s, f=fmt: release_archive(session=s, actor=user, version=pick,
                                                                            fmt=f, releases_root=root))
                 if archive is not None:
@@ -74,7 +85,10 @@ with tab_diff:
         c1, c2 = st.columns(2)
         old = c1.selectbox("From", versions, index=1, key="releases.old")
         new = c2.selectbox("To", versions, index=0, key="releases.new")
-        diff = context.attempt(lambda s: diff_release_versions(session=s, actor=user, old=old, new=new,
-                                                               releases_root=root))
-        if diff is not None:  # the changelog's own headings, two levels down to sit inside the page
-            st.markdown(re.sub(r"(?m)^(#+) ", r"\1## ", render_changelog(diff)))
+        comparison = context.attempt(lambda s: diff_release_versions(session=s, actor=user, old=old, new=new,
+                                                                     releases_root=root))
+        if comparison is not None:
+            for name, why in comparison.withheld.items():
+                st.info(f"**`{name}` is left out of this comparison.** {why}", icon="🙈")
+            # the changelog's own headings, two levels down to sit inside the page
+            st.markdown(re.sub(r"(?m)^(#+) ", r"\1## ", comparison.changelog()))

@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from annotate_app import context, state
-from curation.services.accounts import authenticate
+from annotate_app import context
 
 st.title("🌿 forkpaths")
 st.caption("Expert ground truth for the garden of forking paths in data analysis.")
@@ -13,13 +12,11 @@ with st.form("sign_in"):
     password = st.text_input("Password", type="password", key="sign_in.password")
     submitted = st.form_submit_button("Sign in", type="primary")
 
-if submitted:
-    user = context.attempt(lambda s: authenticate(session=s, username=username, password=password))
-    if user is not None:
-        state.sign_in(user.id or 0, user.auth_epoch)
-        st.rerun()
+if submitted and context.sign_in(username, password):
+    st.rerun()
 
-st.caption(
-    "First start? The admin's password was printed in the terminal that started forkpaths "
-    "and saved in the data folder as first-admin-password.txt."
-)
+if context.settings().first_admin_password_file.exists():
+    st.caption(
+        "First start? The admin's password was printed in the terminal that started forkpaths "
+        "and saved in the data folder as first-admin-password.txt (removed once the admin changes it)."
+    )

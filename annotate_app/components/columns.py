@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from curation.models import Transform
-from curation.specs import ColumnOrigin, ColumnRef
+from evaluation.specs import ColumnOrigin, ColumnRef
 
 
 def column_key(col: ColumnRef | dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from annotate_app.components.charts import column_figure
 from annotate_app.components.data import load_table, sorted_head
+from annotate_app.text import md
 from curation.models import Dataset
 
 PREVIEW_ROWS = 200
@@ -30,9 +31,9 @@ def dictionary_frame(dataset: Dataset) -> pd.DataFrame:
 
 
 def render_context(dataset: Dataset, data_path: str) -> None:
-    st.markdown(f"#### ❓ {dataset.research_question}")
+    st.markdown(f"#### ❓ {md(dataset.research_question)}")
     with st.expander("Dataset description and data dictionary", expanded=False):
-        st.markdown(dataset.description or "_No description._")
+        st.markdown(md(dataset.description) if dataset.description else "_No description._")
         st.caption(f"{dataset.num_rows:,} rows × {dataset.num_columns} columns")
         st.dataframe(dictionary_frame(dataset), hide_index=True, width="stretch")
     with st.expander("Data preview and column plots", expanded=False):

@@ -19,20 +19,26 @@ def edit_delete(edit_col: Any, delete_col: Any, *, key: str, draft: Draft, value
         draft.load(values())
         st.rerun()
     if delete_col.button("Delete", key=f"{key}.del") and context.succeeded(delete):
-        state.flash(deleted)
+        state.flash(deleted, where=list_flash(key.split(".", 1)[0]))
         st.rerun()
+
+
+def list_flash(prefix: str) -> str:
+    """Where deletions of a decision kind are confirmed: above its list (call context.show_flash there)."""
+    return f"{prefix}.list"
 
 
 def save_or_cancel(*, prefix: str, noun: str, draft: Draft, save: Callable[[Session], Any],
                    label: Callable[[Any], str]) -> None:
     """Save runs ``save`` in one transaction (errors shown, nothing stored); Cancel leaves editing."""
-    s1, s2 = st.columns([1, 5])
-    if s1.button(f"Save {noun}", type="primary", key=f"{prefix}.save"):
+    row = st.container(horizontal=True)  # buttons as wide as their text, at any window width
+    if row.button(f"Save {noun}", type="primary", key=f"{prefix}.save"):
         saved = context.attempt(save)
         if saved is not None:
             draft.reset()
-            state.flash(f"Saved {noun} '{label(saved)}'.")
+            state.flash(f"Saved {noun} '{label(saved)}'.", where=prefix)
             st.rerun()
-    if draft.data.get("editing") and s2.button("Cancel editing", key=f"{prefix}.cancel"):
+    if draft.data.get("editing") and row.button("Cancel editing", key=f"{prefix}.cancel"):
         draft.reset()
         st.rerun()
+    context.show_flash(prefix)  # the confirmation, once, right under the button that saved

@@ -7,20 +7,25 @@ from typing import Any
 import streamlit as st
 
 from annotate_app import context
+from annotate_app.components import check_result
 from annotate_app.components.columns import column_from_key, column_key, column_label
-from annotate_app.components.decision_actions import edit_delete, save_or_cancel
+from annotate_app.components.decision_actions import edit_delete, list_flash, save_or_cancel
 from annotate_app.components.drafts import Draft
-from annotate_app.components.transform_form import limits
+from annotate_app.components.examples import examples_for
+from annotate_app.components.transform_form import check_badge, limits
+from annotate_app.text import md
 from curation.models import Dataset, User
 from curation.services.annotation import (
     AnalysisDecisions,
     ModelInput,
     available_columns,
     delete_model,
+    model_dependencies,
+    pending_checks,
     save_model,
 )
-from curation.services.checks import check_model_code
-from curation.specs import ModelFamily
+from curation.services.checks import start_model_code_check
+from evaluation.specs import ModelFamily
 
 FAMILIES = [f.value for f in ModelFamily]
 FIELDS = ["family", "specification", "code", "rationale", "columns", "variables", "transforms", "tags"]
@@ -30,33 +35,20 @@ DEFAULTS: dict[str, Any] = {"family": FAMILIES[0], "specification": "", "code": 
 
 def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
     data = draft.capture(FIELDS)
-    transform_ids = list(data["transforms"])
-    for key in data["columns"]:  # derived columns need the transforms that make them
-        if key.startswith("d:"):
-            producer = key.split(":", 2)[1]
-            if producer not in transform_ids:
-                transform_ids.append(producer)
-    try:
+    # derived columns need the transforms that make them (the same list the submission gate recomputes)
+    transform_ids = model_dependencies(data["transforms"], [column_from_key(k) for k in data["columns"]])
+    store, code = context.settings().datasets_store, data["code"]
+
+    def begin() -> Any:
         with context.db() as session:
-            result = check_model_code(session=session, actor=user, dataset_id=dataset_id, code=data["code"],
-                                      transform_ids=transform_ids, store=context.settings().datasets_store,
-                                      limits=limits())
-        check = result.model_dump(mode="json")
-    except Exception as exc:  # noqa: BLE001 - shown below the form
-        check = {"ok": False, "error": str(exc), "code": data["code"]}
-    draft.load({"check": check})
+            return start_model_code_check(session=session, actor=user, dataset_id=dataset_id, code=code,
+                                          transform_ids=transform_ids, store=store, limits=limits())
 
+    def done(check: dict[str, Any]) -> None:
+        draft.capture(FIELDS)
+        draft.load({"check": check})
 
-def _render_check(check: dict[str, Any] | None) -> None:
-    if not check:
-        return
-    if check.get("ok"):
-        st.success(f"The model was fitted in {check.get('code_seconds', 0):.2f} s.")
-        st.code(check.get("summary") or "", language="text")
-    else:
-        st.error(f"The model could not be fitted: {check.get('error')}")
-        if check.get("traceback"):
-            st.code(check["traceback"], language="text")
+    check_result.start("md", begin, code=code, limit_s=limits().timeout_s, on_done=done)
 
 
 def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | None, dataset: Dataset,
@@ -66,14 +58,19 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
     var_names = {v.id: f"{'Moderator' if v.interaction else v.variable_type}: {v.concept}" for v in variables}
     t_names = {t.id: t.spec_name for t in transforms}
     draft = Draft("md", DEFAULTS)
-    for m in (decisions.models if decisions else []):
+    models = decisions.models if decisions else []
+    needs = {c.decision_id: c.reason for c in pending_checks(decisions)} if decisions and not locked else {}
+    context.show_flash(list_flash("md"))
+    if locked and not models:
+        st.info("Nothing recorded: this analysis was submitted without models.")
+    for m in models:
         with st.container(border=True):
-            c1, c2, c3 = st.columns([8, 1, 1])
-            ok = (m.last_check or {}).get("ok")
-            badge = "✅" if ok else ("❌" if ok is False else "·")
-            c1.markdown(f"{badge} **{m.specification}** · {m.family}  \n{m.rationale}  \n"
-                        f"_columns:_ {', '.join(c['name'] for c in m.columns)} · _variables:_ "
-                        f"{', '.join(var_names.get(v, v) for v in m.variable_ids)}")
+            c1, side = st.columns([5, 2])  # Edit / Delete keep their full text at 1024 px
+            c2 = c3 = side.container(horizontal=True, horizontal_alignment="right")
+            badge = "" if locked else check_badge(needs.get(m.id))
+            c1.markdown(f"{badge} **{md(m.specification)}** · {md(m.family)}  \n{md(m.rationale)}  \n"
+                        f"_columns:_ {md(', '.join(c['name'] for c in m.columns))} · _variables:_ "
+                        f"{md(', '.join(var_names.get(v, v) for v in m.variable_ids))}")
             c1.code(m.code, language="python")
             if not locked:
                 edit_delete(c2, c3, key=f"md.{m.id}", draft=draft, deleted="Deleted the model.",
@@ -88,17 +85,18 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
         return
     editing = draft.data.get("editing")
     st.markdown("##### " + ("Edit model" if editing else "New statistical model"))
-    c1, c2 = st.columns([1, 2])
+    examples = examples_for(dataset)
+    c1, c2 = st.columns([1, 1])  # the family names are long: half the width, so the picker is not clipped
     fam = draft.value("family")
     family = c1.selectbox("Family", FAMILIES, index=FAMILIES.index(fam) if fam in FAMILIES else len(FAMILIES) - 1,
                           key=draft.key("family"))
     spec = c2.text_input("Specification", value=draft.value("specification"), key=draft.key("specification"),
-                         placeholder="e.g. OLS of log deaths on femininity, controlling for pressure")
+                         placeholder=examples.model_spec)
     code = st.text_area("Code (fits the model on `df`)", value=draft.value("code"), key=draft.key("code"), height=100,
-                        placeholder="import statsmodels.formula.api as smf\n"
-                                    "model = smf.ols('log_deaths ~ masfem + min', data=df).fit()")
+                        placeholder=examples.model_code)
     options = [column_key(c) for c in available_columns(dataset, transforms)]
-    c1, c2, c3 = st.columns(3)
+    # one picker per row: chips like "log_deaths ⟵ log_deaths" need the width (at 1024 px too)
+    c1 = c2 = c3 = st.container()
     cols = c1.multiselect("Columns used", options, default=[c for c in draft.value("columns") if c in options],
                           key=draft.key("columns"), format_func=lambda k: column_label(k, transforms))
     var_ids = c2.multiselect("Conceptual variables they stand for", list(var_names),
@@ -108,7 +106,8 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
                            default=[t for t in draft.value("transforms") if t in t_names],
                            key=draft.key("transforms"), format_func=lambda k: t_names[k])
     st.button("▶ Fit model on the data", key="md.check", on_click=_run_check, args=(draft, user, dataset_id))
-    _render_check(draft.data.get("check"))
+    if not check_result.running("md"):
+        check_result.render_model(draft.data.get("check"))
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
     tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
     save_or_cancel(prefix="md", noun="model", draft=draft, label=lambda saved: saved.specification,

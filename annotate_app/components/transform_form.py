@@ -8,18 +8,22 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context
-from annotate_app.components.decision_actions import edit_delete, save_or_cancel
+from annotate_app.components import check_result
+from annotate_app.components.decision_actions import edit_delete, list_flash, save_or_cancel
 from annotate_app.components.drafts import Draft
-from curation.models import Transform, User
-from curation.sandbox import SandboxLimits
+from annotate_app.components.examples import examples_for
+from annotate_app.text import md
+from curation.models import Dataset, Transform, User
 from curation.services.annotation import (
     AnalysisDecisions,
     TransformInput,
     delete_transform,
+    pending_checks,
     save_transform,
 )
-from curation.services.checks import check_transform_code
-from curation.specs import ROOT_SPEC_ID, TRANSFORM_VERBS, Branch, ColumnMapping
+from curation.services.checks import start_transform_code_check
+from evaluation.sandbox import SandboxLimits
+from evaluation.specs import ROOT_SPEC_ID, TRANSFORM_VERBS, Branch, ColumnMapping
 
 FIELDS = ["name", "specification", "code", "rationale", "verb", "tags"]
 DEFAULTS: dict[str, Any] = {"name": "", "specification": "", "code": "", "rationale": "", "verb": "derive",
@@ -52,8 +56,8 @@ def _names(transforms: list[Transform]) -> dict[str, str]:
     return {ROOT_SPEC_ID: "raw data", **{t.id: t.spec_name for t in transforms}}
 
 
-def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
-    """Callback of the sanity-check button: run, then pre-fill verb and mapping from what the code did."""
+def _capture(draft: Draft) -> dict[str, Any]:
+    """The form's current values (branches, conditions and the mapping editor included) into the draft."""
     data = draft.capture(FIELDS)
     branches = [list(b) for b in data["branches"]]
     conditions = list(data.get("conditions") or [""] * len(branches))
@@ -64,68 +68,57 @@ def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
     editor = st.session_state.get(draft.key("mapping_value"))
     if editor is not None:
         data["mapping"] = [m.model_dump() for m in mapping_from_frame(editor)]
-    store = context.settings().datasets_store
-    try:
+    return data
+
+
+def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
+    """Callback of the sanity-check button: run, then pre-fill verb and mapping from what the code did."""
+    data = _capture(draft)
+    branches = data["branches"]
+    store, code = context.settings().datasets_store, data["code"]
+
+    def begin() -> Any:
         with context.db() as session:
-            result = check_transform_code(session=session, actor=user, dataset_id=dataset_id, code=data["code"],
-                                          dependencies=branches[0] if branches else [ROOT_SPEC_ID],
-                                          store=store, limits=limits())
-    except Exception as exc:  # noqa: BLE001 - shown below the form
-        data["check"] = {"ok": False, "error": str(exc), "error_kind": "setup", "code": data["code"]}
-        draft.load({})
-        return
-    check = result.model_dump(mode="json")
-    updates: dict[str, Any] = {"check": check}
-    if result.ok and result.suggested_verb:
-        updates["verb"] = result.suggested_verb
-        updates["mapping"] = [m.model_dump() for m in result.suggested_mapping]
-    draft.load(updates)
+            return start_transform_code_check(session=session, actor=user, dataset_id=dataset_id, code=code,
+                                              dependencies=branches[0] if branches else [ROOT_SPEC_ID],
+                                              store=store, limits=limits())
+
+    def done(check: dict[str, Any]) -> None:
+        _capture(draft)
+        updates: dict[str, Any] = {"check": check}
+        if check.get("ok") and check.get("suggested_verb"):
+            updates["verb"] = check["suggested_verb"]
+            updates["mapping"] = check.get("suggested_mapping") or []
+        draft.load(updates)
+
+    check_result.start("tf", begin, code=code, limit_s=limits().timeout_s, on_done=done)
 
 
-def _render_check(check: dict[str, Any] | None) -> None:
-    if not check:
-        return
-    if not check.get("ok"):
-        st.error(f"Sanity check failed: {check.get('error')}")
-        if check.get("traceback"):
-            st.code(check["traceback"], language="text")
-        return
-    change = check.get("change") or {}
-    rb, ra = change.get("rows_before"), change.get("rows_after")
-    msg = f"Sanity check passed in {check.get('code_seconds', 0):.2f} s. Rows: {rb:,} → {ra:,}" if rb is not None and ra is not None else "Sanity check passed."
-    if rb is not None and ra is not None and ra != rb:
-        msg += f" ({ra - rb:+,})"
-    st.success(msg)
-    parts = []
-    for label, key in [("created", "created"), ("changed", "changed"), ("removed", "removed")]:
-        if change.get(key):
-            parts.append(f"**{label}:** " + ", ".join(f"`{c}`" for c in change[key]))
-    if parts:
-        st.markdown(" · ".join(parts))
-    if check.get("suggested_verb"):
-        st.caption(f"Verb and mapping below were filled in from what the code did "
-                   f"(suggested: {check['suggested_verb']}); correct them if needed.")
-    if check.get("preview"):
-        st.dataframe(pd.DataFrame(check["preview"]), width="stretch", height=150)
-    if check.get("stdout"):
-        st.code(check["stdout"], language="text")
+def check_badge(reason: str | None) -> str:
+    """✅ when the current code passed its check after its parents' current code, else what is missing."""
+    return "✅" if reason is None else f"⚠️ _needs a check: {reason}_ ·"
 
 
-def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions | None, locked: bool) -> None:
+def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions | None, locked: bool,
+                      dataset: Dataset | None = None) -> None:
     transforms = decisions.transforms if decisions else []
     names = _names(transforms)
+    needs = {c.decision_id: c.reason for c in pending_checks(decisions)} if decisions and not locked else {}
     draft = Draft("tf", DEFAULTS)
+    context.show_flash(list_flash("tf"))
+    if locked and not transforms:
+        st.info("Nothing recorded: this analysis was submitted without transforms.")
     for t in transforms:
         with st.container(border=True):
-            c1, c2, c3 = st.columns([8, 1, 1])
-            alts = " | ".join(" + ".join(names.get(d, d) for d in b.get("dependencies", [])) for b in t.branches)
-            maps = "; ".join(f"{', '.join(m.get('inputs', [])) or '∅'} → {m.get('output') or '(whole frame)'}"
+            c1, side = st.columns([5, 2])  # Edit / Delete keep their full text at 1024 px
+            c2 = c3 = side.container(horizontal=True, horizontal_alignment="right")
+            alts = " | ".join(" + ".join(md(names.get(d, d)) for d in b.get("dependencies", [])) for b in t.branches)
+            maps = "; ".join(f"{md(', '.join(m.get('inputs', [])) or '∅')} → {md(m.get('output') or '(whole frame)')}"
                              for m in t.mapping)
-            ok = (t.last_check or {}).get("ok")
-            badge = "✅" if ok else ("❌" if ok is False else "·")
-            tag_text = "".join(f" `{tag}`" for tag in t.tags)
-            c1.markdown(f"{badge} **{t.spec_name}** · `{t.verbs[0] if t.verbs else '?'}` · after: {alts}{tag_text}  \n"
-                        f"{t.specification}  \n_mapping:_ {maps}")
+            badge = "" if locked else check_badge(needs.get(t.id))
+            tag_text = "".join(f" · {md(tag)}" for tag in t.tags)
+            c1.markdown(f"{badge} **{md(t.spec_name)}** · {md(t.verbs[0] if t.verbs else '?')} · after: {alts}"
+                        f"{tag_text}  \n{md(t.specification)}  \n_mapping:_ {maps}")
             c1.code(t.code, language="python")
             if not locked:
                 edit_delete(c2, c3, key=f"tf.{t.id}", draft=draft, deleted=f"Deleted transform '{t.spec_name}'.",
@@ -142,7 +135,8 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
     editing = draft.data.get("editing")
     st.markdown("##### " + ("Edit transform" if editing else "New transform"))
     c1, c2 = st.columns([1, 2])
-    name = c1.text_input("Name", value=draft.value("name"), key=draft.key("name"), placeholder="e.g. log_deaths")
+    examples = examples_for(dataset, [n for k, n in names.items() if k not in (ROOT_SPEC_ID, editing)])
+    name = c1.text_input("Name", value=draft.value("name"), key=draft.key("name"), placeholder=examples.transform_name)
     spec = c2.text_input("Specification", value=draft.value("specification"), key=draft.key("specification"),
                          placeholder="what it does, in words")
     parent_options = [tid for tid in names if tid != editing]
@@ -155,15 +149,15 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
         if len(branches) == 1:
             col_deps, col_cond = st.container(), None
         else:
-            col_deps, col_cond = st.columns([3, 2])
+            col_deps = col_cond = st.container(border=True)  # parents, then condition: full width at 1024 px
         chosen_branches.append(col_deps.multiselect(label, parent_options, default=[d for d in deps if d in parent_options],
                                                     key=draft.key(f"branch.{i}"), format_func=lambda k: names.get(k, k)))
         chosen_conditions.append(col_cond.text_input(
             f"Condition of branch {i + 1} (optional)", value=conditions[i], key=draft.key(f"cond.{i}"),
-            placeholder="e.g. remove_outliers.index == 0",
+            placeholder=examples.condition,
             help="Only when this path is taken: compare other transforms' branch choices with ==, in, and/or/not.",
         ) if col_cond is not None else "")
-    b1, b2, _ = st.columns([2, 2, 3])
+    b1 = b2 = st.container(horizontal=True)  # buttons as wide as their text, at any window width
     if b1.button("+ Add alternative parents", key="tf.add_branch",
                  help="Another justifiable order: this step could also come after other transforms."):
         draft.capture(FIELDS)
@@ -174,10 +168,11 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
         draft.load({"branches": chosen_branches[:-1], "conditions": chosen_conditions[:-1]})
         st.rerun()
     code = st.text_area("Code (pandas statements acting on `df`)", value=draft.value("code"), key=draft.key("code"),
-                        height=120, placeholder="df['log_deaths'] = np.log(df['alldeaths'] + 1)")
+                        height=120, placeholder=examples.transform_code)
     st.button("▶ Run sanity check", key="tf.check", on_click=_run_check, args=(draft, user, dataset_id),
               help="Runs the code on the data after its parent transforms, in an isolated sandbox.")
-    _render_check(draft.data.get("check"))
+    if not check_result.running("tf"):
+        check_result.render_transform(draft.data.get("check"))
     c1, c2 = st.columns([1, 2])
     verb_now = draft.value("verb")
     verb = c1.selectbox("Verb", TRANSFORM_VERBS, index=TRANSFORM_VERBS.index(verb_now) if verb_now in TRANSFORM_VERBS else 0,

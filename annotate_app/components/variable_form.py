@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from annotate_app import context
 from annotate_app.components.columns import column_from_key, column_key, column_label
-from annotate_app.components.decision_actions import edit_delete, save_or_cancel
+from annotate_app.components.decision_actions import edit_delete, list_flash, save_or_cancel
 from annotate_app.components.drafts import Draft
+from annotate_app.components.examples import examples_for
+from annotate_app.text import md
 from curation.models import ConceptualVariable, User
 from curation.services.annotation import (
     AnalysisDecisions,
@@ -15,7 +18,7 @@ from curation.services.annotation import (
     delete_variable,
     save_variable,
 )
-from curation.specs import VariableType
+from evaluation.specs import VariableType
 
 TYPES = [t.value for t in VariableType]
 TYPE_HELP = {
@@ -36,14 +39,19 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     transforms = decisions.transforms if decisions else []
     draft = Draft("var", {"type": "IV", "concept": "", "moderates": "", "rationale": "", "columns": [],
                           "col_rationales": {}, "random_effect": False, "tags": "", "editing": None})
+    context.show_flash(list_flash("var"))
+    if locked and not variables:
+        st.info("Nothing recorded: this analysis was submitted without conceptual variables.")
     for v in variables:
-        cols = ", ".join(c["name"] for c in v.columns)
+        cols = ", ".join(md(c["name"]) for c in v.columns)
         with st.container(border=True):
-            c1, c2, c3 = st.columns([8, 1, 1])
-            extra = f" (moderates {v.moderates})" if v.interaction else ""
+            c1, side = st.columns([5, 2])  # Edit / Delete keep their full text at 1024 px
+            c2 = c3 = side.container(horizontal=True, horizontal_alignment="right")
+            extra = f" (moderates {md(v.moderates)})" if v.interaction else ""
             extra += " · random effect" if v.random_effect else ""
-            extra += "".join(f" `{t}`" for t in v.tags)
-            c1.markdown(f"**{_display_type(v)}: {v.concept}**{extra}  \n{v.rationale}  \n_columns:_ {cols}")
+            extra += "".join(f" · {md(t)}" for t in v.tags)
+            c1.markdown(f"**{_display_type(v)}: {md(v.concept)}**{extra}  \n{md(v.rationale)}  \n"
+                        f"_columns:_ {cols}")
             if not locked:
                 edit_delete(c2, c3, key=f"var.{v.id}", draft=draft, deleted=f"Deleted variable '{v.concept}'.",
                             values=lambda v=v: {
@@ -62,7 +70,7 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     vtype = c1.selectbox("Type", TYPES, index=TYPES.index(draft.value("type")), key=draft.key("type"),
                          format_func=lambda t: f"{t} — {TYPE_HELP[t]}")
     concept = c2.text_input("Concept", value=draft.value("concept"), key=draft.key("concept"),
-                            placeholder="e.g. femininity of the hurricane's name")
+                            placeholder=examples_for(dataset).concept)
     moderates = ""
     if vtype == "Moderator":
         moderates = st.text_input("Moderates (interacts with)", value=draft.value("moderates"),
@@ -73,7 +81,7 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
                             format_func=lambda k: column_label(k, transforms))
     col_rationales = {}
     for k in chosen:
-        col_rationales[k] = st.text_input(f"Why `{column_label(k, transforms)}`?",
+        col_rationales[k] = st.text_input(f"Why `{column_label(k, transforms).replace('`', '')}`?",  # code: literal
                                           value=draft.data["col_rationales"].get(k, ""), key=draft.key(f"cr.{k}"))
     c1, c2 = st.columns([1, 3])
     random_effect = c1.checkbox("Random effect", value=draft.value("random_effect"), key=draft.key("random_effect"),

@@ -17,6 +17,7 @@ import pytest
 
 from curation.bootstrap import initialise
 from curation.settings import Settings
+from tests.conftest import apt_install
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -37,11 +38,7 @@ def _chromium_path() -> str | None:
 def chromium() -> str:
     """Debian's Chromium; installed with apt-get when missing (CI runs as root on a fresh machine)."""
     path = _chromium_path()
-    if path is None and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, capture_output=True, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium", "fonts-noto-color-emoji"], check=False, env=env,
-                       capture_output=True, timeout=1200)
+    if path is None and apt_install("chromium", "fonts-noto-color-emoji", present=lambda: _chromium_path() is not None):
         path = _chromium_path()
     if path is None:
         pytest.skip("Chromium is not installed and could not be installed with apt-get (needs root)")

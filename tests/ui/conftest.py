@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +30,20 @@ class UIEnv:
     def app(self, user: User | None = None) -> AppTest:
         at = AppTest.from_file(str(APP), default_timeout=60)
         if user is not None:
-            at.session_state["fp.user_id"] = user.id
-            at.session_state["fp.auth_epoch"] = user.auth_epoch
+            at.session_state["fp.session_token"] = self.token_for(user)
         return at
+
+    def token_for(self, user: User) -> str:
+        """A server-side session for ``user``, as signing in opens one."""
+        return signed_in_token(self.engine, self.settings, user)
+
+
+def signed_in_token(engine: Engine, settings: Settings, user: User) -> str:
+    from curation.db import session_scope
+    from curation.services.sessions import start_auth_session
+
+    with session_scope(engine) as s:
+        return start_auth_session(session=s, user=user, policy=settings.session_policy)
 
 
 @pytest.fixture
@@ -56,11 +68,27 @@ def ui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UIEnv]:
     report.engine.dispose()
 
 
-def texts(at: AppTest) -> str:
-    """Everything the page shows as text, for assertions."""
+MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def texts(at: AppTest, *, raw: bool = False) -> str:
+    """Everything the page shows as text, for assertions: Markdown escapes removed as the browser removes
+    them (``raw``: the Markdown source as sent)."""
     parts = []
     for kind in ("title", "header", "subheader", "markdown", "caption", "success", "info", "warning", "error",
-                 "text", "code"):
+                 "text", "code", "toast"):
         for el in getattr(at, kind, []):
-            parts.append(str(getattr(el, "value", "")))
+            value = str(getattr(el, "value", ""))
+            parts.append(value if raw or kind == "code" else MARKDOWN_ESCAPE.sub(r"\1", value))
     return "\n".join(parts)
+
+
+def settle(at: AppTest, timeout: float = 60.0) -> AppTest:
+    """Rerun while a sanity check is still running, as the page's poll does, until its result shows."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while "Running the sanity check" in texts(at) and time.monotonic() < deadline:
+        time.sleep(0.3)
+        at.run()
+    return at

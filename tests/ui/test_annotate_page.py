@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from sqlmodel import select
 
 from curation.db import session_scope
 from curation.models import Transform
-from tests.ui.conftest import texts
+from tests.ui.conftest import settle, texts
 
 
 def _annotate(ui, user):
@@ -35,12 +37,12 @@ def test_sanity_check_failure_then_success_prefills_verb_and_mapping(ui):
     at = _annotate(ui, ui.analyst)
     _by_label(at.text_input, "Name").input("ratio")
     _by_label(at.text_area, "Code (pandas statements acting on `df`)").input("df['ratio'] = df['nope'] / 2")
-    at.button(key="tf.check").click().run()
+    settle(at.button(key="tf.check").click().run())
     shown = texts(at)
     assert "Sanity check failed" in shown and "nope" in shown
     assert not at.exception
     _by_label(at.text_area, "Code (pandas statements acting on `df`)").input("df['ratio'] = df['deaths'] / df['wind']")
-    at.button(key="tf.check").click().run()
+    settle(at.button(key="tf.check").click().run())
     assert "Sanity check passed" in texts(at)
     verb = _by_label(at.selectbox, "Verb")
     assert verb.value == "derive"
@@ -57,6 +59,9 @@ def test_code_that_loops_forever_is_stopped_and_the_page_keeps_working(ui, monke
     at = _annotate(ui, ui.analyst)
     _by_label(at.text_area, "Code (pandas statements acting on `df`)").input("while True:\n    pass")
     at.button(key="tf.check").click().run()
+    assert "Running the sanity check…" in texts(at) and "(it is stopped at 2 s)" in texts(at)
+    time.sleep(2.5)
+    settle(at.run())  # what the running display's poll does
     assert "limit" in texts(at) and "Sanity check failed" in texts(at)
     assert not at.exception
     at.run()
@@ -78,7 +83,7 @@ def test_submitted_analysis_shows_no_edit_controls(ui):
 
 def test_alternative_parents_with_a_condition_and_tags_are_saved(ui):
     from curation.services.annotation import TransformInput, save_transform
-    from curation.specs import ColumnMapping
+    from evaluation.specs import ColumnMapping
 
     with session_scope(ui.engine) as s:
         parent = save_transform(session=s, actor=ui.analyst, dataset_id=ui.dataset_id, data=TransformInput(
@@ -92,7 +97,7 @@ def test_alternative_parents_with_a_condition_and_tags_are_saved(ui):
     first.unselect("ROOT_SPEC_ID").select(parent.id).run()
     _by_label(at.text_input, "Condition of branch 1 (optional)").input("drop_calm.index == 0")
     next(t for t in at.text_input if t.key.startswith("fp.tf.") and t.key.endswith(".tags")).input("t1, robustness")
-    at.button(key="tf.check").click().run()
+    settle(at.button(key="tf.check").click().run())
     assert "Sanity check passed" in texts(at)
     assert "Rows: 3 → 3" in texts(at)  # ran after the filter of its first branch (4 rows → 3)
     at.button(key="tf.save").click().run()

@@ -10,11 +10,11 @@ from curation.services.accounts import set_user_active
 from tests.ui.conftest import ADMIN_PASSWORD, texts
 
 PAGES_BY_ROLE = {
-    "analyst": ["home.py", "annotate.py", "account.py"],
-    "curator": ["home.py", "annotate.py", "datasets.py", "releases.py", "account.py"],
-    "admin": ["home.py", "annotate.py", "datasets.py", "releases.py", "admin.py", "account.py"],
+    "analyst": ["home.py", "annotate.py", "review.py", "account.py"],
+    "curator": ["home.py", "annotate.py", "review.py", "datasets.py", "releases.py", "account.py"],
+    "admin": ["home.py", "annotate.py", "review.py", "datasets.py", "releases.py", "admin.py", "account.py"],
 }
-ALL_PAGES = {"home.py", "annotate.py", "datasets.py", "releases.py", "admin.py", "account.py"}
+ALL_PAGES = {"home.py", "annotate.py", "review.py", "datasets.py", "releases.py", "admin.py", "account.py"}
 
 
 def _user(ui, role):
@@ -39,10 +39,10 @@ def test_sign_in_wrong_then_right_then_sign_out(ui):
     at.text_input(key="sign_in.password").input(ADMIN_PASSWORD)
     at.button[0].click().run()
     assert not at.exception
-    assert at.session_state["fp.user_id"] == ui.admin.id
+    assert at.session_state["fp.session_token"]
     assert "Stage-1 progress" in at.title[0].value
     at.button(key="sign_out").click().run()
-    assert "fp.user_id" not in at.session_state
+    assert "fp.session_token" not in at.session_state
     assert "forkpaths" in at.title[0].value
 
 
@@ -68,8 +68,7 @@ def test_pages_refuse_the_wrong_role_even_when_opened_directly(ui, role, page):
 
     at = AppTest.from_file(str(APP.parent / "app_pages" / page), default_timeout=60)
     user = _user(ui, role)
-    at.session_state["fp.user_id"] = user.id
-    at.session_state["fp.auth_epoch"] = user.auth_epoch
+    at.session_state["fp.session_token"] = ui.token_for(user)
     at.run()
     assert "This page is for" in texts(at)
     assert not at.text_input and not at.button  # nothing of the page was rendered
@@ -81,7 +80,7 @@ def test_a_session_that_outlives_its_account_is_refused(ui):
     with session_scope(ui.engine) as s:
         set_user_active(session=s, actor=ui.admin, user_id=ui.analyst.id, active=False)
     at.run()
-    assert "fp.user_id" not in at.session_state
+    assert "fp.session_token" not in at.session_state
     assert "deactivated" in texts(at)
     assert "forkpaths" in at.title[0].value
 
@@ -127,7 +126,7 @@ def test_blinding_on_pages_analyst_never_sees_peer_decisions(ui):
 
     with session_scope(ui.engine) as s:
         from curation.services.annotation import VariableInput, save_variable
-        from curation.specs import ColumnRef, VariableType
+        from evaluation.specs import ColumnRef, VariableType
 
         save_variable(session=s, actor=ui.admin, dataset_id=ui.dataset_id, data=VariableInput(
             variable_type=VariableType.IV, concept="SECRET-PEER-CONCEPT", rationale="r",

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+
 from sqlmodel import select
 
 from curation.db import session_scope
 from curation.models import ReleaseRecord
+from curation.services.annotation import submit_analysis
+from curation.services.release_store import reconcile_release_store
+from curation.services.releases import cut_release
+from tests import factories as f
 from tests.ui.conftest import texts
 
 
@@ -30,7 +36,7 @@ def test_curator_cuts_lists_compares_and_downloads(ui):
     assert "No releases yet" in texts(at)
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.0"
     _cut(at, notes="first")
-    assert "Release 1.0.0 cut: 1 datasets" in texts(at)
+    assert "Release 1.0.0 cut: 1 dataset, manifest" in texts(at)  # pluralised, shown in a toast
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.1"  # suggests the next
     _cut(at, notes="second")
     assert "Release 1.0.1 cut" in texts(at)
@@ -52,3 +58,52 @@ def test_bad_versions_are_explained_and_nothing_is_cut(ui):
     assert "already exists; releases never change" in texts(at)
     with session_scope(ui.engine) as s:
         assert len(s.exec(select(ReleaseRecord)).all()) == 1
+
+
+def _cut_as(ui, version):
+    with session_scope(ui.engine) as s:
+        cut_release(session=s, actor=ui.curator, version=version, notes="", releases_root=ui.settings.releases_store,
+                    store=ui.settings.datasets_store)
+
+
+def _two_releases_around_the_analysts_submission(ui):
+    _cut_as(ui, "1.0.0")
+    f.full_analysis(ui.engine, ui.analyst, ui.dataset_id)
+    with session_scope(ui.engine) as s:
+        submit_analysis(session=s, actor=ui.analyst, dataset_id=ui.dataset_id)
+    _cut_as(ui, "1.0.1")
+
+
+def test_an_assigned_admin_sees_no_peer_work_on_the_compare_view_until_submitting(ui):
+    _two_releases_around_the_analysts_submission(ui)  # the admin is assigned to the dataset too
+    at = _page(ui, ui.admin)
+    shown = texts(at)
+    assert "Changelog of release 1.0.1" in shown and "femininity of name" not in shown and "log_deaths" not in shown
+    assert "`storms` is left out of this comparison." in shown and "assigned to annotate 'storms'" in shown
+    assert "No changes outside the withheld datasets." in shown
+    assert "This release cannot be downloaded by you until then." in shown
+    assert all(b.disabled for b in at.button if b.key and b.key.startswith("releases.prepare."))
+
+    curator = texts(_page(ui, ui.curator))  # a curator who does not annotate it sees the analyst's work
+    assert "femininity of name" in curator and "left out" not in curator
+
+    f.full_analysis(ui.engine, ui.admin, ui.dataset_id)
+    with session_scope(ui.engine) as s:
+        submit_analysis(session=s, actor=ui.admin, dataset_id=ui.dataset_id)
+    at = _page(ui, ui.admin)
+    shown = texts(at)
+    assert "femininity of name" in shown and "left out" not in shown
+    at.button(key="releases.prepare.native").click().run()
+    assert not at.exception and at.get("download_button")
+
+
+def test_set_aside_release_files_are_reported_on_the_page(ui):
+    _cut_as(ui, "1.0.0")
+    root = ui.settings.releases_store
+    shutil.copytree(root / "1.0.0", root / "1.0.1")  # as if a writer died between publishing and recording
+    with session_scope(ui.engine) as s:
+        reconcile_release_store(session=s, releases_root=root)
+    at = _page(ui, ui.admin)
+    assert at.expander[0].label.startswith("⚠️ 1 problem(s) in the releases folder")
+    assert "**1.0.1** was set aside" in texts(at) and "no release record was ever committed" in texts(at)
+    assert list(at.dataframe[0].value["version"]) == ["1.0.0"]  # never listed, never served

@@ -1,0 +1,58 @@
+"""Stage 3: the consensus meeting, the ground-truth rule and expert coverage."""
+
+import streamlit as st
+
+from annotate_app import context, state
+from annotate_app.components.meeting_view import (
+    is_facilitator,
+    render_coverage,
+    render_meeting,
+    render_rule_picker,
+)
+from curation.models import Stage
+from curation.services.meetings import meeting_participants, meetings_of, start_meeting
+from curation.services.stages import STAGE_LABELS, review_overview
+
+user = context.require_user()
+st.title("🤝 Consensus (stage 3)")
+overview = context.attempt(lambda s: review_overview(session=s, actor=user)) or []
+ready = {d.id: (d, r) for d, r in overview if r.stage == Stage.CLOSED.value}
+if not ready:
+    st.info("No dataset has closed stage 2 yet: the consensus meeting follows the review, once the curator "
+            "closes stage 2 on the Review page.")
+    st.stop()
+previous = state.get(state.MEETING_DATASET_ID)
+dataset_id = st.selectbox("Dataset", list(ready), key="consensus.dataset",
+                          index=list(ready).index(previous) if previous in ready else 0,
+                          format_func=lambda i: f"{ready[i][0].name} · {STAGE_LABELS[ready[i][1].stage]}")
+state.put(state.MEETING_DATASET_ID, dataset_id)
+
+names = ["Meeting", "Ground truth", "Coverage"] if is_facilitator(user) else ["Meeting"]
+tabs = st.tabs(names, key="consensus.tab", on_change="rerun")
+with tabs[0]:
+    if tabs[0].open is not False:
+        meetings = context.attempt(lambda s: meetings_of(session=s, actor=user, dataset_id=dataset_id)) or []
+        analysts = context.attempt(lambda s: meeting_participants(session=s, dataset_id=dataset_id)) or {}
+        open_ = [m for m in meetings if m.status == "open"]
+        if not open_ and is_facilitator(user):
+            with st.form("meeting.start"):
+                present = st.multiselect("Who is here?", list(analysts), format_func=lambda u: analysts[u])
+                go = st.form_submit_button("Start the consensus meeting", type="primary")
+            if go:
+                started = context.attempt(lambda s: start_meeting(session=s, actor=user, dataset_id=dataset_id,
+                                                                  attendee_ids=present))
+                if started is not None:
+                    state.flash(f"Meeting {started.id} started with {len(started.agenda)} items on the agenda.")
+                    st.rerun()
+        elif not open_:
+            st.info("No meeting is open on this dataset; the curator starts it.")
+        shown = open_[0] if open_ else (meetings[-1] if meetings else None)
+        if shown is not None:
+            render_meeting(user, shown.id or 0, analysts)
+if len(tabs) > 1:
+    with tabs[1]:
+        if tabs[1].open:
+            render_rule_picker(user, dataset_id)
+    with tabs[2]:
+        if tabs[2].open:
+            render_coverage(user, dataset_id)

@@ -1,0 +1,59 @@
+"""MCQs (curators and admins): generate them from the ground truth, audit them, review them as a taker sees them."""
+
+import streamlit as st
+
+from annotate_app import context, state
+from annotate_app.components.mcq_view import render_mcq
+from curation.models import Role
+from curation.services.datasets import list_datasets
+from curation.services.mcq_audit import audit_mcqs
+from curation.services.mcq_generate import MCQSettings, generate_mcqs
+from curation.services.mcq_review import mcq_views
+
+user = context.require_user(Role.CURATOR, Role.ADMIN)
+st.title("❓ MCQs")
+st.caption("Multiple-choice questions built from the ground-truth statuses (BLADE's kinds). Contested items are "
+           "never used; every option records where it came from and why it is the key or a distractor.")
+datasets = {d.id: d for d in (context.attempt(lambda s: list_datasets(session=s, actor=user)) or [])}
+if not datasets:
+    st.info("No datasets yet.")
+    st.stop()
+previous = state.get(state.MCQ_DATASET_ID)
+dataset_id = st.selectbox("Dataset", list(datasets), format_func=lambda i: datasets[i].name, key="mcq.dataset",
+                          index=list(datasets).index(previous) if previous in datasets else 0)
+state.put(state.MCQ_DATASET_ID, dataset_id)
+dataset = datasets[dataset_id]
+
+with st.form("mcq.generate"):
+    c1, c2 = st.columns([1, 3])
+    seed = c1.number_input("Seed", min_value=0, value=0, step=1)
+    c2.markdown("Generating again replaces MCQs not yet reviewed; reviewed ones are kept.")
+    go = st.form_submit_button("Generate MCQs", type="primary")
+if go:
+    report = context.attempt(lambda s: generate_mcqs(session=s, actor=user, dataset_id=dataset_id,
+                                                     settings=MCQSettings(seed=int(seed))))
+    if report is not None:
+        counts = ", ".join(f"{n} {k}" for k, n in report.counts().items())
+        state.flash(f"{len(report.mcqs)} MCQs generated with seed {report.seed} ({counts}).")
+        st.rerun()
+
+audit = context.attempt(lambda s: audit_mcqs(session=s, actor=user, dataset_id=dataset_id))
+if audit is not None and audit.total:
+    st.markdown(f"**Audit** (rule `{audit.rule}`): {audit.total} MCQs, {audit.checked} checked against the votes, "
+                f"{audit.unlinked_keys} with a key matching no judged item, **{audit.flagged} flagged**"
+                + (" — " + ", ".join(f"{k}: {v}" for k, v in audit.flag_counts().items()) if audit.flagged else ""))
+show = st.segmented_control("Show", ["all", "flagged", "pending", "accepted", "edited", "rejected"], default="all",
+                            key="mcq.filter")
+views = context.attempt(lambda s: mcq_views(session=s, actor=user, dataset_id=dataset_id)) or []
+if show == "flagged":
+    views = [v for v in views if v.findings]
+elif show not in (None, "all"):
+    views = [v for v in views if v.review == show]
+if not views:
+    st.info("No MCQs to show: generate them above (they need justifiable and unjustifiable items).")
+    st.stop()
+per_page = 10
+pages = (len(views) + per_page - 1) // per_page
+page = st.number_input(f"Page (of {pages})", min_value=1, max_value=pages, value=1, key="mcq.page") if pages > 1 else 1
+for n, view in enumerate(views[(page - 1) * per_page: page * per_page], start=(page - 1) * per_page + 1):
+    render_mcq(user, view, dataset, n)

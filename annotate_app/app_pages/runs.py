@@ -1,0 +1,129 @@
+"""Scoring runs (evaluators, curators, admins): upload a submission, score it in the background, follow it."""
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app import context, state
+from curation.models import Role, RunStatus
+from curation.services.scoring import (
+    cancel_run,
+    list_runs,
+    register_run,
+    rescore_run,
+    scorable_releases,
+    set_official,
+)
+
+user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
+cfg = context.settings()
+worker = context.run_worker()
+st.title("🏁 Scoring runs")
+st.caption("Score an agent's BLADE submission against a release. Scoring runs on the server: you can leave this "
+           "page and come back. Each run keeps its submission, the release and ground-truth hashes, the judge and "
+           "the mode it was scored with.")
+
+records = context.attempt(lambda s: scorable_releases(session=s, actor=user)) or []
+versions = [r.version for r in records]
+if not versions:
+    st.info("There is no release yet: a curator cuts one on the Releases page before runs can be scored.")
+    st.stop()
+
+with st.expander("Score a submission", expanded=True), st.form(f"score.{state.form_version('score')}"):
+    kind = st.radio("What to score", ["analyses", "mcq"], horizontal=True, key="runs.kind",
+                    format_func=lambda k: {"analyses": "Analyses (BLADE single- or multi-run file, one per dataset)",
+                                           "mcq": "MCQ answers (question id → letter)"}[k])
+    files = st.file_uploader("Submission file(s)", type=["json"], accept_multiple_files=True, key="runs.files")
+    c1, c2, c3 = st.columns(3)
+    agent = c1.text_input("Agent", placeholder="e.g. ReAct agent")
+    model_name = c2.text_input("Language model", placeholder="e.g. gpt-4o")
+    version = c3.selectbox("Release", versions)
+    c4, c5, c6 = st.columns(3)
+    judge = c4.radio("Judge", ["offline", "llm"], horizontal=True,
+                     help="offline: no LLM, rules and static analysis; llm: BLADE's prompts (needs FORKPATHS_LLM_*)")
+    mode = c5.radio("Mode", ["default", "blade"], horizontal=True,
+                    help="default fixes BLADE's metric defects; blade reproduces them to compare with published numbers")
+    k = c6.number_input("k (coverage@k)", min_value=1, max_value=1000, value=10)
+    go = st.form_submit_button("Score", type="primary")
+if go:
+    run = context.attempt(lambda s: register_run(
+        session=s, actor=user, release_version=version, files=[(f.name, f.getvalue()) for f in files or []],
+        agent=agent, model_name=model_name, judge=judge, mode=mode, k=int(k), kind=kind, runs_root=cfg.runs_store,
+        releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings()))
+    if run is not None:
+        worker.submit(run.id or 0)
+        state.bump_form("score")
+        state.choose_run(run.id)
+        state.flash(f"Run {run.id} queued: {run.agent} on release {run.release_version}, "
+                    f"{run.progress_total} item(s). It keeps running if you leave this page.")
+        st.rerun()
+
+ACTIVE = {RunStatus.QUEUED.value, RunStatus.RUNNING.value}
+
+
+def _table(runs: list) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "run": r.id, "status": r.status, "progress": r.progress_done / max(r.progress_total, 1), "agent": r.agent,
+        "model": r.model_name, "release": r.release_version, "kind": r.kind, "judge": r.judge.get("name", ""),
+        "mode": r.mode, "official": r.official, "created (UTC)": r.created_at, "message": r.message or r.stage}
+        for r in runs])
+
+
+_active = context.attempt(lambda s: any(r.status in ACTIVE for r in list_runs(session=s, actor=user))) or False
+
+
+@st.fragment(run_every=2 if _active else None)  # poll only while something is queued or running
+def runs_panel() -> None:
+    runs = context.attempt(lambda s: list_runs(session=s, actor=user)) or []
+    if not runs:
+        st.info("No runs yet: upload a submission above.")
+        return
+    st.dataframe(_table(runs), hide_index=True, width="stretch", key="runs.table", column_config={
+        "progress": st.column_config.ProgressColumn(min_value=0, max_value=1, format="percent"),
+        "created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
+    ids = [r.id for r in runs]
+    chosen = state.chosen_run()
+    # no key: a new run (new options) makes a new widget that starts on the run just chosen
+    pick = st.selectbox("Run", ids, index=ids.index(chosen) if chosen in ids else 0,
+                        format_func=lambda i: next(f"#{r.id} {r.agent} · {r.model_name or '-'} · release {r.release_version}"
+                                                   for r in runs if r.id == i))
+    state.choose_run(pick)
+    run = next(r for r in runs if r.id == pick)
+    if run.status in ACTIVE:
+        st.progress(run.progress_done / max(run.progress_total, 1),
+                    text=f"{run.status}: {run.stage} ({run.progress_done}/{run.progress_total})")
+        if st.button("Cancel this run", key="runs.cancel") and context.succeeded(
+                lambda s: cancel_run(session=s, actor=user, run_id=pick)):
+            state.flash(f"Cancelling run {pick}: it stops after the analysis it is scoring.", "warning")
+            st.rerun()
+    elif run.status == RunStatus.SUCCEEDED.value:
+        st.success(f"Run {run.id} succeeded ({run.progress_done} item(s)). Open it on the Leaderboard or in Run "
+                   "details.")
+    else:
+        st.error(f"Run {run.id} {run.status}: {run.message}")
+    c1, c2 = st.columns(2)
+    latest = versions[0]
+    if run.status not in ACTIVE and run.release_version != latest and c1.button(
+            f"Re-score on release {latest}", key="runs.rescore"):
+        new = context.attempt(lambda s: rescore_run(
+            session=s, actor=user, run_id=pick, release_version=latest, runs_root=cfg.runs_store,
+            releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings()))
+        if new is not None:
+            worker.submit(new.id or 0)
+            state.choose_run(new.id)
+            state.flash(f"Run {new.id} queued: run {pick} re-scored on release {latest} (run {pick} is kept).")
+            st.rerun()
+    if user.role in (Role.CURATOR.value, Role.ADMIN.value) and run.status == RunStatus.SUCCEEDED.value:
+        label = "Remove the official mark" if run.official else "Mark as official"
+        if c2.button(label, key="runs.official") and context.succeeded(
+                lambda s: set_official(session=s, actor=user, run_id=pick, official=not run.official)):
+            st.rerun(scope="app")
+    with st.expander("Provenance"):
+        st.json({"submission_sha256": run.submission_sha256, "files": run.submission_files,
+                 "release": run.release_version, "ground_truth_hash": run.ground_truth_hash,
+                 "dataset_hashes": run.dataset_hashes, "evaluator_version": run.evaluator_version,
+                 "judge": run.judge, "transform_matcher": run.transform_matcher, "mode": run.mode, "k": run.k,
+                 "source": run.source, "rescore_of": run.rescore_of_id, "started_at": str(run.started_at),
+                 "finished_at": str(run.finished_at), "result": run.result_path})
+
+
+runs_panel()

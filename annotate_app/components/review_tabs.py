@@ -1,0 +1,67 @@
+"""The review page's two tabs: the filterable queue of items to judge, and live agreement."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app import context, state
+from annotate_app.components.agreement_charts import agreement_figure, split_frame
+from annotate_app.components.review_item import render_item
+from curation.models import Stage, User
+from curation.services.agreement import agreement_report
+from curation.services.review_queue import ReviewQueue, filter_items
+
+PAGE_SIZE = 10
+
+
+def render_queue(user: User, queue: ReviewQueue) -> None:
+    if queue.stage == Stage.CLOSED.value:
+        st.warning("Stage 2 of this dataset is closed: votes are final and shown read-only.")
+    elif not queue.can_vote:
+        st.info("You look at this review as a curator; the analysts who submitted stage 1 vote.")
+    c1, c2, c3 = st.columns([2, 2, 2], vertical_alignment="bottom")
+    kind = c1.segmented_control("Kind", ["variable", "transform"], key="review.kind",
+                                format_func=lambda k: {"variable": "Variables", "transform": "Transforms"}[k])
+    source = None
+    if queue.source_visible:
+        source = c2.segmented_control("Source", ["peer", "llm"], key="review.source",
+                                      format_func=lambda s: {"peer": "Peers", "llm": "LLM"}[s])
+    else:
+        c2.caption("Source-blind review: whether a peer or the LLM proposed an item is hidden.")
+    unvoted = c3.toggle("Not yet voted by me", key="review.unvoted", disabled=not queue.can_vote)
+    items = filter_items(queue.items, kind=kind, source=source, unvoted_only=unvoted)
+    finished = sum(i.finished_by_me for i in queue.items if not i.own)
+    judgeable = sum(not i.own for i in queue.items)
+    if queue.can_vote:
+        st.progress(finished / judgeable if judgeable else 1.0,
+                    text=f"You have judged {finished} of {judgeable} items · showing {len(items)}")
+    else:
+        st.caption(f"{len(queue.items)} items to judge · showing {len(items)}")
+    pages = max(1, -(-len(items) // PAGE_SIZE))
+    page = min(int(state.get(state.REVIEW_PAGE, 1) or 1), pages)
+    if pages > 1:
+        page = st.number_input(f"Page (of {pages})", 1, pages, page, key="review.page_no")
+        state.put(state.REVIEW_PAGE, page)
+    for item in items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]:
+        render_item(user, item, queue.can_vote and queue.stage == Stage.REVIEW.value, queue.dataset_id,
+                    queue.data_columns, can_merge=queue.stage == Stage.REVIEW.value)
+    if not items:
+        st.success("Nothing left to judge with these filters.")
+
+
+
+def render_agreement(user: User, dataset_id: int, labels: dict[str, str] | None = None) -> None:
+    report = context.attempt(lambda s: agreement_report(session=s, actor=user, dataset_id=dataset_id))
+    if report is not None:
+        st.caption(f"{report.voters} analyst(s) have voted. Figures update as votes arrive (reload the tab).")
+        if report.split:
+            st.subheader("Split items")
+            st.dataframe(split_frame([dataclasses.asdict(s) for s in report.split], labels or {}), hide_index=True, width="stretch")
+        rows = pd.DataFrame([dataclasses.asdict(r) for r in report.rows],
+                            columns=[f.name for f in dataclasses.fields(report.rows[0])] if report.rows else None)
+        st.plotly_chart(agreement_figure(rows), width="stretch", key="review.agreement_chart")
+        if not rows.empty:
+            st.dataframe(rows, hide_index=True, width="stretch")
