@@ -70,8 +70,11 @@ def main() -> None:
     print(f"review_queue service, {len(q.items)} items: median {statistics.median(times) * 1000:.0f} ms")
 
     at = AppTest.from_file(str(ROOT / "annotate_app" / "app.py"), default_timeout=120)
-    at.session_state["fp.user_id"] = ana.id
-    at.session_state["fp.auth_epoch"] = ana.auth_epoch
+    from curation.services.sessions import start_auth_session
+
+    with session_scope(engine) as s:  # signed in as the sign-in page does: a server-side session
+        at.session_state["fp.session_token"] = start_auth_session(session=s, user=ana,
+                                                                  policy=settings.session_policy)
     at.run()
     t0 = time.perf_counter()
     at.switch_page("app_pages/review.py").run()

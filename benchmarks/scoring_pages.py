@@ -51,9 +51,16 @@ def _env(tmp: Path) -> Settings:
 def _app(user: User):
     from streamlit.testing.v1 import AppTest
 
+    from curation.db import make_engine
+    from curation.services.sessions import start_auth_session
+
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.session_state["fp.user_id"] = user.id
-    at.session_state["fp.auth_epoch"] = user.auth_epoch
+    settings = Settings()
+    engine = make_engine(settings.resolved_database_url)
+    with session_scope(engine) as s:  # signed in as the sign-in page does: a server-side session
+        at.session_state["fp.session_token"] = start_auth_session(session=s, user=user,
+                                                                  policy=settings.session_policy)
+    engine.dispose()
     return at
 
 

@@ -1,7 +1,10 @@
 """Vote commit latency under 20 concurrent voters, on SQLite and on PostgreSQL (issue 9; prints figures).
 
-Each of 20 analysts casts VOTES_EACH votes as fast as the database lets them, all starting at once; every vote
-is one `session_scope` transaction around `cast_vote` (what one click in the review page costs the database).
+Saturated: each of 20 analysts casts --votes votes as fast as the database lets them, all starting at once;
+every vote is one `session_scope` transaction around `cast_vote` (what one click in the review page costs the
+database), all in one Python process as in the app. Latency then measures the queue: N voters x the CPU time
+of one vote. Paced: the same 20 analysts click every --think seconds on average (jittered): a brisk human
+pace, 40 votes/s in all, which is what the app sees in a review session.
 Goal: p95 ≤ 50 ms on PostgreSQL.
 Run: .venv/bin/python benchmarks/vote_latency.py [--votes N] [--pg-url URL]
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -52,7 +56,7 @@ def seed(engine, store: Path):
     return analysts, plans
 
 
-def run(engine, store: Path, votes_each: int) -> list[float]:
+def run(engine, store: Path, votes_each: int, paced_each: int, think_s: float) -> list[float]:
     analysts, plans = seed(engine, store)
     serial = []
     for kind, tid, q in plans[analysts[0].id][:50]:  # one voter alone: the floor without contention
@@ -81,6 +85,32 @@ def run(engine, store: Path, votes_each: int) -> list[float]:
         list(pool.map(work, analysts))
     wall = time.perf_counter() - t0
     print(f"  {len(latencies)} votes in {wall:.1f} s ({len(latencies) / wall:.0f} votes/s)")
+
+    # 20 analysts at a brisk human pace: each clicks a vote every think_s seconds on average (jittered), on
+    # the same questions with another answer ("unsure"), so the votes are writes (the verdict keeps its "yes")
+    paced: list[float] = []
+    start_paced = threading.Barrier(VOTERS)
+
+    def click(actor):
+        rng, mine = random.Random(actor.id), []
+        start_paced.wait()
+        for kind, tid, q in plans[actor.id][:paced_each]:
+            time.sleep(rng.uniform(0, 2 * think_s))
+            t0 = time.perf_counter()
+            with session_scope(engine) as s:
+                cast_vote(session=s, actor=actor, target_kind=kind, target_id=tid, question=q,
+                          answer="yes" if q == "justifiable" else "unsure")
+            mine.append(time.perf_counter() - t0)
+        with lock:
+            paced.extend(mine)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=VOTERS) as pool:
+        list(pool.map(click, analysts))
+    wall = time.perf_counter() - t0
+    print(f"  paced: {len(paced)} votes in {wall:.1f} s ({len(paced) / wall:.0f} votes/s), "
+          f"one click per {think_s:g} s per analyst on average")
+    report("  paced", paced)
     return latencies
 
 
@@ -93,6 +123,8 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     p = argparse.ArgumentParser()
     p.add_argument("--votes", type=int, default=200, help="votes per voter (at most 228 with this seed)")
+    p.add_argument("--paced", type=int, default=40, help="votes per voter in the paced run")
+    p.add_argument("--think", type=float, default=0.5, help="mean seconds between one voter's clicks (paced)")
     p.add_argument("--pg-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="fp-bench-votes-"))
@@ -101,7 +133,7 @@ def main() -> None:
     print("SQLite (WAL):")
     eng = make_engine(f"sqlite:///{tmp / 'bench.db'}")
     migrate(eng)
-    report("SQLite", run(eng, tmp / "store", args.votes))
+    report("SQLite", run(eng, tmp / "store", args.votes, args.paced, args.think))
     eng.dispose()
 
     schema = f"fp_bench_{uuid.uuid4().hex[:10]}"
@@ -113,7 +145,7 @@ def main() -> None:
         eng = make_engine(args.pg_url, pool_size=VOTERS, connect_args={"options": f"-csearch_path={schema}"})
         migrate(eng)
         (tmp / "store2").mkdir()
-        report("PostgreSQL", run(eng, tmp / "store2", args.votes))
+        report("PostgreSQL", run(eng, tmp / "store2", args.votes, args.paced, args.think))
         print(f"load average after: {os.getloadavg()[0]:.1f}")
         eng.dispose()
     finally:

@@ -37,13 +37,13 @@ def render_queue(user: User, queue: ReviewQueue) -> None:
     judgeable = sum(not i.own for i in queue.items)
     if queue.can_vote:
         st.progress(finished / judgeable if judgeable else 1.0,
-                    text=f"You have judged {finished} of {judgeable} items · showing {len(items)}")
+                    text=f"You have judged {finished} of {judgeable} items · {len(items)} match the filters")
     else:
-        st.caption(f"{len(queue.items)} items to judge · showing {len(items)}")
+        st.caption(f"{len(queue.items)} items to judge · {len(items)} match the filters")
     pages = max(1, -(-len(items) // PAGE_SIZE))
     page = min(int(state.get(state.REVIEW_PAGE, 1) or 1), pages)
     if pages > 1:
-        page = st.number_input(f"Page (of {pages})", 1, pages, page, key="review.page_no")
+        page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} items each)", 1, pages, page, key="review.page_no")
         state.put(state.REVIEW_PAGE, page)
     for item in items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]:
         render_item(user, item, queue.can_vote and queue.stage == Stage.REVIEW.value, queue.dataset_id,

@@ -52,6 +52,20 @@ def current_actor(session: Session, actor: User) -> User:
     return row
 
 
+def _judged(session: Session, actor: User) -> User:
+    """``current_actor``, once per transaction: a service that calls services passes the judged row on."""
+    txn = session.get_transaction()
+    seen_txn, judged = session.info.get("forkpaths.judged_actors", (None, set()))
+    if txn is None or seen_txn is not txn:
+        judged = set()
+    if actor.id in judged and actor in session:
+        return actor
+    row = current_actor(session, actor)
+    judged.add(row.id)
+    session.info["forkpaths.judged_actors"] = (session.get_transaction(), judged)
+    return row
+
+
 def judges_actor(fn: Callable[P, R]) -> Callable[P, R]:
     """Wrap a service (keyword-only ``session`` and ``actor``): the body gets the actor's current row.
 
@@ -67,7 +81,7 @@ def judges_actor(fn: Callable[P, R]) -> Callable[P, R]:
         if actor is not None:
             session, scope = kwargs.get("session"), kwargs.get("session_scope")
             if isinstance(session, Session):
-                kwargs["actor"] = current_actor(session, actor)
+                kwargs["actor"] = _judged(session, actor)
             elif callable(scope):
                 with scope() as own:
                     current_actor(own, actor)

@@ -95,3 +95,32 @@ def test_a_password_reset_refuses_objects_loaded_before_it(engine, store):
     with session_scope(engine) as s:
         assert s.exec(select(Transform)).all() == []
 
+
+
+def test_an_actor_is_judged_once_per_transaction_and_again_after_a_commit(engine, store):
+    """Services that call services judge the actor once per transaction; a later transaction judges anew."""
+    admin = f.user(engine, "root", Role.ADMIN)
+    ana = f.user(engine, "ana")
+    ds = f.dataset(engine, store, assign=[ana])
+    statements: list[str] = []
+    from sqlalchemy import event
+
+    def seen(conn, cursor, statement, *args):
+        if 'FROM "user"' in statement or "FROM user" in statement:
+            statements.append(statement)
+
+    with session_scope(engine) as s:  # one session, reused across commits, as a long-lived caller might
+        event.listen(engine, "before_cursor_execute", seen)
+        try:
+            ana_row = s.exec(select(User).where(User.id == ana.id)).one()
+            statements.clear()
+            save_variable(session=s, actor=ana_row, dataset_id=ds.id, data=_variable())
+            assert list_datasets(session=s, actor=ana_row)
+            assert len(statements) == 1, statements  # the second call in the same transaction trusts the first
+        finally:
+            event.remove(engine, "before_cursor_execute", seen)
+        s.commit()
+        with session_scope(engine) as other:
+            accounts.set_user_active(session=other, actor=admin, user_id=ana.id, active=False)
+        with pytest.raises(PermissionDenied, match="deactivated"):  # a new transaction: judged again
+            save_variable(session=s, actor=ana_row, dataset_id=ds.id, data=_variable())

@@ -88,9 +88,9 @@ def test_analyst_votes_are_saved_at_once_with_reasons_required(ui, stage2):
     assert (verdict.answer, verdict.explanation) == ("no", "no column measures it")
 
     at.toggle(key="review.unvoted").set_value(True).run()
-    assert "showing 3" in _progress(at)  # the DV still has an unanswered question (the rationale)
+    assert "3 match the filters" in _progress(at)  # the DV still has an unanswered question (the rationale)
     at.button_group(key="review.kind").set_value("transform").run()
-    assert "showing 1" in _progress(at)
+    assert "1 match the filters" in _progress(at)
 
 
 def test_agreement_tab_and_source_settings(ui, stage2):
