@@ -54,9 +54,13 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     from curation.services.scoring import execute_run, register_run
 
     report = initialise(settings)
-    paths = [Path(p) for p in (args.submission if kind == "analyses" else [args.answers])]
     files = []
-    for p in paths:
+    if kind == "mcq" and args.ask_model:
+        files.append(_ask_model(args, settings, report.engine))
+        paths = [Path(files[0][0])]
+    else:
+        paths = [Path(p) for p in (args.submission if kind == "analyses" else [args.answers])]
+    for p in paths if not files else []:
         try:
             files.append((p.name, p.read_bytes()))
         except OSError as exc:
@@ -81,6 +85,45 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     print(_summary_line(done))
     print(f"Result written to {out} (kept as run {done.id}).")
     return 0
+
+
+def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tuple[str, bytes]:
+    """Ask the model under test every MCQ of the release (temperature 0, answers cached); the answers file.
+
+    The file keeps the raw answers and where they came from; it is scored like any answers file, so an
+    unparseable answer counts as unparseable, never guessed.
+    """
+    from curation.services.scoring import mcq_release
+    from evaluation.judges.llm_judge import OpenAIChatClient
+    from evaluation.mcq_scoring import ask_model
+
+    base_url = args.base_url or settings.llm_base_url
+    if not base_url:
+        raise ScoringError("Say where the model under test answers: --base-url URL (an OpenAI-compatible "
+                           "endpoint) or FORKPATHS_LLM_BASE_URL.")
+    with session_scope(engine) as s:
+        release = mcq_release(session=s, actor=_operator(s, args.as_user), release_version=args.release,
+                              releases_root=settings.releases_store)
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "not-needed"
+    client = OpenAIChatClient(base_url=base_url, model=args.ask_model, api_key=key, timeout=settings.llm_timeout_s,
+                              max_retries=settings.llm_max_retries)
+    bar = _Bar()
+    total = sum(len(d.mcqs) for d in release.datasets)
+    print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
+          "(temperature 0; answers are cached).", file=sys.stderr)
+    answers, source = ask_model(release.datasets, client, cache_dir=settings.resolved_data_dir / "mcq-cache",
+                                model=args.ask_model, base_url=base_url,
+                                progress=lambda done, n: bar(done, n, "asked"))
+    if source["errors"]:
+        first = next(iter(source["errors"].items()))
+        print(f"warning: {len(source['errors'])} question(s) got no answer (they count as unanswered); "
+              f"first: {first[0]}: {first[1]}", file=sys.stderr)
+    if not args.agent:
+        args.agent = args.ask_model
+    if not args.model:
+        args.model = args.ask_model
+    name = f"{args.ask_model.replace('/', '_')}-answers.json"
+    return name, json.dumps({"answers": answers, "source": source}, ensure_ascii=False, indent=1).encode("utf-8")
 
 
 def _fmt(x: Any) -> str:
@@ -174,9 +217,14 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--out", required=True, help="where to copy the result file")
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     sc.set_defaults(func=lambda a, s: _score(a, s, "analyses"))
-    mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter) against a release")
+    mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter), or a model asked "
+                                           "every MCQ, against a release")
     mcq.add_argument("--release", required=True)
-    mcq.add_argument("--answers", required=True)
+    given = mcq.add_mutually_exclusive_group(required=True)
+    given.add_argument("--answers", help="a JSON object {question id: letter} (or {'answers': {...}})")
+    given.add_argument("--ask-model", metavar="MODEL", help="ask this model under test every MCQ, at temperature 0")
+    mcq.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL; the key "
+                                        "is FORKPATHS_LLM_API_KEY)")
     mcq.add_argument("--agent")
     mcq.add_argument("--model")
     mcq.add_argument("--out", required=True)

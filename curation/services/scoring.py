@@ -114,6 +114,26 @@ def _release_for_scoring(session: Session, version: str, releases_root: Path) ->
     return _releases._verified(session, _releases._record(session, version), releases_root).release
 
 
+@judges_actor
+def mcq_release(*, session: Session, actor: User, release_version: str, releases_root: Path) -> Release:
+    """The verified release whose MCQs a model under test is asked (scoring roles only)."""
+    require_role(actor, *SCORING_ROLES)
+    release = _release_for_scoring(session, release_version, releases_root)
+    if not any(d.mcqs for d in release.datasets):
+        raise ScoringError(f"Release {release_version} holds no MCQs; generate and accept them before cutting it.")
+    return release
+
+
+def _asked_model(data: bytes) -> dict[str, Any]:
+    """The model-under-test provenance an answers file made by ``score-mcq --ask-model`` carries, if any."""
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return {}
+    source = parsed.get("source") if isinstance(parsed, dict) else None
+    return {"asked": source} if isinstance(source, dict) and source.get("kind") == "model" else {}
+
+
 def release_by_record(session: Session, record: ReleaseRecord, releases_root: Path) -> Release:
     """A release from its record, checked like :func:`_release_for_scoring`."""
     return _releases._verified(session, record, releases_root).release
@@ -410,7 +430,8 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
         if run.kind == "mcq":
             report = score_answers(release.datasets, read_answers(files[0][1], label=files[0][0]),
                                    release_version=release.version,
-                                   source={"kind": "answers_file", "file": files[0][0]})
+                                   source={"kind": "answers_file", "file": files[0][0],
+                                           **_asked_model(files[0][1])})
             path = folder / "mcq-report.json"
             _write_atomic(path, dump_mcq_report(report).encode("utf-8"))
             overall = next((g for g in report.groups if g.dataset == "all" and g.kind == "all"), None)

@@ -72,3 +72,44 @@ def test_bad_input_exits_with_a_sentence(tmp_path, shared_blade):
                    "--out", str(tmp_path / "x"))
     assert missing.returncode == 2 and "Cannot read" in missing.stderr
     assert "No scoring runs yet." in _cli(tmp_path, "runs", "list").stdout
+
+
+def test_score_mcq_asks_a_model_under_test_at_temperature_zero(tmp_path, shared_blade):
+    from tests.llm_server import ScriptedLLM
+
+    assert _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    assert _cli(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    refused = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--ask-model", "m", "--out", str(tmp_path / "x"))
+    assert refused.returncode == 2 and "--base-url" in refused.stderr  # nowhere to ask: a sentence, no run
+
+    asked: list[int] = []
+
+    def answer(request):  # the first question gets prose the strict parser must not guess from
+        asked.append(1)
+        return "I think maybe the second one?" if len(asked) == 1 else json.dumps({"answer": "A", "rationale": "x"})
+
+    with ScriptedLLM(answer) as server:
+        out = tmp_path / "mcq.json"
+        done = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--ask-model", "model-under-test",
+                    "--base-url", server.url, "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        assert len(server.requests) == 5 and {r["temperature"] for r in server.requests} == {0}
+        assert {r["model"] for r in server.requests} == {"model-under-test"}
+        report = json.loads(out.read_text())
+        statuses = [i["status"] for i in report["items"]]
+        assert statuses.count("unparseable") == 1 and statuses.count("unanswered") == 0
+        for item in report["items"]:
+            if item["status"] != "unparseable":
+                assert item["parsed"] == "A" and item["status"] == ("correct" if item["correct"] == "A" else "wrong")
+        assert report["source"]["asked"]["model"] == "model-under-test"
+        correct = statuses.count("correct") / len(statuses)
+        assert f"MCQ accuracy {correct:.3f}" in done.stdout
+
+        again = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--ask-model", "model-under-test",
+                     "--base-url", server.url, "--out", str(tmp_path / "again.json"))
+        assert again.returncode == 0, again.stderr
+        assert len(server.requests) == 5  # every answer came from the cache
+    runs = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)
+    mine = [r for r in runs if r["agent"] == "model-under-test"]
+    assert [(r["kind"], r["status"], r["model_name"]) for r in mine] == [("mcq", "succeeded", "model-under-test")] * 2
+    assert [r["scores"]["mcq"]["accuracy"] for r in mine] == [correct, correct]
