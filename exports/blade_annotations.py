@@ -20,6 +20,9 @@ How the shipped files are serialised, measured on all nine released files:
 * crofoot has three extra, always empty columns ``Unnamed: 8..10`` (a pandas round trip of a sheet with
   stray columns).
 
+The types (rows, views, located error messages) live in :mod:`exports.blade_rows`; this module reads, checks
+and writes the file, and every name a caller needs is importable from here.
+
 The reader remembers these details (:class:`CsvStyle`, :attr:`BladeAnnotations.extra_columns`), so writing an
 unmodified file gives back its bytes; new files get BLADE's dominant style.
 """
@@ -29,23 +32,37 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypeVar, cast, get_args
+from typing import Any, Literal, get_args
 
 import networkx as nx
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictStr,
-    ValidationError,
-    field_validator,
-)
 
+from exports.blade_rows import (
+    ANNOTATION_COLUMNS,
+    COLUMN_KINDS,
+    DERIVED_PREFIX,
+    KIND_COLUMNS,
+    ORIGINAL_PREFIX,
+    ROOT_SPEC_ID,
+    VIEW_TYPES,
+    AnnotateCvarSpec,
+    AnnotateTransformSpec,
+    BladeAnnotations,
+    BladeKind,
+    BladeRow,
+    Branch,
+    ConceptualVarSpec,
+    CsvStyle,
+    ModelSpec,
+    RowView,
+    TransformSpec,
+    Vote,
+    build_view,
+    located_problem,
+    spec_name_from_specification,
+)
 from exports.errors import BladeFormatError, BladeProblem
 from exports.jsontext import JsonTextError, load_json
 
@@ -67,500 +84,13 @@ __all__ = [
     "TransformSpec",
     "Vote",
     "check_annotations",
+    "spec_name_from_specification",
     "parse_annotations",
     "read_annotations",
     "validate_against_data",
     "write_annotations",
 ]
 
-BladeKind = Literal[
-    "dependency_graph",
-    "conceptual",
-    "transform",
-    "model",
-    "tisane",
-    "annotate_cvar",
-    "annotate_transform",
-]
-
-#: The JSON column each kind fills, in BLADE's column order.
-KIND_COLUMNS: dict[BladeKind, str] = {
-    "dependency_graph": "dependency_graph",
-    "conceptual": "conceptual_spec_json",
-    "transform": "transform_spec_json",
-    "model": "model_spec_json",
-    "tisane": "tisane_spec_json",
-    "annotate_cvar": "annotate_cvar_spec_json",
-    "annotate_transform": "annotate_transform_spec_json",
-}
-_COLUMN_KINDS: dict[str, BladeKind] = {column: kind for kind, column in KIND_COLUMNS.items()}
-
-#: BLADE's header, in order.
-ANNOTATION_COLUMNS: tuple[str, ...] = ("spec_id", *KIND_COLUMNS.values())
-
-ROOT_SPEC_ID = "ROOT_SPEC_ID"
-#: Marks an original dataset column in conceptual / model specs (blade-reference 1.6).
-ORIGINAL_PREFIX = "🟨 "
-#: Marks a column derived by some transform.
-DERIVED_PREFIX = "🟩 "
-
-
-def spec_name_from_specification(text: str) -> str:
-    """BLADE's rule for an empty ``spec_name``: strip punctuation, keep at most 10 words (then ``etc``), join
-    with ``_``, lower-case."""
-    words = re.sub(r"[^\w\s]", "", text).split()
-    if len(words) > 10:
-        words = [*words[:10], "etc"]
-    return "_".join(words).lower()
-
-Vote = Literal["Yes", "No", "Unsure"]
-
-_MAX_VALUE_SHOWN = 60
-
-
-# ----------------------------------------------------------------------------------------------- models
-
-
-class CsvStyle(BaseModel):
-    """How a file was laid out, so that writing it back reproduces its bytes.
-
-    The defaults are BLADE's dominant style (8 of the 9 shipped files).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    line_terminator: Literal["\r\n", "\n"] = "\r\n"
-    """Between records."""
-    cell_newline: Literal["\r\n", "\n"] = "\n"
-    """Line breaks inside the indented ``dependency_graph`` cell."""
-    final_newline: bool = False
-    """Whether the last record is followed by a line terminator."""
-    bom: bool = False
-    """Whether the file starts with a UTF-8 byte-order mark."""
-
-
-class BladeRow(BaseModel):
-    """One row of ``annotations.csv``: its id, which JSON column it fills, and that cell's JSON object.
-
-    ``data`` is the parsed object exactly as in the file (key order and every key kept, legacy encodings
-    untouched); use :meth:`view` for a typed, normalised reading of it.
-    """
-
-    spec_id: str
-    kind: BladeKind
-    data: dict[str, Any]
-
-    @property
-    def column(self) -> str:
-        """The JSON column this row fills (``transform_spec_json``...)."""
-        return KIND_COLUMNS[self.kind]
-
-    def view(self) -> SpecView | None:
-        """The typed view of ``data`` for this kind (``None`` for ``dependency_graph`` and ``tisane``).
-
-        Raises:
-            BladeFormatError: ``data`` does not fit the kind (see :func:`check_annotations`).
-        """
-        view_type = _VIEW_TYPES.get(self.kind)
-        if view_type is None:
-            return None
-        view, problems = _build_view(view_type, self, label="annotations.csv", position=None)
-        if view is None:
-            raise BladeFormatError(problems)
-        return cast("SpecView", view)
-
-
-class BladeAnnotations(BaseModel):
-    """A whole ``annotations.csv``: rows in file order plus what is needed to write the file back as it was.
-
-    Attributes:
-        label: how the file is named in error messages (a path or an upload label).
-        rows: the rows, in file order.
-        extra_columns: header names beyond BLADE's eight (crofoot's empty ``Unnamed: 8..10``); written back
-            only on request (``write_annotations(..., keep_extra_columns=True)``).
-        style: the file's CSV layout (:class:`CsvStyle`).
-        source_positions: for a file that was read, ``spec_id -> (data row, line)`` of each row, so that
-            later checks (e.g. against ``data.csv``) can point into the file. Empty for rows built in memory.
-    """
-
-    label: str = "annotations.csv"
-    rows: list[BladeRow] = Field(default_factory=list)
-    extra_columns: tuple[str, ...] = ()
-    style: CsvStyle = Field(default_factory=CsvStyle)
-    source_positions: dict[str, tuple[int, int]] = Field(default_factory=dict, repr=False)
-
-    def rows_of(self, kind: BladeKind) -> list[BladeRow]:
-        """The rows of one kind, in file order."""
-        return [row for row in self.rows if row.kind == kind]
-
-    def row(self, spec_id: str) -> BladeRow:
-        """The row with this ``spec_id``.
-
-        Raises:
-            KeyError: no row has it.
-        """
-        for row in self.rows:
-            if row.spec_id == spec_id:
-                return row
-        raise KeyError(spec_id)
-
-    @property
-    def dependency_graph(self) -> BladeRow | None:
-        """The stored ``dependency_graph`` row (networkx node-link JSON, a stale snapshot; see 1.5.7)."""
-        rows = self.rows_of("dependency_graph")
-        return rows[0] if rows else None
-
-    @property
-    def transforms(self) -> dict[str, TransformSpec]:
-        """``spec_id -> TransformSpec`` for every transform row, ROOT included, in file order."""
-        return self._views("transform", TransformSpec)
-
-    @property
-    def variables(self) -> dict[str, ConceptualVarSpec]:
-        """``spec_id -> ConceptualVarSpec`` for every conceptual-variable row, in file order."""
-        return self._views("conceptual", ConceptualVarSpec)
-
-    @property
-    def models(self) -> dict[str, ModelSpec]:
-        """``spec_id -> ModelSpec`` for every model row, in file order."""
-        return self._views("model", ModelSpec)
-
-    @property
-    def annotate_cvars(self) -> dict[str, AnnotateCvarSpec]:
-        """``spec_id -> AnnotateCvarSpec``: judged LLM-proposed conceptual variables."""
-        return self._views("annotate_cvar", AnnotateCvarSpec)
-
-    @property
-    def annotate_transforms(self) -> dict[str, AnnotateTransformSpec]:
-        """``spec_id -> AnnotateTransformSpec``: judged LLM-proposed transforms."""
-        return self._views("annotate_transform", AnnotateTransformSpec)
-
-    @property
-    def multi_branch_transforms(self) -> dict[str, TransformSpec]:
-        """Transforms with more than one branch (alternative parent sets)."""
-        return {sid: spec for sid, spec in self.transforms.items() if len(spec.branches) > 1}
-
-    def _views(self, kind: BladeKind, view_type: type[_V]) -> dict[str, _V]:
-        views: dict[str, _V] = {}
-        for index, row in enumerate(self.rows):
-            if row.kind != kind:
-                continue
-            view, problems = _build_view(
-                view_type, row, label=self.label, position=self._position(row, index)
-            )
-            if view is None:
-                raise BladeFormatError(problems)
-            views[row.spec_id] = view
-        return views
-
-    def _position(self, row: BladeRow, index: int) -> tuple[int, int | None]:
-        if row.spec_id in self.source_positions:
-            return self.source_positions[row.spec_id]
-        return index + 1, None
-
-
-# ------------------------------------------------------------------------------------------ typed views
-
-
-class _View(BaseModel):
-    """Base of the typed views: unknown keys are kept (``model_extra``), the row's id is attached.
-
-    Types are strict (``"true"`` is not a bool, ``5`` is not a string) so a view never silently converts
-    what an annotator typed.
-    """
-
-    model_config = ConfigDict(extra="allow")
-
-    spec_id: str
-    """From the ``spec_id`` column; BLADE never stores it inside the JSON."""
-
-    #: The row kind this view reads.
-    kind: ClassVar[BladeKind]
-
-    @classmethod
-    def from_row(cls: type[_V], row: BladeRow) -> _V:
-        """Validate ``row.data`` as this view (the ``spec_id`` column wins over any key of that name)."""
-        return cls.model_validate({**row.data, "spec_id": row.spec_id})
-
-
-_V = TypeVar("_V", bound=_View)
-
-
-class _TaggedSpec(_View):
-    """Fields common to transform, conceptual and model specs (``BaseSpec`` / ``SpecWithTags``)."""
-
-    time_stamp: StrictStr | None = None
-    tags: list[StrictStr] = Field(default_factory=list)
-    read_only_tags: list[StrictStr] = Field(default_factory=list)
-    is_negative: StrictBool = False
-    annotator: Any = None
-
-
-class Branch(BaseModel):
-    """One alternative way to reach a transform: parents that must all precede it, and an (unused) guard."""
-
-    model_config = ConfigDict(extra="allow")
-
-    dependencies: list[StrictStr]
-    condition: StrictStr = ""
-
-
-class TransformSpec(_TaggedSpec):
-    """``transform_spec_json`` (blade-reference 1.5.1). The ROOT row is just ``{"spec_name": "ROOT"}``."""
-
-    kind: ClassVar[BladeKind] = "transform"
-
-    specification: StrictStr = ""
-    spec_name: StrictStr = ""
-    trans_verb: list[StrictStr] = Field(default_factory=list)
-    code: StrictStr = ""
-    rationale: StrictStr = ""
-    conditions: StrictStr = ""
-    input_cols_to_output_col_mapping: list[tuple[list[StrictStr], StrictStr]] = Field(default_factory=list)
-    branches: list[Branch] = Field(default_factory=list)
-
-    @field_validator("branches", mode="before")
-    @classmethod
-    def _upgrade_legacy_branches(cls, value: Any) -> Any:
-        # Legacy encoding: a bare list of dependency lists, e.g. [["ROOT_SPEC_ID"], ["a", "b"]].
-        if isinstance(value, list):
-            return [
-                {"dependencies": item, "condition": ""} if isinstance(item, list) else item for item in value
-            ]
-        return value
-
-    @property
-    def is_root(self) -> bool:
-        return self.spec_id == ROOT_SPEC_ID
-
-    @property
-    def output_cols(self) -> list[str]:
-        """Columns this transform creates (the non-empty outputs of its mapping), in order."""
-        return [output for _, output in self.input_cols_to_output_col_mapping if output]
-
-    @property
-    def input_cols(self) -> list[str]:
-        """Columns this transform reads (all mapping inputs, flattened, in order)."""
-        return [column for inputs, _ in self.input_cols_to_output_col_mapping for column in inputs]
-
-    @property
-    def name(self) -> str:
-        """``spec_name``, else ``specification``, else the id: what to call the spec in messages."""
-        return self.spec_name or self.specification or self.spec_id
-
-
-class ConceptualVarSpec(_TaggedSpec):
-    """``conceptual_spec_json`` (blade-reference 1.5.2); a moderator is a Control with ``interaction``."""
-
-    kind: ClassVar[BladeKind] = "conceptual"
-
-    variable_type: Literal["IV", "DV", "Control"]
-    concept: StrictStr
-    final_columns_derived_spec_ids: list[StrictStr] = Field(default_factory=list)
-    final_columns_orig: list[StrictStr] = Field(default_factory=list)
-    final_columns_derived: list[StrictStr] = Field(default_factory=list)
-    final_columns_leaf_spec_ids: list[StrictStr] = Field(default_factory=list)
-    column_rationales: dict[str, StrictStr] = Field(default_factory=dict)
-    interaction: StrictBool = False
-    rationale: StrictStr = ""
-    on: StrictStr = ""
-    random_effect: StrictBool = False
-
-    @property
-    def role(self) -> Literal["IV", "DV", "Control", "Moderator"]:
-        """IV / DV / Control, or Moderator for a Control with ``interaction``."""
-        if self.variable_type == "Control" and self.interaction:
-            return "Moderator"
-        return self.variable_type
-
-
-class ModelSpec(_TaggedSpec):
-    """``model_spec_json`` (blade-reference 1.5.3): one model family fitted on one column set."""
-
-    kind: ClassVar[BladeKind] = "model"
-
-    specification: StrictStr = ""
-    spec_name: StrictStr = ""
-    rationale: StrictStr = ""
-    dependencies: list[StrictStr] = Field(default_factory=list)
-    code: StrictStr = ""
-    associated_columns_derived_spec_ids: list[StrictStr] = Field(default_factory=list)
-    associated_columns_orig: list[StrictStr] = Field(default_factory=list)
-    associated_columns_derived: list[StrictStr] = Field(default_factory=list)
-    associated_columns_leaf_spec_ids: list[StrictStr] = Field(default_factory=list)
-    associated_specified_spec_ids: list[StrictStr] = Field(default_factory=list)
-
-
-class _AnnotatorJudgement(_View):
-    """Fields of the annotator's review common to both ``annotate_*`` kinds (1.5.5, 1.5.6)."""
-
-    time_stamp: StrictStr | None = None
-    annotator_labeled: StrictBool = False
-    annotator_label: Any = None
-    annotator_explanation: StrictStr = ""
-    annotator_is_rationale_reasonable: Vote | None = None
-    rationale: StrictStr = ""
-    annotator: Any = None
-
-
-class AnnotateCvarSpec(_AnnotatorJudgement):
-    """An LLM-proposed conceptual variable and the annotator's three votes on it.
-
-    ``associated_cv_spec_id`` is legacy: it names ids of the annotators' pre-merge databases and resolves to
-    nothing in the release (blade-reference 1.5.5); it is never checked.
-    """
-
-    kind: ClassVar[BladeKind] = "annotate_cvar"
-
-    variable_type: Literal["IV", "DV", "Control"]
-    concept: StrictStr
-    columns: list[StrictStr] = Field(default_factory=list)
-    interaction: StrictBool = False
-    on: StrictStr = ""
-    can_derive_from_data: Vote | None = None
-    is_reasonable: Vote | None = None
-    associated_cv_spec_id: StrictStr | None = None
-
-
-class AnnotateTransformSpec(_AnnotatorJudgement):
-    """An LLM-proposed transform and the annotator's three votes on it.
-
-    ``associated_cvar_spec_id`` and ``associated_tspec_ids`` are legacy pre-merge ids that mostly resolve to
-    nothing (blade-reference 1.5.6) and are never checked; the embedded ``associated_cvar_spec`` copy is the
-    only reliable link to the variable (see :meth:`associated_cvar`).
-    """
-
-    kind: ClassVar[BladeKind] = "annotate_transform"
-
-    code: StrictStr
-    output_col: StrictStr = ""
-    associated_cvar_spec_id: StrictStr | None = None
-    associated_cvar_spec: dict[str, Any] | None = None
-    is_suited_to_cv: Vote | None = None
-    is_steps_reasonable: Vote | None = None
-    associated_tspec_ids: list[StrictStr] = Field(default_factory=list)
-    state_col_val_hash: StrictStr | None = None
-
-    def associated_cvar(self) -> ConceptualVarSpec | None:
-        """The embedded conceptual-variable copy as a typed view (its id is the legacy, dangling one).
-
-        Raises:
-            pydantic.ValidationError: the embedded copy is not a conceptual spec.
-        """
-        if self.associated_cvar_spec is None:
-            return None
-        return ConceptualVarSpec.model_validate(
-            {**self.associated_cvar_spec, "spec_id": self.associated_cvar_spec_id or ""}
-        )
-
-
-SpecView = TransformSpec | ConceptualVarSpec | ModelSpec | AnnotateCvarSpec | AnnotateTransformSpec
-
-_VIEW_TYPES: dict[BladeKind, type[_View]] = {
-    "transform": TransformSpec,
-    "conceptual": ConceptualVarSpec,
-    "model": ModelSpec,
-    "annotate_cvar": AnnotateCvarSpec,
-    "annotate_transform": AnnotateTransformSpec,
-}
-
-
-# ---------------------------------------------------------------------------------------- error helpers
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _MAX_VALUE_SHOWN else text[: _MAX_VALUE_SHOWN - 3] + "..."
-
-
-def _problem(
-    label: str,
-    what: str,
-    *,
-    position: tuple[int, int | None] | None = None,
-    spec_id: str | None = None,
-    column: str | None = None,
-    field: str | None = None,
-) -> BladeProblem:
-    """A problem whose message starts with its location: file, data row (line, spec_id), column, field."""
-    parts = [label]
-    row = line = None
-    if position is not None:
-        row, line = position
-        inner = [f"line {line}"] if line is not None else []
-        if spec_id is not None:
-            inner.append(f"spec_id {spec_id!r}")
-        parts.append(f"data row {row}" + (f" ({', '.join(inner)})" if inner else ""))
-    elif spec_id is not None:
-        parts.append(f"spec_id {spec_id!r}")
-    if column is not None:
-        parts.append(f"column {column}")
-    if field is not None:
-        parts.append(f"field {field}")
-    return BladeProblem(
-        file=label,
-        message=f"{', '.join(parts)}: {what}",
-        row=row,
-        line=line,
-        spec_id=spec_id,
-        column=column,
-        field=field,
-    )
-
-
-def _loc_path(loc: Iterable[int | str]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or "(the object)"
-
-
-_TYPE_WORDS = {
-    "bool_type": "true or false",
-    "string_type": "a string",
-    "list_type": "a list",
-    "tuple_type": "a [input columns, output column] pair",
-    "dict_type": "an object",
-    "model_type": "an object",
-    "model_attributes_type": "an object",
-}
-
-
-def _describe_pydantic_error(error: Mapping[str, Any]) -> str:
-    kind = str(error["type"])
-    if kind == "missing":
-        return "is missing"
-    if kind in _TYPE_WORDS:
-        return f"must be {_TYPE_WORDS[kind]}, not {_short(error.get('input'))}"
-    if kind == "literal_error":
-        expected = error.get("ctx", {}).get("expected", "")
-        return f"must be one of {expected}, not {_short(error.get('input'))}"
-    if kind in ("too_short", "too_long"):
-        return f"has the wrong length: {error['msg']}"
-    return f"{error['msg']} (got {_short(error.get('input'))})"
-
-
-def _build_view(
-    view_type: type[_V], row: BladeRow, *, label: str, position: tuple[int, int | None] | None
-) -> tuple[_V | None, list[BladeProblem]]:
-    try:
-        return view_type.from_row(row), []
-    except ValidationError as exc:
-        problems = [
-            _problem(
-                label,
-                _describe_pydantic_error(error),
-                position=position,
-                spec_id=row.spec_id,
-                column=row.column,
-                field=_loc_path(error["loc"]),
-            )
-            for error in exc.errors()
-        ]
-        return None, problems
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -602,7 +132,7 @@ def _records(text: str, label: str) -> Iterator[tuple[int, list[str]]]:
             return
         except csv.Error as exc:
             raise BladeFormatError(
-                _problem(label, f"the CSV cannot be read near line {reader.line_num}: {exc}.")
+                located_problem(label, f"the CSV cannot be read near line {reader.line_num}: {exc}.")
             ) from exc
         start = previous_end + 1
         previous_end = reader.line_num
@@ -646,9 +176,9 @@ def read_annotations(source: Path | str | bytes, *, label: str | None = None) ->
     try:
         content = path.read_bytes()
     except FileNotFoundError as exc:
-        raise BladeFormatError(_problem(name, "the file does not exist.")) from exc
+        raise BladeFormatError(located_problem(name, "the file does not exist.")) from exc
     except OSError as exc:
-        raise BladeFormatError(_problem(name, f"the file could not be read: {exc.strerror}.")) from exc
+        raise BladeFormatError(located_problem(name, f"the file could not be read: {exc.strerror}.")) from exc
     return parse_annotations(content, label=name)
 
 
@@ -670,21 +200,21 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise BladeFormatError(
-            _problem(label, f"the file is not UTF-8 text (undecodable byte at offset {exc.start}).")
+            located_problem(label, f"the file is not UTF-8 text (undecodable byte at offset {exc.start}).")
         ) from exc
     if not text.strip():
-        raise BladeFormatError(_problem(label, "the file is empty; it needs at least BLADE's header row."))
+        raise BladeFormatError(located_problem(label, "the file is empty; it needs at least BLADE's header row."))
 
     records = _records(text, label)
     _, header = next(records)
     header_problems = []
     duplicates = sorted({name for name in header if header.count(name) > 1})
     if duplicates:
-        header_problems.append(_problem(label, f"the header repeats the column(s) {', '.join(duplicates)}."))
+        header_problems.append(located_problem(label, f"the header repeats the column(s) {', '.join(duplicates)}."))
     missing = [name for name in ANNOTATION_COLUMNS if name not in header]
     if missing:
         header_problems.append(
-            _problem(
+            located_problem(
                 label,
                 f"the header lacks BLADE's column(s) {', '.join(missing)}; "
                 f"expected {', '.join(ANNOTATION_COLUMNS)}.",
@@ -703,7 +233,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         position = (number, line)
         if len(cells) > len(header):
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the row has {len(cells)} cells but the header has {len(header)} columns "
                     "(an unquoted comma?).",
@@ -718,7 +248,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         for name in extra_columns:
             if cells[header.index(name)].strip():
                 problems.append(
-                    _problem(
+                    located_problem(
                         label,
                         f"the extra column {name!r} is not one of BLADE's and would be lost; "
                         "move its content into the row's JSON or delete it.",
@@ -729,7 +259,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
                 )
         if not spec_id.strip():
             problems.append(
-                _problem(
+                located_problem(
                     label, "spec_id is empty; every row needs an id.", position=position, column="spec_id"
                 )
             )
@@ -737,7 +267,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         filled = [column for column in KIND_COLUMNS.values() if cells[index_of[column]].strip()]
         if not filled:
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     "the row fills none of the JSON columns; exactly one of "
                     f"{', '.join(KIND_COLUMNS.values())} must hold the spec.",
@@ -748,7 +278,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
             continue
         if len(filled) > 1:
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the row fills {len(filled)} JSON columns ({', '.join(filled)}); "
                     "each row must fill exactly one. Split it into one row per spec.",
@@ -771,7 +301,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
                 else exc.reason
             )
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the cell {reason}.",
                     position=position,
@@ -782,7 +312,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
             continue
         except _DuplicateKey as exc:
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the JSON object has the key {exc.key!r} twice; one value would be lost.",
                     position=position,
@@ -794,7 +324,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
             continue
         if not isinstance(data, dict):
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the cell must hold a JSON object ({{...}}), not a {type(data).__name__}.",
                     position=position,
@@ -806,7 +336,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         if spec_id in positions:
             first_row, first_line = positions[spec_id]
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the spec_id is already used by data row {first_row} (line {first_line}); "
                     "spec_ids must be unique.",
@@ -818,7 +348,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
             continue
         positions[spec_id] = position
         raw_json.append(cell)
-        rows.append(BladeRow(spec_id=spec_id, kind=_COLUMN_KINDS[column], data=data))
+        rows.append(BladeRow(spec_id=spec_id, kind=COLUMN_KINDS[column], data=data))
     if problems:
         raise BladeFormatError(problems)
 
@@ -861,14 +391,14 @@ def check_annotations(annotations: BladeAnnotations) -> list[BladeProblem]:
     graph_rows: list[str] = []
     transforms: dict[str, TransformSpec] = {}
     transform_ids: set[str] = set()
-    others: list[tuple[BladeRow, _View]] = []
+    others: list[tuple[BladeRow, RowView]] = []
 
     for index, row in enumerate(annotations.rows):
         position = annotations._position(row, index)
         if row.spec_id in positions:
             first = positions[row.spec_id]
             problems.append(
-                _problem(
+                located_problem(
                     label,
                     f"the spec_id is already used by data row {first[0]}; spec_ids must be unique.",
                     position=position,
@@ -882,7 +412,7 @@ def check_annotations(annotations: BladeAnnotations) -> list[BladeProblem]:
             graph_rows.append(row.spec_id)
             if len(graph_rows) == 2:
                 problems.append(
-                    _problem(
+                    located_problem(
                         label,
                         f"a second dependency_graph row (the first is spec_id {graph_rows[0]!r}); "
                         "a file holds at most one.",
@@ -894,10 +424,10 @@ def check_annotations(annotations: BladeAnnotations) -> list[BladeProblem]:
             continue
         if row.kind == "transform":
             transform_ids.add(row.spec_id)
-        view_type = _VIEW_TYPES.get(row.kind)
+        view_type = VIEW_TYPES.get(row.kind)
         if view_type is None:
             continue
-        view, view_problems = _build_view(view_type, row, label=label, position=position)
+        view, view_problems = build_view(view_type, row, label=label, position=position)
         problems.extend(view_problems)
         if isinstance(view, TransformSpec):
             transforms[row.spec_id] = view
@@ -906,7 +436,7 @@ def check_annotations(annotations: BladeAnnotations) -> list[BladeProblem]:
             others.append((row, view))
             if isinstance(view, ModelSpec) and not view.code.strip():
                 problems.append(
-                    _problem(
+                    located_problem(
                         label,
                         "a model needs its code (e.g. smf.ols('y ~ x', data=df).fit()).",
                         position=position,
@@ -927,7 +457,7 @@ def _required_transform_fields(
     if view.is_root:
         if view.branches:
             return [
-                _problem(
+                located_problem(
                     label,
                     "the ROOT transform stands for the raw data and cannot have branches.",
                     position=position,
@@ -947,7 +477,7 @@ def _required_transform_fields(
     if not view.branches:
         needs.append(("branches", f"at least one branch; use [{ROOT_SPEC_ID!r}] to start from the raw data"))
     return [
-        _problem(
+        located_problem(
             label,
             f"a transform needs {wanted} (missing or empty).",
             position=position,
@@ -973,7 +503,7 @@ def _branch_problems(
             for d, dependency in enumerate(branch.dependencies):
                 if dependency != ROOT_SPEC_ID and dependency not in transform_ids:
                     problems.append(
-                        _problem(
+                        located_problem(
                             label,
                             f"the dependency {dependency!r} names no transform in this file "
                             f"(it must be {ROOT_SPEC_ID} or the spec_id of a {column} row).",
@@ -994,7 +524,7 @@ def _branch_problems(
         cycle = [edge[0] for edge in nx.find_cycle(graph.subgraph(component), source=start)]
         names = [transforms[sid].name for sid in cycle]
         problems.append(
-            _problem(
+            located_problem(
                 label,
                 "the branches form a cycle, so no order of the steps exists: "
                 + " → ".join([*names, names[0]])
@@ -1010,7 +540,7 @@ def _branch_problems(
 
 def _derived_column_problems(
     transforms: dict[str, TransformSpec],
-    others: list[tuple[BladeRow, _View]],
+    others: list[tuple[BladeRow, RowView]],
     positions: dict[str, tuple[int, int | None]],
     label: str,
 ) -> list[BladeProblem]:
@@ -1027,7 +557,7 @@ def _derived_column_problems(
             name = column.removeprefix(DERIVED_PREFIX)
             if name not in produced:
                 problems.append(
-                    _problem(
+                    located_problem(
                         label,
                         f"the derived column {column!r} is not produced by any transform "
                         "(no input_cols_to_output_col_mapping has it as output).",
@@ -1071,7 +601,7 @@ def validate_against_data(
         for i, value in enumerate(values):
             if isinstance(value, str) and value.removeprefix(ORIGINAL_PREFIX) not in known:
                 problems.append(
-                    _problem(
+                    located_problem(
                         annotations.label,
                         f"the original column {value!r} is not a column of {label} (its columns: {shown}).",
                         position=annotations._position(row, index),
@@ -1095,7 +625,7 @@ def _cell_text(row: BladeRow, style: CsvStyle, label: str, position: tuple[int, 
         return json.dumps(row.data, ensure_ascii=True)
     except (TypeError, ValueError) as exc:
         raise BladeFormatError(
-            _problem(
+            located_problem(
                 label,
                 f"the data cannot be written as JSON: {exc}.",
                 position=position,
