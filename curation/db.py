@@ -22,6 +22,11 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# PostgreSQL pool: room for every analyst of a full team (20) to click at once, plus background workers
+# (scoring runs, LLM generation); PostgreSQL's default max_connections is 100.
+PG_POOL_SIZE = 20
+PG_MAX_OVERFLOW = 20
+PG_POOL_TIMEOUT_S = 60
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -47,6 +52,12 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             cur.close()
 
         return engine
+    # A team of 5-20 analysts means up to 20 page scripts (threads) in one server at once. SQLAlchemy's default
+    # pool (5 + 10 overflow) made the 16th concurrent click wait, and its queue is not fair: a waiting thread
+    # could starve for the whole 30 s pool timeout while others kept returning and re-taking connections.
+    kwargs.setdefault("pool_size", PG_POOL_SIZE)
+    kwargs.setdefault("max_overflow", PG_MAX_OVERFLOW)
+    kwargs.setdefault("pool_timeout", PG_POOL_TIMEOUT_S)
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
