@@ -103,6 +103,6 @@ def test_meeting_from_start_to_summary(browser, live_app, shots: Path):
     idle(page)
     page.get_by_text("Meeting summary").wait_for()
     shot(page, shots / "05-summary.png", page.get_by_text("Meeting summary"))
-    assert page.get_by_text("attendance: ana.").count() == 1
+    page.get_by_text("attendance: ana.").wait_for()  # strict: exactly one such line, or it raises
     assert page.locator("[data-testid='stException']").count() == 0
     engine.dispose()

@@ -57,7 +57,7 @@ def test_sign_in_survives_reload_and_links_until_sign_out(browser, live_app, sho
 
     page.reload()
     _signed_in(page)
-    assert page.get_by_role("heading", name=re.compile("Stage-1 progress")).count() == 1
+    page.get_by_role("heading", name=re.compile("Stage-1 progress")).wait_for()  # strict: exactly one
     shot(page, shots / "02-after-reload.png")
 
     page.goto(f"{live_app.url}/account")  # a link opened directly (as from a bookmark or another tab)
@@ -88,7 +88,7 @@ def test_sign_in_survives_reload_and_links_until_sign_out(browser, live_app, sho
     tp = thief.new_page()
     tp.goto(f"{live_app.url}/account")
     _signed_out(tp)
-    assert tp.get_by_text("signed out").count() >= 1
+    tp.get_by_text("signed out").first.wait_for()
     shot(tp, shots / "05-old-cookie-refused.png")
     # signing in at a page's address shows that page
     tp.get_by_label("User name", exact=True).fill("admin")
