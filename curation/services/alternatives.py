@@ -54,42 +54,18 @@ from evaluation.sandbox import SandboxLimits, check_transform
 from evaluation.specs import ROOT_SPEC_ID, VariableType
 
 __all__ = [
-    "HASH_MARKER",
     "ProposalResult",
     "TransformAlternativeInput",
     "VariableAlternativeInput",
     "check_alternative_transform",
     "find_duplicate",
     "merge_alternative",
+    "output_hashes",
     "propose_transform_alternative",
     "propose_variable_alternative",
     "seed_chain",
     "store_alternative",
 ]
-
-HASH_MARKER = "__forkpaths_value_hash__"
-
-
-def _hash_suffix(output_col: str) -> str:
-    """Statements run after the transform's code, in the same job: BLADE's value hash of the output column."""
-    return f'''
-def __fp_value_hash(_s):
-    import hashlib as _h
-    if pd.api.types.is_bool_dtype(_s) or pd.api.types.is_integer_dtype(_s):
-        _v = _s.astype(str)
-    elif pd.api.types.is_float_dtype(_s):
-        _v = _s.fillna(0).round(5).astype(str)
-    elif pd.api.types.is_datetime64_any_dtype(_s):
-        _v = _s.dt.strftime("%Y-%m-%d %H:%M:%S")
-    else:
-        _v = _s.fillna("").astype(str)
-    return _h.sha256(":".join(_v).encode()).hexdigest()
-try:
-    print({HASH_MARKER!r}, __fp_value_hash(df[{output_col!r}]))
-except Exception:
-    print({HASH_MARKER!r}, "")
-'''
-
 
 class VariableAlternativeInput(BaseModel):
     variable_type: VariableType
@@ -149,20 +125,23 @@ def check_alternative_transform(
     """
     ensure_fast_copy(data_path)
     result = check_transform(data_path=data_path, parent_codes=[t.code for t in chain],
-                             parent_names=[t.spec_name for t in chain], code=code + "\n" + _hash_suffix(output_col),
-                             limits=limits)
+                             parent_names=[t.spec_name for t in chain], code=code, limits=limits,
+                             hash_columns=[output_col])
     check = result.model_dump(mode="json")
-    lines = (check.get("stdout") or "").splitlines()
-    hashes = [ln.split(" ", 1)[1].strip() for ln in lines if ln.startswith(HASH_MARKER + " ")]
-    check["stdout"] = "\n".join(ln for ln in lines if not ln.startswith(HASH_MARKER))
-    check["code"] = code
-    check["value_hash"] = hashes[-1] if hashes and hashes[-1] else None
+    check["value_hash"] = result.value_hashes.get(output_col)
     check["output_col"] = output_col
     if check.get("ok") and not check["value_hash"]:
         check["ok"] = False
         check["error"] = f"The code ran but left no column '{output_col}' in df; name the column it creates."
         check["error_kind"] = "output"
     return check
+
+
+def output_hashes(t: Transform) -> set[str]:
+    """The value hashes of the columns a stage-1 transform outputs, from its last sanity check (empty when it
+    was checked before checks recorded hashes, or never)."""
+    hashes = (t.last_check or {}).get("value_hashes") or {}
+    return {hashes[m["output"]] for m in t.mapping if m.get("output") in hashes}
 
 
 def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[str, Any],
@@ -186,7 +165,7 @@ def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[s
     code = _code_key(payload.get("code", ""))
     if ids:
         for t in session.exec(select(Transform).where(col(Transform.analysis_id).in_(ids))):
-            if _code_key(t.code) == code:
+            if _code_key(t.code) == code or (value_hash and value_hash in output_hashes(t)):
                 return {"target_kind": "transform", "target_id": t.id}
     for a in alts:
         same_hash = value_hash and (a.extra or {}).get("value_hash") == value_hash

@@ -18,6 +18,7 @@ from curation.ground_truth import Status
 from curation.models import Alternative, Role, Transform, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.alternatives import output_hashes
 from curation.services.ground_truth import GroundTruthItem, ground_truth, normal_concept
 
 __all__ = ["Coverage", "CoverageRow", "expert_coverage"]
@@ -58,9 +59,9 @@ def expert_coverage(*, session: Session, actor: User, dataset_id: int) -> Covera
     ids = [i.target_id for i in items]
     hashes: dict[str, str] = {}
     for t in session.exec(select(Transform).where(Transform.id.in_(ids))).all():  # type: ignore[attr-defined]
-        h = (t.last_check or {}).get("value_hash")
-        if h:
-            hashes[t.id] = str(h)
+        outputs = sorted(output_hashes(t))
+        if outputs:  # the same idea as an alternative computing the same column, however its code is written
+            hashes[t.id] = outputs[0]
     for a in session.exec(select(Alternative).where(Alternative.id.in_(ids))).all():  # type: ignore[attr-defined]
         h = (a.extra or {}).get("value_hash")
         if h:

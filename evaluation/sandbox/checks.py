@@ -131,6 +131,7 @@ def start_transform_check(
     code: str,
     limits: SandboxLimits = DEFAULT_LIMITS,
     parent_names: Sequence[str] | None = None,
+    hash_columns: Sequence[str] = (),
 ) -> JobHandle[TransformCheck]:
     """Start :func:`check_transform` in the background; the handle can be polled and cancelled."""
     started = time.perf_counter()
@@ -153,11 +154,12 @@ def start_transform_check(
                 result_rows=result.get("result_rows"),
                 result_columns=result.get("result_columns") or [],
                 result_type=result.get("result_type"),
+                value_hashes=result.get("value_hashes") or {},
             )
         return TransformCheck(**fields, code=code, total_seconds=time.perf_counter() - started)
 
-    return start_job("transform_check", _payload([*parent_codes, code], steps), data_path=data_path,
-                     limits=limits, finish=finish)
+    payload = _payload([*parent_codes, code], steps) | {"hash_columns": [str(c) for c in hash_columns]}
+    return start_job("transform_check", payload, data_path=data_path, limits=limits, finish=finish)
 
 
 def check_transform(
@@ -167,6 +169,7 @@ def check_transform(
     code: str,
     limits: SandboxLimits = DEFAULT_LIMITS,
     parent_names: Sequence[str] | None = None,
+    hash_columns: Sequence[str] = (),
 ) -> TransformCheck:
     """Run a transform's parents and then its code on the data in the sandbox.
 
@@ -180,6 +183,7 @@ def check_transform(
         code: the transform's own code.
         limits: time, memory and output limits of the job.
         parent_names: optional spec names of the parents, used in error messages.
+        hash_columns: columns whose value hash is wanted even if the code did not create or change them.
 
     Returns:
         The check; a failure of the user's code is a check with ``ok=False``, never an exception.
@@ -188,7 +192,7 @@ def check_transform(
         SandboxError: the sandbox itself could not run (no isolation, no Python process, unreadable table).
     """
     return start_transform_check(data_path=data_path, parent_codes=parent_codes, code=code, limits=limits,
-                                 parent_names=parent_names).result()
+                                 parent_names=parent_names, hash_columns=hash_columns).result()
 
 
 def start_model_check(

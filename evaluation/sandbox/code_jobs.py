@@ -140,6 +140,40 @@ def describe_result(
     return out
 
 
+MAX_HASHED_COLUMNS = 8
+
+
+def value_hashes(frame: Any, change: dict[str, Any] | None, wanted: Sequence[str]) -> dict[str, str]:
+    """BLADE's value hash (blade-reference 2.4) of the columns a transform created or changed, and of ``wanted``
+    ones: what tells two decisions apart by what they compute rather than how their code is written (duplicate
+    alternatives, expert coverage). At most :data:`MAX_HASHED_COLUMNS` columns; a column that cannot be hashed
+    is left out."""
+    import pandas as pd
+
+    from evaluation.groundtruth.hashing import blade_value_hash  # imported before the user's code ran
+
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame()
+    if not isinstance(frame, pd.DataFrame):
+        return {}
+    names = [*wanted, *((change or {}).get("created") or []), *((change or {}).get("changed") or [])]
+    present = {str(c): c for c in frame.columns}
+    out: dict[str, str] = {}
+    for name in dict.fromkeys(str(n) for n in names):
+        if len(out) == MAX_HASHED_COLUMNS:
+            break
+        column = present.get(name)
+        if column is None:
+            continue
+        try:
+            series = frame[column]
+            if isinstance(series, pd.Series):
+                out[name] = blade_value_hash(series)
+        except Exception:  # noqa: BLE001 - a hash is a bonus; the check's result stands without it
+            continue
+    return out
+
+
 def _assigned_names(tree: ast.Module) -> list[str]:
     """Names the code assigns (anywhere outside function bodies), in source order."""
     found: list[tuple[int, int, str]] = []
@@ -346,6 +380,8 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
     payload = ctx.payload
     out_limit = ctx.output_limit
     result: dict[str, Any] = {"ok": True, "code_seconds": 0.0, "data_seconds": 0.0}
+    if kind == "transform":
+        import evaluation.groundtruth.hashing  # noqa: F401 - loaded while imports are trusted (value_hashes)
 
     started = time.perf_counter()
     try:
@@ -397,6 +433,7 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
         if kind == "transform":
             after = namespace.get("df")
             result.update(describe_result(codes[last], before, after))
+            result["value_hashes"] = value_hashes(after, result.get("change"), payload.get("hash_columns") or [])
             result["preview"] = preview_rows(after)
             result["result_type"] = _type_name(after)
             if isinstance(after, pd.Series):

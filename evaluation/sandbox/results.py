@@ -73,6 +73,9 @@ class TransformCheck(_CheckBase):
     result_rows: int | None = Field(default=None, description="rows of the frame left in df")
     result_columns: list[str] = Field(default_factory=list, description="columns of the frame left in df")
     result_type: str | None = Field(default=None, description="type of the object left in df")
+    value_hashes: dict[str, str] = Field(
+        default_factory=dict, description="BLADE value hash of each created or changed column (and asked-for ones)"
+    )
 
 
 class ModelCheck(_CheckBase):

@@ -3,6 +3,8 @@ their votes exported to BLADE's annotate_* rows and native releases with pseudon
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from curation.db import session_scope
@@ -22,6 +24,7 @@ from curation.services.release_data import dataset_release
 from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
+from evaluation.groundtruth.hashing import blade_value_hash
 from evaluation.sandbox import SandboxLimits
 from evaluation.specs import ROOT_SPEC_ID, VariableType
 from exports.blade_convert import blade_rows_from_release
@@ -102,7 +105,11 @@ def test_peer_transform_alternative_runs_in_the_sandbox(review):
     code = "df['deaths_sqrt'] = np.sqrt(df['deaths'])"
     good = check(code)
     assert good["ok"] and len(good["value_hash"]) == 64 and good["change"]["created"] == ["deaths_sqrt"]
-    assert "__forkpaths" not in good["stdout"]
+    with session_scope(r["engine"]) as s:
+        data_path, _ = prepare_transform_check(session=s, actor=r["ana"], dataset_id=r["ds"].id, seed_id=dv,
+                                               parents=[ROOT_SPEC_ID], store=r["store"])
+    table = pd.read_csv(data_path)
+    assert good["value_hash"] == blade_value_hash(np.sqrt(table["deaths"]))  # BLADE's own hasher, in the sandbox
     with pytest.raises(DecisionValidationError, match="sanity check on this code first"):
         propose(r["ana"], code + "  # edited", good)
     first = propose(r["ana"], code, good)
@@ -112,6 +119,11 @@ def test_peer_transform_alternative_runs_in_the_sandbox(review):
     code2 = "df['deaths_sqrt'] = df['deaths'] ** 0.5"  # other code, same values: the same decision
     second = propose(r["bob"], code2, check(code2))
     assert second.duplicate_of == {"target_kind": "alternative", "target_id": first.alternative.id}
+    # the same column as an expert's stage-1 transform (log_deaths), computed by other code: that decision
+    code3 = "df['ld'] = np.log1p(df['deaths'].astype(float))"
+    third = propose(r["cid"], code3, check(code3, output="ld"), output="ld")
+    stage1 = {r["ids"][u]["transform"] for u in ("ana", "bob", "cid")}
+    assert third.duplicate_of["target_kind"] == "transform" and third.duplicate_of["target_id"] in stage1
 
 
 def test_votes_on_alternatives_and_decisions_reach_the_exports(review):
