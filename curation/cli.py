@@ -284,12 +284,16 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
+    from curation.services.scoring import verified_release_folder
     from evaluation.groundtruth import BuildResult, build_release
     from exports.errors import FormatError
 
     path = Path(args.release)
-    if not path.exists():
-        path = settings.releases_store / args.release
+    if not path.exists():  # a release version: the recorded, verified release, never a bare folder of that name
+        report = initialise(settings)
+        with session_scope(report.engine) as session:
+            path = verified_release_folder(session=session, actor=_operator(session, args.as_user),
+                                           release_version=args.release, releases_root=settings.releases_store)
     cache = None if args.no_cache else settings.resolved_data_dir / "cache" / "groundtruth"
 
     def show(r: BuildResult) -> None:
@@ -493,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
     gb.add_argument("--dataset", action="append", help="only this dataset (repeatable; default: all)")
     gb.add_argument("--json", action="store_true", help="one JSON object per dataset, full hashes")
     gb.add_argument("--no-cache", action="store_true", help="rebuild without reading or writing the cache")
+    gb.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     gb.set_defaults(func=_cmd_gt)
     ag = sub.add_parser("agreement", help="inter-rater agreement of stage-2 votes (one dataset, or all)")
     ag.add_argument("dataset", nargs="?", help="dataset name (default: every dataset past stage 1)")

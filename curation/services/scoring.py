@@ -60,6 +60,7 @@ __all__ = [
     "get_run",
     "list_runs",
     "register_run",
+    "verified_release_folder",
     "release_by_record",
     "release_gt_hashes",
     "rescore_run",
@@ -112,6 +113,21 @@ def _release_for_scoring(session: Session, version: str, releases_root: Path) ->
     Scoring needs the whole ground truth whoever the evaluator is, so no blinding applies here (that rule is
     about stage-1 work)."""
     return _releases._verified(session, _releases._record(session, version), releases_root).release
+
+
+@judges_actor
+def verified_release_folder(*, session: Session, actor: User, release_version: str, releases_root: Path) -> Path:
+    """The folder of release ``release_version``, after the same checks scoring makes (scoring roles only): its
+    record, its MANIFEST against the hash recorded at the cut, every file and zip member against the MANIFEST.
+
+    Raises:
+        NotFoundError: no release of that version is recorded (a folder without a record is never used).
+        ReleaseError: the release was modified after it was cut (the message names the files).
+    """
+    require_role(actor, *SCORING_ROLES)
+    record = _releases._record(session, release_version)
+    _releases._verified(session, record, releases_root)
+    return _releases.release_dir(record, releases_root)
 
 
 @judges_actor

@@ -108,8 +108,8 @@ class IsolationStatus:
 
     @property
     def weak(self) -> bool:
-        """Jobs run (or would run) without the operating-system boundary."""
-        return not self.strong_available
+        """Jobs run (or would run) without the operating-system boundary: it is missing, or not chosen."""
+        return not self.strong_available or self.mode == "process"
 
     def sentence(self) -> str:
         if self.strong_available and self.mode == "bwrap":

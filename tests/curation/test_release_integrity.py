@@ -31,6 +31,7 @@ from curation.services.release_store import (
     reconcile_release_store,
     release_store_problems,
 )
+from curation.services.scoring import verified_release_folder
 from curation.settings import Settings
 from exports.manifest import MANIFEST_NAME, render_manifest
 from exports.native import read_release
@@ -82,6 +83,9 @@ def _every_read(w, tmp_path):
     yield lambda s: rel.export_release(session=s, actor=w["curator"], version="1.0.0", fmt="native",
                                        out=tmp_path / "out-native", releases_root=w["root"])
     yield lambda s: rel.read_release_for(session=s, actor=w["curator"], version="1.0.0", releases_root=w["root"])
+    # what `forkpaths gt build VERSION` and scoring read
+    yield lambda s: verified_release_folder(session=s, actor=w["curator"], release_version="1.0.0",
+                                            releases_root=w["root"])
 
 
 def _assert_refused_everywhere(w, tmp_path, pattern):
@@ -329,3 +333,29 @@ def test_a_cut_that_fails_while_writing_lets_go_of_the_writer_lock(tiny):
     data.write_bytes(original)
     assert _cut(tiny, "1.0.1").zip_sha256
     assert list_set_aside(tiny["root"]) == []
+
+
+def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path, monkeypatch, capsys):
+    """`forkpaths gt build VERSION` refuses what scoring refuses: an unrecorded version, a rewritten MANIFEST."""
+    from curation.cli import main
+
+    if tiny["engine"].dialect.name != "sqlite":
+        pytest.skip("the command reads its database from settings; the PostgreSQL fixture lives in a private schema")
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path))  # its releases/ is where tiny cut 1.0.0
+    monkeypatch.setenv("FORKPATHS_DATABASE_URL", tiny["engine"].url.render_as_string(hide_password=False))
+    monkeypatch.setenv("FORKPATHS_LOAD_STARTER_DATASETS", "false")
+    monkeypatch.setenv("FORKPATHS_ADMIN_PASSWORD", "not-used-here-1")
+    assert main(["gt", "build", "9.9.9", "--as", "curator-t"]) == 2
+    assert "There is no release 9.9.9 (releases: 1.0.0)" in capsys.readouterr().err
+    assert main(["gt", "build", "1.0.0", "--as", "analyst-t"]) == 2  # ground truth is for scoring roles
+    assert "evaluator" in capsys.readouterr().err
+
+    folder = tiny["root"] / "1.0.0"
+    files = [p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST_NAME]
+    (folder / DATA).write_bytes((folder / DATA).read_bytes().replace(b"256", b"999"))
+    (folder / MANIFEST_NAME).write_text(
+        render_manifest({p.relative_to(folder).as_posix(): _sha(p.read_bytes()) for p in files}))
+    assert main(["gt", "build", "1.0.0", "--as", "curator-t", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert "Release 1.0.0 cannot be used" in captured.err and "MANIFEST" in captured.err
+    assert captured.out == ""  # nothing was built from the tampered files

@@ -52,6 +52,19 @@ def test_process_mode_runs_code_with_weak_isolation_when_chosen(data: Path, no_b
     assert check.preview[0]["y"] > 2  # a plain process: no PID namespace of its own
 
 
+@pytest.mark.usefixtures("os_sandbox")
+def test_process_mode_chosen_where_bubblewrap_works_is_reported_weak() -> None:
+    """The admin page and the log warn whenever code runs without the OS boundary, even by choice."""
+    configure(mode="process")
+    try:
+        status = isolation_status()
+        assert status.strong_available and status.weak and status.runs_code
+        assert status.sentence().startswith("Code isolation is weak by choice: FORKPATHS_SANDBOX=process")
+    finally:
+        configure(mode="bwrap")
+    assert not isolation_status().weak
+
+
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown sandbox mode 'docker'"):
         configure(mode="docker")  # type: ignore[arg-type]
