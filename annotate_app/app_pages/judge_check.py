@@ -4,6 +4,7 @@ import streamlit as st
 
 from annotate_app import context
 from annotate_app.components.judge_card import judge_card
+from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.judge_validation import (
     agreement_card,
@@ -44,9 +45,9 @@ if item is None:
 else:
     with st.container(border=True):
         what = "variable" if item.kind == "variable" else "model"
-        st.markdown(f"Does the agent's {what} match the ground truth's? (dataset {item.dataset}, analysis "
-                    f"{item.analysis_key})")
-        st.markdown(f"- **Ground truth:** {item.ground_truth}\n- **Agent:** {item.agent or '(not read)'}")
+        st.markdown(f"Does the agent's {what} match the ground truth's? (dataset {md(item.dataset)}, analysis "
+                    f"{md(item.analysis_key)})")
+        st.markdown(f"- **Ground truth:** {md(item.ground_truth)}\n- **Agent:** {md(item.agent or '(not read)')}")
         c1, c2, _ = st.columns([1, 1, 3])
         for column, value, label in [(c1, True, "✔ They match"), (c2, False, "✘ They do not match")]:
             if column.button(label, key=f"judge.label.{value}") and context.succeeded(

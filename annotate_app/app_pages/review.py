@@ -42,4 +42,5 @@ with tabs[0]:
         render_queue(user, queue)
 with tabs[1]:
     if tabs[1].open:
-        render_agreement(user, dataset_id, {i.target_id: i.label for i in queue.items})
+        render_agreement(user, dataset_id, {i.target_id: i.label for i in queue.items},
+                         live=queue.stage == Stage.REVIEW.value)

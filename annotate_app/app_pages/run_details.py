@@ -12,6 +12,7 @@ from annotate_app.components.drilldown import (
     units_table,
     variables_table,
 )
+from annotate_app.text import md
 from curation.models import Role, RunStatus, User
 from curation.services.leaderboard import add_override, effective_result, list_overrides, submitted_analyses
 from curation.services.scoring import list_runs
@@ -85,7 +86,7 @@ with left:
 with right:
     st.subheader("What the converter made of it")
     t = a.record.transform
-    st.markdown(f"**Transform:** {t.status}. {t.message}  \n**Agent units:** {t.num_agent_units}")
+    st.markdown(f"**Transform:** {md(t.status)}. {md(t.message)}  \n**Agent units:** {t.num_agent_units}")
     if t.column_lineage:
         st.json(t.column_lineage, expanded=False)
     st.dataframe(units_table(a), hide_index=True, width="stretch", key="details.units")
@@ -93,8 +94,8 @@ with right:
     with st.expander(f"Ground-truth units missed: {len(missed)} of {len(ds.counts.units)}"):
         st.dataframe(missed, hide_index=True, width="stretch", key="details.missed")
     if a.agent_model:
-        st.markdown(f"**Model read from the code:** {a.agent_model.specification or '(none)'}  \n"
-                    + " ".join(a.agent_model.notes))
+        st.markdown(f"**Model read from the code:** {md(a.agent_model.specification or '(none)')}  \n"
+                    + md(" ".join(a.agent_model.notes)))
 
 st.subheader("Variables")
 variables = variables_table(dataset, a, overrides, authors)

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.scoring import (
     cancel_run,
@@ -99,7 +100,7 @@ def runs_panel() -> None:
         st.success(f"Run {run.id} succeeded ({run.progress_done} item(s)). Open it on the Leaderboard or in Run "
                    "details.")
     else:
-        st.error(f"Run {run.id} {run.status}: {run.message}")
+        st.error(f"Run {run.id} {run.status}: {md(run.message)}")
     c1, c2 = st.columns(2)
     latest = versions[0]
     if run.status not in ACTIVE and run.release_version != latest and c1.button(

@@ -30,10 +30,30 @@ def agreement_figure(rows: pd.DataFrame) -> go.Figure:
     return fig
 
 
+SPLIT_HEADERS = {"item": "Item", "kind": "Kind", "justifiable": "Justifiable", "unjustifiable": "Unjustifiable",
+                 "reasons": "Reasons given"}
+TABLE_HEADERS = {"scope": "By", "group": "Group", "items_used": "Items used", "items_dropped": "Items dropped",
+                 "ratings": "Verdicts", "percent_agreement": "% agreement", "fleiss_kappa": "Fleiss' κ",
+                 "krippendorff_alpha": "Krippendorff's α"}
+UNDEFINED = "—"
+
+
 def split_frame(split: list[dict[str, object]], labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """Split items as a table, most disagreement first (the order the service gives), each with its label in
-    the review queue ("#3") so a reviewer can find it."""
+    """Split items as a table, most disagreement first (the order the service gives), each named by its label in
+    the review queue ("#3") so a reviewer can find it; human headers, no internal ids."""
     frame = pd.DataFrame(split, columns=["dataset", "target_kind", "target_id", "justifiable", "unjustifiable",
                                          "reasons"])
     frame.insert(0, "item", [(labels or {}).get(str(t), str(t)[:8]) for t in frame["target_id"]])
-    return frame
+    frame["kind"] = frame["target_kind"].map(lambda k: "alternative" if k == "alternative" else f"peer {k}")
+    frame["reasons"] = frame["reasons"].map(lambda r: " · ".join(r) if isinstance(r, list) else r)
+    return frame[list(SPLIT_HEADERS)].rename(columns=SPLIT_HEADERS)
+
+
+def agreement_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The figures as a table a person reads: human headers, figures to 3 decimals, undefined ones as a dash
+    (κ and α are undefined where every verdict is the same or an item has one voter)."""
+    table = rows[[c for c in TABLE_HEADERS if c in rows.columns]].copy()
+    for key in ("percent_agreement", "fleiss_kappa", "krippendorff_alpha"):
+        if key in table.columns:
+            table[key] = [UNDEFINED if v is None or pd.isna(v) else f"{float(v):.3f}" for v in table[key]]
+    return table.rename(columns=TABLE_HEADERS)

@@ -37,10 +37,12 @@ def _done(result, noun: str) -> None:
 
 
 def render_alternative_forms(user: User, dataset_id: int, item: ReviewItem, data_columns: list[str]) -> None:
-    if not item.variable_id:
-        return
-    with st.expander(f"Propose an alternative for “{item.concept}”"):
-        kind = st.radio("Alternative", ["variable", "transform"], horizontal=True, key=f"alt.{item.key}.kind",
+    """Every item offers a proposal (whether it does must not hint who proposed it in source-blind review): another
+    conceptual variable always, another transform where the item belongs to a submitted conceptual variable."""
+    title = f"Propose an alternative for “{item.concept}”" if item.concept else "Propose an alternative"
+    with st.expander(title):
+        kinds = ["variable", "transform"] if item.variable_id else ["variable"]
+        kind = st.radio("Alternative", kinds, horizontal=True, key=f"alt.{item.key}.kind",
                         format_func=lambda k: {"variable": "Another conceptual variable",
                                                "transform": "Another transform operationalising it"}[k])
         if kind == "variable":

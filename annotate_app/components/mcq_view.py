@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.text import md
 from curation.models import Dataset, User
 from curation.services.mcq_review import LETTERS, MCQView, edit_mcq, review_mcq, taker_text
 
@@ -13,10 +14,10 @@ REVIEW_BADGE = {"pending": "⏳ pending", "accepted": "✅ accepted", "rejected"
 
 def render_taker(view: MCQView, dataset: Dataset) -> None:
     q = view.mcq
-    st.markdown(taker_text(q, dataset))
+    st.markdown(md(taker_text(q, dataset)))
     for i, o in enumerate(q.options):
         if q.kind == "variable":
-            st.markdown(f"**{LETTERS[i]}.** {o.get('text', '')}")
+            st.markdown(f"**{LETTERS[i]}.** {md(o.get('text', ''))}")
         else:
             st.markdown(f"**{LETTERS[i]}.**")
             st.code(o.get("text", ""), language="python")
@@ -31,22 +32,22 @@ def render_provenance(view: MCQView) -> None:
             st.markdown(f"**{LETTERS[i]}** · {mark} · imported: no recorded link to the votes "
                         "(the audit matches it by its text)")
             continue
-        st.markdown(f"**{LETTERS[i]}** · {mark} · {prov.get('why', '')}")
+        st.markdown(f"**{LETTERS[i]}** · {mark} · {md(prov.get('why', ''))}")
         for item in prov.get("items", []):
             tally = item.get("tally") or {}
             meeting = f" · meeting: {item['meeting']['outcome']}" if item.get("meeting") else ""
-            st.caption(f"{item['target_kind']} {item['target_id'][:10]} ({item['source']}) · {item['status']} by "
-                       f"{item.get('rule') or item.get('basis')} · {tally.get('justifiable', 0)} ✔ "
-                       f"{tally.get('unjustifiable', 0)} ✘ {tally.get('unsure', 0)} ?{meeting}")
+            st.caption(md(f"{item['target_kind']} {item['target_id'][:10]} ({item['source']}) · {item['status']} by "
+                          f"{item.get('rule') or item.get('basis')} · {tally.get('justifiable', 0)} ✔ "
+                          f"{tally.get('unjustifiable', 0)} ✘ {tally.get('unsure', 0)} ?{meeting}"))
 
 
 def render_mcq(user: User, view: MCQView, dataset: Dataset, n: int) -> None:
     q = view.mcq
-    title = f"{n}. {q.kind} · {q.mc_type} · {q.concept.strip() or 'variables'} · {REVIEW_BADGE[view.review]}"
+    title = f"{n}. {q.kind} · {q.mc_type} · {md(q.concept.strip() or 'variables')} · {REVIEW_BADGE[view.review]}"
     with st.container(border=True):
-        st.markdown(f"**{title}** · {view.source}")
+        st.markdown(f"**{title}** · {md(view.source)}")
         for f in view.findings:
-            st.warning(f"Audit: {f.message} ({f.flag})")
+            st.warning(md(f"Audit: {f.message} ({f.flag})"))
         render_taker(view, dataset)
         with st.expander("Key and provenance"):
             render_provenance(view)

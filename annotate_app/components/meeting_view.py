@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.text import md
 from curation.ground_truth import RULES
 from curation.models import Role, User
 from curation.services.coverage import Coverage, expert_coverage
@@ -53,16 +54,16 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
     """One agenda item: what it is, its place in the decision graph, the votes with reasons, the outcome."""
     i = a.item
     (st.header if big else st.subheader)(item_title(a))
-    st.markdown(f"**Variable:** {i.concept or '—'}  ·  **source:** {i.source}  ·  "
+    st.markdown(f"**Variable:** {md(i.concept or '—')}  ·  **source:** {md(i.source)}  ·  "
                 f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** {_tally(a.before)}")
     if i.code:
         st.code(i.code, language="python")
     if i.rationale:
-        st.caption(f"Rationale: {i.rationale}")
+        st.caption(f"Rationale: {md(i.rationale)}")
     before = len(i.path_ids) - 1 if i.kind == "transform" else len(i.path_ids)
     runs = f"runs after {before} earlier transform(s)" if before > 0 else (
         "runs on the raw data" if i.kind == "transform" else "uses the data columns directly")
-    st.caption(f"Decision graph: {runs}; columns {', '.join(i.columns) or '—'}")
+    st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
     names = _names(sorted({v["annotator_id"] for v in i.votes}))
     if i.votes:
         st.dataframe(pd.DataFrame([{"analyst": names.get(v["annotator_id"], "?"), "question": v["question"],
@@ -70,8 +71,8 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
                                    for v in i.votes]), hide_index=True, width="stretch")
     if a.outcome is not None:
         o = a.outcome
-        st.success(f"Outcome: {BADGE.get(o.outcome, o.outcome)} — {o.reason}"
-                   + (f"  \nDissent: {o.dissent}" if o.dissent else "") + f"  \n(revision {o.revision})")
+        st.success(f"Outcome: {BADGE.get(o.outcome, o.outcome)} — {md(o.reason)}"
+                   + (f"  \nDissent: {md(o.dissent)}" if o.dissent else "") + f"  \n(revision {o.revision})")
 
 
 def render_outcome_form(user: User, meeting_id: int, a: AgendaItem) -> None:
@@ -173,8 +174,8 @@ def render_summary(meeting_id: int) -> None:
     if summary is None:
         return
     st.subheader("Meeting summary")
-    st.caption(f"Started {summary['started_at'][:16]} by {summary['started_by']}, closed "
-               f"{(summary['closed_at'] or '')[:16]}; attendance: {', '.join(summary['attendance']) or '—'}. "
+    st.caption(f"Started {summary['started_at'][:16]} by {md(summary['started_by'])}, closed "
+               f"{(summary['closed_at'] or '')[:16]}; attendance: {md(', '.join(summary['attendance']) or '—')}. "
                "Exported with the next release.")
     st.dataframe(pd.DataFrame([{"item": r["label"][:60], "kind": r["kind"], "before": _tally(r["tally_before"]),
                                 "after": _tally(r["tally_after"]), "outcome": r["outcome"] or "not discussed",

@@ -8,6 +8,7 @@ import streamlit as st
 
 from annotate_app import context, state
 from annotate_app.components.alternative_form import render_alternative_forms
+from annotate_app.text import md
 from curation.models import User
 from curation.services.alternatives import merge_alternative
 from curation.services.review_queue import ReviewItem
@@ -44,14 +45,15 @@ def _check_summary(check: dict[str, Any] | None) -> None:
         st.caption("No sanity-check output recorded for this code.")
         return
     if not check.get("ok"):
-        st.error(f"Sanity check failed: {check.get('error')}", icon="🧪")
+        st.error("Sanity check failed:", icon="🧪")
+        st.code(str(check.get("error") or "no error text recorded"), language="text")
         return
     change = check.get("change") or {}
     rb, ra = change.get("rows_before"), change.get("rows_after")
     parts = [f"rows {rb:,} → {ra:,}" if rb is not None and ra is not None else "ran without error"]
     for label in ("created", "changed", "removed"):
         if change.get(label):
-            parts.append(f"{label}: " + ", ".join(f"`{c}`" for c in change[label]))
+            parts.append(f"{label}: " + ", ".join(md(c) for c in change[label]))
     st.caption("🧪 Sanity check passed · " + " · ".join(parts))
 
 
@@ -60,10 +62,10 @@ def _header(item: ReviewItem) -> str:
     if item.source:
         badges.append("LLM" if item.source == "llm" else "peer")
     if item.proposer:
-        badges.append(f"by {item.proposer}")
+        badges.append(f"by {md(item.proposer)}")
     if item.duplicate_of:
-        badges.append(f"⚠️ same decision as {item.duplicate_label or item.duplicate_of[:8]}")
-    return f"**{item.label}** · {item.title or '(untitled)'} — " + " · ".join(badges)
+        badges.append(f"⚠️ same decision as {md(item.duplicate_label or item.duplicate_of[:8])}")
+    return f"**{md(item.label)}** · {md(item.title or '(untitled)')} — " + " · ".join(badges)
 
 
 def _merge_button(user: User, item: ReviewItem) -> None:
@@ -81,18 +83,20 @@ def render_item(user: User, item: ReviewItem, can_vote: bool, dataset_id: int = 
     with st.container(border=True, key=f"item-{item.target_id}"):
         st.markdown(_header(item))
         concept = item.concept or "no conceptual variable uses its output directly"
-        st.markdown(f"Conceptual variable: **{concept}**" + (f" ({item.variable_type})" if item.variable_type else ""))
+        st.markdown(f"Conceptual variable: **{md(concept)}**"
+                    + (f" ({md(item.variable_type)})" if item.variable_type else ""))
         if item.code:
             st.code(item.code, language="python")
         if item.rationale:
-            st.markdown(f"*Rationale:* {item.rationale}")
+            st.markdown(f"*Rationale:* {md(item.rationale)}")
         if item.columns:
             st.caption(("Output column: " if item.kind == "transform" else "Columns: ")
-                       + ", ".join(f"`{c}`" for c in item.columns))
+                       + ", ".join(md(c) for c in item.columns))
         if item.kind == "transform":
             _check_summary(item.check)
         if item.parents or item.children:
-            chain = " → ".join(filter(None, [", ".join(item.parents), f"**{item.title}**", ", ".join(item.children)]))
+            chain = " → ".join(filter(None, [md(", ".join(item.parents)), f"**{md(item.title)}**",
+                                             md(", ".join(item.children))]))
             st.caption(f"Decision graph: {chain}")
         if item.duplicate_of and item.duplicate_kind and user.role in ("curator", "admin") and can_merge:
             _merge_button(user, item)
@@ -118,7 +122,7 @@ def _vote_widgets(user: User, item: ReviewItem) -> None:
         with col:
             if q.key in mine and stored.get("answer") is None:
                 st.markdown(f"<small>{q.text}</small>", unsafe_allow_html=True)
-                st.caption(f"Skipped ({stored.get('skipped_reason')})")
+                st.caption(f"Skipped ({md(stored.get('skipped_reason'))})")
                 continue
             labels = VERDICT_LABELS if q.key == VERDICT else ANSWER_LABELS
             key = _widget_key(item, q.key)

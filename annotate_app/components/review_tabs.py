@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.agreement_charts import agreement_figure, split_frame
+from annotate_app.components.agreement_charts import agreement_figure, agreement_table, split_frame
 from annotate_app.components.review_item import render_item
 from curation.models import Stage, User
 from curation.services.agreement import agreement_report
@@ -53,10 +53,28 @@ def render_queue(user: User, queue: ReviewQueue) -> None:
 
 
 
-def render_agreement(user: User, dataset_id: int, labels: dict[str, str] | None = None) -> None:
+AGREEMENT_REFRESH_S = 5
+
+
+def render_agreement(user: User, dataset_id: int, labels: dict[str, str] | None = None, *, live: bool = True) -> None:
+    """Agreement figures; ``live``: re-read every few seconds (only this part of the page), so votes cast by
+    other analysts show up without a click."""
+    if live:
+        _live_agreement(user, dataset_id, labels)
+    else:
+        _agreement(user, dataset_id, labels, live=False)
+
+
+@st.fragment(run_every=AGREEMENT_REFRESH_S)
+def _live_agreement(user: User, dataset_id: int, labels: dict[str, str] | None) -> None:
+    _agreement(user, dataset_id, labels, live=True)
+
+
+def _agreement(user: User, dataset_id: int, labels: dict[str, str] | None, *, live: bool) -> None:
     report = context.attempt(lambda s: agreement_report(session=s, actor=user, dataset_id=dataset_id))
     if report is not None:
-        st.caption(f"{report.voters} analyst(s) have voted. Figures update as votes arrive (reload the tab).")
+        when = f"updated every {AGREEMENT_REFRESH_S} s as votes arrive" if live else "final: stage 2 is closed"
+        st.caption(f"{report.voters} analyst(s) have voted · {when}.")
         if report.split:
             st.subheader("Split items")
             st.dataframe(split_frame([dataclasses.asdict(s) for s in report.split], labels or {}), hide_index=True, width="stretch")
@@ -64,4 +82,4 @@ def render_agreement(user: User, dataset_id: int, labels: dict[str, str] | None 
                             columns=[f.name for f in dataclasses.fields(report.rows[0])] if report.rows else None)
         st.plotly_chart(agreement_figure(rows), width="stretch", key="review.agreement_chart")
         if not rows.empty:
-            st.dataframe(rows, hide_index=True, width="stretch")
+            st.dataframe(agreement_table(rows), hide_index=True, width="stretch")

@@ -142,7 +142,7 @@ def _alternative_item(a: Alternative, seeds: dict[str, str]) -> ReviewItem:
                       rationale=p.get("rationale", ""), columns=[p["output_col"]] if p.get("output_col") else [],
                       check=extra.get("check"), parents=list(p.get("parents") or []),
                       duplicate_of=extra.get("duplicate_of"), duplicate_kind=extra.get("duplicate_kind"),
-                      variable_id=a.seed_id if a.source == "peer" else None,
+                      variable_id=a.seed_id,  # peer or LLM alike: what a reviewer may propose never hints the source
                       alt_parent_ids=list(p.get("parent_ids") or [ROOT_SPEC_ID]))
 
 

@@ -218,3 +218,28 @@ def test_queue_filters_and_my_votes(team):
     assert tr.concept == "deaths" and tr.parents == ["raw data"] and tr.columns == ["log_deaths"]
     assert "np.log" in tr.code
     assert {i.label for i in items} == {f"#{n}" for n in range(1, 7)}
+
+
+def test_a_curator_annotating_the_dataset_is_blind_to_its_review_until_submitting(team):
+    """Whoever has an unsubmitted stage-1 analysis of a dataset sees no peer's work on it, whatever the role."""
+    from curation.services.agreement import agreement_report
+    from curation.services.datasets import assign_analysts
+
+    t, eng = team, team["engine"]
+    _open(t)
+    admin = f.user(eng, "boss", Role.ADMIN)
+    with session_scope(eng) as s:
+        assign_analysts(session=s, actor=admin, dataset_id=t["ds"].id,
+                        user_ids=[t["ana"].id, t["bob"].id, t["cid"].id, t["cur"].id])
+    f.full_analysis(eng, t["cur"], t["ds"].id)  # the curator's own draft
+    for see in (lambda s: review_queue(session=s, actor=t["cur"], dataset_id=t["ds"].id),
+                lambda s: agreement_report(session=s, actor=t["cur"], dataset_id=t["ds"].id)):
+        with session_scope(eng) as s, pytest.raises(BlindingViolation, match="unsubmitted stage-1 analysis"):
+            see(s)
+    with session_scope(eng) as s:
+        submit_analysis(session=s, actor=t["cur"], dataset_id=t["ds"].id)
+    with session_scope(eng) as s:
+        queue = review_queue(session=s, actor=t["cur"], dataset_id=t["ds"].id)
+    assert any(i.kind == "variable" and not i.own for i in queue.items)  # submitted: peers' work is visible
+    with session_scope(eng) as s:  # an admin who does not annotate it looks freely
+        assert review_queue(session=s, actor=admin, dataset_id=t["ds"].id).items

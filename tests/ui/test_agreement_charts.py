@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from annotate_app.components.agreement_charts import agreement_figure, split_frame
+from annotate_app.components.agreement_charts import agreement_figure, agreement_table, split_frame
 
 
 def test_agreement_figure_has_one_bar_series_per_metric_and_keeps_undefined_as_gaps():
@@ -27,9 +27,23 @@ def test_empty_agreement_says_why():
     assert not fig.data and "two voters" in fig.layout.title.text
 
 
-def test_split_frame_names_items_by_their_queue_label():
+def test_split_frame_names_items_by_their_queue_label_with_human_headers():
     frame = split_frame([{"dataset": "storms", "target_kind": "alternative", "target_id": "abc123456789",
-                          "justifiable": 1, "unjustifiable": 2, "reasons": ["no"]}], {"abc123456789": "#4"})
-    assert frame.iloc[0]["item"] == "#4" and list(frame.columns)[0] == "item"
+                          "justifiable": 1, "unjustifiable": 2, "reasons": ["no", "not :x: $5"]}],
+                        {"abc123456789": "#4"})
+    assert list(frame.columns) == ["Item", "Kind", "Justifiable", "Unjustifiable", "Reasons given"]
+    assert frame.iloc[0].to_dict() == {"Item": "#4", "Kind": "alternative", "Justifiable": 1, "Unjustifiable": 2,
+                                       "Reasons given": "no · not :x: $5"}
     assert split_frame([{"dataset": "s", "target_kind": "variable", "target_id": "zzzzzzzzzz", "justifiable": 1,
-                         "unjustifiable": 1, "reasons": []}]).iloc[0]["item"] == "zzzzzzzz"
+                         "unjustifiable": 1, "reasons": []}]).iloc[0]["Item"] == "zzzzzzzz"
+
+
+def test_agreement_table_has_human_headers_and_a_dash_for_undefined_figures():
+    rows = pd.DataFrame([{"scope": "question", "group": "justifiable", "items_used": 1, "items_dropped": 0,
+                          "ratings": 2, "percent_agreement": 1.0, "fleiss_kappa": None,
+                          "krippendorff_alpha": float("nan")}])
+    table = agreement_table(rows)
+    assert list(table.columns) == ["By", "Group", "Items used", "Items dropped", "Verdicts", "% agreement",
+                                   "Fleiss' κ", "Krippendorff's α"]
+    assert table.iloc[0][["% agreement", "Fleiss' κ", "Krippendorff's α"]].tolist() == ["1.000", "—", "—"]
+    assert "None" not in table.to_string()

@@ -107,7 +107,13 @@ def test_agreement_tab_and_source_settings(ui, stage2):
     assert not at.exception, at.exception
     assert len(at.get("plotly_chart")) == 1  # the agreement chart (no votes yet: its empty state)
     assert "0 analyst(s) have voted" in texts(at)
-    at = _review(ui, ui.admin)  # admins may look at the queue; they did not submit, so they do not vote
+    at = _review(ui, ui.admin)  # assigned to annotate it and not submitted: blind like every annotator
+    assert "You are assigned to annotate" in texts(at) and "Reviewing shows peers' decisions" in texts(at)
+    assert "Your own proposal" not in texts(at) and not at.code  # no peer's code or decisions on the page
+    with session_scope(ui.engine) as s:  # unassigned before starting: an admin who only looks
+        assign_analysts(session=s, actor=ui.admin, dataset_id=ui.dataset_id,
+                        user_ids=[ui.analyst.id, stage2["bob"].id, stage2["cid"].id])
+    at = _review(ui, ui.admin)
     assert "You look at this review as a curator" in texts(at)
 
 
@@ -149,6 +155,23 @@ def test_propose_an_alternative_variable_from_the_queue(ui, stage2):
     assert alt.payload["concept"] == "storm strength" and alt.proposed_by_id == ui.analyst.id
     bob_view = _review(ui, stage2["bob"])
     assert "storm strength" in texts(bob_view)
+
+
+def test_reviewers_see_proposed_text_literally(ui, stage2):
+    """Shortcodes, dollars and emphasis in what a peer typed reach the reviewer as typed (issue 8.1)."""
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
+    at = _review(ui, ui.analyst)
+    prefix = f"alt.variable:{stage2['ids']['bob']['iv']}.var"
+    at.text_input(key=f"{prefix}.concept").input("storm :x: costs $5 and $6")
+    at.text_area(key=f"{prefix}.rationale").input("wind *kills* :man:")
+    at.multiselect(key=f"{prefix}.columns").select("wind")
+    at.button(key=f"{prefix}.submit").click().run()
+    assert not at.exception, at.exception
+    shown = [m.value for m in _review(ui, stage2["bob"]).markdown]
+    assert any(r"storm \:x\: costs \$5 and \$6" in m for m in shown), shown
+    assert any(r"wind \*kills\* \:man\:" in m for m in shown), shown
+    assert not any("storm :x:" in m for m in shown)  # never raw Markdown: it would become an emoji and LaTeX
 
 
 def test_llm_panel_explains_configuration_then_generates_with_progress(ui, stage2, monkeypatch):
