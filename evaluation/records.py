@@ -26,6 +26,7 @@ __all__ = [
     "BLADE_FINISHED",
     "BLADE_GENERATION_FAILED",
     "FailureCategory",
+    "AgentUnit",
     "GroundTruthCounts",
     "ModelMatchRecord",
     "RunRecord",
@@ -36,6 +37,18 @@ __all__ = [
 
 BLADE_FINISHED = 5  # RunResultModes.FINISHED_SUCCESSFULLY
 BLADE_GENERATION_FAILED = 2  # RunResultModes.LM_GENERATION_FAILED: the only failure BLADE pads back as a 0 run
+
+
+class AgentUnit(BaseModel):
+    """One unit the converter read from an agent's transform code: what a person checks the credit against."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verb: str
+    inputs: list[str] = Field(default_factory=list)
+    output: str = Field(default="", description="the column it makes; empty for a whole-frame step (filter, ...)")
+    groupby: list[str] = Field(default_factory=list)
+    code: str = Field(default="", description="the statements of the unit")
 
 
 class UnitRef(BaseModel):
@@ -62,6 +75,7 @@ class TransformMatch(BaseModel):
         matched_value_units2 / matched_graph_units2: ids of the agent's units that matched (BLADE's ``*2``).
         num_agent_units: the agent's expanded units, ROOT excluded (BLADE's ``num_tspecs2``).
         column_lineage: each column of the agent's final frame → the original data columns it derives from.
+        agent_units: the units the converter read from the agent's code, in order (format 1.1).
         matcher: name and parameters of what produced this (e.g. ``{"name": "value+graph", "wl_iterations": 3}``).
         blade_run_status: set to 1 (LM_SUBMISSION_CONVERSION_FAILED) when BLADE would have failed the *whole*
             run here (its conversion step crashes the analysis, 4.2); ``blade`` mode then drops the run. Leave
@@ -76,6 +90,7 @@ class TransformMatch(BaseModel):
     matched_graph_units2: list[str] = Field(default_factory=list)
     num_agent_units: int = 0
     column_lineage: dict[str, list[str]] = Field(default_factory=dict)
+    agent_units: list[AgentUnit] = Field(default_factory=list)
     matcher: dict[str, object] = Field(default_factory=dict)
     blade_run_status: int | None = None
 

@@ -53,9 +53,11 @@ __all__ = [
     "write_result",
 ]
 
-RESULT_FORMAT_VERSION = "1.0"
-SUPPORTED_RESULT_VERSIONS = frozenset({"1.0"})
-EVALUATOR_VERSION = "0.1.0"  # bump when a change to matching or metrics can change a number
+# 1.1: per-dataset transform matcher (DatasetResult.transform_matcher), the converter's units and the column
+# lineage of each analysis (TransformMatch.agent_units / column_lineage). 1.0 files read as they are.
+RESULT_FORMAT_VERSION = "1.1"
+SUPPORTED_RESULT_VERSIONS = frozenset({"1.0", "1.1"})
+EVALUATOR_VERSION = "0.2.0"  # bump when a change to matching or metrics can change a number (0.2: column lineage)
 
 _LIBRARIES = ("pandas", "numpy", "networkx", "statsmodels", "patsy", "rapidfuzz", "pydantic", "openai")
 
@@ -96,6 +98,8 @@ class DatasetResult(BaseModel):
     submission: str = Field(default="", description="the submission file's label")
     counts: GroundTruthCounts
     analyses: list[AnalysisResult] = Field(default_factory=list)
+    transform_matcher: dict[str, Any] = Field(
+        default_factory=dict, description="what matched this dataset's transforms (and its ground-truth build)")
 
 
 class EvaluationResult(BaseModel):

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.groundtruth.build import build_dataset
-from evaluation.groundtruth.convert import convert_transform
+from evaluation.groundtruth.convert import Conversion, convert_transform
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.groundtruth.sources import DatasetSource
 from evaluation.groundtruth.state import DerivationState
 from evaluation.matching.transforms import match_transforms
-from evaluation.records import TransformMatch, UnitRef
+from evaluation.records import AgentUnit, TransformMatch, UnitRef
 from evaluation.submissions import SubmittedAnalysis
 from exports.schema import DatasetRelease
 
@@ -65,7 +65,8 @@ class TransformCredit:
         if conversion.error:
             message = f"Credit is for the units made before the code failed: {conversion.error}"
         return TransformMatch(
-            status="ok", message=message,
+            status="ok", message=message, column_lineage=conversion.column_lineage(),
+            agent_units=agent_units(conversion),
             matched_value_units=refs(found.matched_value_unit_ids),
             matched_graph_units=refs(found.matched_graph_unit_ids),
             matched_value_units2=sorted(set(found.submission_value_unit_ids)),
@@ -73,6 +74,16 @@ class TransformCredit:
             num_agent_units=conversion.state.num_units,
             matcher={**description, **found.params, "isomorphism_timeouts": found.isomorphism_timeouts},
         )
+
+
+def agent_units(conversion: Conversion) -> list[AgentUnit]:
+    """The converter's units as the result file keeps them (one per output column; a whole-frame step once)."""
+    out = []
+    for u in conversion.units:
+        for inputs, output in u.mapping or (((), ""),):
+            out.append(AgentUnit(verb=u.verb, inputs=list(inputs), output=output, groupby=list(u.groupby_cols),
+                                 code=u.code))
+    return out
 
 
 def agent_transform_code(analysis: SubmittedAnalysis) -> str | None:

@@ -7,6 +7,8 @@ from annotate_app import context, state
 from annotate_app.components.drilldown import (
     SCORE_COLUMNS,
     analyses_table,
+    converter_table,
+    lineage_table,
     missed_units,
     models_table,
     units_table,
@@ -55,12 +57,12 @@ for column, (label, name, t) in zip(st.columns(len(figures)), figures, strict=Tr
     column.metric(label, "undefined" if now is None else f"{now:.3f}",
                   delta=f"{now - was:+.3f} by overrides" if now is not None and was is not None and now != was
                   else None)
-if result.provenance.transform_matcher.get("status") == "not_run":
-    st.info(result.provenance.transform_matcher.get("reason", "Transform credit was not run."), icon="ℹ️")
-
 c1, c2, c3 = st.columns(3)
 dataset = c1.selectbox("Dataset", [d.dataset for d in result.datasets], key="details.dataset")
 ds = next(d for d in result.datasets if d.dataset == dataset)
+matcher = ds.transform_matcher or result.provenance.transform_matcher  # format 1.0 kept it per run only
+if matcher.get("status") == "not_run":
+    st.info(md(matcher.get("reason", "Transform credit was not run.")), icon="ℹ️")
 table = analyses_table(ds, overrides)
 sort_by = c2.selectbox("Sort analyses by", ["mean score", *SCORE_COLUMNS.values(), "analysis"], key="details.sort")
 statuses = c3.multiselect("Status", sorted(set(table["status"])), default=sorted(set(table["status"])),
@@ -75,9 +77,9 @@ key = st.selectbox("Analysis", list(table["analysis"]), key="details.analysis")
 a = next(x for x in ds.analyses if x.key == key)
 sub = submitted.get((dataset, key))
 
-(st.success if a.status == "ok" else st.error)(
+(st.success if a.status == "ok" else st.error)(md(
     f"Analysis {key}: {a.status}" + (f": {a.message}" if a.message else "")
-    + (f" · failure: {a.record.failure.value} — {a.record.failure_message}" if a.record.failure.value else ""))
+    + (f" · failure: {a.record.failure.value} — {a.record.failure_message}" if a.record.failure.value else "")))
 left, right = st.columns(2)
 with left:
     st.subheader("The agent's code")
@@ -87,8 +89,11 @@ with right:
     st.subheader("What the converter made of it")
     t = a.record.transform
     st.markdown(f"**Transform:** {md(t.status)}. {md(t.message)}  \n**Agent units:** {t.num_agent_units}")
+    st.dataframe(converter_table(a), hide_index=True, width="stretch", key="details.converted")
     if t.column_lineage:
-        st.json(t.column_lineage, expanded=False)
+        with st.expander("Column lineage: each column of the final frame → the data columns it comes from"):
+            st.dataframe(lineage_table(a), hide_index=True, width="stretch", key="details.lineage")
+    st.caption("Ground-truth units it matched")
     st.dataframe(units_table(a), hide_index=True, width="stretch", key="details.units")
     missed = missed_units([(u.id, u.name) for u in ds.counts.units], a)
     with st.expander(f"Ground-truth units missed: {len(missed)} of {len(ds.counts.units)}"):

@@ -66,6 +66,19 @@ def models_table(dataset: str, a: AnalysisResult, overrides: Sequence[ScoreOverr
                                        "override"])
 
 
+def converter_table(a: AnalysisResult) -> pd.DataFrame:
+    """The units the converter read from the agent's code, in order: verb, inputs → output, group-by keys."""
+    rows = [{"step": n, "verb": u.verb, "inputs": ", ".join(u.inputs), "output": u.output or "(whole frame)",
+             "group by": ", ".join(u.groupby)} for n, u in enumerate(a.record.transform.agent_units, start=1)]
+    return pd.DataFrame(rows, columns=["step", "verb", "inputs", "output", "group by"])
+
+
+def lineage_table(a: AnalysisResult) -> pd.DataFrame:
+    rows = [{"column": c, "from data columns": ", ".join(src) or "(constants only)"}
+            for c, src in sorted(a.record.transform.column_lineage.items())]
+    return pd.DataFrame(rows, columns=["column", "from data columns"])
+
+
 def units_table(a: AnalysisResult) -> pd.DataFrame:
     t = a.record.transform
     rows = [{"ground-truth unit": u.name, "id": u.id, "matched by": "value"} for u in t.matched_value_units]

@@ -44,6 +44,7 @@ from evaluation.records import UnitRef
 from evaluation.results import EVALUATOR_VERSION, EvaluationResult, build_result, dump_result
 from evaluation.scoring import TransformMatcher, score_submission
 from evaluation.submissions import Submission, parse_submission
+from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
 from evaluation.transform_credit import transform_credit
 from exports.native import release_data_path
 from exports.schema import DatasetRelease, Release
@@ -398,11 +399,11 @@ def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: lis
     total = sum(len(s.analyses) for s in subs)
     done_before = 0
     results = []
-    matcher_desc: dict[str, Any] = {}
+    described: dict[str, dict[str, Any]] = {}
     for sub in subs:
         ds = by_name[sub.dataset_name]
         matching = _transform_matching_for(ds, release_folder, cache_dir=gt_cache, mode=run.mode)
-        matcher_desc = matching.description
+        described[ds.name] = matching.description
 
         def tick(done: int, _total: int, *, base: int = done_before, name: str = ds.name) -> None:
             stage = f"{name}: analysis {done} of {_total}"
@@ -410,12 +411,26 @@ def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: lis
             if on_progress:
                 on_progress(base + done, total, stage)
 
-        results.append(score_submission(ds, sub, judge=judge, transform_matcher=matching.matcher,
-                                        units=matching.units, progress=tick))
+        scored = score_submission(ds, sub, judge=judge, transform_matcher=matching.matcher, units=matching.units,
+                                  progress=tick)
+        scored.transform_matcher = matching.description
+        results.append(scored)
         done_before += len(sub.analyses)
     return build_result(results, release_version=release.version, ground_truth_hash=run.ground_truth_hash,
-                        judge=judge.configuration(), transform_matcher=matcher_desc,
+                        judge=judge.configuration(), transform_matcher=matcher_summary(described, run.mode),
                         mode=run.mode, k=run.k)  # type: ignore[arg-type]
+
+
+def matcher_summary(described: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
+    """The run's transform matcher: its name and mode, and which datasets' transforms could not be scored (each
+    dataset's own description, with its ground-truth build, is in its DatasetResult)."""
+    not_run = sorted(n for n, d in described.items() if d.get("status") == "not_run")
+    out: dict[str, Any] = {"name": TRANSFORM_MATCHER_NAME, "blade_compat": mode == "blade",
+                           "datasets": sorted(described)}
+    if not_run:
+        out |= {"status": "not_run" if len(not_run) == len(described) else "partial", "not_run": not_run,
+                "reason": " ".join(str(described[n].get("reason", "")) for n in not_run)}
+    return out
 
 
 def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,

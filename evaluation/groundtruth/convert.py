@@ -40,6 +40,22 @@ class Conversion:
     state: DerivationState | None
     error: str | None = None
     data_columns: list[str] = field(default_factory=list)
+    final_columns: list[str] | None = None  # the frame's columns after the last unit (None: the data's)
+
+    def column_lineage(self) -> dict[str, list[str]]:
+        """Each column of the final frame → the original data columns it derives from, following the units'
+        inputs (and group-by keys) back to the data; a column made from constants derives from none."""
+        lineage: dict[str, set[str]] = {c: {c} for c in self.data_columns}
+        for unit in self.units:
+            for inputs, output in unit.mapping:
+                if not output:
+                    continue
+                sources: set[str] = set()
+                for name in (*inputs, *unit.groupby_cols):
+                    sources |= lineage.get(name, set())
+                lineage[output] = sources
+        final = self.final_columns if self.final_columns is not None else self.data_columns
+        return {c: sorted(lineage.get(c, set())) for c in final}
 
 
 def convert_transform(code: str, data_path: Path, *, limits: GroundTruthLimits | None = None,
@@ -80,8 +96,11 @@ def _conversion(result: dict[str, Any], iso_timeout_s: float) -> Conversion:
         chain_units.append(TransformUnit(verb=verb, code=u["code"], mapping=mapping,
                                          groupby_cols=tuple(u["groupby_cols"]) if verb == "groupby" else ()))
     columns = list(result["columns"])
+    frames = [u["columns"] for u in result["units"] if u["kind"] == "frame"]
+    final = [str(c) for c in frames[-1]] if frames else None
     if not chain_units:
-        return Conversion(units=converted, state=None, error=result.get("error"), data_columns=columns)
+        return Conversion(units=converted, state=None, error=result.get("error"), data_columns=columns,
+                          final_columns=final)
     specs, order, made_by = _chain(chain_units)
     states: dict[str, StepState] = {}
     unit_of = {i: sid for sid, i in made_by.items()}
@@ -93,4 +112,5 @@ def _conversion(result: dict[str, Any], iso_timeout_s: float) -> Conversion:
             states[sid] = states.get(sid, StepState("other", []))
     state = chain_state(specs, order, states, columns, errors=[result["error"]] if result.get("error") else [],
                         iso_timeout_s=iso_timeout_s, meta={"units": len(converted)})
-    return Conversion(units=converted, state=state, error=result.get("error"), data_columns=columns)
+    return Conversion(units=converted, state=state, error=result.get("error"), data_columns=columns,
+                      final_columns=final)

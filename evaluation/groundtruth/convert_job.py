@@ -154,6 +154,10 @@ def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
         before = after.copy(deep=True) if isinstance(after, pd.DataFrame) else _fork({"x": after})["x"]
         before_state = after_state
     result["units"] = _fold_consumed(units)
+    final = ns.get("df")
+    if result["error"] is None and not isinstance(final, pd.DataFrame | pd.Series):
+        result["error"] = (f"the transform code left df as {type(final).__name__}, not a data frame, so what it "
+                           "computed last has no columns to match")
     return result
 
 

@@ -41,6 +41,7 @@ from evaluation.submissions import AnalysisStatus, CodeStatus, SubmittedAnalysis
 __all__ = ["AnalysisJudgement", "agent_variables", "judge_analysis", "run_record_for_unscored"]
 
 ROLES = ("IV", "DV", "Control", "Moderator")
+JUDGED_TOGETHER = (("IV",), ("DV",), ("Control", "Moderator"))  # one judge request per group (see _judge)
 
 
 class AnalysisJudgement(BaseModel):
@@ -177,16 +178,20 @@ def _judge(gt: GroundTruthDecisions, analysis: SubmittedAnalysis, judge: Judge, 
     record.num_cvars2 = len(agent)
     record.num_cvars2_shown = sum(1 for a in agent if a.role in gt_roles)
 
-    # 1. variables, per GT role bucket
+    # 1. variables, per GT role (BLADE). Controls and moderators go to the judge in one request, because step 3
+    # pairs them (BLADE buckets moderators with controls there): asking per role left the cross pairs for step 3,
+    # one more request per model row (10 for one analysis with a moderator). Only same-role pairs count here.
     judged: list[VariableJudgement] = []
     pair_cache: dict[tuple[str, int], int] = {}
-    for role in ROLES:
-        g = [v for v in gt.variables if v.role == role]
-        a = [x for x in agent if x.role == role]
+    roles_of = {v.id: v.role for v in gt.variables}
+    for roles in JUDGED_TOGETHER:
+        g = [v for v in gt.variables if v.role in roles]
+        a = [x for x in agent if x.role in roles]
         if g and a:
             for j in judge.match_variables(g, a, context=gt.context):
                 pair_cache[(j.gt_id, j.agent_index)] = max(j.similarity, pair_cache.get((j.gt_id, j.agent_index), 0))
-                judged.append(j)
+                if roles_of.get(j.gt_id) == agent[j.agent_index].role:
+                    judged.append(j)
             for x in g:
                 for y in a:
                     pair_cache.setdefault((x.id, y.index), 0)

@@ -13,7 +13,7 @@ Cost: every raw response is cached on disk keyed by (model, base URL, template v
 so a re-run makes no call. Within a run, every (ground-truth variable, agent variable) pair the LLM rated is
 remembered; a matching request whose pairs are all known is answered from memory, so the per-model variable
 checks (BLADE: one call per matched model row per type, 48 for one hurricane analysis) cost nothing and an
-analysis needs at most 1 (model) + 4 (variable roles) + 1 (models) = 6 calls.
+analysis needs at most 1 (model) + 3 (IV, DV, controls with moderators) + 1 (models) = 5 calls.
 
 A judge that is down or answers something that is not the requested JSON raises :class:`JudgeError`; the
 analysis is recorded as ``judge_failed`` with that sentence and the other analyses go on.

@@ -38,15 +38,22 @@ def test_a_run_is_registered_scored_and_recorded_with_its_provenance(world):
     assert run.evaluator_version == EVALUATOR_VERSION and run.judge["name"] == "offline" and run.mode == "default"
     assert set(run.dataset_hashes) == {"hurricane"} and len(run.ground_truth_hash) == 64
     assert run.started_at and run.finished_at and run.finished_at >= run.started_at
-    assert run.transform_matcher["name"] == "value+graph"  # transform credit from the release's ground truth
-    assert run.transform_matcher["ground_truth"]["units"] > 0
+    # transform credit from the release's ground truth, described per dataset (its build) and for the run
+    assert run.transform_matcher == {"name": "value+graph", "blade_compat": False, "datasets": ["hurricane"]}
     stored = world.runs / run.submission_files[0]["path"]
     assert stored.read_bytes() == world.multirun and stored.is_relative_to(world.runs)
     result = read_result(world.runs / run.result_path)
     assert result.provenance.release_version == "1.0.0"
     assert result.provenance.ground_truth_hash == run.ground_truth_hash
+    assert result.datasets[0].transform_matcher["ground_truth"]["units"] > 0
     transforms = [a.record.transform for a in result.datasets[0].analyses]
     assert all(t.status == "ok" and t.num_agent_units > 0 for t in transforms)  # each converted without an LLM
+    assert all(t.agent_units for t in transforms)  # what the converter read, for the drill-down
+    # column lineage reaches the judges: derived columns lead back to hurricane's own columns
+    data_columns = set(transforms[0].column_lineage) & {"masfem", "alldeaths", "min", "category", "ndam"}
+    assert data_columns and all(transforms[0].column_lineage[c] == [c] for c in data_columns)
+    derived = [(c, src) for t in transforms for c, src in t.column_lineage.items() if src != [c]]
+    assert derived and all(src and set(src) <= set(transforms[0].column_lineage) for _, src in derived)
     # credit is named by ground-truth units; several examples share an expert unit by value
     gt_names = {u.name for u in result.datasets[0].counts.units}
     assert all({u.name for u in t.matched_value_units + t.matched_graph_units} <= gt_names for t in transforms)

@@ -45,6 +45,24 @@ df.loc[df['age'] <= 24, 'older'] = 0
     assert conv.state.unit_names == ["derive_older", "derive_score_z", "impute_city_filled", "node_0_filter"]
 
 
+def test_column_lineage_follows_units_back_to_the_data(data: Path) -> None:
+    code = """df['ratio'] = df['score'] / df['age']
+df['ratio_z'] = (df['ratio'] - df['ratio'].mean()) / df['ratio'].std()
+df['one'] = 1
+df = df.drop(columns=['city'])
+"""
+    lineage = convert_transform(code, data).column_lineage()
+    assert lineage == {"team": ["team"], "score": ["score"], "age": ["age"], "ratio": ["age", "score"],
+                       "ratio_z": ["age", "score"], "one": []}  # city was dropped: not in the final frame
+
+
+def test_a_transform_that_leaves_no_frame_says_so(data: Path) -> None:
+    conv = convert_transform("df['x'] = df['score'] * 2\ndf = 5\n", data)
+    assert conv.error == ("the transform code left df as int, not a data frame, so what it computed last has no "
+                          "columns to match")
+    assert [u.verb for u in conv.units][0] == "derive"  # what came before still gets credit
+
+
 def test_groupby_rollup_becomes_groupby_and_post_groupby(data: Path) -> None:
     code = "df = df.groupby('team').agg(mean_score=('score', 'mean')).reset_index()"
     conv = convert_transform(code, data)

@@ -98,3 +98,16 @@ def test_cli_gt_build_names_a_missing_dataset(release_dir: Path, capsys: pytest.
     assert main(["gt", "build", str(release_dir), "--dataset", "soccer"]) == 2
     err = capsys.readouterr().err
     assert "soccer" in err and "hurricane" in err
+
+
+def test_release_decision_counts_equal_blade_reference(release_dir: Path, reference: dict) -> None:
+    """The specs BLADE's loader counts: conceptual variables, model rows, transform specs (ROOT included)."""
+    from evaluation.judges import decisions_from_release
+    from exports.native import read_release
+
+    release = read_release(release_dir)
+    for ds in release.datasets:
+        ref, gt = reference[ds.name], decisions_from_release(ds)
+        assert (len(gt.variables), len(gt.models), len(ds.transforms) + 1) == (
+            ref["num_cv_specs"], ref["num_model_rows"], ref["num_transform_specs_incl_root"]), ds.name
+    assert sorted(d.name for d in release.datasets) == DATASETS

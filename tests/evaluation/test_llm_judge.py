@@ -156,3 +156,39 @@ def test_any_object_with_complete_plugs_in(hurricane, tmp_path: Path) -> None:
 
     broken = judge_analysis(gt, sub.analyses[1], make_judge("llm", client=Broken())).record
     assert broken.failure == FailureCategory.JUDGE_FAILED and "TimeoutError: read timed out" in broken.failure_message
+
+
+@pytest.mark.parametrize("name", ["affairs", "boxes", "panda_nuts", "reading"])
+def test_moderators_cost_no_extra_calls(name: str, shared_blade: Path, tmp_path: Path) -> None:
+    """Datasets with moderators: an analysis with controls and a moderator stays within 6 calls (asking per role
+    left the control × moderator pairs to the per-model-row check: 10 calls on reading)."""
+    from evaluation.submissions import parse_submission
+
+    gt = decisions_from_release(blade_release_dataset(shared_blade / "datasets" / name))
+    iv = next(v for v in gt.variables if v.role == "IV")
+    dv = next(v for v in gt.variables if v.role == "DV")
+    others = [v for v in gt.variables if v.role in ("Control", "Moderator")][:4]
+    controls = [{"description": v.concept, "is_moderator": n == 0, "moderator_on": iv.concept if n == 0 else None,
+                 "columns": v.original_columns[:1]} for n, v in enumerate(others)]
+    cols = [iv.original_columns[0], *(c["columns"][0] for c in controls)]
+    analysis = {"cvars": {"ivs": [{"description": iv.concept, "columns": iv.original_columns[:1]}],
+                          "dv": {"description": dv.concept, "columns": dv.original_columns[:1]},
+                          "controls": controls},
+                "transform_code": "def transform(df):\n    return df",
+                "m_code": "def model(df):\n    return smf.ols('" + dv.original_columns[0] + " ~ " + " + ".join(cols)
+                          + "', data=df).fit()"}
+    sub = parse_submission({"dataset_name": name, "analyses": {"0": analysis}}, known_datasets=[name])
+
+    def answers(messages: list[dict[str, Any]]) -> str:  # as `scripted`, but the agent's model is every GT model
+        if "reads data-analysis code" in messages[0]["content"] or "same concept" in messages[0]["content"]:
+            return scripted(messages)
+        return json.dumps({f"A{i + 1}-B1": {"rationale": "equivalent"}
+                           for i in range(len(_items(messages[-1]["content"], "A")))})
+
+    with ChatServer(answers) as server:
+        judge = _judge(server, tmp_path / "cache")
+        r = judge_analysis(gt, sub.analyses[0], judge, transform=TransformMatch(status="ok"))
+        assert r.record.failure == FailureCategory.NONE, r.record.failure_message
+        # model code + IV + DV + controls with moderators + model match; the per-row variable checks cost 0
+        assert judge.calls == 5, judge.calls
+        assert len(r.models) == len(gt.models)  # every row's variables were checked, answered from memory

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.judges.model_code import analyse_model_code
-from evaluation.records import ModelMatchRecord, VariableMatchRecord
+from evaluation.records import AgentUnit, ModelMatchRecord, VariableMatchRecord
 from evaluation.results import (
     RESULT_FORMAT_VERSION,
     AnalysisResult,
@@ -26,7 +26,8 @@ from evaluation.results import (
 )
 from tests.evaluation.test_metrics import _data
 
-GOLDEN = Path(__file__).parent / "golden" / "result_v1.json"
+GOLDEN = Path(__file__).parent / "golden" / "result_v1_1.json"
+GOLDEN_1_0 = Path(__file__).parent / "golden" / "result_v1_0.json"  # written by forkpaths before format 1.1
 
 
 def _result(mode: str = "default"):
@@ -40,7 +41,11 @@ def _result(mode: str = "default"):
                                            cvars_all_matched_representative=True)]
     analyses[0].agent_model = analyse_model_code("def model(df):\n    return smf.ols('b ~ a', df).fit()")
     analyses[3].status, analyses[3].message = "generation_failed", "analysis '3': the agent's run failed."
-    ds = DatasetResult(dataset="d", submission="sub.json", counts=data.counts, analyses=analyses)
+    analyses[0].record.transform.agent_units = [AgentUnit(verb="derive", inputs=["a"], output="x",
+                                                          code="df['x'] = df['a'] * 2")]
+    analyses[0].record.transform.column_lineage = {"a": ["a"], "x": ["a"]}
+    ds = DatasetResult(dataset="d", submission="sub.json", counts=data.counts, analyses=analyses,
+                       transform_matcher={"name": "value+graph", "ground_truth": {"units": 3, "cached": True}})
     return build_result([ds], release_version="1.2.0", ground_truth_hash="sha256:abc", judge={"name": "offline"},
                         transform_matcher={"name": "value+graph"}, mode=mode, n_bootstrap=100, seed=3,
                         created_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
@@ -57,8 +62,17 @@ def test_golden_file() -> None:
     run0 = parsed.datasets[0].analyses[0]
     assert [u.name for u in run0.record.transform.matched_value_units] == ["derive_x"]
     assert [u.id for u in run0.record.transform.matched_graph_units] == ["u1", "u3"]
+    assert run0.record.transform.agent_units[0].output == "x" and run0.record.transform.column_lineage["x"] == ["a"]
+    assert parsed.datasets[0].transform_matcher["ground_truth"]["units"] == 3
     assert run0.metrics == pytest.approx({"cvar": 0.5, "model": 1.0, "model_cvar": 1.0, "value": 0.25,
                                           "graph": 0.5})
+
+
+def test_a_format_1_0_file_still_reads_and_reaggregates_to_its_own_scores() -> None:
+    old = parse_result(GOLDEN_1_0.read_text(encoding="utf-8"))
+    assert old.format_version == "1.0" and old.datasets[0].transform_matcher == {}
+    assert old.datasets[0].analyses[0].record.transform.agent_units == []
+    assert reaggregate(old) == old.scores
 
 
 def test_write_read_round_trip_and_reaggregation(tmp_path: Path) -> None:
