@@ -537,8 +537,9 @@ class ScoreOverride(SQLModel, table=True):
     run_id: int = Field(foreign_key="scoring_run.id", index=True)
     dataset: str = Field(max_length=128)
     analysis_key: str = Field(max_length=64)
-    kind: str = Field(max_length=16, description="variable | model")
-    item: str = Field(max_length=256, description="variable: '<gt_id>|<agent_index>'; model: the GT model id")
+    kind: str = Field(max_length=16, description="variable | model | transform")
+    item: str = Field(max_length=256, description="variable: '<gt_id>|<agent_index>'; model: the GT model id; "
+                      "transform: 'value|<unit id>' or 'graph|<unit id>'")
     label: str = Field(default="", description="what the item is, in words, for the record")
     original: bool = Field(description="whether the engine counted it as a match")
     value: bool = Field(description="whether it counts as a match after the override")

@@ -5,7 +5,11 @@ An override says of one item of one analysis whether it counts as a match:
 * ``variable``: the pair ``"<gt_id>|<agent_index>"`` of a ground-truth variable and an agent variable (any pair the
   judge scored, so a miss can be made a match, and a match a miss);
 * ``model``: a ground-truth model row (its id) the agent's model was matched to; only "not a match" is possible,
-  since the result file holds the rows that matched, not every row.
+  since the result file holds the rows that matched, not every row;
+* ``transform``: ``"value|<unit id>"`` or ``"graph|<unit id>"``, a ground-truth transform unit of the dataset
+  credited (or not) by value or by graph; any unit of the dataset, so a miss can be made a match. Only that
+  unit is credited or withdrawn, not its ancestors: a person decides about the unit they looked at. It moves
+  coverage (and so F1); precision counts the agent's own units, which such an override does not name.
 
 :func:`apply_overrides` returns a corrected *copy* of the result; :func:`evaluation.results.reaggregate` then
 recomputes the scores from it. The original result file stays as the engine wrote it.
@@ -19,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from evaluation.judges.base import MATCH_THRESHOLD
+from evaluation.records import UnitRef
 from evaluation.results import AnalysisResult, EvaluationResult, run_precisions
 
 __all__ = ["OverrideError", "OverrideSpec", "apply_overrides", "find_item", "original_value"]
@@ -31,7 +36,7 @@ class OverrideError(ValueError):
 class OverrideSpec(BaseModel):
     dataset: str
     analysis_key: str
-    kind: Literal["variable", "model"]
+    kind: Literal["variable", "model", "transform"]
     item: str
     value: bool
 
@@ -68,7 +73,21 @@ def find_item(result: EvaluationResult, dataset: str, key: str, kind: str, item:
             if m.gt_id == item:
                 return f"model: {m.specification}"
         raise OverrideError(f"analysis {key!r} of {dataset}: its model was not matched to ground-truth row {item}.")
-    raise OverrideError(f"unknown override kind {kind!r}; use variable or model.")
+    if kind == "transform":
+        method, unit = _unit(result, dataset, item)
+        return f"{method} match of ground-truth unit {unit.name}"
+    raise OverrideError(f"unknown override kind {kind!r}; use variable, model or transform.")
+
+
+def _unit(result: EvaluationResult, dataset: str, item: str) -> tuple[str, UnitRef]:
+    method, _, unit_id = item.partition("|")
+    if method not in ("value", "graph") or not unit_id:
+        raise OverrideError(f"transform item {item!r} is not 'value|<unit id>' or 'graph|<unit id>'.")
+    units = next(d.counts.units for d in result.datasets if d.dataset == dataset)
+    unit = next((u for u in units if u.id == unit_id), None)
+    if unit is None:
+        raise OverrideError(f"dataset {dataset} has no ground-truth transform unit {unit_id}.")
+    return method, unit
 
 
 def original_value(result: EvaluationResult, dataset: str, key: str, kind: str, item: str) -> bool:
@@ -79,11 +98,29 @@ def original_value(result: EvaluationResult, dataset: str, key: str, kind: str, 
         gt_id, index = _pair(item)
         sims = [v.similarity for v in a.variables if v.gt_id == gt_id and v.agent_index == index]
         return bool(sims) and max(sims) >= MATCH_THRESHOLD
+    if kind == "transform":
+        method, unit = _unit(result, dataset, item)
+        return unit in _matched_units(a, method)
     return True
 
 
-def _apply(a: AnalysisResult, overrides: list[OverrideSpec]) -> None:
+def _matched_units(a: AnalysisResult, method: str) -> list[UnitRef]:
+    t = a.record.transform
+    return t.matched_value_units if method == "value" else t.matched_graph_units
+
+
+def _apply(a: AnalysisResult, overrides: list[OverrideSpec], units: dict[str, UnitRef]) -> None:
     rec = a.record
+    for o in (o for o in overrides if o.kind == "transform"):
+        method, _, unit_id = o.item.partition("|")
+        matched = [u for u in _matched_units(a, method) if u.id != unit_id]
+        if o.value and unit_id in units:
+            matched.append(units[unit_id])
+        matched.sort(key=lambda u: u.id)
+        if method == "value":
+            rec.transform.matched_value_units = matched
+        else:
+            rec.transform.matched_graph_units = matched
     var = {_pair(o.item): o.value for o in overrides if o.kind == "variable"}
     if var:
         texts = {(v.gt_id, v.agent_index): (v.gt_text, v.agent_text) for v in a.variables}
@@ -111,6 +148,7 @@ def apply_overrides(result: EvaluationResult, overrides: Iterable[OverrideSpec])
         grouped.setdefault((o.dataset, o.analysis_key), []).append(o)
     for (dataset, key), items in grouped.items():
         a = _analysis(out, dataset, key)
-        _apply(a, items)
+        units = {u.id: u for d in out.datasets if d.dataset == dataset for u in d.counts.units}
+        _apply(a, items, units)
         a.metrics = run_precisions(a.record, out.provenance.mode)
     return out

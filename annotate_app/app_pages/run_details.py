@@ -11,6 +11,7 @@ from annotate_app.components.drilldown import (
     lineage_table,
     missed_units,
     models_table,
+    unit_choices,
     units_table,
     variables_table,
 )
@@ -114,6 +115,8 @@ choices = [("variable", r["item"], f"{'✔' if r['match'] else '✘'} {r['ground
            for r in variables.to_dict("records")]
 choices += [("model", r["item"], f"{'✔' if r['match'] else '✘'} model: {r['ground-truth model']}")
             for r in models.to_dict("records")]
+choices += [("transform", item, f"{'✔' if hit else '✘'} transform unit {name} by {method}")
+            for item, name, method, hit in unit_choices(ds, a)]
 if not choices:
     st.caption("The judge compared nothing in this analysis, so there is no match to override.")
     st.stop()

@@ -86,6 +86,14 @@ def units_table(a: AnalysisResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["ground-truth unit", "id", "matched by"])
 
 
+def unit_choices(ds: DatasetResult, a: AnalysisResult) -> list[tuple[str, str, str, bool]]:
+    """Every ground-truth unit by value and by graph, as override items: (item, unit name, method, matched now)."""
+    t = a.record.transform
+    hit = {"value": {u.id for u in t.matched_value_units}, "graph": {u.id for u in t.matched_graph_units}}
+    return [(f"{method}|{u.id}", u.name, method, u.id in hit[method])
+            for u in ds.counts.units for method in ("value", "graph")]
+
+
 def missed_units(units: Sequence[tuple[str, str]], a: AnalysisResult) -> pd.DataFrame:
     """Ground-truth units (id, name) this analysis matched neither by value nor by graph."""
     t = a.record.transform

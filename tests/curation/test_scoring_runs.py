@@ -178,6 +178,45 @@ def test_overrides_recompute_the_scores_keep_provenance_and_refuse_a_second_eval
                         kind="variable", item="nope|0", value=True, reason="x", runs_root=world.runs)
 
 
+def test_a_missed_transform_unit_can_be_credited_and_a_credited_one_withdrawn(world):
+    run = world.score()
+    result = read_result(world.runs / run.result_path)
+    ds = result.datasets[0]
+    a = next(x for x in ds.analyses if x.record.transform.matched_value_units)
+    credited = a.record.transform.matched_value_units[0]
+    missed = next(u for u in ds.counts.units if u not in a.record.transform.matched_value_units)
+    before = run.scores_effective["overall"]["coverage"]["value"]
+    with session_scope(world.engine) as s, pytest.raises(ScoringError, match="already counts"):
+        lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
+                        kind="transform", item=f"value|{credited.id}", value=True, reason="x", runs_root=world.runs)
+    with session_scope(world.engine) as s, pytest.raises(ScoringError, match="no ground-truth transform unit"):
+        lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
+                        kind="transform", item="value|nope", value=True, reason="x", runs_root=world.runs)
+    with session_scope(world.engine) as s:
+        lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
+                        kind="transform", item=f"value|{missed.id}", value=True,
+                        reason="log1p of deaths is the expert's log(deaths + 1)", runs_root=world.runs)
+    with session_scope(world.engine) as s:
+        effective = lb.effective_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+        up = s.get(ScoringRun, run.id).scores_effective["overall"]["coverage"]["value"]
+        (o,) = s.exec(select(ScoreOverride)).all()
+    now = next(x for x in effective.datasets[0].analyses if x.key == a.key).record.transform
+    assert missed in now.matched_value_units and credited in now.matched_value_units
+    assert up >= before and (o.original, o.value, o.kind) == (False, True, "transform")
+    assert o.label == f"value match of ground-truth unit {missed.name}"
+    with session_scope(world.engine) as s:  # and the other way: a credit a person finds wrong is withdrawn
+        lb.add_override(session=s, actor=world.evaluator2, run_id=run.id, dataset="hurricane", analysis_key=a.key,
+                        kind="transform", item=f"graph|{a.record.transform.matched_graph_units[0].id}"
+                        if a.record.transform.matched_graph_units else f"value|{credited.id}",
+                        value=False, reason="the agent's column is not this unit's", runs_root=world.runs)
+        effective = lb.effective_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+    now = next(x for x in effective.datasets[0].analyses if x.key == a.key).record.transform
+    withdrawn = (a.record.transform.matched_graph_units[:1] or [credited])[0]
+    assert withdrawn not in (now.matched_graph_units if a.record.transform.matched_graph_units
+                             else now.matched_value_units)
+    assert read_result(world.runs / run.result_path) == result  # the engine's file is never rewritten
+
+
 def test_stale_scores_are_flagged_and_rescoring_is_one_action(world):
     old = world.score()
     world.cut("1.0.1")  # nothing changed: not stale

@@ -93,6 +93,9 @@ def test_an_override_changes_the_score_and_a_second_one_is_refused(ui, scored):
     assert int(missed.rsplit(" of ", 1)[1]) > 0, missed
     matched = [i for i, o in enumerate(at.selectbox[-1].options) if o.startswith("✔")]
     assert matched, at.selectbox[-1].options
+    units = [o for o in at.selectbox[-1].options if " transform unit " in o]  # ground-truth units can be flipped
+    assert any(o.endswith(" by value") for o in units) and any(o.endswith(" by graph") for o in units)
+    assert at.dataframe[1].value["verb"].tolist() == ["filter"]  # this analysis's code drops rows only
     at.selectbox[-1].set_value(matched[0])
     at.text_input[-1].input("not the same concept")
     next(b for b in at.button if b.label == "Flip this match").click().run()
