@@ -17,7 +17,7 @@ from annotate_app.components.drilldown import (
 )
 from annotate_app.text import md
 from curation.models import Role, RunStatus, User
-from curation.services.leaderboard import add_override, effective_result, list_overrides, submitted_analyses
+from curation.services.leaderboard import add_override, list_overrides, submitted_analyses, viewable_result
 from curation.services.scoring import list_runs
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
@@ -38,17 +38,21 @@ state.choose_run(run_id)
 
 
 def _load(s):
-    result = effective_result(session=s, actor=user, run_id=run_id, runs_root=cfg.runs_store)
+    result, withheld = viewable_result(session=s, actor=user, run_id=run_id, runs_root=cfg.runs_store)
     overrides = list_overrides(session=s, actor=user, run_id=run_id)
     authors = {u.id: u.display_name or u.username for u in s.exec(select(User)).all()}
-    return result, overrides, authors, submitted_analyses(session=s, actor=user, run_id=run_id,
-                                                          runs_root=cfg.runs_store)
+    return result, withheld, overrides, authors, submitted_analyses(session=s, actor=user, run_id=run_id,
+                                                                    runs_root=cfg.runs_store)
 
 
 loaded = context.attempt(_load)
 if loaded is None:
     st.stop()
-result, overrides, authors, submitted = loaded
+result, withheld, overrides, authors, submitted = loaded
+for name, why in withheld.items():
+    st.info(md(f"Dataset {name} is left out of these details: {why}"), icon="🙈")
+if not result.datasets:
+    st.stop()
 run = next(r for r in runs if r.id == run_id)
 engine_scores, scores = (run.scores or {}).get("overall", {}), (run.scores_effective or {}).get("overall", {})
 figures = [("Weighted score", "weighted", None), *[(f"F1 {label}", "f1", t) for t, label in SCORE_COLUMNS.items()]]

@@ -17,10 +17,11 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from curation.errors import OverrideConflict, ScoringError
+from curation.errors import BlindingViolation, OverrideConflict, ScoringError
 from curation.models import ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.blinding import blind_datasets
 from curation.services.scoring import (
     SCORING_ROLES,
     get_run,
@@ -47,6 +48,7 @@ __all__ = [
     "list_overrides",
     "run_result",
     "stale_scores",
+    "viewable_result",
 ]
 
 log = logging.getLogger(__name__)
@@ -228,6 +230,19 @@ def effective_result(*, session: Session, actor: User, run_id: int, runs_root: P
 
 
 @judges_actor
+def viewable_result(*, session: Session, actor: User, run_id: int, runs_root: Path,
+                    ) -> tuple[EvaluationResult, dict[str, str]]:
+    """What Run details shows: the effective result without the datasets whose stage-1 work ``actor`` is blind
+    to (a curator or admin annotating one: its ground-truth variables, models and units are peers' stage-1
+    decisions), and those datasets' names with the reason."""
+    result = effective_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    withheld = blind_datasets(session=session, actor=actor, names=[d.dataset for d in result.datasets])
+    if withheld:
+        result = result.model_copy(update={"datasets": [d for d in result.datasets if d.dataset not in withheld]})
+    return result, withheld
+
+
+@judges_actor
 def add_override(*, session: Session, actor: User, run_id: int, dataset: str, analysis_key: str, kind: str,
                  item: str, value: bool, reason: str, runs_root: Path) -> ScoreOverride:
     """Record that ``item`` does (``value``) or does not count as a match, and recompute the run's scores.
@@ -237,6 +252,9 @@ def add_override(*, session: Session, actor: User, run_id: int, dataset: str, an
         ScoringError: no reason, an item the analysis does not have, or a value equal to the engine's.
     """
     require_role(actor, *SCORING_ROLES)
+    withheld = blind_datasets(session=session, actor=actor, names=[dataset])
+    if withheld:
+        raise BlindingViolation(" ".join(withheld.values()))
     reason = reason.strip()
     if not reason:
         raise ScoringError("Give a reason for the override; it is kept with the run.")

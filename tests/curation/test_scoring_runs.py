@@ -348,3 +348,26 @@ def test_the_app_worker_scores_in_the_background_and_picks_up_queued_runs(world)
         worker.shutdown()
     with session_scope(world.engine) as s:
         assert {r.status for r in s.exec(select(ScoringRun)).all()} == {RunStatus.SUCCEEDED.value}
+
+
+def test_a_curator_annotating_a_dataset_sees_no_ground_truth_of_it_in_run_details(world):
+    """Ground-truth variables, models and units are peers' stage-1 work: blind curators and admins see none."""
+    from curation.errors import BlindingViolation
+    from curation.models import Dataset, Role
+    from curation.services.datasets import assign_analysts
+    from tests import factories as f
+
+    run = world.score()
+    admin = f.user(world.engine, "adm-blind", Role.ADMIN)
+    with session_scope(world.engine) as s:
+        ds = s.exec(select(Dataset).where(Dataset.name == "hurricane")).one()
+        assign_analysts(session=s, actor=admin, dataset_id=ds.id, user_ids=[world.curator.id])
+    with session_scope(world.engine) as s:
+        result, withheld = lb.viewable_result(session=s, actor=world.curator, run_id=run.id, runs_root=world.runs)
+    assert result.datasets == [] and "assigned to annotate 'hurricane'" in withheld["hurricane"]
+    with session_scope(world.engine) as s, pytest.raises(BlindingViolation, match="assigned to annotate"):
+        lb.add_override(session=s, actor=world.curator, run_id=run.id, dataset="hurricane", analysis_key="0",
+                        kind="variable", item="x|0", value=True, reason="r", runs_root=world.runs)
+    with session_scope(world.engine) as s:  # the evaluator, who annotates nothing, sees it all
+        result, withheld = lb.viewable_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+    assert [d.dataset for d in result.datasets] == ["hurricane"] and withheld == {}
