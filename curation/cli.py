@@ -179,7 +179,12 @@ def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
     from curation.models import Dataset
-    from curation.services.checks import check_model_code, check_transform_code
+    from curation.services.checks import (
+        CheckedModel,
+        CheckedTransform,
+        check_model_code,
+        check_transform_code,
+    )
     from evaluation.sandbox import SandboxLimits
     from evaluation.specs import ROOT_SPEC_ID
 
@@ -196,6 +201,7 @@ def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
         actor = _operator(session, args.as_user)
         after = args.after or []
+        check: CheckedModel | CheckedTransform
         if args.model:
             check = check_model_code(session=session, actor=actor, dataset_id=dataset.id or 0, code=code,
                                      transform_ids=after, store=settings.datasets_store, limits=limits)

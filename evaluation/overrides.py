@@ -113,14 +113,14 @@ def _apply(a: AnalysisResult, overrides: list[OverrideSpec], units: dict[str, Un
     rec = a.record
     for o in (o for o in overrides if o.kind == "transform"):
         method, _, unit_id = o.item.partition("|")
-        matched = [u for u in _matched_units(a, method) if u.id != unit_id]
+        credited = [u for u in _matched_units(a, method) if u.id != unit_id]
         if o.value and unit_id in units:
-            matched.append(units[unit_id])
-        matched.sort(key=lambda u: u.id)
+            credited.append(units[unit_id])
+        credited.sort(key=lambda u: u.id)
         if method == "value":
-            rec.transform.matched_value_units = matched
+            rec.transform.matched_value_units = credited
         else:
-            rec.transform.matched_graph_units = matched
+            rec.transform.matched_graph_units = credited
     var = {_pair(o.item): o.value for o in overrides if o.kind == "variable"}
     if var:
         texts = {(v.gt_id, v.agent_index): (v.gt_text, v.agent_text) for v in a.variables}

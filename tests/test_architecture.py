@@ -39,3 +39,13 @@ def test_package_imports_only_downwards(package: str) -> None:
 
 def test_datasets_folder_is_data_not_a_package() -> None:
     assert not list((ROOT / "datasets").rglob("*.py")), "datasets/ would shadow HuggingFace's `datasets`"
+
+
+def test_ruff_finds_nothing() -> None:
+    """The chosen rule set (pyproject) holds everywhere, the banned-api rule included (streamlit in UI only)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
+                           str(ROOT)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -187,9 +187,9 @@ def _locked_analysis(session: Session, dataset_id: int, user_id: int) -> Analysi
     if insert is None:  # pragma: no cover - forkpaths runs on SQLite and PostgreSQL only
         raise RuntimeError(f"unsupported database {dialect!r}")
     session.execute(
-        insert(Analysis)
+        insert(Analysis)  # both dialects' Insert have on_conflict_do_nothing; the union type hides it from mypy
         .values(dataset_id=dataset_id, annotator_id=user_id, status=AnalysisStatus.DRAFT.value, created_at=utcnow())
-        .on_conflict_do_nothing(index_elements=["dataset_id", "annotator_id"])
+        .on_conflict_do_nothing(index_elements=["dataset_id", "annotator_id"])  # type: ignore[attr-defined]
     )
     session.execute(
         update(Analysis)

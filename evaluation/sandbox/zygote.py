@@ -34,7 +34,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TextIO, cast
 
 if __name__ == "__main__":  # started as a script: make the project's packages importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -84,7 +84,7 @@ def _worker(spec: dict[str, Any], fds: dict[str, int | None], work: Path, *, iso
     import numpy as np
 
     os.dup2(fds["stderr"], 2)  # type: ignore[arg-type]
-    channel = os.fdopen(fds["result"], "w", encoding="utf-8")  # type: ignore[arg-type]
+    channel = cast(TextIO, os.fdopen(_fd(fds, "result"), "w", encoding="utf-8"))
     os.environ.update({"HOME": str(work), "TMPDIR": str(work), "MPLCONFIGDIR": str(work)})
     tempfile.tempdir = None
     np.random.seed()  # a fresh process would not share the template's random state
@@ -97,8 +97,8 @@ def _worker(spec: dict[str, Any], fds: dict[str, int | None], work: Path, *, iso
         function = registry.lookup(spec["name"])
         if function is None:
             raise LookupError(f"no sandbox job is registered as {spec['name']!r}")
-        data = os.fdopen(fds["data"], "rb") if fds.get("data") is not None else None
-        cache = os.fdopen(fds["cache"], "rb") if fds.get("cache") is not None else None
+        data = cast(BinaryIO, os.fdopen(_fd(fds, "data"), "rb")) if fds.get("data") is not None else None
+        cache = cast(BinaryIO, os.fdopen(_fd(fds, "cache"), "rb")) if fds.get("cache") is not None else None
         ctx = JobContext(payload=spec["payload"], limits=spec["limits"], data=data, cache=cache,
                          output_fd=fds["output"],  # type: ignore[arg-type]
                          channel=channel, work=work, audit_hook=bool(spec.get("audit_hook", True)))
@@ -139,8 +139,15 @@ def _read_spec(named: dict[str, int | None]) -> dict[str, Any]:
         return json.loads(handle.read().decode("utf-8"))
 
 
+def _fd(fds: dict[str, int | None], name: str) -> int:
+    fd = fds.get(name)
+    if fd is None:
+        raise LookupError(f"the sandbox was given no {name} descriptor")
+    return fd
+
+
 def _report_failure(named: dict[str, int | None], exc: BaseException) -> None:
-    channel = os.fdopen(named["result"], "w", encoding="utf-8")  # type: ignore[arg-type]
+    channel = cast(TextIO, os.fdopen(_fd(named, "result"), "w", encoding="utf-8"))
     send(channel, {"event": "result", "ok": False, "error_kind": "internal",
                    "exc_message": f"the sandbox could not isolate the job: {exc}"})
 
