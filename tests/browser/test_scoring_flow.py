@@ -62,6 +62,9 @@ def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Pa
         page.get_by_text("The agent's code").wait_for(timeout=60_000)
         before = _metric(page, "F1 variables")
         shot(page, shots / "05-drilldown.png", page.get_by_text("The agent's code"))
+        credit = page.get_by_text("Ground-truth units it matched")  # below the converter's units
+        credit.wait_for()
+        shot(page, shots / "05b-converter.png", credit)
         shot(page, shots / "06-matches.png", page.get_by_text("Override a match"))
 
         item = page.get_by_label("Item", exact=True)  # the override form's selectbox
