@@ -63,7 +63,9 @@ def render_alternative_forms(user: User, dataset_id: int, item: ReviewItem, data
         k = f"alt.{item.key}.tf"
         with st.form(k):
             code = st.text_area("Code (pandas statements acting on `df`)", height=110, key=f"{k}.code")
-            output = st.text_input("Output column it creates", key=f"{k}.output")
+            c1, c2 = st.columns(2)
+            output = c1.text_input("Output column it creates", key=f"{k}.output")
+            name = c2.text_input("Name (optional)", key=f"{k}.name", placeholder="alt_<output column>")
             rationale = st.text_area("Rationale", height=70, key=f"{k}.rationale")
             submitted = st.form_submit_button("Run the sanity check and propose", key=f"{k}.submit")
         if submitted:
@@ -82,5 +84,5 @@ def render_alternative_forms(user: User, dataset_id: int, item: ReviewItem, data
             render_transform(check)
             _done(context.attempt(lambda s: propose_transform_alternative(
                 session=s, actor=user, dataset_id=dataset_id, seed_id=item.variable_id or "", check=check,
-                data=TransformAlternativeInput(code=code, output_col=output, rationale=rationale,
+                data=TransformAlternativeInput(spec_name=name, code=code, output_col=output, rationale=rationale,
                                                parents=item.alt_parent_ids))), "transform")

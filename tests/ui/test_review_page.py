@@ -157,6 +157,35 @@ def test_propose_an_alternative_variable_from_the_queue(ui, stage2):
     assert "storm strength" in texts(bob_view)
 
 
+def test_propose_an_alternative_transform_runs_the_sanity_check(ui, stage2):
+    from curation.models import Alternative
+
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
+    at = _review(ui, ui.analyst)
+    dv = stage2["ids"]["bob"]["dv"]
+    at.radio(key=f"alt.variable:{dv}.kind").set_value("transform").run()
+    k = f"alt.variable:{dv}.tf"
+    at.text_area(key=f"{k}.code").input("df['d2'] = df['nope'] ** 0.5")
+    at.text_input(key=f"{k}.output").input("d2")
+    at.text_area(key=f"{k}.rationale").input("milder than log")
+    at.button(key=f"{k}.submit").click().run()
+    errors = " ".join(e.value for e in at.error)
+    assert "Sanity check failed" in errors and "the code does not run" in errors  # refused, and why
+    assert "KeyError: 'nope'" in " ".join(c.value for c in at.code)
+    with session_scope(ui.engine) as s:
+        assert s.exec(select(Alternative)).all() == []
+    at.text_area(key=f"{k}.code").input("df['d2'] = df['deaths'] ** 0.5")
+    at.text_input(key=f"{k}.name").input("sqrt_deaths")
+    at.button(key=f"{k}.submit").click().run()
+    assert not at.exception, at.exception
+    assert "Alternative transform saved" in texts(at)
+    with session_scope(ui.engine) as s:
+        (alt,) = s.exec(select(Alternative)).all()
+    assert (alt.kind, alt.payload["spec_name"], alt.payload["output_col"]) == ("transform", "sqrt_deaths", "d2")
+    assert alt.extra["check"]["ok"] and len(alt.extra["value_hash"]) == 64
+
+
 def test_reviewers_see_proposed_text_literally(ui, stage2):
     """Shortcodes, dollars and emphasis in what a peer typed reach the reviewer as typed (issue 8.1)."""
     with session_scope(ui.engine) as s:
