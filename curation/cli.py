@@ -260,6 +260,8 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                                      releases_root=root, store=settings.datasets_store,
                                      dataset_names=args.dataset or None, progress=_progress)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
+            if note := rel.unreviewed_note(record.summary):
+                print(note)
         elif args.release_command == "list":
             from curation.services.release_store import release_store_problems
 

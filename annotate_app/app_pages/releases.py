@@ -16,6 +16,7 @@ from curation.services.releases import (
     list_release_records,
     next_version,
     release_archive,
+    unreviewed_note,
     withheld_in_release,
 )
 
@@ -49,8 +50,10 @@ if go:
         dataset_names=chosen, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
     if record is not None:
         state.bump_form("cut_release")  # an empty form for the next release
-        state.flash(f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "
-                    f"{record.manifest_sha256[:12]}….")
+        cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "
+               f"{record.manifest_sha256[:12]}….")
+        pending = unreviewed_note(record.summary)
+        state.flash(f"{cut} {pending}" if pending else cut, "warning" if pending else "success")
         st.rerun()
 
 with tab_list:

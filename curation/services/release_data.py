@@ -136,6 +136,8 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
     for q in _rows(session, MCQ, dataset_id=dataset.id):
         review = reviews.get(q.id)
         extra = dict(q.extra)
+        if review is None and _generated(q):
+            continue  # generated and not yet reviewed: a curator has not vouched for it
         if review is not None:
             if review.status == "rejected":
                 continue  # a curator rejected it: never released
@@ -145,6 +147,17 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
                                   options=q.options, correct_index=q.correct_index, extra=extra))
     ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
     return ds
+
+
+def _generated(q: MCQ) -> bool:
+    return (q.extra or {}).get("source") == "generated"
+
+
+def unreviewed_mcqs(session: Session, dataset_id: int) -> int:
+    """Generated MCQs no curator has accepted, edited or rejected yet: left out of releases until reviewed
+    (imported MCQs, such as BLADE's, are released as they came)."""
+    reviewed = set(session.exec(select(MCQReview.mcq_id).where(MCQReview.dataset_id == dataset_id)).all())
+    return sum(1 for q in _rows(session, MCQ, dataset_id=dataset_id) if _generated(q) and q.id not in reviewed)
 
 
 def _stage3(session: Session, dataset: Dataset, ds: DatasetRelease, who: Any) -> None:

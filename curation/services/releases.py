@@ -33,7 +33,7 @@ from curation.models import Dataset, ReleaseRecord, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import blind_datasets
-from curation.services.release_data import dataset_release
+from curation.services.release_data import dataset_release, unreviewed_mcqs
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
@@ -266,6 +266,7 @@ def cut_release(
     release = Release(version=version, created_at=utcnow(), app_version=app_version(), notes=notes.strip(),
                       previous_version=previous_record.version if previous_record else None, licence=licence,
                       attribution=attribution, datasets=[dataset_release(session, d) for d in datasets])
+    unreviewed = {d.name: unreviewed_mcqs(session, d.id or 0) for d in datasets}
     data_files = {d.name: store / d.data_relpath for d in datasets}
     writer = _session_writer(session, releases_root)
     path: Path | None = None
@@ -285,7 +286,8 @@ def cut_release(
             path=path.relative_to(releases_root).as_posix(), manifest_sha256=manifest,
             zip_sha256=published.zip_sha256,
             summary={d.name: {"variables": len(d.variables), "transforms": len(d.transforms), "models": len(d.models),
-                              "alternatives": len(d.alternatives), "votes": len(d.votes), "mcqs": len(d.mcqs)}
+                              "alternatives": len(d.alternatives), "votes": len(d.votes), "mcqs": len(d.mcqs),
+                              "mcqs_unreviewed": unreviewed.get(d.name, 0)}
                      for d in release.datasets},
         )
         session.add(record)
@@ -454,6 +456,16 @@ def release_archive(*, session: Session, actor: User, version: str, fmt: str, re
                 if file.is_file():
                     zf.write(file, file.relative_to(folder.parent).as_posix())
         return f"forkpaths-{version}-blade.zip", buffer.getvalue()
+
+def unreviewed_note(summary: Mapping[str, Mapping[str, int]]) -> str:
+    """The sentence a curator needs after a cut that left generated MCQs out because nobody reviewed them."""
+    left = {name: n for name, counts in summary.items() if (n := counts.get("mcqs_unreviewed", 0))}
+    if not left:
+        return ""
+    where = ", ".join(f"{n} of {name}" for name, n in sorted(left.items()))
+    return (f"Generated MCQs not yet reviewed were left out of this release ({where}): accept or edit them on the "
+            "MCQs page, then cut the next release.")
+
 
 def next_version(records: Sequence[ReleaseRecord]) -> str:
     """The next patch version after the latest release (1.0.0 for the first)."""

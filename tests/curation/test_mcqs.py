@@ -272,6 +272,8 @@ def test_cli_mcq_generate_and_audit(tmp_path, shared_blade):
     assert "MCQs from rule blade@1, seed 5" in r.stdout and "transform/select_pos" in r.stdout
     r = cli("mcq", "audit", "hurricane")
     assert r.returncode == 0 and "0 flagged" in r.stdout
+    r = cli("release", "create", "--version", "1.0.0")  # nobody reviewed the generated ones: left out, and said
+    assert r.returncode == 0 and "Generated MCQs not yet reviewed were left out of this release" in r.stdout
     r = cli("mcq", "generate", "nowhere")
     assert r.returncode == 2 and "no dataset called 'nowhere'" in r.stderr and "Traceback" not in r.stderr
 
@@ -327,19 +329,26 @@ def test_curators_review_accept_reject_and_edit(judged):
 
 def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_shape(judged):
     from curation.services.mcq_review import review_mcq
-    from curation.services.release_data import dataset_release
+    from curation.services.release_data import dataset_release, unreviewed_mcqs
+    from curation.services.releases import unreviewed_note
     from exports.blade_convert import blade_mcqs_from_release
     from exports.blade_mcq import parse_mcqs
 
     t = judged
     report = _generate(t, seed=4)
     rejected = report.mcqs[0]["id"]
+    pending = report.mcqs[-1]["id"]
     with session_scope(t["engine"]) as s:
         review_mcq(session=s, actor=t["cur"], mcq_id=rejected, decision="rejected", note="duplicate idea")
-        review_mcq(session=s, actor=t["cur"], mcq_id=report.mcqs[1]["id"], decision="accepted")
+        for q in report.mcqs[1:-1]:
+            review_mcq(session=s, actor=t["cur"], mcq_id=q["id"], decision="accepted")
     with session_scope(t["engine"]) as s:
         ds = dataset_release(s, s.get(Dataset, t["ds"].id))
-    assert [q.id for q in ds.mcqs] == [q["id"] for q in report.mcqs[1:]]  # rejected ones are never released
+        assert unreviewed_mcqs(s, t["ds"].id) == 1
+    # rejected ones are never released, and generated ones nobody reviewed yet are not either
+    assert [q.id for q in ds.mcqs] == [q["id"] for q in report.mcqs[1:-1]] and pending not in {q.id for q in ds.mcqs}
+    assert unreviewed_note({"storms": {"mcqs_unreviewed": 1}}).startswith(
+        "Generated MCQs not yet reviewed were left out of this release (1 of storms)")
     assert ds.mcqs[0].extra["review"]["status"] == "accepted" and ds.mcqs[0].extra["review"]["by"].startswith("A")
     assert all(o.extra["provenance"]["items"] for q in ds.mcqs for o in q.options)
     status = {c.target_id: c for c in ds.consensus}
