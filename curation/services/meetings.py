@@ -153,11 +153,14 @@ def set_attendance(*, session: Session, actor: User, meeting_id: int, user_ids: 
 def show_item(*, session: Session, actor: User, meeting_id: int, position: int) -> Meeting:
     """Move the projector to agenda item ``position``."""
     _facilitator(actor)
-    meeting = _meeting(session, meeting_id)
+    meeting = _meeting(session, meeting_id, lock=True)
+    _require_open(meeting)  # a closed meeting's record does not change, not even where its projector stood
     if not 0 <= position < max(len(meeting.agenda), 1):
         raise StageError(f"The agenda has {len(meeting.agenda)} items; there is no item {position + 1}.")
+    before = meeting.current
     meeting.current = position
     session.add(meeting)
+    _event(session, meeting, actor, "show", before=before, after=position)
     session.flush()
     return meeting
 

@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.errors import PermissionDenied, StageError
-from curation.models import MeetingOutcome, Role, Stage, VoteChange
+from curation.models import MeetingEvent, MeetingOutcome, Role, Stage, VoteChange
 from curation.services.alternatives import store_alternative
 from curation.services.annotation import submit_analysis
 from curation.services.coverage import expert_coverage
@@ -84,6 +84,9 @@ def test_a_meeting_from_start_to_summary(split):
         show_item(session=s, actor=t["cur"], meeting_id=mid, position=1)
         with pytest.raises(StageError, match="no item 3"):
             show_item(session=s, actor=t["cur"], meeting_id=mid, position=2)
+    with session_scope(eng) as s:  # the projector's moves are audited like everything else
+        (moved,) = s.exec(select(MeetingEvent).where(MeetingEvent.action == "show")).all()
+        assert (moved.actor_id, moved.detail) == (t["cur"].id, {"before": 0, "after": 1})
     # cid is persuaded during the meeting; an analyst cannot record outcomes
     with session_scope(eng) as s:
         revise_vote(session=s, actor=t["cid"], meeting_id=mid, target_kind="alternative", target_id=alt,
@@ -124,6 +127,8 @@ def test_a_meeting_from_start_to_summary(split):
         with pytest.raises(StageError, match="closed"):
             revise_vote(session=s, actor=t["cid"], meeting_id=mid, target_kind="alternative", target_id=alt,
                         question="justifiable", answer="no", explanation="changed back")
+        with pytest.raises(StageError, match="closed"):
+            show_item(session=s, actor=t["cur"], meeting_id=mid, position=0)
         summary = meeting_summary(session=s, meeting_id=mid)
         change = s.exec(select(VoteChange).where(VoteChange.note == f"meeting {mid}")).one()
         assert change.before["answer"] == "no" and change.after["answer"] == "yes"
@@ -138,7 +143,7 @@ def test_a_meeting_from_start_to_summary(split):
         return [v["answer"] for v in votes if v["annotator"] == cid and v["target_id"] == alt]
 
     assert cid_on_alt(summary["pre_votes"]) == ["no"] and cid_on_alt(summary["post_votes"]) == ["yes"]
-    assert [e["action"] for e in summary["events"]] == ["start", "attendance", "vote", "outcome", "outcome", "close"]
+    assert [e["action"] for e in summary["events"]] == ["start", "attendance", "show", "vote", "outcome", "outcome", "close"]
     assert all(e["by"] for e in summary["events"])
     from curation.models import Dataset
     from curation.services.release_data import dataset_release
