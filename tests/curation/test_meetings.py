@@ -209,3 +209,27 @@ def test_expert_coverage(split):
     assert rows[("ana", "variable")] == (1, 2) and rows[("cid", "all")] == (1, 2)
     assert next(r for r in cov.rows if r.analyst == "bob" and r.kind == "variable").share == 0.5
     assert cov.union == {"variable": 1, "transform": 0}
+
+
+def test_expert_coverage_counts_a_transform_by_what_it_computes(split):
+    """An alternative computing an expert's column with other code is the idea that expert had in stage 1."""
+    from curation.models import Transform
+    from curation.services.alternatives import output_hashes
+
+    t, eng = split, split["engine"]
+    with session_scope(eng) as s:
+        mine = s.get(Transform, t["ids"]["ana"]["transform"])
+        (value_hash,) = output_hashes(mine)  # recorded by ana's stage-1 sanity check
+        alt = store_alternative(s, dataset_id=t["ds"].id, kind="transform", source="llm", proposed_by_id=None,
+                                seed_id=t["ids"]["ana"]["dv"], payload={
+                                    "code": "df['ld'] = np.log1p(df['deaths'])", "output_col": "ld",
+                                    "concept": "deaths", "variable_type": "DV", "rationale": "r", "parent_ids": []},
+                                extra={"value_hash": value_hash}).alternative.id
+        for voter in (t["ana"], t["bob"], t["cid"]):
+            cast_vote(session=s, actor=voter, target_kind="alternative", target_id=alt, question="justifiable",
+                      answer="yes")
+    with session_scope(eng) as s:
+        cov = expert_coverage(session=s, actor=t["cur"], dataset_id=t["ds"].id)
+    assert cov.ideas["transform"] == 1 and cov.union["transform"] == 1
+    rows = {(r.analyst, r.kind): (r.covered, r.total) for r in cov.rows}
+    assert all(rows[(n, "transform")] == (1, 1) for n in ("ana", "bob", "cid"))  # each wrote log(deaths + 1)
