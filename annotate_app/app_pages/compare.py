@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context
-from annotate_app.components.score_charts import DECISION_LABELS, difference_figure
+from annotate_app.components.score_charts import DECISION_LABELS, difference_figure, difference_table
 from curation.models import Role, RunStatus
 from curation.services.leaderboard import compare_run_results
 from curation.services.scoring import list_runs
@@ -42,10 +42,8 @@ scope = st.selectbox("Dataset", ["all", *cmp.datasets], key="compare.dataset",
                      format_func=lambda d: "mean over the datasets" if d == "all" else d)
 rows = [d.model_dump() for d in cmp.differences if d.dataset == scope]
 st.plotly_chart(difference_figure(rows), key="compare.chart")
-st.dataframe(pd.DataFrame([{"decision type": DECISION_LABELS[r["decision_type"]], "F1 A": r["f1_a"],
-                            "F1 B": r["f1_b"], "A − B": r["diff"], "95 % low": r["ci_low"], "95 % high": r["ci_high"],
-                            "paired": r["paired"]} for r in rows]), hide_index=True, width="stretch",
-             key="compare.table")
+st.dataframe(difference_table(rows), hide_index=True, width="stretch", key="compare.table")
+st.caption("— : undefined (no ground-truth item of that type to match, or too few analyses to resample).")
 st.subheader("Matched by one run only")
 items = [i for i in cmp.items if scope in ("all", i.dataset) and (i.only_a or i.only_b)]
 if not items:

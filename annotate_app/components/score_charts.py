@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 
 DECISION_TYPES = ("cvar", "value", "graph", "model", "model_cvar")
@@ -86,3 +87,19 @@ def confusion_figure(matrix: Sequence[Sequence[int]], labels: Sequence[str], tit
                                text=[[str(v) for v in row] for row in matrix], texttemplate="%{text}"))
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=40, b=10), title=title, yaxis=dict(autorange="reversed"))
     return fig
+
+
+UNDEFINED = "—"
+
+
+def _figure(value: float | None) -> str:
+    return UNDEFINED if value is None or pd.isna(value) else f"{value:.3f}"
+
+
+def difference_table(differences: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """The paired comparison as a table a person reads: figures to 3 decimals, a dash where a figure is undefined
+    (an F1 with nothing to match on either side; an interval without two runs to resample)."""
+    return pd.DataFrame([{"decision type": DECISION_LABELS[r["decision_type"]], "F1 A": _figure(r["f1_a"]),
+                          "F1 B": _figure(r["f1_b"]), "A − B": _figure(r["diff"]), "95 % low": _figure(r["ci_low"]),
+                          "95 % high": _figure(r["ci_high"]), "paired": r["paired"]} for r in differences],
+                        columns=["decision type", "F1 A", "F1 B", "A − B", "95 % low", "95 % high", "paired"])

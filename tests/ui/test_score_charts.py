@@ -42,3 +42,16 @@ def test_difference_and_confusion_figures():
     assert list(fig.data[0].x) == [0.2] and list(fig.data[0].y) == ["variables"]
     heat = confusion_figure([[5, 1], [1, 3]], ["match", "no match"], "t")
     assert [list(r) for r in heat.data[0].z] == [[5, 1], [1, 3]] and list(heat.data[0].x)[0] == "judge: match"
+
+
+def test_difference_table_shows_a_dash_for_undefined_figures():
+    from annotate_app.components.score_charts import difference_table
+
+    table = difference_table([
+        {"decision_type": "cvar", "f1_a": 0.98431, "f1_b": 0.5, "diff": 0.48431, "ci_low": 0.2, "ci_high": 0.7,
+         "paired": True},
+        {"decision_type": "graph", "f1_a": None, "f1_b": None, "diff": None, "ci_low": None, "ci_high": float("nan"),
+         "paired": True}])
+    assert table.iloc[0][["decision type", "F1 A", "A − B"]].tolist() == ["variables", "0.984", "0.484"]
+    assert table.iloc[1][["F1 A", "F1 B", "A − B", "95 % low", "95 % high"]].tolist() == ["—"] * 5
+    assert "None" not in table.to_string() and "nan" not in table.to_string()
