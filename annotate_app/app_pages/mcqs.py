@@ -4,11 +4,13 @@ import streamlit as st
 
 from annotate_app import context, state
 from annotate_app.components.mcq_view import render_mcq
-from curation.models import Role
+from annotate_app.text import md
+from curation.models import Role, Stage
 from curation.services.datasets import list_datasets
 from curation.services.mcq_audit import audit_mcqs
 from curation.services.mcq_generate import MCQSettings, generate_mcqs
 from curation.services.mcq_review import mcq_views
+from curation.services.stages import get_review_settings
 
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 st.title("❓ MCQs")
@@ -23,6 +25,10 @@ dataset_id = st.selectbox("Dataset", list(datasets), format_func=lambda i: datas
                           index=list(datasets).index(previous) if previous in datasets else 0)
 state.put(state.MCQ_DATASET_ID, dataset_id)
 dataset = datasets[dataset_id]
+stage = context.attempt(lambda s: get_review_settings(session=s, dataset_id=dataset_id).stage)
+if stage == Stage.REVIEW.value:
+    st.info(md(f"Stage 2 of {dataset.name} is still open: votes, and so the statuses MCQs are built from, may "
+               "still change. Generate again once it is closed (reviewed MCQs are kept)."), icon="🗳️")
 
 with st.form("mcq.generate"):
     c1, c2 = st.columns([1, 3])

@@ -120,6 +120,7 @@ def test_mcq_page_generate_review_and_roles(ui, closed):
     with pytest.raises(ValueError, match="Could not find a navigation page"):  # not in an analyst's navigation
         at.switch_page("app_pages/mcqs.py")
     at = _page(ui, ui.curator, "mcqs")
+    assert "Stage 2 of storms is still open" in texts(at)  # statuses may still change: the curator is told
     at = _submit(at, "Generate MCQs")
     assert "MCQs generated with seed 0" in texts(at)
     assert "**Audit** (rule `blade@1`): 2 MCQs, 2 checked" in texts(at) and "**0 flagged**" in texts(at)
