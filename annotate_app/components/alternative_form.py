@@ -52,7 +52,8 @@ def render_alternative_forms(user: User, dataset_id: int, item: ReviewItem, data
                 concept = st.text_input("Concept", key=f"{k}.concept")
                 moderates = st.text_input("Moderates (for a moderator)", key=f"{k}.moderates")
                 rationale = st.text_area("Rationale", height=70, key=f"{k}.rationale")
-                cols = st.multiselect("Columns it would use", data_columns, key=f"{k}.columns")
+                cols = st.multiselect("Columns it would use (the data's, or made by a transform)", data_columns,
+                                      key=f"{k}.columns")
                 if st.form_submit_button("Propose this variable", key=f"{k}.submit"):
                     _done(context.attempt(lambda s: propose_variable_alternative(
                         session=s, actor=user, dataset_id=dataset_id, seed_id=item.variable_id,

@@ -58,6 +58,7 @@ __all__ = [
     "TransformAlternativeInput",
     "VariableAlternativeInput",
     "check_alternative_transform",
+    "derived_columns",
     "find_duplicate",
     "merge_alternative",
     "output_hashes",
@@ -196,6 +197,22 @@ def _variable_payload(v: ConceptualVariable) -> dict[str, Any]:
             "rationale": v.rationale, "columns": [c.get("name", "") for c in v.columns]}
 
 
+def derived_columns(session: Session, dataset_id: int) -> list[str]:
+    """Columns the submitted stage-1 transforms and the alternative transforms of a dataset create: what a
+    proposed variable may use besides the data's own columns (as a stage-1 variable may use derived ones)."""
+    ids = list(session.exec(select(Analysis.id).where(Analysis.dataset_id == dataset_id,
+                                                      Analysis.status == AnalysisStatus.SUBMITTED.value)).all())
+    made: list[str] = []
+    if ids:
+        for t in session.exec(select(Transform).where(col(Transform.analysis_id).in_(ids))).all():
+            made += [m["output"] for m in t.mapping if m.get("output")]
+    for a in session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id,
+                                                    Alternative.kind == "transform")).all():
+        if not (a.extra or {}).get("merged_into") and (a.payload or {}).get("output_col"):
+            made.append(str(a.payload["output_col"]))
+    return sorted(set(made))
+
+
 @judges_actor
 def propose_variable_alternative(
     *, session: Session, actor: User, dataset_id: int, seed_id: str | None, data: VariableAlternativeInput
@@ -211,10 +228,11 @@ def propose_variable_alternative(
         raise DecisionValidationError(f"Alternative variable '{concept}': give the rationale peers will judge.")
     if not data.columns:
         raise DecisionValidationError(f"Alternative variable '{concept}': choose the column(s) it would use.")
-    unknown = [c for c in data.columns if c not in original_columns(dataset)]
+    known = {*original_columns(dataset), *derived_columns(session, dataset_id)}
+    unknown = [c for c in data.columns if c not in known]
     if unknown:
         raise DecisionValidationError(f"Alternative variable '{concept}': {unknown} are not columns of "
-                                      f"'{dataset.name}'.")
+                                      f"'{dataset.name}' nor made by any of its transforms.")
     moderator = data.variable_type == VariableType.MODERATOR
     payload = {"variable_type": "Control" if moderator else data.variable_type.value, "concept": concept,
                "interaction": moderator, "on": data.moderates.strip() if moderator else "",

@@ -70,6 +70,10 @@ def test_peer_variable_alternative_flagged_duplicates_and_queue(review):
     assert first.duplicate_of is None and first.alternative.source == "peer"
     again = _variable(r, r["bob"], concept="Storm  strength!", columns=("wind",))
     assert again.duplicate_of == {"target_kind": "alternative", "target_id": first.alternative.id}
+    derived = _variable(r, r["cid"], concept="deaths on a log scale", columns=("log_deaths",))  # a transform's
+    assert derived.alternative.payload["columns"] == ["log_deaths"]
+    with pytest.raises(DecisionValidationError, match="nor made by any of its transforms"):
+        _variable(r, r["cid"], concept="x", columns=("made_by_nobody",))
     same_as_decision = _variable(r, r["cid"], concept="Femininity of name", columns=("masfem",))
     assert same_as_decision.duplicate_of == {"target_kind": "variable", "target_id": r["ids"]["ana"]["iv"]}
     with session_scope(r["engine"]) as s:

@@ -146,6 +146,7 @@ def test_propose_an_alternative_variable_from_the_queue(ui, stage2):
     with session_scope(ui.engine) as s:
         assert s.exec(select(Alternative)).all() == []
     at.text_area(key=f"{prefix}.rationale").input("wind kills")
+    assert "log_deaths" in at.multiselect(key=f"{prefix}.columns").options  # made by a stage-1 transform
     at.multiselect(key=f"{prefix}.columns").select("wind")
     at.button(key=f"{prefix}.submit").click().run()
     assert not at.exception, at.exception
