@@ -70,8 +70,9 @@ for r in stale:
     st.warning(f"{run_label(r)}: {r['stale']}", icon="⏳")
 unscored = [r for r in rows if not r["transforms_scored"]]
 if unscored:
-    st.info(f"Transforms were not scored for {len(unscored)} of these runs (their value and graph F1 are 0): the "
-            "ground-truth build was not available when they were scored. Run details say why per analysis.")
+    st.info(f"Transforms were not scored for {len(unscored)} of these runs, on every dataset or on some (their "
+            "value and graph F1 are 0 there): the ground-truth build was not available when they were scored. Run "
+            "details say which datasets and why.")
 if any(r["overrides"] for r in rows):
     st.caption("✎ n: the run's scores include n human overrides (see Run details for who, why and the original).")
 

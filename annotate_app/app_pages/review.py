@@ -29,11 +29,11 @@ if dataset_id != previous:
     state.put(state.REVIEW_DATASET_ID, dataset_id)
     state.put(state.REVIEW_PAGE, 1)
 
+queue = context.attempt(lambda s: review_queue(session=s, actor=user, dataset_id=dataset_id))
+if queue is None:  # refused (a curator still annotating it is blind to it, too), with the reason shown
+    st.stop()
 if user.role in (Role.CURATOR.value, Role.ADMIN.value) and stages[dataset_id] == Stage.REVIEW.value:
     render_llm_panel(user, dataset_id, open_[dataset_id].name)
-queue = context.attempt(lambda s: review_queue(session=s, actor=user, dataset_id=dataset_id))
-if queue is None:
-    st.stop()
 
 tabs = st.tabs(["Queue", "Agreement"], key="review.tab", on_change="rerun")
 # Only the open tab is computed: every vote reruns the page, and agreement need not be recomputed for it.

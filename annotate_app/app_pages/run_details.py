@@ -49,6 +49,7 @@ loaded = context.attempt(_load)
 if loaded is None:
     st.stop()
 result, withheld, overrides, authors, submitted = loaded
+overrides = [o for o in overrides if o.dataset not in withheld]  # their labels quote the withheld ground truth
 for name, why in withheld.items():
     st.info(md(f"Dataset {name} is left out of these details: {why}"), icon="🙈")
 if not result.datasets:

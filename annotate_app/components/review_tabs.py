@@ -13,6 +13,7 @@ from annotate_app.components.review_item import render_item
 from curation.models import Stage, User
 from curation.services.agreement import agreement_report
 from curation.services.review_queue import ReviewQueue, filter_items
+from curation.services.stages import get_review_settings
 
 PAGE_SIZE = 10
 
@@ -47,7 +48,7 @@ def render_queue(user: User, queue: ReviewQueue) -> None:
         state.put(state.REVIEW_PAGE, page)
     for item in items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]:
         render_item(user, item, queue.can_vote and queue.stage == Stage.REVIEW.value, queue.dataset_id,
-                    [*queue.data_columns, *queue.derived_columns], can_merge=queue.stage == Stage.REVIEW.value)
+                    list(dict.fromkeys([*queue.data_columns, *queue.derived_columns])), can_merge=queue.stage == Stage.REVIEW.value)
     if not items:
         st.success("Nothing left to judge with these filters.")
 
@@ -67,6 +68,9 @@ def render_agreement(user: User, dataset_id: int, labels: dict[str, str] | None 
 
 @st.fragment(run_every=AGREEMENT_REFRESH_S)
 def _live_agreement(user: User, dataset_id: int, labels: dict[str, str] | None) -> None:
+    stage = context.attempt(lambda s: get_review_settings(session=s, dataset_id=dataset_id).stage)
+    if stage != Stage.REVIEW.value:  # closed meanwhile: the whole page shows it read-only, and stops polling
+        st.rerun(scope="app")
     _agreement(user, dataset_id, labels, live=True)
 
 

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 
 from sqlmodel import Session, select
 
+from curation.errors import BlindingViolation
 from curation.models import Analysis, AnalysisStatus, Dataset, DatasetAssignment, Role, User
 from curation.services.actor import judges_actor
 
-__all__ = ["blind_datasets", "blinding_reason", "is_blind"]
+__all__ = ["blind_datasets", "blinding_reason", "is_blind", "refuse_if_blind"]
 
 
 def _states(session: Session, user_id: int) -> tuple[dict[int, str], set[int]]:
@@ -72,3 +73,13 @@ def blind_datasets(*, session: Session, actor: User, names: Iterable[str]) -> di
         for d in sorted(rows, key=lambda d: d.name)
         if _blind(actor, d.id or 0, status, assigned)
     }
+
+
+def refuse_if_blind(session: Session, actor: User, dataset_id: int, what: str) -> None:
+    """Raise :class:`BlindingViolation` (saying why and ``what`` was refused) when ``actor`` is blind to the
+    dataset's stage-1 work. For services that show it under another name: MCQs, generated alternatives'
+    seeds, judge decisions."""
+    dataset = session.get(Dataset, dataset_id)
+    withheld = blind_datasets(session=session, actor=actor, names=[dataset.name]) if dataset is not None else {}
+    if withheld:
+        raise BlindingViolation(" ".join(withheld.values()) + f" {what}")

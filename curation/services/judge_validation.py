@@ -9,11 +9,12 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from curation.errors import ScoringError
+from curation.errors import BlindingViolation, ScoringError
 from curation.models import JudgeLabel, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.leaderboard import run_result
+from curation.services.blinding import blind_datasets
+from curation.services.leaderboard import viewable_result
 from curation.services.scoring import SCORING_ROLES, get_run
 from evaluation.agreement import AgreementReport, agreement
 from evaluation.judges.base import MATCH_THRESHOLD
@@ -30,7 +31,7 @@ def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int
     if not 1 <= n <= 500:
         raise ScoringError("Sample between 1 and 500 decisions at a time.")
     run = get_run(session=session, actor=actor, run_id=run_id)
-    result = run_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    result, _ = viewable_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
     queued = {(q.dataset, q.analysis_key, q.kind, q.item)
               for q in session.exec(select(JudgeLabel).where(JudgeLabel.run_id == run_id)).all()}
     candidates: list[JudgeLabel] = []
@@ -76,7 +77,9 @@ def queue_counts(*, session: Session, actor: User) -> tuple[int, int]:
 def next_to_label(*, session: Session, actor: User) -> JudgeLabel | None:
     require_role(actor, *SCORING_ROLES)
     stmt = select(JudgeLabel).where(col(JudgeLabel.expert_value).is_(None)).order_by(col(JudgeLabel.id))
-    return session.exec(stmt).first()
+    waiting = list(session.exec(stmt).all())
+    blind = blind_datasets(session=session, actor=actor, names={w.dataset for w in waiting})
+    return next((w for w in waiting if w.dataset not in blind), None)  # never a blind dataset's decision
 
 
 @judges_actor
@@ -86,6 +89,9 @@ def label_decision(*, session: Session, actor: User, label_id: int, value: bool)
     row = session.exec(select(JudgeLabel).where(JudgeLabel.id == label_id).with_for_update()).first()
     if row is None:
         raise ScoringError(f"There is no queued decision {label_id}.")
+    withheld = blind_datasets(session=session, actor=actor, names=[row.dataset])
+    if withheld:
+        raise BlindingViolation(" ".join(withheld.values()))
     if row.expert_value is not None:
         who = session.get(User, row.expert_id) if row.expert_id else None
         raise ScoringError(f"{who.username if who else 'Someone'} labelled this decision meanwhile; yours was not "

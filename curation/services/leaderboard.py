@@ -156,7 +156,7 @@ def leaderboard(*, session: Session, actor: User, release_version: str, releases
                                "judge": r.judge.get("name", ""), "mode": r.mode, "official": r.official,
                                "overrides": override_counts.get(r.id or 0, 0),
                                "stale": stale[r.id or 0].sentence if (r.id or 0) in stale else "",
-                               "transforms_scored": r.transform_matcher.get("status") != "not_run",
+                               "transforms_scored": transforms_scored(r.transform_matcher, dataset),
                                "analyses": sum(d["runs_submitted"] for d in scores.get("datasets", []))}
         for t in DECISION_TYPES:
             point, lo, hi = _estimate(scores, f"f1.{t}")
@@ -215,6 +215,15 @@ def list_overrides(*, session: Session, actor: User, run_id: int) -> list[ScoreO
     require_role(actor, *SCORING_ROLES)
     stmt = select(ScoreOverride).where(ScoreOverride.run_id == run_id).order_by(col(ScoreOverride.id))
     return list(session.exec(stmt).all())
+
+
+def transforms_scored(matcher: dict[str, Any], dataset: str | None) -> bool:
+    """Whether a run's transform credit was computed (for ``dataset``, or for every dataset of the run): a run
+    where some datasets' ground truth could not be built says which (status ``partial``)."""
+    status = matcher.get("status")
+    if dataset:
+        return status != "not_run" and dataset not in (matcher.get("not_run") or [])
+    return status not in ("not_run", "partial")
 
 
 def _specs(overrides: list[ScoreOverride]) -> list[OverrideSpec]:
@@ -313,6 +322,9 @@ def compare_run_results(*, session: Session, actor: User, run_a: int, run_b: int
     if a.release_version != b.release_version:
         raise ScoringError(f"Run {run_a} was scored on release {a.release_version} and run {run_b} on "
                            f"{b.release_version}; re-score one of them on the other's release to compare.")
-    ra = effective_result(session=session, actor=actor, run_id=run_a, runs_root=runs_root)
-    rb = effective_result(session=session, actor=actor, run_id=run_b, runs_root=runs_root)
-    return compare_runs(ra, rb, n_bootstrap=n_bootstrap)
+    ra, hidden = viewable_result(session=session, actor=actor, run_id=run_a, runs_root=runs_root)
+    rb, hidden_b = viewable_result(session=session, actor=actor, run_id=run_b, runs_root=runs_root)
+    comparison = compare_runs(ra, rb, n_bootstrap=n_bootstrap)
+    for name, why in sorted({**hidden, **hidden_b}.items()):
+        comparison.notes.append(f"{name} is left out: {why}")
+    return comparison

@@ -44,6 +44,7 @@ from curation.services.alternatives import (
     store_alternative,
     transform_payload,
 )
+from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import dataset_data_path, original_columns
 from curation.services.stages import get_review_settings
 from evaluation.errors import EvaluationError
@@ -100,6 +101,7 @@ def _variable_dict(v: ConceptualVariable) -> dict[str, Any]:
 def plan_generation(*, session: Session, actor: User, dataset_id: int) -> list[GenerationJob]:
     """The calls to make for a dataset in stage 2 (curators and admins), seeded by the submitted analyses."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
+    refuse_if_blind(session, actor, dataset_id, "Generated alternatives are seeded by their decisions.")
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise StageError(f"There is no dataset with id {dataset_id}.")

@@ -33,6 +33,7 @@ from curation.ground_truth import Status
 from curation.models import MCQ, Dataset, Role, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.blinding import refuse_if_blind
 from curation.services.ground_truth import (
     GroundTruthItem,
     dataset_rule,
@@ -201,6 +202,8 @@ def audit_mcqs(*, session: Session, actor: User | None, dataset_id: int) -> Audi
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    if actor is not None:
+        refuse_if_blind(session, actor, dataset_id, "MCQs are built from their decisions.")
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     items = ground_truth(session=session, dataset_id=dataset_id, rule=rule)
     index = _Index(items)

@@ -31,6 +31,7 @@ from curation.ground_truth import Status
 from curation.models import MCQ, Dataset, MCQReview, Role, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.blinding import refuse_if_blind
 from curation.services.ground_truth import (
     GroundTruthItem,
     dataset_rule,
@@ -273,6 +274,8 @@ def generate_mcqs(*, session: Session, actor: User | None, dataset_id: int,
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    if actor is not None:
+        refuse_if_blind(session, actor, dataset_id, "MCQs are built from their decisions.")
     settings = settings or MCQSettings()
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     items = ground_truth(session=session, dataset_id=dataset_id, rule=rule)

@@ -17,6 +17,7 @@ from curation.errors import CurationError, NotFoundError
 from curation.models import MCQ, Dataset, MCQReview, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.blinding import refuse_if_blind
 from curation.services.mcq_audit import AuditFinding, audit_mcqs
 
 __all__ = ["MCQEditError", "MCQView", "edit_mcq", "mcq_views", "review_mcq", "taker_text"]
@@ -41,6 +42,9 @@ class MCQView:
         return self.mcq.id
 
 
+MCQS_BLIND = "MCQs are built from their decisions."
+
+
 def taker_text(mcq: MCQ, dataset: Dataset) -> str:
     """The question as BLADE puts it to a taker (blade-reference 5.1), options lettered A-D."""
     pick = "MOST" if mcq.mc_type == "select_pos" else "LEAST"
@@ -63,6 +67,7 @@ def mcq_views(*, session: Session, actor: User, dataset_id: int, status: str | N
     require_role(actor, Role.CURATOR, Role.ADMIN)
     if session.get(Dataset, dataset_id) is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    refuse_if_blind(session, actor, dataset_id, MCQS_BLIND)
     audit = audit_mcqs(session=session, actor=actor, dataset_id=dataset_id)
     findings: dict[str, list[AuditFinding]] = {}
     for f in audit.findings:
@@ -104,7 +109,9 @@ def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, not
         raise MCQEditError(f"'{decision}' is not a review decision; accept, reject or reset to pending.")
     if decision == "rejected" and not note.strip():
         raise MCQEditError("Say why this MCQ is rejected: the reason stays with it.")
-    return _record(session, _get(session, mcq_id), actor, decision, note, {})
+    mcq = _get(session, mcq_id)
+    refuse_if_blind(session, actor, mcq.dataset_id, MCQS_BLIND)
+    return _record(session, mcq, actor, decision, note, {})
 
 
 @judges_actor
@@ -113,6 +120,7 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
     """Replace an MCQ's options and key. The key must be one of the options; 2-4 distinct, non-empty options."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     mcq = _get(session, mcq_id)
+    refuse_if_blind(session, actor, mcq.dataset_id, MCQS_BLIND)
     texts = [o for o in (t.strip("\n") for t in options) if o.strip()]
     where = f"MCQ {mcq_id[:12]}"
     if not 2 <= len(texts) <= 4:

@@ -136,8 +136,8 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
     for q in _rows(session, MCQ, dataset_id=dataset.id):
         review = reviews.get(q.id)
         extra = dict(q.extra)
-        if review is None and _generated(q):
-            continue  # generated and not yet reviewed: a curator has not vouched for it
+        if _generated(q) and (review is None or review.status == "pending"):
+            continue  # generated and not (or no longer) reviewed: no curator vouches for it
         if review is not None:
             if review.status == "rejected":
                 continue  # a curator rejected it: never released
@@ -156,7 +156,8 @@ def _generated(q: MCQ) -> bool:
 def unreviewed_mcqs(session: Session, dataset_id: int) -> int:
     """Generated MCQs no curator has accepted, edited or rejected yet: left out of releases until reviewed
     (imported MCQs, such as BLADE's, are released as they came)."""
-    reviewed = set(session.exec(select(MCQReview.mcq_id).where(MCQReview.dataset_id == dataset_id)).all())
+    reviewed = set(session.exec(select(MCQReview.mcq_id).where(MCQReview.dataset_id == dataset_id,
+                                                               MCQReview.status != "pending")).all())
     return sum(1 for q in _rows(session, MCQ, dataset_id=dataset_id) if _generated(q) and q.id not in reviewed)
 
 

@@ -342,6 +342,9 @@ def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_sha
         review_mcq(session=s, actor=t["cur"], mcq_id=rejected, decision="rejected", note="duplicate idea")
         for q in report.mcqs[1:-1]:
             review_mcq(session=s, actor=t["cur"], mcq_id=q["id"], decision="accepted")
+    with session_scope(t["engine"]) as s:  # accepted, then put back to pending: unreviewed again
+        review_mcq(session=s, actor=t["cur"], mcq_id=pending, decision="accepted")
+        review_mcq(session=s, actor=t["cur"], mcq_id=pending, decision="pending")
     with session_scope(t["engine"]) as s:
         ds = dataset_release(s, s.get(Dataset, t["ds"].id))
         assert unreviewed_mcqs(s, t["ds"].id) == 1

@@ -243,3 +243,23 @@ def test_a_curator_annotating_the_dataset_is_blind_to_its_review_until_submittin
     assert any(i.kind == "variable" and not i.own for i in queue.items)  # submitted: peers' work is visible
     with session_scope(eng) as s:  # an admin who does not annotate it looks freely
         assert review_queue(session=s, actor=admin, dataset_id=t["ds"].id).items
+
+
+def test_a_curator_annotating_the_dataset_can_neither_generate_nor_see_its_mcqs(team):
+    """Generated alternatives and MCQs show peers' decisions under other names: the same blinding applies."""
+    from curation.services.datasets import assign_analysts
+    from curation.services.llm_alternatives import plan_generation
+    from curation.services.mcq_audit import audit_mcqs
+    from curation.services.mcq_generate import generate_mcqs
+    from curation.services.mcq_review import mcq_views
+
+    t, eng = team, team["engine"]
+    _open(t)
+    admin = f.user(eng, "boss2", Role.ADMIN)
+    with session_scope(eng) as s:
+        assert plan_generation(session=s, actor=t["cur"], dataset_id=t["ds"].id)  # not annotating: allowed
+        assign_analysts(session=s, actor=admin, dataset_id=t["ds"].id,
+                        user_ids=[t["ana"].id, t["bob"].id, t["cid"].id, t["cur"].id])
+    for refused in (plan_generation, mcq_views, audit_mcqs, generate_mcqs):
+        with session_scope(eng) as s, pytest.raises(BlindingViolation, match="assigned to annotate"):
+            refused(session=s, actor=t["cur"], dataset_id=t["ds"].id)

@@ -184,7 +184,9 @@ def test_a_missed_transform_unit_can_be_credited_and_a_credited_one_withdrawn(wo
     ds = result.datasets[0]
     a = next(x for x in ds.analyses if x.record.transform.matched_value_units)
     credited = a.record.transform.matched_value_units[0]
-    missed = next(u for u in ds.counts.units if u not in a.record.transform.matched_value_units)
+    # a unit no analysis matched by value: crediting it must raise the run's value coverage
+    missed = next(u for u in ds.counts.units if all(u not in x.record.transform.matched_value_units
+                                                     for x in ds.analyses))
     before = run.scores_effective["overall"]["coverage"]["value"]
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="already counts"):
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
@@ -202,7 +204,7 @@ def test_a_missed_transform_unit_can_be_credited_and_a_credited_one_withdrawn(wo
         (o,) = s.exec(select(ScoreOverride)).all()
     now = next(x for x in effective.datasets[0].analyses if x.key == a.key).record.transform
     assert missed in now.matched_value_units and credited in now.matched_value_units
-    assert up >= before and (o.original, o.value, o.kind) == (False, True, "transform")
+    assert up > before and (o.original, o.value, o.kind) == (False, True, "transform")
     assert o.label == f"value match of ground-truth unit {missed.name}"
     with session_scope(world.engine) as s:  # and the other way: a credit a person finds wrong is withdrawn
         lb.add_override(session=s, actor=world.evaluator2, run_id=run.id, dataset="hurricane", analysis_key=a.key,
@@ -371,3 +373,17 @@ def test_a_curator_annotating_a_dataset_sees_no_ground_truth_of_it_in_run_detail
     with session_scope(world.engine) as s:  # the evaluator, who annotates nothing, sees it all
         result, withheld = lb.viewable_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
     assert [d.dataset for d in result.datasets] == ["hurricane"] and withheld == {}
+    # the same in the paired comparison and the judge-validation queue
+    other = world.score(agent="agent-y")
+    with session_scope(world.engine) as s:
+        cmp = lb.compare_run_results(session=s, actor=world.curator, run_a=run.id, run_b=other.id,
+                                     runs_root=world.runs, n_bootstrap=20)
+    assert cmp.items == [] and any(n.startswith("hurricane is left out: You are assigned") for n in cmp.notes)
+    from curation.services.judge_validation import label_decision, next_to_label, sample_judge_decisions
+    with session_scope(world.engine) as s:
+        assert sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=4, runs_root=world.runs)
+    with session_scope(world.engine) as s:
+        assert next_to_label(session=s, actor=world.curator) is None  # every queued decision is hurricane's
+        queued = next_to_label(session=s, actor=world.evaluator)
+    with session_scope(world.engine) as s, pytest.raises(BlindingViolation, match="assigned to annotate"):
+        label_decision(session=s, actor=world.curator, label_id=queued.id, value=True)
