@@ -148,6 +148,11 @@ def _probe() -> tuple[bool, str]:
     path = bwrap_path()
     if path is None:
         return False, "bubblewrap (bwrap) is not installed"
+    under_tmp = [p for p in (_project_root(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve())
+                 if p.is_relative_to("/tmp")]
+    if under_tmp:  # each job mounts its own empty /tmp: code and libraries there would vanish mid-import
+        return False, (f"forkpaths runs from {under_tmp[0]}, under /tmp, which every sandboxed job replaces with "
+                       "its own empty scratch space (install forkpaths and its virtual environment elsewhere)")
     script = (
         "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
         "sys.exit(0 if libc.unshare(0x10000000 | 0x00020000 | 0x20000000) == 0 else 3)"

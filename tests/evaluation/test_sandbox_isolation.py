@@ -65,6 +65,24 @@ def test_process_mode_chosen_where_bubblewrap_works_is_reported_weak() -> None:
     assert not isolation_status().weak
 
 
+@pytest.mark.usefixtures("os_sandbox")
+def test_an_install_under_tmp_is_refused_with_the_reason(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each job gets a private /tmp: a project under /tmp would vanish inside it, so say so instead of failing
+    on an import half-way through a check."""
+    from evaluation.sandbox import isolation
+
+    monkeypatch.setattr(isolation, "_project_root", lambda: Path("/tmp/clone"))
+    isolation.forget_probe()
+    try:
+        status = isolation_status()
+        assert not status.strong_available and status.detail.startswith("forkpaths runs from /tmp/clone, under /tmp")
+        with pytest.raises(IsolationUnavailable, match="under /tmp.*FORKPATHS_SANDBOX=process"):
+            check_transform(data_path=data, parent_codes=[], code="df['y'] = 1")
+    finally:
+        monkeypatch.undo()
+        isolation.forget_probe()
+
+
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown sandbox mode 'docker'"):
         configure(mode="docker")  # type: ignore[arg-type]
