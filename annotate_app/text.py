@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["md", "plural"]
+__all__ = ["UNDEFINED", "md", "plural", "stat_text"]
+
+UNDEFINED = "—"
 
 # Any ASCII punctuation may be backslash-escaped in CommonMark and Streamlit then shows it as is (an escaped
 # colon starts no emoji shortcode, an escaped dollar no LaTeX). Quotes, commas, slashes, '=', '?', '@', '%'
@@ -26,3 +28,8 @@ def md(text: object) -> str:
 def plural(n: int, singular: str, plural_form: str | None = None) -> str:
     """``1 model``, ``2 models``, ``0 analyses`` (with ``plural_form``)."""
     return f"{n:,} {singular if n == 1 else (plural_form or singular + 's')}"
+
+
+def stat_text(value: float | None, places: int = 3) -> str:
+    """A statistic for a table: ``places`` decimals, or a dash where it is undefined (None or NaN), never "None"."""
+    return UNDEFINED if value is None or value != value else f"{float(value):.{places}f}"

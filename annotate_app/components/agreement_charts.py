@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from annotate_app.text import stat_text
+
 METRICS = {"krippendorff_alpha": ("Krippendorff's α", "#4C78A8"), "fleiss_kappa": ("Fleiss' κ", "#F58518"),
            "percent_agreement": ("% agreement", "#54A24B")}
 
@@ -35,9 +37,6 @@ SPLIT_HEADERS = {"item": "Item", "kind": "Kind", "justifiable": "Justifiable", "
 TABLE_HEADERS = {"scope": "By", "group": "Group", "items_used": "Items used", "items_dropped": "Items dropped",
                  "ratings": "Verdicts", "percent_agreement": "% agreement", "fleiss_kappa": "Fleiss' κ",
                  "krippendorff_alpha": "Krippendorff's α"}
-UNDEFINED = "—"
-
-
 def split_frame(split: list[dict[str, object]], labels: dict[str, str] | None = None) -> pd.DataFrame:
     """Split items as a table, most disagreement first (the order the service gives), each named by its label in
     the review queue ("#3") so a reviewer can find it; human headers, no internal ids."""
@@ -55,5 +54,5 @@ def agreement_table(rows: pd.DataFrame) -> pd.DataFrame:
     table = rows[[c for c in TABLE_HEADERS if c in rows.columns]].copy()
     for key in ("percent_agreement", "fleiss_kappa", "krippendorff_alpha"):
         if key in table.columns:
-            table[key] = [UNDEFINED if v is None or pd.isna(v) else f"{float(v):.3f}" for v in table[key]]
+            table[key] = [stat_text(v) for v in table[key]]
     return table.rename(columns=TABLE_HEADERS)

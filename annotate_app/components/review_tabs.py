@@ -48,7 +48,7 @@ def render_queue(user: User, queue: ReviewQueue) -> None:
         state.put(state.REVIEW_PAGE, page)
     for item in items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]:
         render_item(user, item, queue.can_vote and queue.stage == Stage.REVIEW.value, queue.dataset_id,
-                    list(dict.fromkeys([*queue.data_columns, *queue.derived_columns])), can_merge=queue.stage == Stage.REVIEW.value)
+                    queue.proposable_columns, can_merge=queue.stage == Stage.REVIEW.value)
     if not items:
         st.success("Nothing left to judge with these filters.")
 

@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from annotate_app.text import stat_text
+
 DECISION_TYPES = ("cvar", "value", "graph", "model", "model_cvar")
 DECISION_LABELS = {"cvar": "variables", "value": "transforms (value)", "graph": "transforms (graph)",
                    "model": "models", "model_cvar": "models + variables"}
@@ -89,17 +91,10 @@ def confusion_figure(matrix: Sequence[Sequence[int]], labels: Sequence[str], tit
     return fig
 
 
-UNDEFINED = "—"
-
-
-def _figure(value: float | None) -> str:
-    return UNDEFINED if value is None or pd.isna(value) else f"{value:.3f}"
-
-
 def difference_table(differences: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The paired comparison as a table a person reads: figures to 3 decimals, a dash where a figure is undefined
     (an F1 with nothing to match on either side; an interval without two runs to resample)."""
-    return pd.DataFrame([{"decision type": DECISION_LABELS[r["decision_type"]], "F1 A": _figure(r["f1_a"]),
-                          "F1 B": _figure(r["f1_b"]), "A − B": _figure(r["diff"]), "95 % low": _figure(r["ci_low"]),
-                          "95 % high": _figure(r["ci_high"]), "paired": r["paired"]} for r in differences],
-                        columns=["decision type", "F1 A", "F1 B", "A − B", "95 % low", "95 % high", "paired"])
+    figures = {"F1 A": "f1_a", "F1 B": "f1_b", "A − B": "diff", "95 % low": "ci_low", "95 % high": "ci_high"}
+    return pd.DataFrame([{"decision type": DECISION_LABELS[r["decision_type"]],
+                          **{label: stat_text(r[key]) for label, key in figures.items()}, "paired": r["paired"]}
+                         for r in differences], columns=["decision type", *figures, "paired"])

@@ -15,7 +15,7 @@ white space) as a decision. They are flagged (``extra.duplicate_of``), never sil
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,7 @@ __all__ = [
     "check_alternative_transform",
     "derived_columns",
     "find_duplicate",
+    "made_columns",
     "merge_alternative",
     "output_hashes",
     "propose_transform_alternative",
@@ -202,15 +203,17 @@ def derived_columns(session: Session, dataset_id: int) -> list[str]:
     proposed variable may use besides the data's own columns (as a stage-1 variable may use derived ones)."""
     ids = list(session.exec(select(Analysis.id).where(Analysis.dataset_id == dataset_id,
                                                       Analysis.status == AnalysisStatus.SUBMITTED.value)).all())
-    made: list[str] = []
-    if ids:
-        for t in session.exec(select(Transform).where(col(Transform.analysis_id).in_(ids))).all():
-            made += [m["output"] for m in t.mapping if m.get("output")]
-    for a in session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id,
-                                                    Alternative.kind == "transform")).all():
-        if not (a.extra or {}).get("merged_into") and (a.payload or {}).get("output_col"):
-            made.append(str(a.payload["output_col"]))
-    return sorted(set(made))
+    transforms = session.exec(select(Transform).where(col(Transform.analysis_id).in_(ids))).all() if ids else []
+    alternatives = session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id)).all()
+    return made_columns(transforms, alternatives)
+
+
+def made_columns(transforms: Iterable[Transform], alternatives: Iterable[Alternative]) -> list[str]:
+    """:func:`derived_columns` from rows already loaded (the review queue has them)."""
+    made = {m["output"] for t in transforms for m in t.mapping if m.get("output")}
+    made |= {str(a.payload["output_col"]) for a in alternatives
+             if a.kind == "transform" and not (a.extra or {}).get("merged_into") and (a.payload or {}).get("output_col")}
+    return sorted(made)
 
 
 @judges_actor

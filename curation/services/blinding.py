@@ -75,11 +75,10 @@ def blind_datasets(*, session: Session, actor: User, names: Iterable[str]) -> di
     }
 
 
-def refuse_if_blind(session: Session, actor: User, dataset_id: int, what: str) -> None:
-    """Raise :class:`BlindingViolation` (saying why and ``what`` was refused) when ``actor`` is blind to the
-    dataset's stage-1 work. For services that show it under another name: MCQs, generated alternatives'
-    seeds, judge decisions."""
-    dataset = session.get(Dataset, dataset_id)
-    withheld = blind_datasets(session=session, actor=actor, names=[dataset.name]) if dataset is not None else {}
+def refuse_if_blind(session: Session, actor: User, dataset: str, what: str = "") -> None:
+    """Raise :class:`BlindingViolation` (why, then ``what`` was refused) when ``actor`` is blind to the stage-1
+    work of the dataset called ``dataset``: for services that show that work, directly (the review queue) or
+    under another name (MCQs, generated alternatives' seeds, ground truth in scoring, judge decisions)."""
+    withheld = blind_datasets(session=session, actor=actor, names=[dataset])
     if withheld:
-        raise BlindingViolation(" ".join(withheld.values()) + f" {what}")
+        raise BlindingViolation(" ".join([*withheld.values(), what]).strip())

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
-from curation.errors import BlindingViolation, ScoringError
+from curation.errors import ScoringError
 from curation.models import JudgeLabel, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.blinding import blind_datasets
-from curation.services.leaderboard import viewable_result
+from curation.services.blinding import blind_datasets, refuse_if_blind
+from curation.services.leaderboard import run_result, withhold_blind
 from curation.services.scoring import SCORING_ROLES, get_run
 from evaluation.agreement import AgreementReport, agreement
 from evaluation.judges.base import MATCH_THRESHOLD
@@ -31,7 +31,8 @@ def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int
     if not 1 <= n <= 500:
         raise ScoringError("Sample between 1 and 500 decisions at a time.")
     run = get_run(session=session, actor=actor, run_id=run_id)
-    result, _ = viewable_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    result, _ = withhold_blind(session, actor, run_result(session=session, actor=actor, run_id=run_id,
+                                                            runs_root=runs_root))
     queued = {(q.dataset, q.analysis_key, q.kind, q.item)
               for q in session.exec(select(JudgeLabel).where(JudgeLabel.run_id == run_id)).all()}
     candidates: list[JudgeLabel] = []
@@ -89,9 +90,7 @@ def label_decision(*, session: Session, actor: User, label_id: int, value: bool)
     row = session.exec(select(JudgeLabel).where(JudgeLabel.id == label_id).with_for_update()).first()
     if row is None:
         raise ScoringError(f"There is no queued decision {label_id}.")
-    withheld = blind_datasets(session=session, actor=actor, names=[row.dataset])
-    if withheld:
-        raise BlindingViolation(" ".join(withheld.values()))
+    refuse_if_blind(session, actor, row.dataset)
     if row.expert_value is not None:
         who = session.get(User, row.expert_id) if row.expert_id else None
         raise ScoringError(f"{who.username if who else 'Someone'} labelled this decision meanwhile; yours was not "

@@ -17,11 +17,11 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from curation.errors import BlindingViolation, OverrideConflict, ScoringError
+from curation.errors import OverrideConflict, ScoringError
 from curation.models import ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.blinding import blind_datasets
+from curation.services.blinding import blind_datasets, refuse_if_blind
 from curation.services.scoring import (
     SCORING_ROLES,
     get_run,
@@ -244,7 +244,13 @@ def viewable_result(*, session: Session, actor: User, run_id: int, runs_root: Pa
     """What Run details shows: the effective result without the datasets whose stage-1 work ``actor`` is blind
     to (a curator or admin annotating one: its ground-truth variables, models and units are peers' stage-1
     decisions), and those datasets' names with the reason."""
-    result = effective_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    return withhold_blind(session, actor, effective_result(session=session, actor=actor, run_id=run_id,
+                                                           runs_root=runs_root))
+
+
+def withhold_blind(session: Session, actor: User, result: EvaluationResult,
+                   ) -> tuple[EvaluationResult, dict[str, str]]:
+    """``result`` without the datasets ``actor`` is blind to, and those datasets' names with the reason."""
     withheld = blind_datasets(session=session, actor=actor, names=[d.dataset for d in result.datasets])
     if withheld:
         result = result.model_copy(update={"datasets": [d for d in result.datasets if d.dataset not in withheld]})
@@ -261,9 +267,7 @@ def add_override(*, session: Session, actor: User, run_id: int, dataset: str, an
         ScoringError: no reason, an item the analysis does not have, or a value equal to the engine's.
     """
     require_role(actor, *SCORING_ROLES)
-    withheld = blind_datasets(session=session, actor=actor, names=[dataset])
-    if withheld:
-        raise BlindingViolation(" ".join(withheld.values()))
+    refuse_if_blind(session, actor, dataset)
     reason = reason.strip()
     if not reason:
         raise ScoringError("Give a reason for the override; it is kept with the run.")

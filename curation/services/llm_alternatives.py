@@ -101,10 +101,10 @@ def _variable_dict(v: ConceptualVariable) -> dict[str, Any]:
 def plan_generation(*, session: Session, actor: User, dataset_id: int) -> list[GenerationJob]:
     """The calls to make for a dataset in stage 2 (curators and admins), seeded by the submitted analyses."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    refuse_if_blind(session, actor, dataset_id, "Generated alternatives are seeded by their decisions.")
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise StageError(f"There is no dataset with id {dataset_id}.")
+    refuse_if_blind(session, actor, dataset.name, "Generated alternatives are seeded by their decisions.")
     if get_review_settings(session=session, dataset_id=dataset_id).stage != Stage.REVIEW.value:
         raise StageError(f"Alternatives are generated while stage 2 of '{dataset.name}' is open.")
     analyses = session.exec(select(Analysis).where(Analysis.dataset_id == dataset_id,

@@ -85,6 +85,9 @@ class AuditReport:
         return dict(sorted(Counter(f.flag for f in self.findings).items()))
 
 
+MCQS_BLIND = "MCQs are built from their decisions."  # why a blind curator is refused them
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text or "")
 
@@ -203,7 +206,7 @@ def audit_mcqs(*, session: Session, actor: User | None, dataset_id: int) -> Audi
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
     if actor is not None:
-        refuse_if_blind(session, actor, dataset_id, "MCQs are built from their decisions.")
+        refuse_if_blind(session, actor, dataset.name, MCQS_BLIND)
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     items = ground_truth(session=session, dataset_id=dataset_id, rule=rule)
     index = _Index(items)

@@ -39,6 +39,7 @@ from curation.services.ground_truth import (
     normal_concept,
     same_concept,
 )
+from curation.services.mcq_audit import MCQS_BLIND
 from curation.services.release_data import IMPORTED_USERNAME
 
 __all__ = ["GENERATOR", "GenerationReport", "MCQGenerationError", "MCQSettings", "build_mcqs", "generate_mcqs"]
@@ -275,7 +276,7 @@ def generate_mcqs(*, session: Session, actor: User | None, dataset_id: int,
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
     if actor is not None:
-        refuse_if_blind(session, actor, dataset_id, "MCQs are built from their decisions.")
+        refuse_if_blind(session, actor, dataset.name, MCQS_BLIND)
     settings = settings or MCQSettings()
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     items = ground_truth(session=session, dataset_id=dataset_id, rule=rule)

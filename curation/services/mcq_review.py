@@ -18,7 +18,7 @@ from curation.models import MCQ, Dataset, MCQReview, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
-from curation.services.mcq_audit import AuditFinding, audit_mcqs
+from curation.services.mcq_audit import MCQS_BLIND, AuditFinding, audit_mcqs
 
 __all__ = ["MCQEditError", "MCQView", "edit_mcq", "mcq_views", "review_mcq", "taker_text"]
 
@@ -42,9 +42,6 @@ class MCQView:
         return self.mcq.id
 
 
-MCQS_BLIND = "MCQs are built from their decisions."
-
-
 def taker_text(mcq: MCQ, dataset: Dataset) -> str:
     """The question as BLADE puts it to a taker (blade-reference 5.1), options lettered A-D."""
     pick = "MOST" if mcq.mc_type == "select_pos" else "LEAST"
@@ -57,6 +54,12 @@ def taker_text(mcq: MCQ, dataset: Dataset) -> str:
     return f"Research question: {dataset.research_question}\n\n{head}"
 
 
+def _refuse_if_blind(session: Session, actor: User, mcq: MCQ) -> None:
+    dataset = session.get(Dataset, mcq.dataset_id)
+    if dataset is not None:
+        refuse_if_blind(session, actor, dataset.name, MCQS_BLIND)
+
+
 def _review_row(session: Session, mcq: MCQ) -> MCQReview | None:
     return session.get(MCQReview, mcq.id)
 
@@ -67,7 +70,6 @@ def mcq_views(*, session: Session, actor: User, dataset_id: int, status: str | N
     require_role(actor, Role.CURATOR, Role.ADMIN)
     if session.get(Dataset, dataset_id) is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
-    refuse_if_blind(session, actor, dataset_id, MCQS_BLIND)
     audit = audit_mcqs(session=session, actor=actor, dataset_id=dataset_id)
     findings: dict[str, list[AuditFinding]] = {}
     for f in audit.findings:
@@ -110,7 +112,7 @@ def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, not
     if decision == "rejected" and not note.strip():
         raise MCQEditError("Say why this MCQ is rejected: the reason stays with it.")
     mcq = _get(session, mcq_id)
-    refuse_if_blind(session, actor, mcq.dataset_id, MCQS_BLIND)
+    _refuse_if_blind(session, actor, mcq)
     return _record(session, mcq, actor, decision, note, {})
 
 
@@ -120,7 +122,7 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
     """Replace an MCQ's options and key. The key must be one of the options; 2-4 distinct, non-empty options."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     mcq = _get(session, mcq_id)
-    refuse_if_blind(session, actor, mcq.dataset_id, MCQS_BLIND)
+    _refuse_if_blind(session, actor, mcq)
     texts = [o for o in (t.strip("\n") for t in options) if o.strip()]
     where = f"MCQ {mcq_id[:12]}"
     if not 2 <= len(texts) <= 4:

@@ -457,6 +457,7 @@ def release_archive(*, session: Session, actor: User, version: str, fmt: str, re
                     zf.write(file, file.relative_to(folder.parent).as_posix())
         return f"forkpaths-{version}-blade.zip", buffer.getvalue()
 
+
 def unreviewed_note(summary: Mapping[str, Mapping[str, int]]) -> str:
     """The sentence a curator needs after a cut that left generated MCQs out because nobody reviewed them."""
     left = {name: n for name, counts in summary.items() if (n := counts.get("mcqs_unreviewed", 0))}

@@ -27,7 +27,7 @@ from curation.models import (
     Vote,
 )
 from curation.services.actor import judges_actor
-from curation.services.alternatives import derived_columns
+from curation.services.alternatives import made_columns
 from curation.services.datasets import original_columns
 from curation.services.stages import require_reviewer
 from curation.services.votes import QUESTIONS
@@ -83,6 +83,11 @@ class ReviewQueue:
     items: list[ReviewItem]
     data_columns: list[str] = field(default_factory=list)
     derived_columns: list[str] = field(default_factory=list)  # made by the dataset's transforms (see alternatives)
+
+    @property
+    def proposable_columns(self) -> list[str]:
+        """What a proposed variable may use: the data's columns, then those the transforms make."""
+        return list(dict.fromkeys([*self.data_columns, *self.derived_columns]))
 
 
 def _column_names(columns: list[dict[str, Any]]) -> list[str]:
@@ -214,7 +219,7 @@ def review_queue(*, session: Session, actor: User, dataset_id: int) -> ReviewQue
             item.duplicate_label = labels.get(item.duplicate_of)
     return ReviewQueue(dataset_id=dataset_id, dataset_name=dataset.name, stage=review.stage, can_vote=can_vote,
                        source_visible=review.source_visible, proposer_display=review.proposer_display, items=out,
-                       data_columns=original_columns(dataset), derived_columns=derived_columns(session, dataset_id))
+                       data_columns=original_columns(dataset), derived_columns=made_columns(transforms, alternatives))
 
 
 def filter_items(items: list[ReviewItem], *, kind: str | None = None, source: str | None = None,

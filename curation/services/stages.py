@@ -24,7 +24,7 @@ from curation.models import (
 )
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.blinding import blind_datasets
+from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import list_datasets
 
 __all__ = [
@@ -157,9 +157,8 @@ def require_reviewer(*, session: Session, actor: User, dataset_id: int) -> tuple
     if user.role == Role.ANALYST.value and not submitted:
         raise BlindingViolation(
             f"Submit your own stage-1 analysis of '{dataset.name}' first: reviewing shows peers' decisions.")
-    withheld = {} if submitted else blind_datasets(session=session, actor=user, names=[dataset.name])
-    if withheld:  # a curator or admin who annotates this dataset is one more annotator of it: blind like the rest
-        raise BlindingViolation(" ".join(withheld.values()) + " Reviewing shows peers' decisions.")
+    if not submitted:  # a curator or admin who annotates this dataset is one more annotator of it: blind too
+        refuse_if_blind(session, user, dataset.name, "Reviewing shows peers' decisions.")
     return dataset, review, submitted and review.stage == Stage.REVIEW.value
 
 

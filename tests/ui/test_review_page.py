@@ -40,6 +40,20 @@ def _review(ui, user):
     return at
 
 
+def _reviewing(ui, user):
+    """Stage 2 opened by the curator, then the review page as ``user`` sees it."""
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
+    return _review(ui, user)
+
+
+def _alternatives(ui):
+    from curation.models import Alternative
+
+    with session_scope(ui.engine) as s:
+        return s.exec(select(Alternative)).all()
+
+
 def test_before_stage_two_the_page_says_so_and_the_curator_opens_it(ui, stage2):
     at = _review(ui, ui.analyst)
     assert "No dataset is in stage 2 yet" in texts(at)
@@ -63,9 +77,7 @@ def test_analyst_who_has_not_submitted_is_refused(ui, stage2):
 
 
 def test_analyst_votes_are_saved_at_once_with_reasons_required(ui, stage2):
-    with session_scope(ui.engine) as s:
-        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
-    at = _review(ui, ui.analyst)
+    at = _reviewing(ui, ui.analyst)
     shown = texts(at)
     assert "Your own proposal" in shown and "You have judged 0 of 3 items" in _progress(at)
     dv = stage2["ids"]["bob"]["dv"]
@@ -134,36 +146,27 @@ def test_role_matrix_every_role_renders(ui, stage2):
 
 
 def test_propose_an_alternative_variable_from_the_queue(ui, stage2):
-    with session_scope(ui.engine) as s:
-        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
-    at = _review(ui, ui.analyst)
+    at = _reviewing(ui, ui.analyst)
     iv = stage2["ids"]["bob"]["iv"]
     prefix = f"alt.variable:{iv}.var"
     at.text_input(key=f"{prefix}.concept").input("storm strength")
     at.button(key=f"{prefix}.submit").click().run()
     assert "give the rationale" in texts(at)  # refused, nothing stored
-    from curation.models import Alternative
-    with session_scope(ui.engine) as s:
-        assert s.exec(select(Alternative)).all() == []
+    assert _alternatives(ui) == []
     at.text_area(key=f"{prefix}.rationale").input("wind kills")
     assert "log_deaths" in at.multiselect(key=f"{prefix}.columns").options  # made by a stage-1 transform
     at.multiselect(key=f"{prefix}.columns").select("wind")
     at.button(key=f"{prefix}.submit").click().run()
     assert not at.exception, at.exception
     assert "Alternative variable saved" in texts(at)
-    with session_scope(ui.engine) as s:
-        (alt,) = s.exec(select(Alternative)).all()
+    (alt,) = _alternatives(ui)
     assert alt.payload["concept"] == "storm strength" and alt.proposed_by_id == ui.analyst.id
     bob_view = _review(ui, stage2["bob"])
     assert "storm strength" in texts(bob_view)
 
 
 def test_propose_an_alternative_transform_runs_the_sanity_check(ui, stage2):
-    from curation.models import Alternative
-
-    with session_scope(ui.engine) as s:
-        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
-    at = _review(ui, ui.analyst)
+    at = _reviewing(ui, ui.analyst)
     dv = stage2["ids"]["bob"]["dv"]
     at.radio(key=f"alt.variable:{dv}.kind").set_value("transform").run()
     k = f"alt.variable:{dv}.tf"
@@ -174,24 +177,20 @@ def test_propose_an_alternative_transform_runs_the_sanity_check(ui, stage2):
     errors = " ".join(e.value for e in at.error)
     assert "Sanity check failed" in errors and "the code does not run" in errors  # refused, and why
     assert "KeyError: 'nope'" in " ".join(c.value for c in at.code)
-    with session_scope(ui.engine) as s:
-        assert s.exec(select(Alternative)).all() == []
+    assert _alternatives(ui) == []
     at.text_area(key=f"{k}.code").input("df['d2'] = df['deaths'] ** 0.5")
     at.text_input(key=f"{k}.name").input("sqrt_deaths")
     at.button(key=f"{k}.submit").click().run()
     assert not at.exception, at.exception
     assert "Alternative transform saved" in texts(at)
-    with session_scope(ui.engine) as s:
-        (alt,) = s.exec(select(Alternative)).all()
+    (alt,) = _alternatives(ui)
     assert (alt.kind, alt.payload["spec_name"], alt.payload["output_col"]) == ("transform", "sqrt_deaths", "d2")
     assert alt.extra["check"]["ok"] and len(alt.extra["value_hash"]) == 64
 
 
 def test_reviewers_see_proposed_text_literally(ui, stage2):
     """Shortcodes, dollars and emphasis in what a peer typed reach the reviewer as typed (issue 8.1)."""
-    with session_scope(ui.engine) as s:
-        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
-    at = _review(ui, ui.analyst)
+    at = _reviewing(ui, ui.analyst)
     prefix = f"alt.variable:{stage2['ids']['bob']['iv']}.var"
     at.text_input(key=f"{prefix}.concept").input("storm :x: costs $5 and $6")
     at.text_area(key=f"{prefix}.rationale").input("wind *kills* :man:")
