@@ -316,6 +316,9 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  units: {', '.join(s['unit_names'])}")
         print(f"  value hashes: {' '.join(h[:12] for h in s['value_hashes'])}")
         print(f"  graph hashes: {' '.join(h[:12] for h in s['graph_hashes'])}")
+        if s["date_inferred_columns"]:
+            print(f"  read as dates by pandas' inference (value hashes may differ from BLADE's published ones): "
+                  f"{', '.join(s['date_inferred_columns'])}")
 
     try:
         build_release(path, datasets=args.dataset or None, cache_dir=cache, on_dataset=show)

@@ -38,7 +38,7 @@ from exports.manifest import sha256_file
 
 __all__ = ["EVALUATOR_VERSION", "BuildResult", "build_dataset", "build_release", "build_sources", "cache_key", "derive_state", "library_versions"]
 
-EVALUATOR_VERSION = "groundtruth-1"
+EVALUATOR_VERSION = "groundtruth-2"  # 2: failed transforms and date-inferred columns in meta
 """Bump when anything that changes the persisted state changes (hashing, expansion, graph hashing)."""
 
 ISO_TIMEOUT_S = 60.0
@@ -83,7 +83,10 @@ class BuildResult:
         return {"dataset": self.dataset, "paths": len(s.paths), "units": s.num_units, "unit_names": s.unit_names,
                 "value_hashes": sorted(s.value_hashes), "graph_hashes": sorted(s.graph_hashes),
                 "graph_classes": len(s.classes), "errors": s.errors,
-                "failed_transforms": s.meta.get("failed_transforms", []), "seconds": round(self.seconds, 3),
+                "failed_transforms": s.meta.get("failed_transforms", []),
+                # columns whose value hashes can differ from BLADE's published ones (pandas 2 vs 1.5 date
+                # parsing, see README): column -> its value hashes that depend on the date inference
+                "date_inferred_columns": s.meta.get("date_inferred_columns", {}), "seconds": round(self.seconds, 3),
                 "cached": self.cached}
 
 
@@ -219,6 +222,7 @@ def build_dataset(source: DatasetSource, *, cache_dir: Path | None = None,
     state.meta = {"dataset": ds.name, "key": key, "evaluator_version": EVALUATOR_VERSION,
                   "libraries": library_versions(), "release_version": source.release_version,
                   "failed_transforms": failed,
+                  "date_inferred_columns": dict(result["stats"].get("date_inferred") or {}),
                   "executions": result["stats"]["executions"], "job_seconds": result["stats"].get("seconds")}
     if cache_file is not None:
         state.save(cache_file)

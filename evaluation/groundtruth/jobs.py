@@ -187,6 +187,7 @@ def execute_paths(payload: dict[str, Any], table: Any) -> dict[str, Any]:
     return {"nodes": nodes, "paths": path_nodes,
             "stats": {"executions": executed, "hash_hits": hasher.hits, "hash_subset_hits": hasher.subset_hits,
                       "hash_misses": hasher.misses,
+                      "date_inferred": {c: sorted(h) for c, h in sorted(hasher.date_inferred.items())},
                       "rows": len(table), "columns": [str(c) for c in table.columns],
                       "seconds": round(time.perf_counter() - started, 4)}}
 
