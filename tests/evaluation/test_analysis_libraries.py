@@ -173,3 +173,19 @@ def test_the_ground_truth_cache_is_keyed_by_the_analysis_libraries(shared_blade:
 
     monkeypatch.setattr(metadata, "version", without_sklearn)
     assert cache_key(source) != installed
+
+
+def test_a_listed_library_that_went_missing_asks_for_a_reinstall() -> None:
+    from evaluation.sandbox.libraries import missing_library, missing_library_sentence
+
+    try:
+        try:
+            raise ModuleNotFoundError("No module named 'sklearn'", name="sklearn.preprocessing")
+        except ModuleNotFoundError as inner:
+            raise RuntimeError("while encoding") from inner
+    except RuntimeError as exc:
+        name = missing_library(exc)
+    assert name == "sklearn"
+    sentence = missing_library_sentence(name)
+    assert "'sklearn' (scikit-learn) should be installed" in sentence and "reinstall forkpaths" in sentence
+    assert missing_library(KeyError("x")) is None
