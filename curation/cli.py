@@ -306,6 +306,8 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
 
     def show(r: BuildResult) -> None:
         s = r.summary()
+        for e in s["errors"]:  # expert code that failed cuts paths short: say so where it is seen, JSON or not
+            print(f"warning: {e}", file=sys.stderr, flush=True)
         if args.json:
             print(json.dumps(s), flush=True)
             return
@@ -314,8 +316,9 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  units: {', '.join(s['unit_names'])}")
         print(f"  value hashes: {' '.join(h[:12] for h in s['value_hashes'])}")
         print(f"  graph hashes: {' '.join(h[:12] for h in s['graph_hashes'])}")
-        for e in s["errors"]:
-            print(f"  problem: {e}")
+        if s["date_inferred_columns"]:
+            print(f"  read as dates by pandas' inference (value hashes may differ from BLADE's published ones): "
+                  f"{', '.join(s['date_inferred_columns'])}")
 
     try:
         build_release(path, datasets=args.dataset or None, cache_dir=cache, on_dataset=show)

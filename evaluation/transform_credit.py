@@ -119,6 +119,8 @@ def transform_credit(dataset: DatasetRelease, data_path: Path, *, release_versio
         return TransformCredit(units=[], description={"name": MATCHER_NAME, "status": "not_run",
                                                       "reason": problem}, problem=problem)
     state = built.state
+    for error in state.errors:  # paths cut short by failing expert code: fewer units can be credited
+        log.warning("ground truth incomplete: %s", error)
     units = [UnitRef(id=uid, name=u.name) for uid, u in sorted(state.units.items()) if uid != state.root]
     description = {"name": MATCHER_NAME, "blade_compat": blade_compat,
                    "ground_truth": {"key": state.meta.get("key"), "units": len(units), "paths": len(state.paths),
