@@ -14,7 +14,7 @@ from pathlib import Path
 
 from curation.bootstrap import initialise
 from curation.dataset_files import read_blade_folder
-from curation.db import session_scope
+from curation.db import one_snapshot, session_scope
 from curation.errors import USER_ERRORS, CurationError
 from curation.models import Role
 from curation.services.accounts import create_user, generate_password
@@ -250,10 +250,13 @@ def _progress(stage: str, fraction: float) -> None:
 
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import releases as rel
+    from curation.services.release_data import RELEASE_TABLES
 
     report = initialise(settings)
     root = settings.releases_store
     with session_scope(report.engine) as session:
+        if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
+            one_snapshot(session, tables=RELEASE_TABLES)
         actor = _operator(session, args.as_user)
         if args.release_command == "create":
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
