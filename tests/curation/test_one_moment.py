@@ -186,6 +186,41 @@ def test_a_release_cut_while_analysts_vote_reads_one_moment(team, named, tmp_pat
 
 
 @pytest.mark.postgres
+def test_a_cut_in_a_transaction_that_already_read_holds_the_votes_still(team, named, tmp_path):
+    """A caller whose READ COMMITTED transaction began before the cut (it read something first) gets the same
+    guarantee: the tables a release reads are locked in SHARE mode, so the vote waits for the cut to end."""
+    pg, root = team["engine"], tmp_path / "releases"
+    cutter, voter = named.engine("cutter"), named.engine("voter")
+    blocker = pg.connect()
+    tx = blocker.begin()
+    blocker.execute(text("LOCK TABLE consensus IN ACCESS EXCLUSIVE MODE"))
+
+    def cut() -> Any:
+        with session_scope(cutter) as s:
+            s.exec(select(Vote)).all()  # the transaction has begun, at READ COMMITTED
+            return rel.cut_release(session=s, actor=team["cur"], version="1.0.0", notes="",
+                                   releases_root=root, store=team["store"])
+
+    def vote() -> None:
+        with session_scope(voter) as s:
+            cast_vote(session=s, actor=team["cid"], target_kind="variable", target_id=team["dv"],
+                      question="justifiable", answer="yes")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            cutting = pool.submit(cut)
+            named.wait_until(_blocked_or_done(named, "cutter", cutting), "the cut waiting on the consensus table")
+            voting = pool.submit(vote)
+            named.wait_until(_blocked_or_done(named, "voter", voting), "the vote done or waiting for the cut")
+        finally:
+            tx.rollback()
+            blocker.close()
+        cutting.result()
+        voting.result()
+    assert _release_disagreements(root, "1.0.0") == []
+
+
+@pytest.mark.postgres
 def test_three_voters_and_twenty_cuts(team, tmp_path):
     """The issue's experiment, unforced: three analysts keep changing votes while twenty releases are cut."""
     _twenty_cuts(team, tmp_path)
