@@ -508,8 +508,7 @@ def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "
     raw = data["analyses"]
     if isinstance(raw, list | dict) and max_analyses is not None and len(raw) > max_analyses:
         raise TooManyAnalyses(
-            f"{shown} holds {len(raw):,} analyses; a submission may hold at most {max_analyses:,}. Split it into "
-            "several submissions (or ask the administrator to raise the limit). Nothing was stored.")
+            f"{shown} holds {len(raw):,} analyses; a submission may hold at most {max_analyses:,}.")
     analyses: list[SubmittedAnalysis] = []
     if isinstance(raw, list):
         fmt: Literal["single_run", "multi_run"] = "single_run"
