@@ -161,3 +161,53 @@ def test_unreadable_and_oddly_named_submissions_are_refused_with_a_sentence(worl
         world.register([("ok.json", _file(GOOD))], agent="a\x1b[31mgent")
     with session_scope(world.engine) as s:
         assert s.exec(select(ScoringRun)).all() == []
+
+
+# ------------------------------------------------------------------------------------------ forkpaths score
+
+
+def test_forkpaths_score_honours_the_limits_and_answers_bad_files_with_a_sentence(tmp_path, shared_blade):
+    import os
+    import subprocess
+    import sys
+
+    from curation.settings import PROJECT_ROOT
+
+    def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        full = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
+                    FORKPATHS_ADMIN_PASSWORD="admin password 1", **{f"FORKPATHS_{k}": v for k, v in env.items()})
+        full.pop("FORKPATHS_DATABASE_URL", None)
+        return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=full,
+                              capture_output=True, text=True, timeout=600)
+
+    def score(name: str, content: bytes, **env: str) -> subprocess.CompletedProcess[str]:
+        path = tmp_path / name
+        path.write_bytes(content)
+        return cli("score", "--release", "1.0.0", "--submission", str(path), "--out", str(tmp_path / "out.json"),
+                   **env)
+
+    assert cli("import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    assert cli("release", "create", "--version", "1.0.0").returncode == 0
+    refusals = {
+        "over the cap": (score("many.json", _file(GOOD, GOOD, GOOD), MAX_ANALYSES_PER_SUBMISSION="2"),
+                         "many.json holds 3 analyses; a submission may hold at most 2."),
+        "deep": (score("deep.json", b'{"dataset_name": "hurricane", "analyses": ' + b"[" * 100_000 + b"]" * 100_000
+                       + b"}"), "nests objects and lists more than 100 levels deep"),
+        "digits": (score("n.json", b'{"dataset_name": "hurricane", "n": ' + b"9" * 5000 + b', "analyses": []}'),
+                   "holds a number of 5,000 digits at line 1, column 36"),
+        "duplicate": (score("dup.json", _file(GOOD).replace(b'"m_code"', b'"m_code": "x", "m_code"')),
+                      "the key 'm_code' appears twice in one object"),
+        "control": (score("ctl.json", _file(GOOD, name="hurri\x1b[2Jcane")),
+                    "is a submission for dataset 'hurri\\x1b[2Jcane', which release 1.0.0 does not have"),
+    }
+    for what, (done, sentence) in refusals.items():
+        assert done.returncode == 2 and sentence in done.stderr, (what, done.stderr)
+        assert "Traceback" not in done.stderr and "\x1b" not in done.stderr, what
+    scored = score("loop.json", _file(GOOD, LOOP, dict(GOOD, transform_code="raise KeyboardInterrupt")),
+                   SCORE_ANALYSIS_TIMEOUT_S="2")
+    assert scored.returncode == 0, scored.stderr
+    assert "note: 1 analysis code(s) ran longer than the 2 s limit per analysis" in scored.stderr
+    analyses = json.loads((tmp_path / "out.json").read_text())["datasets"][0]["analyses"]
+    assert [a["status"] for a in analyses] == ["ok", "timeout", "ok"]
+    assert "raised at line 1: KeyboardInterrupt" in analyses[2]["record"]["transform"]["message"]
+    assert "Traceback" not in scored.stderr
