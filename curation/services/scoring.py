@@ -567,8 +567,9 @@ def _limits_note(result: EvaluationResult, limits: ScoringLimits) -> str:
     timed_out, not_reached = statuses.count("timeout"), statuses.count("budget_exhausted")
     parts = []
     if timed_out:
-        parts.append(f"{timed_out} analysis code(s) ran longer than the {limits.analysis_timeout_s:g} s limit per "
-                     "analysis (FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S) and got the status 'timeout'")
+        parts.append(f"{timed_out} {'analysis' if timed_out == 1 else 'analyses'} ran longer than the "
+                     f"{limits.analysis_timeout_s:g} s limit per analysis (FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S) and "
+                     f"{'has' if timed_out == 1 else 'have'} the status 'timeout'")
     if not_reached:
         parts.append(f"the run's time budget of {limits.run_budget_s:g} s (FORKPATHS_SCORE_RUN_BUDGET_S) ran out "
                      f"with {not_reached} of {len(statuses)} analyses not scored (status 'budget_exhausted', "

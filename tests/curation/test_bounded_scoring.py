@@ -92,7 +92,7 @@ def test_an_endless_loop_times_out_and_the_other_analyses_are_scored(warm):
     assert looped.record.failure == FailureCategory.TIMEOUT and looped.record.transform.status == "timeout"
     assert looped.record.matched_cvars == first.record.matched_cvars != []  # the variables still count
     assert first.record.transform.status == last.record.transform.status == "ok"
-    assert run.message.startswith("1 analysis code(s) ran longer than the 2 s limit per analysis")
+    assert run.message.startswith("1 analysis ran longer than the 2 s limit per analysis")
     assert run.transform_matcher["limits"]["analysis_timeout_s"] == 2
 
 
@@ -206,7 +206,7 @@ def test_forkpaths_score_honours_the_limits_and_answers_bad_files_with_a_sentenc
     scored = score("loop.json", _file(GOOD, LOOP, dict(GOOD, transform_code="raise KeyboardInterrupt")),
                    SCORE_ANALYSIS_TIMEOUT_S="2")
     assert scored.returncode == 0, scored.stderr
-    assert "note: 1 analysis code(s) ran longer than the 2 s limit per analysis" in scored.stderr
+    assert "note: 1 analysis ran longer than the 2 s limit per analysis" in scored.stderr
     analyses = json.loads((tmp_path / "out.json").read_text())["datasets"][0]["analyses"]
     assert [a["status"] for a in analyses] == ["ok", "timeout", "ok"]
     assert "raised at line 1: KeyboardInterrupt" in analyses[2]["record"]["transform"]["message"]
