@@ -170,3 +170,12 @@ def test_a_30m_row_frame_past_the_memory_limit_gets_a_message(data: Path):
     assert conversion.error == ("the transform code could not be converted: The code tried to use more than the "
                                 "1024 MB memory limit (for example a frame of tens of millions of rows) and was "
                                 "stopped.")
+
+
+def test_an_mcq_answers_file_nested_deeply_or_with_a_huge_number_gets_a_sentence():
+    from evaluation.mcq_scoring import AnswersFileError, read_answers
+
+    with pytest.raises(AnswersFileError, match="answers file nests objects and lists more than 100 levels deep"):
+        read_answers(b'{"answers": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(AnswersFileError, match="answers file holds a number of 5,000 digits at line 1, column 7"):
+        read_answers(b'{"q": ' + b"1" * 5000 + b"}")
