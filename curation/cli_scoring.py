@@ -14,6 +14,7 @@ from curation.db import session_scope
 from curation.errors import ScoringError
 from curation.models import RunStatus, ScoringRun
 from curation.settings import Settings
+from evaluation.submissions import printable
 
 __all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
 
@@ -70,7 +71,7 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
         try:
             files.append((p.name, p.read_bytes()))
         except OSError as exc:
-            raise ScoringError(f"Cannot read {p}: {exc.strerror or exc}.") from exc
+            raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc
     with session_scope(report.engine) as s:
         run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
