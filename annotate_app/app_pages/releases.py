@@ -43,7 +43,7 @@ with tab_cut, st.form(f"cut_release.{state.form_version('cut_release')}"):
     chosen = c2.multiselect("Datasets", with_truth, default=with_truth,
                             help="The datasets that have ground truth (decisions, alternatives, votes or MCQs).")
     add_empty = c2.checkbox(f"Also release the datasets without ground truth yet ({', '.join(empty)}), with their "
-                            "data alone", key="releases.include_empty") if empty else False
+                            "data alone", key=f"releases.include_empty.{state.form_version('cut_release')}") if empty else False
     notes = st.text_area("Release notes", placeholder="What changed, and why", height=90)
     go = st.form_submit_button("Cut release", type="primary")
 if go:
