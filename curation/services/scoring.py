@@ -31,11 +31,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from curation.db import session_scope
-from curation.errors import NotFoundError, ScoringError
+from curation.errors import BlindingViolation, NotFoundError, ScoringError
 from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.blinding import withheld_ground_truth
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.judges import make_judge
 from evaluation.judges.base import Judge
@@ -145,8 +146,7 @@ def _transform_matching_for(release_dataset: DatasetRelease, release_folder: Pat
 def _release_for_scoring(session: Session, version: str, releases_root: Path) -> Release:
     """THE place scoring reads a release: its record by version (NotFoundError naming the known ones), then the
     release checked against the hashes recorded when it was cut (ReleaseError with the reason when it fails).
-    Scoring needs the whole ground truth whoever the evaluator is, so no blinding applies here (that rule is
-    about stage-1 work)."""
+    Who may see which dataset's ground truth is decided where it is shown (registering a run, Run details)."""
     return _releases._verified(session, _releases._record(session, version), releases_root).release
 
 
@@ -170,6 +170,10 @@ def mcq_release(*, session: Session, actor: User, release_version: str, releases
     """The verified release whose MCQs a model under test is asked (scoring roles only)."""
     require_role(actor, *SCORING_ROLES)
     release = _release_for_scoring(session, release_version, releases_root)
+    _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version,
+                                        names=[d.name for d in release.datasets if d.mcqs])
+    if withheld:
+        raise BlindingViolation(f"{withheld} Asking a model its MCQs would show them; nothing was asked.")
     if not any(d.mcqs for d in release.datasets):
         raise ScoringError(f"Release {release_version} holds no MCQs; generate and accept them before cutting it.")
     return release
@@ -348,6 +352,10 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
     checked = _check_files(files, release, max_bytes, kind, (limits or ScoringLimits()).max_analyses)
     hashes = release_gt_hashes(release)
     datasets = [s.dataset_name for _, _, s in checked if s is not None] or sorted(hashes)
+    # the result shows the ground truth of every dataset scored: withheld from whoever is blind to it
+    _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version, names=datasets)
+    if withheld:
+        raise BlindingViolation(f"{withheld} Scoring against it would show it; nothing was stored.")
     used = {d: hashes[d] for d in datasets}
     digest = hashlib.sha256()
     for _name, data, _ in sorted(checked, key=lambda c: c[0]):
