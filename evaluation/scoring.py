@@ -14,16 +14,17 @@ from collections.abc import Callable, Sequence
 from evaluation.judges.analysis import judge_analysis
 from evaluation.judges.base import Judge
 from evaluation.judges.decisions import GroundTruthDecisions, decisions_from_release, ground_truth_counts
-from evaluation.records import TransformMatch, UnitRef
+from evaluation.records import FailureCategory, TransformMatch, UnitRef
 from evaluation.results import AnalysisResult, DatasetResult
 from evaluation.submissions import AnalysisStatus, Submission, SubmittedAnalysis
 from exports.schema import DatasetRelease
 
-__all__ = ["TransformMatcher", "score_submission"]
+__all__ = ["JUDGE_ERROR", "TransformMatcher", "score_submission"]
 
 log = logging.getLogger(__name__)
 
 TransformMatcher = Callable[[SubmittedAnalysis], TransformMatch]
+JUDGE_ERROR = "judge_error"  # an analysis's status when its judge failed; the message is the judge's sentence
 
 
 def _transform(analysis: SubmittedAnalysis, matcher: TransformMatcher | None) -> TransformMatch:
@@ -65,8 +66,11 @@ def score_submission(dataset: DatasetRelease, submission: Submission, *, judge: 
         transform = _transform(analysis, transform_matcher)
         columns = sorted(transform.column_lineage) or None
         judged = judge_analysis(gt, analysis, judge, transform=transform, frame_columns=columns)
+        status, message = analysis.status.value, analysis.message
+        if judged.record.failure == FailureCategory.JUDGE_FAILED:  # never "ok" with an empty message
+            status, message = JUDGE_ERROR, judged.record.failure_message
         results.append(AnalysisResult(
-            key=analysis.key, status=analysis.status.value, message=analysis.message,
+            key=analysis.key, status=status, message=message,
             transform_status=analysis.transform_status.value if analysis.transform_status else None,
             model_status=analysis.model_status.value if analysis.model_status else None,
             record=judged.record, variables=judged.variables, models=judged.models,

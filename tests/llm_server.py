@@ -7,7 +7,8 @@ steps, first come first served) and then from ``responder(request_json) -> conte
 - ``{"content": "..."}``: a 200 answer with this message text;
 - ``{"status": 429}`` / ``{"status": 500}``: that HTTP error;
 - ``{"delay": seconds, ...}``: wait, then do the rest of the step (a slow server);
-- ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON).
+- ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON), with status 200 and the ``content_type``
+  given in the step (``application/json`` unless said, e.g. ``text/html`` for a proxy's error page).
 
 Every request is recorded in ``requests``. ``ScriptedLLM.down_url()`` gives a URL nothing listens on.
 """
@@ -62,7 +63,7 @@ class ScriptedLLM:
                 else:
                     payload = json.dumps(_completion(step["content"], body.get("model", ""))).encode()
                     self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", step.get("content_type", "application/json"))
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)

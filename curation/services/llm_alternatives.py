@@ -48,7 +48,7 @@ from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import dataset_data_path, original_columns
 from curation.services.stages import get_review_settings
 from evaluation.errors import EvaluationError
-from evaluation.llm import LLMConfig, LLMResult, chat_json
+from evaluation.llm import LLMClient, LLMConfig, LLMResult
 from evaluation.llm.prompts import (
     TRANSFORM_TEMPLATE,
     VARIABLE_TEMPLATE,
@@ -200,6 +200,12 @@ def _checked_transforms(session_scope: Callable[[], AbstractContextManager[Sessi
     return out
 
 
+def _parser(kind: str) -> Callable[[str], object]:
+    """What makes an answer usable (and cacheable): a list of items under the key the prompt asked for."""
+    key, shape = ("variables", ProposedVariable) if kind == "variable" else ("transforms", ProposedTransform)
+    return lambda text: parse_items(text, key, shape)
+
+
 @judges_actor
 def generate_alternatives(
     *,
@@ -216,7 +222,7 @@ def generate_alternatives(
     ``session_scope`` opens one transaction (the caller's factory); calls and sandbox runs happen between
     transactions. A failed call is reported and the next seed goes on.
     """
-    config.require()
+    client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
         jobs = plan_generation(session=session, actor=actor, dataset_id=dataset_id)
         dataset = session.get(Dataset, dataset_id)
@@ -227,7 +233,7 @@ def generate_alternatives(
         if progress:
             progress(n, len(jobs), job.label)
         try:
-            result = chat_json(config, template=job.template, messages=job.messages)
+            result = client.ask(template=job.template, messages=job.messages, parse=_parser(job.kind)).result
             report.calls += 1
             report.cached += result.cached
             if job.kind == "variable":
