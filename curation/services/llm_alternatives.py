@@ -166,8 +166,11 @@ def _run_variable_job(session: Session, dataset_id: int, job: GenerationJob, res
         if unknown:
             report.rejected.append(f"{job.label}: '{item.concept}' rejected: {unknown} are not columns of the data")
             continue
-        payload = {"variable_type": item.variable_type, "concept": item.concept.strip(), "interaction": item.interaction,
-                   "on": item.on, "rationale": item.rationale.strip(), "columns": item.columns}
+        # the shape a peer's proposal has (propose_variable_alternative): nothing in it hints at the source
+        payload = {"variable_type": "Control" if item.interaction else item.variable_type,
+                   "concept": item.concept.strip(), "interaction": item.interaction,
+                   "on": item.on.strip() if item.interaction else "", "rationale": item.rationale.strip(),
+                   "columns": list(dict.fromkeys(item.columns))}
         stored = store_alternative(session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
                                    seed_id=None, payload=payload, llm=llm,
                                    extra={"llm_call": {**call, "repairs": repairs, "item": i}})
