@@ -200,7 +200,17 @@ class LLMJudge:
                        frame_columns: Sequence[str] | None = None) -> AgentModel:
         messages = [{"role": "system", "content": _MODEL_SYSTEM},
                     {"role": "user", "content": _MODEL_USER.format(code=quote(model.source, limit=CODE_CHARS))}]
-        spec, cols = self._ask("code_to_model", messages, _model_description)
+        known = set(frame_columns or ())
+
+        def parse(text: str) -> tuple[str, list[str]]:  # columns: only names the code or the frame has
+            spec, cols = _model_description(text)
+            unlisted = [c for c in cols if c not in known and c not in model.source]
+            if unlisted:
+                raise ParseError(f"the LLM's model description names columns that are neither in the model code "
+                                 f"nor in the data: {', '.join(repr(c[:40]) for c in unlisted[:5])}.")
+            return spec, cols
+
+        spec, cols = self._ask("code_to_model", messages, parse)
         static = analyse_model_code(model.source, frame_columns=frame_columns)
         return AgentModel(family=classify_model_family(spec), specification=spec, columns=cols,
                           derived_in_model=static.derived_in_model,

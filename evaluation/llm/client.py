@@ -14,7 +14,15 @@ that turns the answer's text into what the caller needs (raising :class:`ParseEr
   :class:`LLMCallError` whose message is a sentence for the person running forkpaths.
 
 Configuration is an explicit :class:`LLMConfig` built from the settings at the edge (``Settings.llm_config()``);
-nothing here reads the environment.
+nothing here reads the environment. A new LLM feature (a judge, an agent run, an inspector) needs three things:
+
+    client = LLMClient(settings.llm_config())              # raises LLMNotConfigured with how to set it up
+    messages = [{"role": "system", "content": "... " + DATA_NOTICE},
+                {"role": "user", "content": f"Item: {quote(text_someone_wrote)}"}]   # evaluation.llm.quoting
+    verdict = client.ask(template="my-feature@1", messages=messages, parse=my_parser).value
+
+where ``my_parser`` raises :class:`ParseError` for an answer that is not what was asked, including one that
+names anything that was not listed; bump the template version whenever the prompt's wording changes.
 """
 
 from __future__ import annotations

@@ -189,3 +189,19 @@ def test_quoting_escapes_line_breaks_caps_length_and_survives_lone_surrogates() 
     assert json.loads(quote("bad \ud800 surrogate")) == "bad ? surrogate"
     assert quote("bad \ud800").encode("utf-8")  # can be sent
     assert quoted_items("B", ["one\ntwo", "three"]) == 'B1: "one\\ntwo"\nB2: "three"'
+
+
+def test_a_model_description_naming_columns_the_code_does_not_use_is_a_judge_error() -> None:
+    from evaluation.submissions import ExtractedFunction
+
+    fn = ExtractedFunction(kind="model", function="model", parameter="df", body="",
+                           returned="smf.ols('deaths ~ masfem', data=df).fit()")
+    answers = iter([json.dumps({"m_spec": "OLS", "m_columns": ["deaths", "masfem", "every_column_there_is"]}),
+                    json.dumps({"m_spec": "OLS", "m_columns": ["deaths", "masfem", "wind"]})])
+    with ChatServer(lambda messages: next(answers)) as server:
+        judge = _judge(server)
+        context = JudgeContext(dataset="d")
+        with pytest.raises(JudgeError, match="neither in the model code nor in the data: 'every_column_there_is'"):
+            judge.describe_model(fn, context=context)
+        described = judge.describe_model(fn, context=context, frame_columns=["deaths", "masfem", "wind"])
+    assert described.columns == ["deaths", "masfem", "wind"] and judge.calls == 2
