@@ -20,7 +20,7 @@ from curation.db import session_scope
 from curation.errors import USER_ERRORS, SessionExpired
 from curation.models import Role, User
 from curation.services.run_worker import RunWorker
-from curation.services.scoring import JudgeSettings
+from curation.services.scoring import JudgeSettings, ScoringLimits
 from curation.services.sessions import end_session, resume_auth_session
 from curation.services.sign_in import sign_in as sign_in_service
 from curation.settings import Settings
@@ -47,11 +47,15 @@ def _startup(database_url: str, data_dir: str) -> StartupReport:
 def _run_worker(database_url: str, data_dir: str) -> RunWorker:
     s = settings()
     return RunWorker(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
-                     judges=JudgeSettings.from_settings(s))
+                     judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
 
 
 def judge_settings() -> JudgeSettings:
     return JudgeSettings.from_settings(settings())
+
+
+def scoring_limits() -> ScoringLimits:
+    return ScoringLimits.from_settings(settings())
 
 
 def run_worker() -> RunWorker:

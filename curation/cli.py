@@ -14,10 +14,16 @@ from pathlib import Path
 
 from curation.bootstrap import initialise
 from curation.dataset_files import read_blade_folder
-from curation.db import session_scope
+from curation.db import one_snapshot, session_scope
 from curation.errors import USER_ERRORS, CurationError
 from curation.models import Role
-from curation.services.accounts import create_user, generate_password
+from curation.services.accounts import (
+    MAX_PASSWORD_LENGTH,
+    MIN_PASSWORD_LENGTH,
+    PASSWORD_RULE,
+    create_user,
+    generate_password,
+)
 from curation.services.datasets import assign_analysts, register_dataset
 from curation.settings import PROJECT_ROOT, Settings
 
@@ -83,7 +89,8 @@ def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     elif sys.stdin.isatty():
-        password = getpass.getpass(f"Password for {args.username} (empty: generate one): ")
+        password = getpass.getpass(f"Password for {args.username} ({MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH:,} "
+                                   "characters; empty: generate one): ")
     else:
         password = ""
     generated = not password
@@ -250,10 +257,13 @@ def _progress(stage: str, fraction: float) -> None:
 
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import releases as rel
+    from curation.services.release_data import RELEASE_TABLES
 
     report = initialise(settings)
     root = settings.releases_store
     with session_scope(report.engine) as session:
+        if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
+            one_snapshot(session, tables=RELEASE_TABLES)
         actor = _operator(session, args.as_user)
         if args.release_command == "create":
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
@@ -306,6 +316,8 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
 
     def show(r: BuildResult) -> None:
         s = r.summary()
+        for e in s["errors"]:  # expert code that failed cuts paths short: say so where it is seen, JSON or not
+            print(f"warning: {e}", file=sys.stderr, flush=True)
         if args.json:
             print(json.dumps(s), flush=True)
             return
@@ -314,8 +326,9 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  units: {', '.join(s['unit_names'])}")
         print(f"  value hashes: {' '.join(h[:12] for h in s['value_hashes'])}")
         print(f"  graph hashes: {' '.join(h[:12] for h in s['graph_hashes'])}")
-        for e in s["errors"]:
-            print(f"  problem: {e}")
+        if s["date_inferred_columns"]:
+            print(f"  read as dates by pandas' inference (value hashes may differ from BLADE's published ones): "
+                  f"{', '.join(s['date_inferred_columns'])}")
 
     try:
         build_release(path, datasets=args.dataset or None, cache_dir=cache, on_dataset=show)
@@ -462,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
     cu.add_argument("username")
     cu.add_argument("--role", choices=[r.value for r in Role], default=Role.ANALYST.value)
     cu.add_argument("--display-name")
-    cu.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    cu.add_argument("--password-stdin", action="store_true", help=f"read the password from standard input. {PASSWORD_RULE}")
     cu.set_defaults(func=_cmd_create_user)
     ad = sub.add_parser("add-dataset", help="register a dataset folder in BLADE layout (info.json + data.csv)")
     ad.add_argument("path")

@@ -14,14 +14,21 @@ from curation.db import session_scope
 from curation.errors import ScoringError
 from curation.models import RunStatus, ScoringRun
 from curation.settings import Settings
+from evaluation.submissions import printable
 
-__all__ = ["add_scoring_commands", "judge_settings"]
+__all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
 
 
 def judge_settings(settings: Settings) -> Any:
     from curation.services.scoring import JudgeSettings
 
     return JudgeSettings.from_settings(settings)
+
+
+def scoring_limits(settings: Settings) -> Any:
+    from curation.services.scoring import ScoringLimits
+
+    return ScoringLimits.from_settings(settings)
 
 
 class _Bar:
@@ -64,21 +71,24 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
         try:
             files.append((p.name, p.read_bytes()))
         except OSError as exc:
-            raise ScoringError(f"Cannot read {p}: {exc.strerror or exc}.") from exc
+            raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc
     with session_scope(report.engine) as s:
         run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
                            judge=getattr(args, "judge", "offline"), mode=getattr(args, "mode", "default"),
                            k=getattr(args, "k", 10), kind=kind, runs_root=settings.runs_store,
                            releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
-                           judges=judge_settings(settings), source="cli")
+                           judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
           f"{'analyses' if kind == 'analyses' else 'answers file'}).", file=sys.stderr)
     done = execute_run(report.engine, run.id or 0, runs_root=settings.runs_store,
-                       releases_root=settings.releases_store, judges=judge_settings(settings), on_progress=_Bar())
+                       releases_root=settings.releases_store, judges=judge_settings(settings), on_progress=_Bar(),
+                       limits=scoring_limits(settings))
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
+    if done.message:
+        print(f"note: {done.message}", file=sys.stderr)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(settings.runs_store / (done.result_path or ""), out)

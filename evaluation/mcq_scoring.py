@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from evaluation.errors import EvaluationError
 from evaluation.llm import DATA_NOTICE, LLMAnswerError, LLMCallError, LLMClient, ParseError, quote
 from evaluation.llm.quoting import CODE_CHARS
+from exports.jsontext import JsonTextError, load_json
 from exports.schema import MCQ, DatasetRelease
 
 __all__ = [
@@ -151,7 +152,8 @@ def read_answers(source: Path | str | bytes | Mapping[str, Any], *, label: str =
     """An answers file as ``{id: raw answer}``.
 
     Raises:
-        AnswersFileError: unreadable, not JSON, or not an object.
+        AnswersFileError: unreadable, not JSON (or nested too deeply, or a number too long to read), or not an
+            object.
     """
     if isinstance(source, Mapping):
         data: Any = dict(source)
@@ -162,11 +164,11 @@ def read_answers(source: Path | str | bytes | Mapping[str, Any], *, label: str =
                 text: str | bytes = source.read_bytes()
             else:
                 text = source
-            data = json.loads(text)
+            data = load_json(text, label=label)
         except OSError as exc:
             raise AnswersFileError(f"cannot read {label}: {exc.strerror or exc}.") from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise AnswersFileError(f"{label} is not JSON: {exc}.") from exc
+        except JsonTextError as exc:  # not JSON, nested too deeply, a number Python refuses: with where
+            raise AnswersFileError(str(exc)) from exc
     if isinstance(data, dict) and isinstance(data.get("answers"), dict):
         data = data["answers"]
     if not isinstance(data, dict):

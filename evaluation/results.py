@@ -59,7 +59,8 @@ RESULT_FORMAT_VERSION = "1.1"
 SUPPORTED_RESULT_VERSIONS = frozenset({"1.0", "1.1"})
 EVALUATOR_VERSION = "0.2.0"  # bump when a change to matching or metrics can change a number (0.2: column lineage)
 
-_LIBRARIES = ("pandas", "numpy", "networkx", "statsmodels", "patsy", "rapidfuzz", "pydantic", "openai")
+_LIBRARIES = ("pandas", "numpy", "networkx", "statsmodels", "patsy", "scipy", "scikit-learn", "rapidfuzz", "pydantic",
+              "openai")
 
 
 class ResultFormatError(EvaluationError):

@@ -11,6 +11,7 @@ cut (:mod:`exports.published`); a release that does not match is refused.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import re
@@ -28,12 +29,13 @@ from sqlalchemy import event
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, select
 
+from curation.db import one_snapshot
 from curation.errors import BlindingViolation, NotFoundError, ReleaseError
 from curation.models import Dataset, ReleaseRecord, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import blind_datasets
-from curation.services.release_data import dataset_release, unreviewed_mcqs
+from curation.services.release_data import RELEASE_TABLES, dataset_release, unreviewed_mcqs
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
@@ -217,6 +219,22 @@ def _licence_and_attribution(datasets: Sequence[Dataset]) -> tuple[str, str]:
     return licence, attribution
 
 
+def _one_moment(fn: Callable[..., ReleaseRecord]) -> Callable[..., ReleaseRecord]:
+    """A cut reads its whole release from one snapshot, taken before anything else is read (the actor too).
+
+    Read in separate statements at READ COMMITTED, a vote committed mid-cut made a release whose consensus
+    tallies disagreed with its own votes (3–0 justifiable next to 2–1 votes).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> ReleaseRecord:
+        one_snapshot(kwargs["session"], tables=RELEASE_TABLES)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_moment
 @judges_actor
 def cut_release(
     *,
@@ -231,6 +249,8 @@ def cut_release(
 ) -> ReleaseRecord:
     """Cut release ``version`` of the chosen datasets (all by default): curators and admins only.
 
+    Everything released is read from one snapshot of the database (:func:`curation.db.one_snapshot`): votes
+    cast during the cut are in the next release, never half in this one.
     The files are written to a temporary folder and renamed into place when complete. A release exists
     exactly when its record does: if recording the release fails here, the files are removed again; if the
     caller's transaction rolls back later, they are set aside (see :mod:`curation.services.release_store`).

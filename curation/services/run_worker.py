@@ -19,7 +19,7 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.models import RunStatus, ScoringRun
-from curation.services.scoring import JudgeSettings, execute_run, fail_abandoned_runs
+from curation.services.scoring import JudgeSettings, ScoringLimits, execute_run, fail_abandoned_runs
 
 __all__ = ["RunWorker"]
 
@@ -28,8 +28,9 @@ log = logging.getLogger(__name__)
 
 class RunWorker:
     def __init__(self, engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
-                 max_workers: int = 1, stale_after: timedelta = timedelta(minutes=10)) -> None:
-        self.engine = engine
+                 max_workers: int = 1, stale_after: timedelta = timedelta(minutes=10),
+                 limits: ScoringLimits | None = None) -> None:
+        self.engine, self.limits = engine, limits
         self.runs_root, self.releases_root, self.judges = runs_root, releases_root, judges
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-scoring")
         self._futures: dict[int, Future[ScoringRun]] = {}
@@ -48,7 +49,7 @@ class RunWorker:
         if current is not None and not current.done():
             return current
         future = self._pool.submit(execute_run, self.engine, run_id, runs_root=self.runs_root,
-                                   releases_root=self.releases_root, judges=self.judges)
+                                   releases_root=self.releases_root, judges=self.judges, limits=self.limits)
         self._futures[run_id] = future
         return future
 

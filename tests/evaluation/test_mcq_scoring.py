@@ -61,7 +61,7 @@ def test_scores_by_hand() -> None:
 
 
 def test_answers_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(AnswersFileError, match="not JSON"):
+    with pytest.raises(AnswersFileError, match="not valid JSON"):
         read_answers(b"{")
     with pytest.raises(AnswersFileError, match="JSON list"):
         read_answers(b"[]")
