@@ -104,7 +104,7 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tup
     unparseable answer counts as unparseable, never guessed.
     """
     from curation.services.scoring import mcq_release
-    from evaluation.judges.llm_judge import OpenAIChatClient
+    from evaluation.llm import LLMClient
     from evaluation.mcq_scoring import ask_model
 
     base_url = args.base_url or settings.llm_base_url
@@ -114,16 +114,12 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tup
     with session_scope(engine) as s:
         release = mcq_release(session=s, actor=_operator(s, args.as_user), release_version=args.release,
                               releases_root=settings.releases_store)
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "not-needed"
-    client = OpenAIChatClient(base_url=base_url, model=args.ask_model, api_key=key, timeout=settings.llm_timeout_s,
-                              max_retries=settings.llm_max_retries)
+    client = LLMClient(settings.llm_config().model_copy(update={"base_url": base_url, "model": args.ask_model}))
     bar = _Bar()
     total = sum(len(d.mcqs) for d in release.datasets)
     print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
           "(temperature 0; answers are cached).", file=sys.stderr)
-    answers, source = ask_model(release.datasets, client, cache_dir=settings.resolved_data_dir / "mcq-cache",
-                                model=args.ask_model, base_url=base_url,
-                                progress=lambda done, n: bar(done, n, "asked"))
+    answers, source = ask_model(release.datasets, client, progress=lambda done, n: bar(done, n, "asked"))
     if source["errors"]:
         first = next(iter(source["errors"].items()))
         print(f"warning: {len(source['errors'])} question(s) got no answer (they count as unanswered); "

@@ -27,13 +27,14 @@ from evaluation.results import AnalysisResult, DatasetResult
 from evaluation.submissions import AnalysisStatus, Submission, SubmittedAnalysis, printable
 from exports.schema import DatasetRelease
 
-__all__ = ["RunBudget", "TransformMatcher", "score_submission"]
+__all__ = ["JUDGE_ERROR", "RunBudget", "TransformMatcher", "score_submission"]
 
 log = logging.getLogger(__name__)
 
 TransformMatcher = Callable[..., TransformMatch]
 """``matcher(analysis) -> TransformMatch``; under a :class:`RunBudget` it is called ``matcher(analysis,
 timeout_s=seconds)`` and should give ``status="timeout"`` when the code ran past that limit."""
+JUDGE_ERROR = "judge_error"  # an analysis's status when its judge failed; the message is the judge's sentence
 
 
 def _seconds(s: float) -> str:
@@ -155,9 +156,12 @@ def score_submission(dataset: DatasetRelease, submission: Submission, *, judge: 
         columns = sorted(transform.column_lineage) or None
         judged = judge_analysis(gt, analysis, judge, transform=transform, frame_columns=columns)
         timed_out = transform.status == "timeout"
+        status = AnalysisStatus.TIMEOUT.value if timed_out else analysis.status.value
+        message = " ".join(m for m in (analysis.message, transform.message if timed_out else "") if m)
+        if judged.record.failure == FailureCategory.JUDGE_FAILED:  # never "ok" with an empty message
+            status, message = JUDGE_ERROR, judged.record.failure_message
         results.append(AnalysisResult(
-            key=analysis.key, status=AnalysisStatus.TIMEOUT.value if timed_out else analysis.status.value,
-            message=" ".join(m for m in (analysis.message, transform.message if timed_out else "") if m),
+            key=analysis.key, status=status, message=message,
             transform_status=analysis.transform_status.value if analysis.transform_status else None,
             model_status=analysis.model_status.value if analysis.model_status else None,
             record=judged.record, variables=judged.variables, models=judged.models,

@@ -40,6 +40,7 @@ from curation.services.blinding import withheld_ground_truth
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.judges import make_judge
 from evaluation.judges.base import Judge
+from evaluation.llm import LLMClient, LLMConfig
 from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
 from evaluation.metrics import DatasetRuns, score_runs
 from evaluation.records import UnitRef
@@ -240,38 +241,29 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """How to build the judges: the LLM endpoint (from settings) and the response cache folder."""
+    """How to build the judges: the LLM client's configuration (from settings, read at the edge)."""
 
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    llm_api_key: str | None = None
-    cache_dir: Path | None = None
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     @classmethod
     def from_settings(cls, settings: Any) -> JudgeSettings:
-        """From :class:`curation.settings.Settings` (read at the edge): the LLM endpoint and the cache folder."""
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return cls(llm_base_url=settings.llm_base_url, llm_model=settings.llm_model, llm_api_key=key,
-                   cache_dir=settings.resolved_data_dir / "judge-cache")
+        """From :class:`curation.settings.Settings`: the one LLM configuration (endpoint, timeout, retries, cache)."""
+        return cls(llm=settings.llm_config())
 
     def configuration(self, name: str) -> dict[str, Any]:
         if name == "offline":
             return make_judge("offline").configuration()
         if name == "llm":
-            if not (self.llm_base_url and self.llm_model):
+            if not self.llm.configured:
                 raise ScoringError("The llm judge needs an endpoint: set FORKPATHS_LLM_BASE_URL and "
                                    "FORKPATHS_LLM_MODEL, or choose the offline judge.")
-            return {"name": "llm", "model": self.llm_model, "base_url": self.llm_base_url}
+            return {"name": "llm", "model": self.llm.model, "base_url": self.llm.base_url}
         raise ScoringError(f"Unknown judge '{name}'; choose {' or '.join(JUDGE_NAMES)}.")
 
     def build(self, name: str) -> Judge:
         if name == "llm":
-            from evaluation.judges.llm_judge import OpenAIChatClient
-
             self.configuration(name)
-            client = OpenAIChatClient(base_url=self.llm_base_url or "", model=self.llm_model or "",
-                                      api_key=self.llm_api_key or "not-needed")
-            return make_judge("llm", client=client, cache_dir=self.cache_dir)
+            return make_judge("llm", client=LLMClient(self.llm))
         return make_judge(name)
 
 
