@@ -199,6 +199,13 @@ def _data_file(path: Path, label: str, *, named: bool) -> DataFile:
     return DataFile(name=path.name, path=path, format="other", size=size, named=named)
 
 
+def _unnamed_file(path: Path) -> DataFile:
+    """A file no metadata names (upstream ships such files): kept and copied, its content not checked."""
+    formats: dict[str, Literal["csv", "stata"]] = {".csv": "csv", ".dta": "stata"}
+    return DataFile(name=path.name, path=path, format=formats.get(path.suffix.lower(), "other"),
+                    size=path.stat().st_size, named=False)
+
+
 def _infer_kind_split(path: Path, kind: Kind | None, split: str | None) -> tuple[Kind | None, str | None]:
     parts = path.resolve().parts
     if split is None and len(parts) >= 2 and parts[-2] in SPLITS:
@@ -269,8 +276,7 @@ def read_task_folder(
                 problems.extend(exc.problems)
     if problems:
         raise DiscoveryBenchFormatError(problems)
-    data_files = [named.get(p.name) or DataFile(name=p.name, path=p, format="other", size=p.stat().st_size,
-                                                named=False) for p in others]
+    data_files = [named.get(p.name) or _unnamed_file(p) for p in others]
     if kind is None:
         shapes = {isinstance(d.columns, ColumnGroups) for f in files for d in f.metadata.datasets}
         kind = "real" if shapes == {True} else "synth"
