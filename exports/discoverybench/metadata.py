@@ -127,20 +127,19 @@ def _detect_layout(text: str, style: JsonStyle) -> JsonStyle:
     )
 
 
-def _json_path(loc: tuple[int | str, ...], data: Any) -> str:
+def _json_path(loc: tuple[int | str, ...], data: Any, *, missing: bool) -> str:
     """A JSON path (``queries[0][1].question``) from a pydantic location, skipping union tags."""
     path = ""
     node = data
-    for part in loc:
+    for index, part in enumerate(loc):
         if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
             path += f"[{part}]"
             node = node[part]
         elif isinstance(part, str) and isinstance(node, Mapping) and part in node:
             path += f".{part}" if path else part
             node = node[part]
-        elif isinstance(part, str) and isinstance(node, Mapping):
-            path += f".{part}" if path else part  # a missing key
-            break
+        elif missing and isinstance(part, str) and isinstance(node, Mapping) and index == len(loc) - 1:
+            path += f".{part}" if path else part  # the missing key
         # else: a union tag ("nested", "object"...) or a type tag, not a place in the data
     return path or "(top level)"
 
@@ -160,7 +159,7 @@ _TYPE_WORDS = {
 def _describe(exc: ValidationError, data: Any, label: str) -> DiscoveryBenchFormatError:
     grouped: dict[str, list[dict[str, Any]]] = {}
     for error in exc.errors():
-        grouped.setdefault(_json_path(tuple(error["loc"]), data), []).append(dict(error))
+        grouped.setdefault(_json_path(tuple(error["loc"]), data, missing=error["type"] == "missing"), []).append(dict(error))
     problems = []
     for path, errors in grouped.items():
         kinds = [str(e["type"]) for e in errors]
@@ -174,6 +173,10 @@ def _describe(exc: ValidationError, data: Any, label: str) -> DiscoveryBenchForm
             what = "must not be empty"
         elif all(kind in _TYPE_WORDS for kind in kinds):
             wanted = " or ".join(dict.fromkeys(_TYPE_WORDS[kind] for kind in kinds))
+            if re.fullmatch(r"datasets\[\d+\]\.columns", path):
+                wanted = 'an object with a "raw" list of columns, or a list of columns'
+            elif path == "queries":
+                wanted = "a list of queries, or a list of lists of queries"
             got = json.dumps(errors[0].get("input"), ensure_ascii=False, default=str)
             got = got if len(got) <= 60 else got[:57] + "..."
             what = f"must be {wanted}, not {got}"
@@ -183,8 +186,7 @@ def _describe(exc: ValidationError, data: Any, label: str) -> DiscoveryBenchForm
             DiscoveryBenchProblem(
                 file=label,
                 field=path,
-                message=f"{label}: {path} {what}".replace(" :", ":")
-                + " (DiscoveryBench's metadata layout, evaluation-seeds-reference §1.3).",
+                message=f"{label}: {path} {what}".replace(" :", ":") + ".",
             )
         )
     return DiscoveryBenchFormatError(problems[: _MAX_PROBLEMS_SHOWN * 4])
@@ -241,6 +243,8 @@ def parse_metadata(content: bytes, *, k: int, label: str = "metadata.json") -> M
             "the last one, so remove the other.", field=exc.key
         ) from exc
     except JsonTextError as exc:
+        if exc.reason == "is empty":
+            raise _problem(label, f"{label} is empty; it should hold a DiscoveryBench metadata object.") from exc
         raise _problem(label, str(exc)) from exc
     except ValueError as exc:  # an integer beyond Python's digit limit
         raise _problem(label, f"{label} cannot be read: {exc}.") from exc
