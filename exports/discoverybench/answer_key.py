@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -135,9 +136,7 @@ def parse_answer_key(content: bytes, *, kind: Literal["real", "synth"], label: s
 
 def write_answer_key(key: AnswerKey) -> bytes:
     """The CSV bytes: the header read (or the four columns), minimal quoting, the line end read."""
-    out = io.StringIO(newline="")
-    writer = csv.writer(out, lineterminator=key.newline)
-    writer.writerow(key.header)
+    lines = [_csv_line(key.header)]
     for row in key.rows:
         values = {
             "dataset": row.dataset,
@@ -146,5 +145,14 @@ def write_answer_key(key: AnswerKey) -> bytes:
             "gold_hypo": row.gold_hypo,
             **row.extra,
         }
-        writer.writerow([values.get(name, "") for name in key.header])
-    return out.getvalue().encode("utf-8")
+        lines.append(_csv_line([values.get(name, "") for name in key.header]))
+    return "".join(line + key.newline for line in lines).encode("utf-8")
+
+
+def _csv_line(cells: Iterable[str]) -> str:
+    # Minimal quoting as upstream's files have it (pandas / the csv module with CRLF line ends): a cell is quoted
+    # when it holds a comma, a quote, CR or LF. The csv module with "\n" line ends would leave a lone CR
+    # unquoted, which no reader gives back.
+    return ",".join(
+        f'"{cell.replace(chr(34), chr(34) * 2)}"' if any(ch in cell for ch in ',"\r\n') else cell for cell in cells
+    )
