@@ -201,9 +201,11 @@ class Metadata(_Ordered):
     def query_list(self) -> list[tuple[str, Query]]:
         """Every query with its JSON path (``queries[0][1]`` or ``queries[2]``), in file order."""
         found: list[tuple[str, Query]] = []
-        for index, item in enumerate(self.queries):
+        items: list[Any] = list(self.queries)
+        for index, item in enumerate(items):
             if isinstance(item, Query):
                 found.append((f"queries[{index}]", item))
             else:
-                found.extend((f"queries[{index}][{inner}]", query) for inner, query in enumerate(item))
+                group: list[Query] = item
+                found.extend((f"queries[{index}][{inner}]", query) for inner, query in enumerate(group))
         return found

@@ -26,7 +26,7 @@ from exports.errors import DiscoveryBenchFormatError
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
 cp1252_text = st.text(st.characters(codec="cp1252"), max_size=30)
 
 

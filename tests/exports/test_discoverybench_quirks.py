@@ -252,3 +252,12 @@ def test_writer_refuses_to_overwrite_and_leaves_nothing_on_failure(tmp_path: Pat
         write_discoverybench(tree, tmp_path / "fresh")
     assert not (tmp_path / "fresh").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_cp1252_data_file_is_read_with_its_encoding(tmp_path: Path) -> None:
+    data = real_metadata(datasets=[{"name": "data.csv", "description": "x",
+                                    "columns": {"raw": [{"name": "Größe µm", "description": "size"}]}}])
+    content = "Größe µm,n\n1,2\n".encode("cp1252")
+    folder = make_folder(tmp_path / "real" / "test", "sizes", {0: data}, files={"data.csv": content})
+    (csv_file,) = read_task_folder(folder).files
+    assert csv_file.encoding == "cp1252" and csv_file.columns == ("Größe µm", "n")

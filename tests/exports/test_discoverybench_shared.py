@@ -44,7 +44,7 @@ def test_reads_every_folder_split_and_query(tree: DiscoveryBenchTree, shared_dis
     files = Counter((f.kind, f.split) for f in tree.folders for _ in f.metadata)
     assert files[("real", "train")] == 14
     # every query of every metadata file (counted straight from the JSON) is a task, once
-    expected = set()
+    expected: set[tuple[str, str, str, int, int]] = set()
     for path in shared_discoverybench.rglob("metadata_*.json"):
         if ".ipynb_checkpoints" in path.parts:
             continue
