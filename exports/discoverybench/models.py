@@ -140,8 +140,8 @@ class MainHypothesis(_Ordered):
 class Hypotheses(_Ordered):
     """``hypotheses``: ``main`` and ``intermediate`` (the latter empty in practice)."""
 
-    main: list[MainHypothesis] = Field(default_factory=list)
-    intermediate: list[Any] = Field(default_factory=list)
+    main: list[MainHypothesis] | None = None
+    intermediate: list[Any] | None = None
 
 
 class Query(_Ordered):

@@ -48,14 +48,35 @@ def metadata(draw: st.DrawFn, strings: st.SearchStrategy[str] = text) -> dict[st
         st.text("abc._", min_size=1, max_size=8), strings, columns,
     )
     qids = draw(st.lists(st.integers(0, 1000), min_size=1, max_size=4, unique=True))
-    queries = [
-        {"qid": qid, "question": "Q " + draw(strings), "question_type": draw(st.sampled_from(
-            ["context", "relationship", "relationhsip", "variable", "general"])), **draw(extras)}
-        for qid in qids
-    ]
+    optional_query_keys = {
+        "difficulty": st.integers(1, 4),
+        "true_hypothesis": strings,
+        "target_col": strings,
+        "true_hypothesis_expr": strings,
+        "relevant_cols": st.lists(strings, max_size=2),
+    }
+    queries = []
+    for qid in qids:
+        query: dict[str, Any] = {"qid": qid, "question": "Q " + draw(strings)}
+        if draw(st.booleans()):
+            query["question_type"] = draw(st.sampled_from(["context", "relationship", "relationhsip", "variable"]))
+        for key in draw(st.lists(st.sampled_from(sorted(optional_query_keys)), unique=True)):
+            query[key] = draw(optional_query_keys[key])
+        query.update(draw(extras))
+        queries.append(query)
     data: dict[str, Any] = {"id": draw(st.integers(0, 50)), "domain": draw(strings)}
-    if real and draw(st.booleans()):
-        data["domain_knowledge"] = draw(strings)
+    optional = {
+        "workflow_tags": strings,
+        "domain_knowledge": strings,
+        "intermediate": st.just([]),
+        "hypotheses": st.fixed_dictionaries(
+            {}, optional={"main": st.lists(st.fixed_dictionaries({}, optional={
+                "depth": st.integers(0, 3), "target": strings, "expr": strings, "text": strings})),
+                "intermediate": st.just([])}),
+        "workflow": strings,
+    }
+    for key in draw(st.lists(st.sampled_from(sorted(optional)), unique=True)):
+        data[key] = draw(optional[key])
     data["datasets"] = draw(st.lists(dataset, min_size=1, max_size=2))
     data["queries"] = [queries] if real else queries
     data.update(draw(extras))
