@@ -226,8 +226,9 @@ def read_task_folder(
         kind, split: override what the path says (``.../real/test/<folder>``).
 
     Raises:
-        DiscoveryBenchFormatError: every problem of every metadata file, and every data file a metadata file
-            names that the folder lacks (naming the metadata file and ``datasets[i].name``).
+        DiscoveryBenchFormatError: every problem of every metadata file, every data file a metadata file
+            names that the folder lacks (naming the metadata file and ``datasets[i].name``) or that pandas
+            cannot read, and every symbolic link in the folder (never followed).
     """
     folder = Path(folder)
     prefix = label or str(folder)
@@ -239,6 +240,16 @@ def read_task_folder(
     others: list[Path] = []
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):
         if entry.name.startswith(".") or entry.name in IGNORED_DIRS:
+            continue
+        if entry.is_symlink():
+            # A link could point anywhere (an uploaded tree is hostile input): its target would be read and
+            # copied into exports. Refuse it by name instead of following it.
+            problems.append(
+                _problem(
+                    f"{prefix}/{entry.name}",
+                    f"{prefix}/{entry.name} is a symbolic link; put the file itself in the folder.",
+                )
+            )
             continue
         match = METADATA_NAME.fullmatch(entry.name)
         if match and entry.is_file():

@@ -175,3 +175,13 @@ def test_not_a_discoverybench_folder(tmp_path: Path) -> None:
         read_discoverybench(tmp_path / "nowhere")
     with pytest.raises(DiscoveryBenchFormatError, match="holds no metadata_<k>.json"):
         read_task_folder(tmp_path)
+
+
+def test_a_symbolic_link_in_a_folder_is_refused_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.csv"
+    secret.write_text("password\nhunter2\n")
+    folder = make_folder(tmp_path / "real" / "test", "survey", {0: real_metadata()}, files={})
+    (folder / "data.csv").symlink_to(secret)
+    with pytest.raises(DiscoveryBenchFormatError) as caught:
+        read_task_folder(folder)
+    assert caught.value.first.message == f"{folder}/data.csv is a symbolic link; put the file itself in the folder."
