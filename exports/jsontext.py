@@ -77,6 +77,15 @@ def _depth_reason(text: str, limit: int) -> str:
     )
 
 
+class _HookRaised(Exception):
+    """The caller's ``object_pairs_hook`` raised: its exception must reach the caller unchanged, even a
+    ``ValueError``, which :func:`load_json` otherwise reads as Python's integer digit limit."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(original)
+        self.original = original
+
+
 def _long_number_reason(text: str, exc: ValueError) -> str:
     limit = sys.get_int_max_str_digits()
     match = re.search(rf"-?\d{{{limit + 1},}}", text) if limit else None
@@ -123,8 +132,20 @@ def load_json(
         text = content.removeprefix("\ufeff")
     if not text.strip():
         raise JsonTextError(label, "is empty")
+    hook = None
+    if object_pairs_hook is not None:
+        caller_hook = object_pairs_hook
+
+        def hook(pairs: list[tuple[str, Any]]) -> Any:
+            try:
+                return caller_hook(pairs)
+            except Exception as exc:  # carried past the ValueError clause below, re-raised unchanged
+                raise _HookRaised(exc) from exc
+
     try:
-        data = json.loads(text, object_pairs_hook=object_pairs_hook)
+        data = json.loads(text, object_pairs_hook=hook)
+    except _HookRaised as carried:
+        raise carried.original from carried.original.__cause__
     except json.JSONDecodeError as exc:
         raise JsonTextError(
             label, f"is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
