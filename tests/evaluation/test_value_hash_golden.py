@@ -2,7 +2,8 @@
 it was vectorised (commit 2308422), for frames covering every dtype and for the shared BLADE datasets.
 
 The golden file holds, per frame, ``blade_value_hash`` of every column and ``ColumnHasher.hash_frame`` of the
-frame, then of a row subset of it (the subset path of the hasher) and of a copy with one column changed.
+frame, then of a row subset of it (the subset path of the hasher) and of a copy with one column changed, and
+the columns the hasher flagged as depending on pandas' date inference.
 Regenerate only when the definition of the hash itself changes (it must not: BLADE's published hashes are
 fixed): ``python tests/evaluation/test_value_hash_golden.py --write``.
 """
@@ -144,7 +145,9 @@ def hashes_of(frame: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
         first = hashable.columns[0]
         changed[first] = changed[first].iloc[::-1].to_numpy()
     reversed_first = hasher.hash_frame(changed)
-    return {"plain": plain, "hash_frame": whole, "subset": subset, "reversed_first": reversed_first}
+    dates = {c: sorted(h) for c, h in sorted(hasher.date_inferred.items())}
+    return {"plain": plain, "hash_frame": whole, "subset": subset, "reversed_first": reversed_first,
+            "date_inferred": dates}
 
 
 def compute() -> dict[str, Any]:
@@ -171,6 +174,7 @@ def test_value_hashes_equal_the_golden_ones(name: str, golden: dict[str, Any],
         pytest.skip(f"{name}: the shared BLADE dataset is not on this machine")
     assert name in golden, f"{name} has no golden hashes: regenerate with the hashing code of main"
     got = hashes_of(current[name])
+    assert got["date_inferred"] == golden[name]["date_inferred"], f"{name}: columns flagged as date-inferred"
     for part in ("plain", "hash_frame", "subset", "reversed_first"):
         diff = {c: (h, got[part].get(c)) for c, h in golden[name][part].items() if got[part].get(c) != h}
         assert not diff, f"{name} {part}: columns whose hash changed (golden, now): {diff}"
