@@ -394,6 +394,9 @@ class ColumnHasher:
 
     def hash(self, series: pd.Series, name: str = "") -> str:
         key, all_str = self._fingerprint_and_kind(series)
+        return self._hash(series, name, key, all_str)
+
+    def _hash(self, series: pd.Series, name: str, key: tuple[Any, ...] | None, all_str: bool) -> str:
         if key is not None and key in self._cache:
             self.hits += 1
             self._note_dates(key, series, name, self._cache[key])
@@ -427,5 +430,7 @@ class ColumnHasher:
                     self.hits += 1
                     out[str(name)] = self._cache[key]
                     continue
+                out[str(name)] = self._hash(frame.iloc[:, i], str(name), key, False)  # key computed once
+                continue
             out[str(name)] = self.hash(frame.iloc[:, i], str(name))
         return out
