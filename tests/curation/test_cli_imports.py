@@ -38,3 +38,43 @@ def test_the_lazy_sandbox_names_resolve() -> None:
         assert getattr(sandbox, name) is not None
     with pytest.raises(AttributeError):
         sandbox.no_such_name  # noqa: B018
+
+
+def test_script_heads_are_alembics_heads() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from curation.db import MIGRATIONS_DIR, script_heads
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert script_heads() == set(ScriptDirectory.from_config(cfg).get_heads())
+
+
+def _migrate_in_fresh_process(url: str) -> dict[str, object]:
+    code = ("import json, sys; from curation.db import make_engine, migrate; from sqlalchemy import text; "
+            f"e = make_engine({url!r}); migrate(e); "
+            "v = [r[0] for r in e.connect().execute(text('SELECT version_num FROM alembic_version'))]; "
+            "print(json.dumps({'alembic': 'alembic' in sys.modules, 'versions': v}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_database_at_head_is_not_migrated_again_and_an_older_one_is(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from alembic import command
+
+    from curation.db import _alembic_config, make_engine, script_heads
+
+    heads = sorted(script_heads() or [])
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert _migrate_in_fresh_process(url) == {"alembic": True, "versions": heads}  # created by alembic
+    assert _migrate_in_fresh_process(url) == {"alembic": False, "versions": heads}  # at head: left alone
+
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(old)
+    with engine.begin() as conn:
+        cfg = _alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0010")
+    engine.dispose()
+    assert _migrate_in_fresh_process(old) == {"alembic": True, "versions": heads}  # behind: upgraded
