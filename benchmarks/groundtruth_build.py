@@ -163,6 +163,16 @@ def main() -> None:
             sources = [s for s in sources if s.dataset.name in args.only]
         print(f"prepared {len(sources)} datasets in {time.perf_counter() - t0:.1f} s (not counted)\n")
         cache = tmpdir / "cache"
+        # CPU seconds of this process and of every job process (reaped when the sandbox's template process
+        # stops): the figure the machine's load does not stretch
+        from evaluation.sandbox import prewarm
+        from evaluation.sandbox.server import _SANDBOX
+
+        cpu_start = _cpu()
+        prewarm(wait=True)
+        _SANDBOX.shutdown(jobs=True)
+        template_cpu = _cpu() - cpu_start
+        cpu_start = _cpu()
         header = f"{'dataset':<20}{'paths':>6}{'units':>6}{'execs':>6}{'values':>7}{'graphs':>7}{'cold s':>8}" \
                  f"{'cpu s':>7}{'job s':>7}{'cached s':>9}{'cache KB':>9}"
         print(header)
@@ -186,6 +196,8 @@ def main() -> None:
                   f"{size:>9.0f}")
             for e in st.errors:
                 print(f"    problem: {e}")
+        _SANDBOX.shutdown(jobs=True)
+        serial_cpu = _cpu() - cpu_start
         parallel_cache = tmpdir / "cache-parallel"
         t0 = time.perf_counter()
         build_sources(sources, cache_dir=parallel_cache, workers=2)
@@ -202,6 +214,9 @@ def main() -> None:
               "stretch with it; CPU seconds do not)")
         print(f"  of which executing and hashing inside the jobs {job_total:.2f} s; the rest is starting one job "
               "process per dataset (python + pandas imports) and expanding/graph-hashing in the caller")
+        print(f"CPU of the cold and cached builds above, job processes included: {serial_cpu:.2f} s (of which "
+              f"starting the sandbox's template process, which imports pandas, statsmodels and the engine once: "
+              f"about {template_cpu:.2f} s, measured alone)")
         print(f"cached total {cached_total:.3f} s")
         print(f"all datasets at once, two job processes at a time (as `forkpaths gt build` does): cold "
               f"{parallel:.2f} s, cached {parallel_cached:.3f} s")
