@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT_DIR = Path(__file__).resolve().parents[1]
 
 
-def _forkpaths() -> list[str]:
+def _forkpaths(module: bool) -> list[str]:
     exe = Path(sys.executable).with_name("forkpaths")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "curation.cli"]
+    return [str(exe)] if exe.exists() and not module else [sys.executable, "-m", "curation.cli"]
 
 
 def _children_cpu() -> float:
@@ -55,8 +55,11 @@ def _measure(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--module", action="store_true",
+                        help="run `python -m curation.cli` from this folder instead of the installed `forkpaths` "
+                             "(to measure another checkout, e.g. main's, with the same interpreter)")
     args = parser.parse_args()
-    fp = _forkpaths()
+    fp = _forkpaths(args.module)
     with tempfile.TemporaryDirectory(prefix="cli-bench-") as tmp:
         env = {**os.environ, "FORKPATHS_DATA_DIR": tmp, "FORKPATHS_LOAD_STARTER_DATASETS": "false",
                "FORKPATHS_SANDBOX": "process", "FORKPATHS_ADMIN_PASSWORD": "bench-password-123"}
