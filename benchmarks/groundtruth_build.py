@@ -163,16 +163,6 @@ def main() -> None:
             sources = [s for s in sources if s.dataset.name in args.only]
         print(f"prepared {len(sources)} datasets in {time.perf_counter() - t0:.1f} s (not counted)\n")
         cache = tmpdir / "cache"
-        # CPU seconds of this process and of every job process (reaped when the sandbox's template process
-        # stops): the figure the machine's load does not stretch
-        from evaluation.sandbox import prewarm
-        from evaluation.sandbox.server import _SANDBOX
-
-        cpu_start = _cpu()
-        prewarm(wait=True)
-        _SANDBOX.shutdown(jobs=True)
-        template_cpu = _cpu() - cpu_start
-        cpu_start = _cpu()
         header = f"{'dataset':<20}{'paths':>6}{'units':>6}{'execs':>6}{'values':>7}{'graphs':>7}{'cold s':>8}" \
                  f"{'cpu s':>7}{'job s':>7}{'cached s':>9}{'cache KB':>9}"
         print(header)
@@ -196,8 +186,6 @@ def main() -> None:
                   f"{size:>9.0f}")
             for e in st.errors:
                 print(f"    problem: {e}")
-        _SANDBOX.shutdown(jobs=True)
-        serial_cpu = _cpu() - cpu_start
         parallel_cache = tmpdir / "cache-parallel"
         t0 = time.perf_counter()
         build_sources(sources, cache_dir=parallel_cache, workers=2)
@@ -214,14 +202,33 @@ def main() -> None:
               "stretch with it; CPU seconds do not)")
         print(f"  of which executing and hashing inside the jobs {job_total:.2f} s; the rest is starting one job "
               "process per dataset (python + pandas imports) and expanding/graph-hashing in the caller")
-        print(f"CPU of the cold and cached builds above, job processes included: {serial_cpu:.2f} s (of which "
-              f"starting the sandbox's template process, which imports pandas, statsmodels and the engine once: "
-              f"about {template_cpu:.2f} s, measured alone)")
         print(f"cached total {cached_total:.3f} s")
         print(f"all datasets at once, two job processes at a time (as `forkpaths gt build` does): cold "
               f"{parallel:.2f} s, cached {parallel_cached:.3f} s")
         print(f"cache size {total_cache:.2f} MB (goal <= 50 MB; BLADE 2.1 GB)")
         print(f"peak RSS: benchmark process {own:.0f} MB, largest job process {kids:.0f} MB")
+        _in_process_cpu(sources)
+
+
+def _in_process_cpu(sources: list[DatasetSource]) -> None:
+    """CPU seconds of what each job does (execute every prefix, hash every frame), run here without the
+    sandbox: the part of the build the machine's load does not stretch, and where value hashing is spent.
+    (The job processes' own CPU cannot be read from here: they are not children of this process.)"""
+    from evaluation.groundtruth.build import _payload
+    from evaluation.groundtruth.jobs import execute_paths
+
+    print("\nexecuting and hashing in this process, CPU seconds (load-independent):")
+    total = 0.0
+    for s in sources:
+        specs = specs_from_release(s.dataset)
+        payload, _ = _payload(specs, enumerate_paths(specs))
+        table = pd.read_csv(s.data_path)
+        t0 = time.process_time()
+        execute_paths(payload, table)
+        cpu = time.process_time() - t0
+        total += cpu
+        print(f"  {s.dataset.name:<20}{cpu:>7.2f}")
+    print(f"  {'total':<20}{total:>7.2f}")
 
 
 if __name__ == "__main__":
