@@ -11,16 +11,16 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from curation.dataset_files import read_blade_folder
 from curation.db import make_engine, migrate, session_scope
 from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
 from curation.services.accounts import ensure_first_admin, forget_stale_password_file
-from curation.services.checks import configure_sandbox
-from curation.services.datasets import register_dataset
 from curation.services.release_store import ReleaseStoreReport, reconcile_release_store
+from curation.services.sandbox_setting import configure_sandbox
 from curation.settings import Settings
-from curation.starters import list_starter_dirs
+
+# pandas and the dataset services are imported where they are used (registering the starters), so that
+# importing this module (every CLI command does) stays light
 
 __all__ = ["StartupReport", "initialise"]
 
@@ -42,6 +42,10 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
     root = settings.starter_datasets_dir
     if not settings.load_starter_datasets or root is None or not Path(root).is_dir():
         return []
+    from curation.dataset_files import read_blade_folder
+    from curation.services.datasets import register_dataset
+    from curation.starters import list_starter_dirs
+
     with session_scope(engine) as session:
         if session.exec(select(Dataset)).first() is not None:
             return []  # only on first start: curators may have removed or renamed them since

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from curation.bootstrap import initialise
-from curation.dataset_files import read_blade_folder
 from curation.db import one_snapshot, session_scope
 from curation.errors import USER_ERRORS, CurationError
 from curation.models import Role
@@ -21,11 +20,11 @@ from curation.services.accounts import (
     MAX_PASSWORD_LENGTH,
     MIN_PASSWORD_LENGTH,
     PASSWORD_RULE,
-    create_user,
-    generate_password,
 )
-from curation.services.datasets import assign_analysts, register_dataset
 from curation.settings import PROJECT_ROOT, Settings
+
+# Heavy modules (pandas, networkx, the sandbox, the services) are imported inside the commands that use them:
+# every command pays for what is imported here (tests/curation/test_cli_imports.py keeps it light).
 
 __all__ = ["main"]
 
@@ -85,6 +84,8 @@ def _cmd_init(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services.accounts import create_user, generate_password
+
     report = initialise(settings)
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")
@@ -105,6 +106,9 @@ def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_add_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.dataset_files import read_blade_folder
+    from curation.services.datasets import register_dataset
+
     report = initialise(settings)
     bundle = read_blade_folder(Path(args.path), max_bytes=settings.max_upload_bytes)
     if args.name:
@@ -119,7 +123,7 @@ def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
     from curation.models import Dataset, User
-    from curation.services.datasets import assigned_user_ids
+    from curation.services.datasets import assign_analysts, assigned_user_ids
 
     report = initialise(settings)
     with session_scope(report.engine) as session:

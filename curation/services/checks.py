@@ -19,13 +19,11 @@ from curation.models import Transform, User
 from curation.services.actor import judges_actor
 from curation.services.annotation import ancestor_chain, check_fingerprint, get_own_decisions
 from curation.services.datasets import dataset_data_path, get_dataset
-from evaluation import sandbox
+from curation.services.sandbox_setting import configure_sandbox, sandbox_isolation
 from evaluation.sandbox import (
-    IsolationStatus,
     MappedJobHandle,
     ModelCheck,
     SandboxLimits,
-    SandboxMode,
     TransformCheck,
     fast_copy_path,
     prepare_fast_copy,
@@ -55,22 +53,6 @@ class CheckedTransform(TransformCheck):
 
 class CheckedModel(ModelCheck):
     fingerprint: str = Field(description="check_fingerprint of the code and the parents' code this check ran")
-
-
-def configure_sandbox(*, mode: SandboxMode, data_dir: Path) -> IsolationStatus:
-    """Apply the sandbox setting at start-up and log how strongly analysts' code is isolated here."""
-    sandbox.configure(mode=mode, hidden_paths=[data_dir])
-    status = sandbox.isolation_status()
-    if status.weak:
-        log.warning("%s", status.sentence())
-    else:
-        log.info("%s", status.sentence())
-    return status
-
-
-def sandbox_isolation() -> IsolationStatus:
-    """How strongly code is isolated on this machine (for the admin page)."""
-    return sandbox.isolation_status()
 
 
 def ensure_fast_copy(data_path: Path) -> None:

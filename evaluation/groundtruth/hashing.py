@@ -56,14 +56,20 @@ def blade_strings(series: pd.Series) -> pd.Series:
     if isinstance(dtype, np.dtype) and dtype.kind == "b":
         return series.astype(str)
     if isinstance(dtype, np.dtype) and dtype.kind == "O":
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                series = pd.to_datetime(series, errors="raise")
-            dtype = series.dtype
-        except (ValueError, TypeError, OverflowError):
-            return series.astype(str)
-    if is_datetime64_any_dtype(dtype):
+        return _object_strings(series, _as_dates(series))
+    return _date_strings(series)
+
+
+def _object_strings(filled: pd.Series, parsed: pd.Series | None) -> pd.Series:
+    """BLADE's strings of an object column whose missing values are already ``""``, given its
+    ``pd.to_datetime`` (None when that raised)."""
+    if parsed is None:
+        return filled.astype(str)
+    return _date_strings(parsed)
+
+
+def _date_strings(series: pd.Series) -> pd.Series:
+    if is_datetime64_any_dtype(series.dtype):
         try:
             return series.dt.strftime(DATE_FORMAT)
         except Exception:  # noqa: BLE001 - BLADE's fallback for values strftime refuses
@@ -80,6 +86,22 @@ def _as_dates(series: pd.Series, **kwargs: Any) -> pd.Series | None:
         return None
 
 
+def _each_as_dates(filled: pd.Series) -> pd.Series | None:
+    """``pd.to_datetime(format="mixed")`` of a column of strings: every value parsed on its own, so when its
+    first non-empty value does not parse on its own, the column does not either (and is not parsed whole)."""
+    first = next((v for v in filled.to_numpy() if v), None)
+    if first is not None and _as_dates(pd.Series([first], dtype=object), format="mixed") is None:
+        return None
+    return _as_dates(filled, format="mixed")
+
+
+def _depends_on_inference(filled: pd.Series, whole: pd.Series | None) -> bool:
+    each = _each_as_dates(filled)
+    if whole is None or each is None:
+        return (whole is None) != (each is None)
+    return not whole.equals(each)
+
+
 def date_parse_depends_on_inference(series: pd.Series) -> bool:
     """True when this object column's BLADE strings depend on how pandas infers dates.
 
@@ -93,11 +115,7 @@ def date_parse_depends_on_inference(series: pd.Series) -> bool:
     if not (isinstance(dtype, np.dtype) and dtype.kind == "O") or infer_dtype(series, skipna=True) != "string":
         return False
     values = series.fillna("")
-    whole = _as_dates(values)
-    each = _as_dates(values, format="mixed")
-    if whole is None or each is None:
-        return (whole is None) != (each is None)
-    return not whole.equals(each)
+    return _depends_on_inference(values, _as_dates(values))
 
 
 def _round5(x: np.ndarray) -> np.ndarray:
@@ -118,23 +136,141 @@ def _round5(x: np.ndarray) -> np.ndarray:
     return y
 
 
-def numeric_strings(series: pd.Series) -> np.ndarray | None:
-    """BLADE's strings of a plain numpy int, float64 or bool column (one string per element, so a row subset
-    of a column has the row subset of its strings); None for every other dtype."""
+# --- numeric columns as byte matrices --------------------------------------------------------------------
+# A numeric column's text is built as an (n, width) uint8 matrix, one row per element, where 0 bytes are
+# padding (no numeric string contains a NUL). Joining the rows with ":" is then a matter of appending a ":"
+# column and dropping the zeros: the bytes hashed are exactly ``":".join(strings).encode()``, with no Python
+# string per element. A row subset of a column is the row subset of its matrix.
+
+_COLON = ord(":")
+_ZERO = ord("0")
+_MINUS = ord("-")
+_DOT = ord(".")
+_FAST_FLOAT_MAX = 2.0**30
+"""Below this, ``round(v, 5) * 1e5`` is an integer k with an error far below 0.5 and float64's spacing is far
+below 1e-5, so Python's shortest repr of ``round(v, 5)`` is the decimal k / 1e5 with its trailing zeros cut."""
+_FAST_FLOAT_MIN = 1e-4
+"""From here up (and zero) Python prints floats in fixed notation; 1e-05 .. 9e-05 are scientific."""
+
+
+def _digits(magnitude: np.ndarray, negative: np.ndarray | None) -> np.ndarray:
+    """Decimal text of non-negative integers (uint64), with a "-" where ``negative``, as a byte matrix."""
+    n = len(magnitude)
+    top = int(magnitude.max()) if n else 0
+    width = len(str(top))
+    if top < 2**32:  # 32-bit division is several times faster than 64-bit
+        magnitude = magnitude.astype(np.uint32)
+    kind = magnitude.dtype.type
+    out = np.zeros((n, width + 1), dtype=np.uint8)
+    if negative is not None:
+        out[:, 0] = np.where(negative, _MINUS, 0)
+    rest = magnitude.copy()
+    ten = kind(10)
+    for col in range(width, 0, -1):  # least significant digit last column
+        power = width - col
+        quotient = rest // ten
+        digit = (rest - quotient * ten).astype(np.uint8) + _ZERO
+        if power == 0:
+            out[:, col] = digit
+        else:
+            out[:, col] = np.where(magnitude >= kind(10**power), digit, 0)
+        rest = quotient
+    return out
+
+
+def _int_matrix(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind == "u":
+        return _digits(values.astype(np.uint64), None)
+    v = values.astype(np.int64)
+    negative = v < 0
+    with np.errstate(over="ignore"):
+        magnitude = np.where(negative, -v, v).astype(np.uint64)  # -(-2**63) wraps to 2**63: right as uint64
+    return _digits(magnitude, negative)
+
+
+def _bool_matrix(values: np.ndarray) -> np.ndarray:
+    table = np.frombuffer(b"False" + b"True\0", dtype=np.uint8).reshape(2, 5)
+    return table[values.astype(np.intp)]
+
+
+def _text_rows(strings: list[str], width: int) -> np.ndarray:
+    out = np.zeros((len(strings), width), dtype=np.uint8)
+    for i, text in enumerate(strings):
+        raw = text.encode("ascii")
+        out[i, :len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    return out
+
+
+def _float_matrix(values: np.ndarray) -> np.ndarray:
+    """``str(round(v, 5))`` of every element (NaN read as 0), as a byte matrix."""
+    y = _round5(np.where(np.isnan(values), 0.0, values))
+    ay = np.abs(y)
+    with np.errstate(invalid="ignore"):
+        fast = np.isfinite(y) & (ay < _FAST_FLOAT_MAX) & ((ay >= _FAST_FLOAT_MIN) | (y == 0))
+    k = np.rint(np.where(fast, ay, 0.0) * 1e5).astype(np.uint64)
+    whole = _digits(k // np.uint64(100_000), np.signbit(y))
+    frac = (k % np.uint64(100_000)).astype(np.int32)
+    tail = np.zeros((len(y), 6), dtype=np.uint8)
+    tail[:, 0] = _DOT
+    rest = frac
+    for j in range(4, -1, -1):  # the j-th decimal; trailing zeros cut, the first one always kept
+        quotient = rest // 10
+        digit = (rest - quotient * 10).astype(np.uint8) + _ZERO
+        rest = quotient
+        if j == 0:
+            tail[:, 1] = digit
+        else:
+            tail[:, j + 1] = np.where(frac % 10 ** (5 - j) != 0, digit, 0)
+    out = np.concatenate([whole, tail], axis=1)
+    if not fast.all():
+        idx = np.flatnonzero(~fast)
+        text = list(map(str, y[idx].tolist()))
+        width = max(out.shape[1], max(map(len, text)))
+        if width > out.shape[1]:
+            out = np.concatenate([out, np.zeros((len(y), width - out.shape[1]), dtype=np.uint8)], axis=1)
+        out[idx] = _text_rows(text, width)
+    return out
+
+
+def _numeric_matrix(series: pd.Series) -> np.ndarray | None:
+    """BLADE's text of a plain numpy int, float64 or bool column as a byte matrix; None for other dtypes."""
     dtype = series.dtype
     if not isinstance(dtype, np.dtype):
         return None
     values = series.to_numpy()
     if dtype.kind in "iu":
-        text = list(map(str, values.tolist()))  # str() of Python ints/floats: what pandas' astype(str) does
-    elif dtype == np.float64:
-        text = list(map(str, _round5(np.where(np.isnan(values), 0.0, values)).tolist()))
-    elif dtype.kind == "b":
-        text = ["True" if v else "False" for v in values.tolist()]
-    else:
+        return _int_matrix(values)
+    if dtype == np.float64:
+        return _float_matrix(values)
+    if dtype.kind == "b":
+        return _bool_matrix(values)
+    return None
+
+
+def _joined(matrix: np.ndarray) -> bytes:
+    """The rows' text joined with ":"."""
+    n, width = matrix.shape
+    if n == 0:
+        return b""
+    buf = np.empty((n, width + 1), dtype=np.uint8)
+    buf[:, :width] = matrix
+    buf[:, width] = _COLON
+    return buf.tobytes().translate(None, b"\0")[:-1]
+
+
+def _matrix_digest(matrix: np.ndarray) -> str:
+    return hashlib.sha256(_joined(matrix)).hexdigest()
+
+
+def numeric_strings(series: pd.Series) -> np.ndarray | None:
+    """BLADE's strings of a plain numpy int, float64 or bool column (one string per element, so a row subset
+    of a column has the row subset of its strings); None for every other dtype."""
+    matrix = _numeric_matrix(series)
+    if matrix is None:
         return None
-    out = np.empty(len(text), dtype=object)
-    out[:] = text
+    out = np.empty(len(matrix), dtype=object)
+    if len(matrix):
+        out[:] = _joined(matrix).decode("ascii").split(":")
     return out
 
 
@@ -143,20 +279,26 @@ def _digest(strings: Any) -> str:
 
 
 def blade_value_hash(series: pd.Series) -> str:
-    fast = numeric_strings(series)
+    fast = _numeric_matrix(series)
     if fast is not None:
-        return _digest(fast.tolist())
+        return _matrix_digest(fast)
     return _digest(blade_strings(series).astype(str).tolist())
 
 
-class _Base:
-    """A numeric column whose strings were computed in full: later row subsets of it reuse them."""
+def _content_digest(data: bytes) -> bytes:
+    """The cache's content key: SHA-256 (hardware-accelerated on current CPUs, faster than BLAKE2 there)."""
+    return hashlib.sha256(data).digest()
 
-    def __init__(self, series: pd.Series, strings: np.ndarray) -> None:
+
+class _Base:
+    """A numeric column whose text was computed in full: later row subsets of it reuse it (a byte matrix,
+    one row per element)."""
+
+    def __init__(self, series: pd.Series, matrix: np.ndarray) -> None:
         self.index = series.index
         self.values = series.to_numpy()
         self.dtype = series.dtype
-        self.strings = strings
+        self.matrix = matrix
 
 
 class ColumnHasher:
@@ -181,23 +323,29 @@ class ColumnHasher:
         self.misses = 0
 
     def _fingerprint(self, series: pd.Series) -> tuple[Any, ...] | None:
+        return self._fingerprint_and_kind(series)[0]
+
+    def _fingerprint_and_kind(self, series: pd.Series) -> tuple[tuple[Any, ...] | None, bool]:
+        """The content key (None: not cacheable) and whether the column holds only ``str`` values."""
         dtype = series.dtype
+        all_str = False
         if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
             data = np.ascontiguousarray(series.to_numpy()).tobytes()
         else:
             if is_object_dtype(dtype) and infer_dtype(series, skipna=True) not in ("string", "empty"):
-                return None
+                return None, False
             try:  # all strings: joining them is several times faster than hash_pandas_object
                 joined = "\x1f".join(series.to_numpy().tolist())
+                all_str = True
                 if joined.count("\x1f") != max(len(series) - 1, 0):
-                    return None  # a value contains the separator: the join would be ambiguous
+                    return None, all_str  # a value contains the separator: the join would be ambiguous
                 data = joined.encode("utf-8", "surrogatepass")
             except TypeError:  # missing values among the strings
                 try:
                     data = pd.util.hash_pandas_object(series, index=False, categorize=False).to_numpy().tobytes()
                 except (TypeError, ValueError):
-                    return None
-        return (str(dtype), len(series), hashlib.blake2b(data, digest_size=16).digest())
+                    return None, False
+        return (str(dtype), len(series), _content_digest(data)), all_str
 
     def _from_base(self, name: str, series: pd.Series) -> np.ndarray | None:
         base = self._bases.get(name)
@@ -214,7 +362,7 @@ class ColumnHasher:
             return None
         if series.dtype.kind == "f" and not np.array_equal(np.signbit(expected), np.signbit(series.to_numpy())):
             return None
-        return base.strings[positions]
+        return base.matrix[positions]
 
     def _note_dates(self, key: tuple[Any, ...] | None, series: pd.Series, name: str, value: str) -> None:
         if not (isinstance(series.dtype, np.dtype) and series.dtype.kind == "O"):
@@ -228,21 +376,43 @@ class ColumnHasher:
         if flag:
             self.date_inferred.setdefault(name, set()).add(value)
 
+    def _hash_object(self, key: tuple[Any, ...] | None, series: pd.Series, name: str, all_str: bool) -> str:
+        """An object column: its BLADE hash and whether its date parse depends on pandas' inference, with
+        one ``fillna`` and one whole-column ``to_datetime`` for both (as :func:`blade_value_hash` and
+        :func:`date_parse_depends_on_inference` compute them)."""
+        filled = series if all_str else series.fillna("")  # only strings: nothing to fill
+        parsed = _as_dates(filled)
+        value = _digest(_object_strings(filled, parsed).astype(str).tolist())
+        strings = (all_str and len(series) > 0) or infer_dtype(series, skipna=True) == "string"
+        flag = strings and _depends_on_inference(filled, parsed)
+        if key is not None:
+            self._cache[key] = value
+            self._dates[key] = flag
+        if flag:
+            self.date_inferred.setdefault(name, set()).add(value)
+        return value
+
     def hash(self, series: pd.Series, name: str = "") -> str:
-        key = self._fingerprint(series)
+        key, all_str = self._fingerprint_and_kind(series)
+        return self._hash(series, name, key, all_str)
+
+    def _hash(self, series: pd.Series, name: str, key: tuple[Any, ...] | None, all_str: bool) -> str:
         if key is not None and key in self._cache:
             self.hits += 1
             self._note_dates(key, series, name, self._cache[key])
             return self._cache[key]
-        strings = self._from_base(name, series)
-        if strings is not None:
+        if isinstance(series.dtype, np.dtype) and series.dtype.kind == "O":
+            self.misses += 1
+            return self._hash_object(key, series, name, all_str)
+        matrix = self._from_base(name, series)
+        if matrix is not None:
             self.subset_hits += 1
         else:
             self.misses += 1
-            strings = numeric_strings(series)
-            if strings is not None and series.index.is_unique:
-                self._bases[name] = _Base(series, strings)
-        value = _digest(strings.tolist()) if strings is not None else blade_value_hash(series)
+            matrix = _numeric_matrix(series)
+            if matrix is not None and series.index.is_unique:
+                self._bases[name] = _Base(series, matrix)
+        value = _matrix_digest(matrix) if matrix is not None else blade_value_hash(series)
         if key is not None:
             self._cache[key] = value
         self._note_dates(key, series, name, value)
@@ -255,11 +425,12 @@ class ColumnHasher:
         for i, (name, dtype) in enumerate(zip(frame.columns, frame.dtypes, strict=True)):
             if get_array is not None and isinstance(dtype, np.dtype) and dtype.kind in "iufb":
                 values = get_array(i)
-                key = (str(dtype), len(values),
-                       hashlib.blake2b(np.ascontiguousarray(values).tobytes(), digest_size=16).digest())
+                key = (str(dtype), len(values), _content_digest(np.ascontiguousarray(values).tobytes()))
                 if key in self._cache:  # the same key _fingerprint computes for this column
                     self.hits += 1
                     out[str(name)] = self._cache[key]
                     continue
+                out[str(name)] = self._hash(frame.iloc[:, i], str(name), key, False)  # key computed once
+                continue
             out[str(name)] = self.hash(frame.iloc[:, i], str(name))
         return out

@@ -47,15 +47,10 @@ argument that returns a JSON-able dict, and add the module to
 Call :func:`prewarm` at application start so the first job does not pay for the imports.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evaluation.errors import SandboxError
-from evaluation.sandbox.checks import (
-    check_model,
-    check_transform,
-    prepare_fast_copy,
-    rewrite_groupby_code,
-    start_model_check,
-    start_transform_check,
-)
 from evaluation.sandbox.isolation import (
     IsolationStatus,
     IsolationUnavailable,
@@ -65,17 +60,53 @@ from evaluation.sandbox.isolation import (
     isolation_status,
 )
 from evaluation.sandbox.registry import sandbox_job
-from evaluation.sandbox.results import DEFAULT_LIMITS, ErrorKind, ModelCheck, SandboxLimits, TransformCheck
 from evaluation.sandbox.runtime import JobContext, fast_copy_path
-from evaluation.sandbox.server import (
-    JobHandle,
-    MappedJobHandle,
-    Outcome,
-    prewarm,
-    run_job,
-    shutdown,
-    start_job,
-)
+
+if TYPE_CHECKING:
+    from evaluation.sandbox.checks import (
+        check_model,
+        check_transform,
+        prepare_fast_copy,
+        rewrite_groupby_code,
+        start_model_check,
+        start_transform_check,
+    )
+    from evaluation.sandbox.results import (
+        DEFAULT_LIMITS,
+        ErrorKind,
+        ModelCheck,
+        SandboxLimits,
+        TransformCheck,
+    )
+    from evaluation.sandbox.server import (
+        JobHandle,
+        MappedJobHandle,
+        Outcome,
+        prewarm,
+        run_job,
+        shutdown,
+        start_job,
+    )
+
+# The checks, results and server modules import pandas (through the frame-change model): they load on first
+# use, so that configuring the sandbox at start-up (every CLI command does) does not import pandas.
+_LAZY = {
+    **dict.fromkeys(("check_model", "check_transform", "prepare_fast_copy", "rewrite_groupby_code",
+                     "start_model_check", "start_transform_check"), "evaluation.sandbox.checks"),
+    **dict.fromkeys(("DEFAULT_LIMITS", "ErrorKind", "ModelCheck", "SandboxLimits", "TransformCheck"),
+                    "evaluation.sandbox.results"),
+    **dict.fromkeys(("JobHandle", "MappedJobHandle", "Outcome", "prewarm", "run_job", "shutdown", "start_job"),
+                    "evaluation.sandbox.server"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "DEFAULT_LIMITS",

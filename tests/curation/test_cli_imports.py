@@ -1,0 +1,80 @@
+"""Every ``forkpaths`` command pays for what ``curation.cli`` imports at module level: it must not load the
+heavy libraries (they are imported inside the commands that use them). Checked in a fresh interpreter through
+``sys.modules``, not by timing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ["pandas", "numpy", "networkx", "streamlit", "statsmodels", "sklearn", "scipy", "openai", "plotly",
+         "alembic"]
+
+
+def _loaded_after(module: str) -> list[str]:
+    code = (f"import json, sys; import {module}; "
+            f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("module", ["curation.cli", "curation.cli_scoring", "curation.bootstrap",
+                                    "evaluation.sandbox"])
+def test_importing_the_cli_loads_no_heavy_library(module: str) -> None:
+    assert _loaded_after(module) == []
+
+
+def test_the_check_sees_a_heavy_import() -> None:
+    assert _loaded_after("curation.services.checks") != []  # the sandbox checks do need pandas
+
+
+def test_the_lazy_sandbox_names_resolve() -> None:
+    import evaluation.sandbox as sandbox
+
+    for name in sandbox.__all__:
+        assert getattr(sandbox, name) is not None
+    with pytest.raises(AttributeError):
+        sandbox.no_such_name  # noqa: B018
+
+
+def test_script_heads_are_alembics_heads() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from curation.db import MIGRATIONS_DIR, script_heads
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert script_heads() == set(ScriptDirectory.from_config(cfg).get_heads())
+
+
+def _migrate_in_fresh_process(url: str) -> dict[str, object]:
+    code = ("import json, sys; from curation.db import make_engine, migrate; from sqlalchemy import text; "
+            f"e = make_engine({url!r}); migrate(e); "
+            "v = [r[0] for r in e.connect().execute(text('SELECT version_num FROM alembic_version'))]; "
+            "print(json.dumps({'alembic': 'alembic' in sys.modules, 'versions': v}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_database_at_head_is_not_migrated_again_and_an_older_one_is(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from alembic import command
+
+    from curation.db import _alembic_config, make_engine, script_heads
+
+    heads = sorted(script_heads() or [])
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert _migrate_in_fresh_process(url) == {"alembic": True, "versions": heads}  # created by alembic
+    assert _migrate_in_fresh_process(url) == {"alembic": False, "versions": heads}  # at head: left alone
+
+    old = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(old)
+    with engine.begin() as conn:
+        cfg = _alembic_config(engine)
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0010")
+    engine.dispose()
+    assert _migrate_in_fresh_process(old) == {"alembic": True, "versions": heads}  # behind: upgraded
