@@ -113,7 +113,7 @@ def execute_codes(payload: dict[str, Any], table: Any, sender: Any) -> None:
             except BaseException as exc:  # noqa: BLE001 - the agent's code may raise anything, SystemExit too
                 sender.send({"type": "state", "error": _error(exc, "transform")})
                 break
-            header, blobs = encode_object(ns.get("df"))
+            header, blobs = encode_object(ns.get("df"), table)  # df is a copy: the table stays as read
             names = {str(k): shape_of(v) for k, v in list(ns.items())
                      if k not in ("__builtins__", "df") and not str(k).startswith("__")}
             sender.send({"type": "state", "error": None, "df": header, "names": names}, blobs)
@@ -131,7 +131,7 @@ def measure_codes(payload: dict[str, Any], table: Any, states: Iterator[Any]) ->
     return {"results": results} if "codes" in payload else results[0]
 
 
-def _next_state(states: Iterator[Any]) -> tuple[str | None, Any, dict[str, Any]]:
+def _next_state(states: Iterator[Any], table: Any) -> tuple[str | None, Any, dict[str, Any]]:
     """(error, df, namespace stand-ins) of one statement, checked."""
     from evaluation.groundtruth.jobs import MAX_ERROR_CHARS
     from evaluation.sandbox.frames import Malformed, decode_object, stand_in
@@ -152,7 +152,7 @@ def _next_state(states: Iterator[Any]) -> tuple[str | None, Any, dict[str, Any]]
     if not isinstance(names, dict):
         raise Interference("it sent variables that are not a mapping")
     try:
-        after = decode_object(header.get("df"), blobs)
+        after = decode_object(header.get("df"), blobs, table)
         namespace = {str(k): stand_in(v) for k, v in names.items()}
     except Malformed as exc:
         raise Interference(f"it handed over a malformed frame: {exc}") from None
@@ -178,7 +178,7 @@ def _convert_one(code: str, table: Any, hasher: Any, states: Iterator[Any]) -> d
     final: Any = table
     for stmt in tree.body:
         text = ast.get_source_segment(code, stmt) or ast.unparse(stmt)
-        error, after, namespace = _next_state(states)
+        error, after, namespace = _next_state(states, table)
         if error is not None:
             result["error"] = f"the transform code raised at line {stmt.lineno}: {error}"
             break
@@ -273,10 +273,13 @@ def convert_code_job(ctx: JobContext) -> dict[str, Any]:
     interfered with the hand-over gets an error for every conversion, and no units."""
     from evaluation.sandbox.handoff import Interference
 
-    table = ctx.load_table()
     payload = ctx.payload
+    table = ctx.load_table()
+    ctx.close_data()
+    # the child inherits the table as read; the code works on a copy, so the table stays as read in both
+    messages = ctx.split(lambda sender: execute_codes(payload, table, sender))
     try:
-        return measure_codes(payload, table, ctx.split(lambda sender: execute_codes(payload, table, sender)))
+        return measure_codes(payload, table, messages)
     except Interference as exc:
         failed = {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
                   "interfered": True}

@@ -388,15 +388,6 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
     if kind == "transform":
         import evaluation.groundtruth.hashing  # noqa: F401 - loaded while imports are trusted (value_hashes)
 
-    started = time.perf_counter()
-    try:
-        frame = ctx.load_table()
-    except MemoryError:
-        return {**result, "ok": False, "error_kind": "memory", "phase": "load"}
-    except Exception as exc:
-        return {**result, "ok": False, "error_kind": "load", "exc_message": f"{type(exc).__name__}: {exc}"}
-    result["data_seconds"] = time.perf_counter() - started
-
     codes: list[str] = payload["codes"]
     labels: list[str] = payload["labels"]
     last = len(codes) - 1
@@ -404,7 +395,19 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
     if syntax_failure is not None:
         return {**result, **syntax_failure}
 
+    started = time.perf_counter()
+    try:
+        frame = ctx.load_table()
+    except MemoryError:
+        return {**result, "ok": False, "error_kind": "memory", "phase": "load"}
+    except Exception as exc:
+        return {**result, "ok": False, "error_kind": "load", "exc_message": f"{type(exc).__name__}: {exc}"}
+    finally:
+        ctx.close_data()
+    result["data_seconds"] = time.perf_counter() - started
+    # the child inherits the table as read (and keeps it as read: the code gets a copy)
     messages = ctx.split(lambda sender: _execute_steps(ctx, kind, compiled, trees, labels, frame, sender))
+
     before: Any = None
     after: Any = None
     seen_after = False
@@ -412,9 +415,9 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
         for header, blobs in messages:
             what = header.get("type")
             if what == "before" and kind == "transform" and before is None and not seen_after:
-                before = decode_object(header.get("value"), blobs)
+                before = decode_object(header.get("value"), blobs, frame)
             elif what == "after" and kind == "transform" and not seen_after:
-                after, seen_after = decode_object(header.get("value"), blobs), True
+                after, seen_after = decode_object(header.get("value"), blobs, frame), True
             elif what == "model" and kind == "model" and not seen_after:
                 result.update(_checked_model(header, out_limit))
                 seen_after = True
@@ -531,9 +534,8 @@ def _execute_steps(ctx: JobContext, kind: str, compiled: list[Any], trees: list[
         "__builtins__": builtins,
         "pd": pd,
         "np": np,
-        "df": frame,
+        "df": frame.copy(deep=True),  # the table itself stays as read: what unchanged columns are sent as
     }
-    del frame
     guard = ctx.guard
     ballast: bytearray | None = bytearray(BALLAST_BYTES)  # room to report a MemoryError
     code_seconds = 0.0
@@ -541,7 +543,7 @@ def _execute_steps(ctx: JobContext, kind: str, compiled: list[Any], trees: list[
         for index, code_obj in enumerate(compiled):
             sender.send({"type": "step", "index": index})
             if kind == "transform" and index == last:
-                header, blobs = encode_object(namespace.get("df"))
+                header, blobs = encode_object(namespace.get("df"), frame)
                 sender.send({"type": "before", "value": header}, blobs)
                 del header, blobs
             step_started = time.perf_counter()
@@ -556,7 +558,7 @@ def _execute_steps(ctx: JobContext, kind: str, compiled: list[Any], trees: list[
                 code_seconds += time.perf_counter() - step_started
         ballast = None
         if kind == "transform":
-            header, blobs = encode_object(namespace.get("df"))
+            header, blobs = encode_object(namespace.get("df"), frame)
             sender.send({"type": "after", "value": header}, blobs)
         else:
             found = _model_result(namespace, _assigned_names(trees[last]), guard, out_limit, last, filenames)

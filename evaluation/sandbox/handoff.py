@@ -127,13 +127,13 @@ def _leave_like(status: int) -> None:
     os._exit(128 + number)
 
 
-def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[dict[str, Any] | tuple[dict[str, Any], list[bytes]]]:
-    """Run ``body(sender)`` (the untrusted part) in a child; yield each message ``(header, blobs)`` it sends.
+def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
+    """Fork now: run ``body(sender)`` (the untrusted part) in a child; iterate over the messages it sends.
 
     Step messages (``{"type": "step", "index": i}``) are passed on to the parent as progress and not yielded.
-    The generator ends after the child's end message, the child's end of file and its exit.
+    The iterator ends after the child's end message, the child's end of file and its exit.
 
-    Raises:
+    Raises (while iterating):
         Interference: a malformed message, data after the end, or the child leaving without its end message.
     """
     from evaluation.sandbox import namespaces
@@ -144,6 +144,8 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[dict[str,
     if pid == 0:  # the child: the code's process
         try:
             os.close(read_fd)
+            if sys.platform == "linux":
+                namespaces.die_with_parent()  # never outlives the measurer (process mode has no PID namespace)
             ctx.enter_child()
             sender = Sender(write_fd)
             ctx.untrusted()
@@ -154,7 +156,12 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[dict[str,
         os._exit(0)
     os.close(write_fd)
     if sys.platform == "linux":
+        namespaces.not_dumpable()  # the child (same user) cannot ptrace this process or read its memory
         namespaces.forbid_new_processes()  # the measurer needed its one fork; it starts nothing else
+    return _messages(ctx, pid, read_fd)
+
+
+def _messages(ctx: JobContext, pid: int, read_fd: int) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
     reader = _Reader(read_fd, max(64, int(ctx.limits.get("memory_mb", 1024))) * 1024 * 1024)
     ended = finished = False
     try:

@@ -85,6 +85,18 @@ def send(channel: TextIO, message: dict[str, Any]) -> None:
     channel.flush()
 
 
+def _pread_all(fd: int) -> bytes:
+    """The whole file, read by position: two processes sharing the descriptor do not move each other's offset."""
+    parts: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, 1 << 24, offset)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+        offset += len(chunk)
+
+
 def vm_size_bytes() -> int:
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
@@ -160,7 +172,7 @@ class JobContext:
         if self.cache is not None:
             stat = os.fstat(self.data.fileno())
             try:
-                payload = pickle.load(self.cache)
+                payload = pickle.loads(_pread_all(self.cache.fileno()))
                 if (
                     isinstance(payload, dict)
                     and payload.get("format") == FAST_COPY_FORMAT
@@ -171,7 +183,7 @@ class JobContext:
                     return payload["frame"]
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
                 pass
-        return pd.read_csv(self.data)
+        return pd.read_csv(io.BytesIO(_pread_all(self.data.fileno())))
 
     def untrusted(self) -> None:
         """From here on this process runs code it did not write: close the data file, forbid new processes,
@@ -199,9 +211,9 @@ class JobContext:
         self._channel = None  # type: ignore[assignment]
 
     def split(self, body: Any) -> Any:
-        """Run ``body(sender)`` in a child process; iterate over the data messages it hands over.
+        """Fork a child that runs ``body(sender)``; iterate over the data messages it hands over.
 
-        See :mod:`evaluation.sandbox.handoff`: the measuring side (this process) never runs the code."""
+        See :mod:`evaluation.sandbox.handoff`: this process (the measurer) never runs the code."""
         from evaluation.sandbox.handoff import split
 
         self.close_data()
