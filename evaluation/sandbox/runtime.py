@@ -206,6 +206,7 @@ class JobContext:
     def enter_child(self) -> None:
         """In the child of :func:`evaluation.sandbox.handoff.split`: let go of the result channel and the data."""
         self.close_data()
+        self.guard.forked()
         with contextlib.suppress(OSError, ValueError):
             os.close(self._channel.fileno())
         self._channel = None  # type: ignore[assignment]
