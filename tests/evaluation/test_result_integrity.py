@@ -290,3 +290,34 @@ def test_the_hand_over_encoding_keeps_every_value_hash_and_refers_only_to_identi
     back = decode_object(header, blobs, table)
     assert ColumnHasher().hash_frame(back) == ColumnHasher().hash_frame(filtered)
     assert list(back.index) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("attack", ["fd_scan", "converter_inside", "os_exit_0", "monkeypatch_pandas_hashlib",
+                                    "converter_patched"])
+def test_scoring_credit_is_what_the_frames_show(shared_blade: Path, audit_hook: bool, attack: str) -> None:
+    """Through the scorer's matcher (TransformCredit.match, on hurricane's real ground truth): a forge either
+    fails the analysis's transform with the interference sentence or earns exactly the honest code's credit."""
+    from evaluation.groundtruth import build_dataset, sources_from_blade_folders
+    from evaluation.submissions import AnalysisStatus, ExtractedFunction, SubmittedAnalysis
+    from evaluation.transform_credit import TransformCredit
+
+    source = sources_from_blade_folders([shared_blade / "datasets" / "hurricane"])[0]
+    credit = TransformCredit(units=[], description={}, state=build_dataset(source).state,
+                             data_path=source.data_path)
+    body = "df = df.dropna()\ndf['log_deaths'] = np.log(df['alldeaths'] + 1)\n"
+
+    def match(code: str):  # noqa: ANN202
+        function = ExtractedFunction(kind="transform", body=code)
+        return credit.match(SubmittedAnalysis(key="0", status=AnalysisStatus.OK, transform=function))
+
+    honest = match(body)
+    assert honest.status == "ok" and honest.matched_value_units
+    forge, must_fail = ATTACKS[attack]
+    attacked = match(forge + body)
+    if must_fail:
+        assert attacked.status == "failed" and INTERFERED in attacked.message
+        assert not attacked.matched_value_units and not attacked.matched_graph_units
+    else:
+        assert attacked.status == "ok", attacked.message
+        assert attacked.matched_value_units == honest.matched_value_units
+        assert attacked.matched_graph_units == honest.matched_graph_units
