@@ -24,6 +24,7 @@ __all__ = ["Malformed", "Opaque", "decode_frame", "decode_object", "encode_frame
 NUMPY_KINDS = "biufcmM"
 MAX_NAME_CHARS = 10_000
 MAX_LITERAL_CHARS = 100_000
+MAX_LITERAL_ITEMS = 1_000
 EXTENSION_DTYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
                     "Float64", "boolean", "string")
 
@@ -257,6 +258,10 @@ def shape_of(obj: Any) -> dict[str, Any]:
         return {"kind": "series", "name": None if obj.name is None else str(obj.name)[:MAX_NAME_CHARS]}
     if isinstance(obj, types.ModuleType):
         return {"kind": "module", "name": str(obj.__name__)[:MAX_NAME_CHARS]}
+    if isinstance(obj, list | tuple | dict | set) and len(obj) > MAX_LITERAL_ITEMS:
+        return {"kind": "scalar"}  # too large to be a constant the analysis would read; never repr'd in full
+    if isinstance(obj, str) and len(obj) > MAX_LITERAL_CHARS:
+        return {"kind": "scalar"}
     if isinstance(obj, str | int | float | bool | list | tuple | dict | set | type(None)):
         try:
             text = repr(obj)
