@@ -414,7 +414,7 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
     try:
         for header, blobs in messages:
             what = header.get("type")
-            if what == "before" and kind == "transform" and before is None and not seen_after:
+            if what == "before" and kind == "transform" and last > 0 and before is None and not seen_after:
                 before = decode_object(header.get("value"), blobs, frame)
             elif what == "after" and kind == "transform" and not seen_after:
                 after, seen_after = decode_object(header.get("value"), blobs, frame), True
@@ -434,6 +434,8 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
         if not seen_after:
             raise Interference("it handed over no result")
         if kind == "transform" and result.get("ok", True) and "failed_step" not in result:
+            if before is None and last == 0:
+                before = frame  # no code ran before the transform's own: the table as read
             if before is None:
                 raise Interference("it handed over no frame from before the transform")
             ballast: bytearray | None = bytearray(BALLAST_BYTES)
@@ -542,7 +544,7 @@ def _execute_steps(ctx: JobContext, kind: str, compiled: list[Any], trees: list[
     try:
         for index, code_obj in enumerate(compiled):
             sender.send({"type": "step", "index": index})
-            if kind == "transform" and index == last:
+            if kind == "transform" and index == last and index > 0:  # with no parents, before is the table
                 header, blobs = encode_object(namespace.get("df"), frame)
                 sender.send({"type": "before", "value": header}, blobs)
                 del header, blobs

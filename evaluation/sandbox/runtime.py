@@ -85,18 +85,6 @@ def send(channel: TextIO, message: dict[str, Any]) -> None:
     channel.flush()
 
 
-def _pread_all(fd: int) -> bytes:
-    """The whole file, read by position: two processes sharing the descriptor do not move each other's offset."""
-    parts: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, 1 << 24, offset)
-        if not chunk:
-            return b"".join(parts)
-        parts.append(chunk)
-        offset += len(chunk)
-
-
 def vm_size_bytes() -> int:
     with open("/proc/self/status", encoding="ascii") as status:
         for line in status:
@@ -172,7 +160,7 @@ class JobContext:
         if self.cache is not None:
             stat = os.fstat(self.data.fileno())
             try:
-                payload = pickle.loads(_pread_all(self.cache.fileno()))
+                payload = pickle.load(self.cache)
                 if (
                     isinstance(payload, dict)
                     and payload.get("format") == FAST_COPY_FORMAT
@@ -183,7 +171,7 @@ class JobContext:
                     return payload["frame"]
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError):
                 pass
-        return pd.read_csv(io.BytesIO(_pread_all(self.data.fileno())))
+        return pd.read_csv(self.data)
 
     def untrusted(self) -> None:
         """From here on this process runs code it did not write: close the data file, forbid new processes,
