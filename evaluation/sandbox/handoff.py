@@ -9,7 +9,7 @@ and computes what it reports itself. The child cannot ptrace the measurer (it ha
 measurer is not dumpable), has no path to it (``/proc`` is empty) and no descriptor of the result channel.
 
 Whatever the child sends is treated as the code's output, never as the sandbox's word: a message that is not
-well-formed, data after the end, or a child that leaves without its end message (``os._exit``) is reported as
+well-formed, or a child that leaves without its end message (``os._exit``) is reported as
 :class:`Interference`, which the job turns into "the code interfered with the measurement". A child killed by a
 signal (memory, CPU time, a crash) takes the measurer with it by the same signal, so the parent's usual death
 sentences apply.
@@ -134,7 +134,8 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dic
     The iterator ends after the child's end message, the child's end of file and its exit.
 
     Raises (while iterating):
-        Interference: a malformed message, data after the end, or the child leaving without its end message.
+        Interference: a malformed message, or the child leaving without its end message. After the end message
+        the child is killed: nothing it writes later is read.
     """
     from evaluation.sandbox import namespaces
 
@@ -169,13 +170,13 @@ def _messages(ctx: JobContext, pid: int, read_fd: int) -> Iterator[tuple[dict[st
             message = reader.read()
             if message is None:
                 break
-            if ended:
-                raise Interference("it wrote data after its end message")
             header, blobs = message
             kind = header.get("type")
             if kind == "end":
+                # Everything is in. Whatever the child does from here on cannot reach the measurement, so it is
+                # not waited for (its exit, which frees its memory before it closes the pipe, takes a while).
                 ended = True
-                continue
+                break
             if kind == "step":
                 index = header.get("index")
                 if not isinstance(index, int) or isinstance(index, bool):
@@ -186,17 +187,19 @@ def _messages(ctx: JobContext, pid: int, read_fd: int) -> Iterator[tuple[dict[st
         finished = True
     finally:
         os.close(read_fd)
-        if not finished:  # interference, or the measurer stopped reading: the child goes
+        if not finished or ended:  # interference, the measurer stopped reading, or all is in: the child goes
             try:
                 os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                if not ended:
+                    os.waitpid(pid, 0)
             except OSError:
                 pass
+    if ended:
+        return
     _, status = os.waitpid(pid, 0)
-    if not ended:
-        if os.WIFSIGNALED(status):
-            _leave_like(status)
-        raise Interference(
-            f"its process ended (exit status {os.waitstatus_to_exitcode(status)}) before it handed over its result,"
-            " as os._exit() does"
-        )
+    if os.WIFSIGNALED(status):
+        _leave_like(status)
+    raise Interference(
+        f"its process ended (exit status {os.waitstatus_to_exitcode(status)}) before it handed over its result,"
+        " as os._exit() does"
+    )
