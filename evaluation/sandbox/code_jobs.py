@@ -478,7 +478,7 @@ def _describe_transform(code: str, before: Any, after: Any, payload: dict[str, A
 
 
 _FAILURE_KINDS = ("exception", "memory", "network", "filesystem", "forbidden", "no_result")
-_FAILURE_TEXT = ("traceback", "exc_type", "exc_message", "hint", "unfitted_model", "phase")
+_FAILURE_TEXT = ("traceback", "exc_type", "exc_message", "hint", "unfitted_model", "phase", "missing_library")
 
 
 def _checked_failure(info: Any, steps: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import json
 import types
 from typing import Any
 
-__all__ = ["Malformed", "Opaque", "decode_frame", "decode_object", "encode_frame", "encode_object",
+__all__ = ["Malformed", "Opaque", "decode_frame", "decode_object", "encode_frame", "encode_object", "kind_of",
            "shape_of", "stand_in"]
 
 NUMPY_KINDS = "biufcmM"
@@ -236,7 +236,24 @@ def encode_object(obj: Any, base: Any = None) -> tuple[dict[str, Any], list[byte
             plain = isinstance(keys, list) and all(isinstance(k, str) for k in keys)
             return {"kind": "groupby", "frame": header, "keys": keys if plain else None,
                     "as_index": bool(getattr(obj, "as_index", True))}, blobs
-    return {"kind": "other", "type": type(obj).__name__[:200]}, []
+    return {"kind": "other", "type": kind_of(obj)[:200]}, []
+
+
+def kind_of(value: Any) -> str:
+    """What a value that is not a frame is, in words: ``None``, ``a number (int)``, ``a generator``..."""
+    import inspect
+    import numbers
+
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    if isinstance(value, bool):
+        return f"a boolean ({name})"
+    if isinstance(value, numbers.Number):
+        return f"a number ({name})"
+    if inspect.isgenerator(value):
+        return "a generator"
+    return name
 
 
 def shape_of(obj: Any) -> dict[str, Any]:

@@ -58,7 +58,7 @@ df = df.drop(columns=['city'])
 
 def test_a_transform_that_leaves_no_frame_says_so(data: Path) -> None:
     conv = convert_transform("df['x'] = df['score'] * 2\ndf = 5\n", data)
-    assert conv.error == ("the transform code left df as int, not a data frame, so what it computed last has no "
+    assert conv.error == ("the transform code left df as a number (int), not a data frame, so what it computed last has no "
                           "columns to match")
     assert [u.verb for u in conv.units][0] == "derive"  # what came before still gets credit
 
