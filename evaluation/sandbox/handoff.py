@@ -152,6 +152,12 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dic
             ctx.untrusted()
             body(sender)
             sender.end()
+        except MemoryError:  # outside the code (say, encoding a frame of tens of millions of rows)
+            try:
+                Sender(write_fd).send({"type": "memory"})
+            except BaseException:  # noqa: BLE001
+                os._exit(75)
+            os._exit(0)
         except BaseException:  # noqa: BLE001 - whatever happened, the measurer sees no end message
             os._exit(75)
         os._exit(0)
@@ -177,6 +183,8 @@ def _messages(ctx: JobContext, pid: int, read_fd: int) -> Iterator[tuple[dict[st
                 # not waited for (its exit, which frees its memory before it closes the pipe, takes a while).
                 ended = True
                 break
+            if kind == "memory":  # the job's memory failure, as if this process had run out (it fails the job)
+                raise MemoryError("the code's process ran out of memory")
             if kind == "step":
                 index = header.get("index")
                 if not isinstance(index, int) or isinstance(index, bool):
