@@ -35,6 +35,7 @@ MAX_HEADER_BYTES = 64 * 1024 * 1024
 MAX_BLOBS = 100_000
 _PREFIX = struct.Struct(">II")
 _LENGTH = struct.Struct(">Q")
+_MEMORY_MESSAGE = _PREFIX.pack(len(b'{"type": "memory"}'), 0) + b'{"type": "memory"}'
 
 
 class Interference(Exception):
@@ -154,7 +155,7 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dic
             sender.end()
         except MemoryError:  # outside the code (say, encoding a frame of tens of millions of rows)
             try:
-                Sender(write_fd).send({"type": "memory"})
+                os.write(write_fd, _MEMORY_MESSAGE)  # made in advance: no memory is left to make it now
             except BaseException:  # noqa: BLE001
                 os._exit(75)
             os._exit(0)
