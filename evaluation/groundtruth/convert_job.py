@@ -8,12 +8,16 @@ verb and mapping from the segment's code (static dataflow analysis) and the obse
 a roll-up also records the group-by keys the analysis saw. Consecutive segments with the same verb writing the
 same columns (``df.loc[m1, 'y'] = 1`` then ``df.loc[m2, 'y'] = 0``) merge into one unit, as an expert would
 annotate them; a derive whose helper column the next unit reads and removes (one-hot encoding of a mapped
-column) folds into that unit. The frame after each unit is hashed here (BLADE's value hash), so frames never leave the job.
+column) folds into that unit. The code runs in a child process that hands over only the frames it made
+(:mod:`evaluation.sandbox.handoff`); this process infers, hashes (BLADE's value hash) and reports, so nothing the
+code does can write the units. Frames never leave the job.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from evaluation.sandbox.registry import sandbox_job
@@ -21,7 +25,7 @@ from evaluation.sandbox.registry import sandbox_job
 if TYPE_CHECKING:
     from evaluation.sandbox.runtime import JobContext
 
-__all__ = ["CONVERT_JOB", "convert_code", "convert_code_job"]
+__all__ = ["CONVERT_JOB", "convert_code", "convert_code_job", "execute_codes", "measure_codes"]
 
 CONVERT_JOB = "groundtruth.convert_transform"
 
@@ -71,21 +75,93 @@ def _mapping_key(unit: dict[str, Any]) -> tuple[str, frozenset[str]]:
 def convert_code(payload: dict[str, Any], table: Any) -> dict[str, Any]:
     """Payload ``{"code": str}`` (or ``{"codes": [str, ...]}`` for several independent conversions on the same
     data, answered as ``{"results": [...]}``). Result ``{"units": [{"verb", "mapping": [[inputs], output],
-    "groupby_cols", "code", "kind", "columns", "hashes", "notes"}], "columns": [...], "error": str | None}``."""
-    from evaluation.groundtruth.hashing import ColumnHasher
-    from evaluation.groundtruth.jobs import pandas15_compat
+    "groupby_cols", "code", "kind", "columns", "hashes", "notes"}], "columns": [...], "error": str | None}``.
+
+    Both sides in this process (for tests and tools that trust the code): the code runs, its states are encoded
+    and decoded as they are between the sandbox's two processes, then measured."""
+    messages: list[tuple[dict[str, Any], list[bytes]]] = []
+
+    class _Collect:
+        def send(self, header: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+            messages.append((json.loads(json.dumps(header)), list(blobs or [])))
+
+    execute_codes(payload, table, _Collect())
+    return measure_codes(payload, table, iter(messages))
+
+
+def _codes(payload: dict[str, Any]) -> list[str]:
+    codes = payload["codes"] if "codes" in payload else [payload["code"]]
+    return [str(code) for code in codes]
+
+
+def execute_codes(payload: dict[str, Any], table: Any, sender: Any) -> None:
+    """The untrusted side: run each code one top-level statement at a time and hand over, per statement, what
+    ``df`` holds (in full) and the shape of every other variable; a statement that raises ends its code."""
+    from evaluation.groundtruth.jobs import _error, _namespace, pandas15_compat
+    from evaluation.sandbox.frames import encode_object, shape_of
 
     pandas15_compat()
+    for code in _codes(payload):
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        ns = _namespace(table)
+        for stmt in tree.body:
+            try:
+                exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<transform>", "exec"), ns)  # noqa: S102
+            except BaseException as exc:  # noqa: BLE001 - the agent's code may raise anything, SystemExit too
+                sender.send({"type": "state", "error": _error(exc, "transform")})
+                break
+            header, blobs = encode_object(ns.get("df"), table)  # df is a copy: the table stays as read
+            names = {str(k): shape_of(v) for k, v in list(ns.items())
+                     if k not in ("__builtins__", "df") and not str(k).startswith("__")}
+            sender.send({"type": "state", "error": None, "df": header, "names": names}, blobs)
+
+
+def measure_codes(payload: dict[str, Any], table: Any, states: Iterator[Any]) -> dict[str, Any]:
+    """The measuring side: turn the handed-over states into units and hashes (see :func:`convert_code`)."""
+    from evaluation.groundtruth.hashing import ColumnHasher
+    from evaluation.sandbox.handoff import Interference
+
     hasher = ColumnHasher()
-    if "codes" in payload:
-        return {"results": [_convert_one(code, table, hasher) for code in payload["codes"]]}
-    return _convert_one(payload["code"], table, hasher)
+    results = [_convert_one(code, table, hasher, states) for code in _codes(payload)]
+    for _extra in states:
+        raise Interference("it handed over more states than the code has statements")
+    return {"results": results} if "codes" in payload else results[0]
 
 
-def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
+def _next_state(states: Iterator[Any], table: Any) -> tuple[str | None, Any, dict[str, Any]]:
+    """(error, df, namespace stand-ins) of one statement, checked."""
+    from evaluation.groundtruth.jobs import MAX_ERROR_CHARS
+    from evaluation.sandbox.frames import Malformed, decode_object, stand_in
+    from evaluation.sandbox.handoff import Interference
+
+    try:
+        header, blobs = next(states)
+    except StopIteration:
+        raise Interference("it handed over fewer states than the code has statements") from None
+    if header.get("type") != "state":
+        raise Interference("it sent a message of an unknown type")
+    error = header.get("error")
+    if error is not None:
+        if not isinstance(error, str):
+            raise Interference("it sent an error that is not text")
+        return error[:MAX_ERROR_CHARS], None, {}
+    names = header.get("names")
+    if not isinstance(names, dict):
+        raise Interference("it sent variables that are not a mapping")
+    try:
+        after = decode_object(header.get("df"), blobs, table)
+        namespace = {str(k): stand_in(v) for k, v in names.items()}
+    except Malformed as exc:
+        raise Interference(f"it handed over a malformed frame: {exc}") from None
+    return None, after, namespace
+
+
+def _convert_one(code: str, table: Any, hasher: Any, states: Iterator[Any]) -> dict[str, Any]:
     import pandas as pd
 
-    from evaluation.groundtruth.jobs import _error, _fork, _namespace
     from evaluation.inference import infer_transform
     from evaluation.inference_ast import analyse_code
 
@@ -95,19 +171,18 @@ def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
     except SyntaxError as exc:
         result["error"] = f"the transform code does not parse (line {exc.lineno}: {exc.msg})"
         return result
-    ns = _namespace(table)
-    before = ns["df"].copy(deep=True)
+    before: Any = table
     before_state = _state(before, hasher)
     pending: list[str] = []
     units: list[dict[str, Any]] = []
+    final: Any = table
     for stmt in tree.body:
         text = ast.get_source_segment(code, stmt) or ast.unparse(stmt)
-        try:
-            exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<transform>", "exec"), ns)  # noqa: S102
-        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt...: the code's failure too
-            result["error"] = f"the transform code raised at line {stmt.lineno}: {_error(exc, 'transform')}"
+        error, after, namespace = _next_state(states, table)
+        if error is not None:
+            result["error"] = f"the transform code raised at line {stmt.lineno}: {error}"
             break
-        after = ns.get("df")
+        final = after
         after_state = _state(after, hasher)
         pending.append(text)
         if not isinstance(before, pd.DataFrame):
@@ -115,7 +190,7 @@ def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
             before_frame = before_frame if isinstance(before_frame, pd.DataFrame) else table
         else:
             before_frame = before
-        namespace = {k: v for k, v in ns.items() if k != "__builtins__"}
+        namespace["df"] = after
         segment = "\n".join(pending)
         if after_state == before_state:
             # nothing changed: a helper, unless it is a row operation on df that happened to keep every row
@@ -151,31 +226,18 @@ def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
                          "hashes": unit["hashes"], "notes": prev["notes"] + unit["notes"]})
         else:
             units.append(unit)
-        before = after.copy(deep=True) if isinstance(after, pd.DataFrame) else _fork({"x": after})["x"]
+        before = after  # decoded from the hand-over: nothing else holds it, nothing changes it
         before_state = after_state
     result["units"] = _fold_consumed(units)
-    final = ns.get("df")
     if result["error"] is None and not isinstance(final, pd.DataFrame | pd.Series):
-        result["error"] = (f"the transform code left df as {_kind_of(final)}, not a data frame, so what it "
+        result["error"] = (f"the transform code left df as {_type_name(final)}, not a data frame, so what it "
                            "computed last has no columns to match")
     return result
 
 
-def _kind_of(value: Any) -> str:
-    """What a non-frame value is, in words (a transform returning None, a number or a generator says so)."""
-    import inspect
-    import numbers
-
-    if value is None:
-        return "None"
-    name = type(value).__name__
-    if isinstance(value, bool):
-        return f"a boolean ({name})"
-    if isinstance(value, numbers.Number):
-        return f"a number ({name})"
-    if inspect.isgenerator(value):
-        return "a generator"
-    return name
+def _type_name(obj: Any) -> str:
+    declared = getattr(obj, "type", None) if type(obj).__name__ == "SimpleNamespace" else None
+    return declared if isinstance(declared, str) else type(obj).__name__
 
 
 def _fold_consumed(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -206,7 +268,19 @@ def _fold_consumed(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @sandbox_job(CONVERT_JOB)
 def convert_code_job(ctx: JobContext) -> dict[str, Any]:
-    """The sandbox job: the table is read before the agent's code runs, then the data file is closed."""
+    """The sandbox job: the table is read before the agent's code runs; the code runs in a child process that
+    hands over only the frames it made, and this process (which never runs the code) measures them. Code that
+    interfered with the hand-over gets an error for every conversion, and no units."""
+    from evaluation.sandbox.handoff import Interference
+
+    payload = ctx.payload
     table = ctx.load_table()
-    ctx.untrusted()
-    return convert_code(ctx.payload, table)
+    ctx.close_data()
+    # the child inherits the table as read; the code works on a copy, so the table stays as read in both
+    messages = ctx.split(lambda sender: execute_codes(payload, table, sender))
+    try:
+        return measure_codes(payload, table, messages)
+    except Interference as exc:
+        failed = {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
+                  "interfered": True}
+        return {"results": [dict(failed) for _ in _codes(payload)]} if "codes" in payload else failed

@@ -14,7 +14,13 @@ statsmodels once) and, in the default ``bwrap`` mode, behind two layers of Linux
   started outlives it. Two jobs see neither each other's files nor each other's processes.
 
 The job gets its one data file as a read-only descriptor (the table's fast copy alongside), closed before the
-untrusted code runs; only JSON comes back, and ``print`` output is captured, bounded. An audit hook inside the
+untrusted code runs; only JSON comes back, and ``print`` output is captured, bounded.
+
+A job that reports on what the code computed (the sanity checks, the converter that scores agents) runs the code
+in a child process of its own (:mod:`evaluation.sandbox.handoff`): the child hands over only data (frames in a
+plain encoding, :mod:`evaluation.sandbox.frames`; never pickle), and the job process, which never runs the code,
+checks it and computes every hash, unit and description it reports. Code that forges messages, writes to other
+descriptors or leaves early (``os._exit``) fails with "the code interfered with the measurement". An audit hook inside the
 job *explains* what the code tried in a sentence ("the code tried to open a network connection (to ...)");
 containment does not depend on it (the adversarial tests switch it off).
 

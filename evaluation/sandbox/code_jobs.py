@@ -376,15 +376,27 @@ def _compile_steps(
 
 
 def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
-    """Run the chain of codes on the table; the result message of a transform or model check."""
-    import numpy as np
-    import pandas as pd
+    """Run the chain of codes on the table; the result message of a transform or model check.
+
+    The codes run in a child process (:mod:`evaluation.sandbox.handoff`) that hands over only data: the frame
+    before and after the last transform, or the model's summary text, or how the code failed. This process
+    checks it and computes the description, hashes and preview itself; the code cannot write the result.
+    """
+    from evaluation.sandbox.frames import Malformed, decode_object
+    from evaluation.sandbox.handoff import Interference
 
     payload = ctx.payload
     out_limit = ctx.output_limit
     result: dict[str, Any] = {"ok": True, "code_seconds": 0.0, "data_seconds": 0.0}
     if kind == "transform":
         import evaluation.groundtruth.hashing  # noqa: F401 - loaded while imports are trusted (value_hashes)
+
+    codes: list[str] = payload["codes"]
+    labels: list[str] = payload["labels"]
+    last = len(codes) - 1
+    compiled, trees, syntax_failure = _compile_steps(codes, labels, kind == "model", out_limit)
+    if syntax_failure is not None:
+        return {**result, **syntax_failure}
 
     started = time.perf_counter()
     try:
@@ -393,35 +405,152 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
         return {**result, "ok": False, "error_kind": "memory", "phase": "load"}
     except Exception as exc:
         return {**result, "ok": False, "error_kind": "load", "exc_message": f"{type(exc).__name__}: {exc}"}
+    finally:
+        ctx.close_data()
     result["data_seconds"] = time.perf_counter() - started
+    # the child inherits the table as read (and keeps it as read: the code gets a copy)
+    messages = ctx.split(lambda sender: _execute_steps(ctx, kind, compiled, trees, labels, frame, sender))
 
-    codes: list[str] = payload["codes"]
-    labels: list[str] = payload["labels"]
-    last = len(codes) - 1
-    compiled, trees, syntax_failure = _compile_steps(codes, labels, kind == "model", out_limit)
-    if syntax_failure is not None:
-        return {**result, **syntax_failure}
+    before: Any = None
+    after: Any = None
+    seen_after = False
+    try:
+        for header, blobs in messages:
+            what = header.get("type")
+            if what == "before" and kind == "transform" and last > 0 and before is None and not seen_after:
+                before = decode_object(header.get("value"), blobs, frame)
+            elif what == "after" and kind == "transform" and not seen_after:
+                after, seen_after = decode_object(header.get("value"), blobs, frame), True
+            elif what == "model" and kind == "model" and not seen_after:
+                result.update(_checked_model(header, out_limit))
+                seen_after = True
+            elif what == "failure" and not seen_after:
+                result.update(_checked_failure(header.get("info"), len(codes)))
+                seen_after = True
+            elif what == "done":
+                seconds, violations = header.get("code_seconds"), header.get("violations")
+                if isinstance(seconds, float | int) and not isinstance(seconds, bool) and math.isfinite(seconds):
+                    result["code_seconds"] = float(seconds)
+                result["violations"] = _checked_violations(violations)
+            else:
+                raise Interference("it sent a message out of order")
+        if not seen_after:
+            raise Interference("it handed over no result")
+        if kind == "transform" and result.get("ok", True) and "failed_step" not in result:
+            if before is None and last == 0:
+                before = frame  # no code ran before the transform's own: the table as read
+            if before is None:
+                raise Interference("it handed over no frame from before the transform")
+            ballast: bytearray | None = bytearray(BALLAST_BYTES)
+            try:
+                result.update(_describe_transform(codes[last], before, after, payload))
+            except MemoryError:
+                ballast = None
+                result.update({"ok": False, "error_kind": "memory", "failed_step": None, "phase": "after"})
+            del ballast
+    except Malformed as exc:
+        return _interfered(result, f"it handed over a malformed frame: {exc}")
+    except Interference as exc:
+        return _interfered(result, exc.what)
+    result.setdefault("violations", [])
+    return result
+
+
+def _interfered(result: dict[str, Any], what: str) -> dict[str, Any]:
+    from evaluation.sandbox.handoff import INTERFERED
+
+    return {"ok": False, "error_kind": "interfered", "error": INTERFERED.format(what=what),
+            "code_seconds": result.get("code_seconds", 0.0), "data_seconds": result.get("data_seconds", 0.0),
+            "violations": [], "failed_step": None}
+
+
+def _describe_transform(code: str, before: Any, after: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    import pandas as pd
+
+    out: dict[str, Any] = describe_result(code, before, after)
+    out["value_hashes"] = value_hashes(after, out.get("change"), payload.get("hash_columns") or [])
+    out["preview"] = preview_rows(after)
+    declared = getattr(after, "type", None) if type(after).__name__ == "SimpleNamespace" else None
+    out["result_type"] = truncate(declared, 200) if isinstance(declared, str) else _type_name(after)
+    if isinstance(after, pd.Series):
+        after = after.to_frame()
+    if isinstance(after, pd.DataFrame):
+        out["result_rows"] = int(after.shape[0])
+        out["result_columns"] = [str(c) for c in after.columns]
+    return out
+
+
+_FAILURE_KINDS = ("exception", "memory", "network", "filesystem", "forbidden", "no_result")
+_FAILURE_TEXT = ("traceback", "exc_type", "exc_message", "hint", "unfitted_model", "phase", "missing_library")
+
+
+def _checked_failure(info: Any, steps: int) -> dict[str, Any]:
+    """How the code failed, as the child reported it: only the fields of a failure, of the right types."""
+    from evaluation.sandbox.handoff import Interference
+
+    if not isinstance(info, dict) or info.get("error_kind") not in _FAILURE_KINDS:
+        raise Interference("it reported a failure the sandbox does not know")
+    out: dict[str, Any] = {"ok": False, "error_kind": info["error_kind"]}
+    for key in ("failed_step", "line"):
+        value = info.get(key)
+        out[key] = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if out["failed_step"] is not None and not 0 <= out["failed_step"] < steps:
+        raise Interference("it reported a failure in a step that does not exist")
+    for key in _FAILURE_TEXT:
+        if isinstance(info.get(key), str):
+            out[key] = truncate(info[key], 20_000)
+    refusal = info.get("refusal")
+    if isinstance(refusal, dict):
+        out["refusal"] = {k: truncate(str(refusal.get(k, "")), MAX_MESSAGE_CHARS) for k in ("kind", "action", "target")}
+    return out
+
+
+def _checked_model(header: dict[str, Any], limit: int) -> dict[str, Any]:
+    from evaluation.sandbox.handoff import Interference
+
+    fields = [header.get(k) for k in ("summary", "result_type", "result_name")]
+    if not all(isinstance(f, str) for f in fields):
+        raise Interference("it handed over a model result that is not text")
+    summary, result_type, result_name = (str(f) for f in fields)
+    return {"summary": truncate(summary, limit), "result_type": truncate(result_type, 200),
+            "result_name": truncate(result_name, 200)}
+
+
+def _checked_violations(violations: Any) -> list[dict[str, str]]:
+    if not isinstance(violations, list):
+        return []
+    return [{k: truncate(str(v.get(k, "")), MAX_MESSAGE_CHARS) for k in ("kind", "action", "target")}
+            for v in violations[:100] if isinstance(v, dict)]
+
+
+def _execute_steps(ctx: JobContext, kind: str, compiled: list[Any], trees: list[ast.Module], labels: list[str],
+                   frame: Any, sender: Any) -> None:
+    """The child: run the chain of codes and hand over what they left (never a verdict of its own)."""
+    import numpy as np
+    import pandas as pd
+
+    from evaluation.sandbox.frames import encode_object
+
+    out_limit = ctx.output_limit
+    last = len(compiled) - 1
     filenames = {f"<{label}>": index for index, label in enumerate(labels)}
-
     namespace: dict[str, Any] = {
         "__name__": "__main__",
         "__builtins__": builtins,
         "pd": pd,
         "np": np,
-        "df": frame,
+        "df": frame.copy(deep=True),  # the table itself stays as read: what unchanged columns are sent as
     }
-    del frame
     guard = ctx.guard
     ballast: bytearray | None = bytearray(BALLAST_BYTES)  # room to report a MemoryError
-    ctx.untrusted()
-
-    before: Any = None
+    code_seconds = 0.0
     try:
         for index, code_obj in enumerate(compiled):
-            ctx.send({"event": "step", "index": index})
-            if kind == "transform" and index == last:
-                current = namespace.get("df")
-                before = current.copy(deep=True) if isinstance(current, pd.DataFrame) else current
+            sender.send({"type": "step", "index": index})
+            if kind == "transform" and index == last and index > 0:  # with no parents, before is the table
+                header, blobs = encode_object(namespace.get("df"), frame)
+                sender.send({"type": "before", "value": header}, blobs)
+                del header, blobs
             step_started = time.perf_counter()
             try:
                 exec(code_obj, namespace)
@@ -431,34 +560,26 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
                     _failure_info(exc, index, filenames, guard, namespace, out_limit)
                 ) from None
             finally:
-                result["code_seconds"] += time.perf_counter() - step_started
+                code_seconds += time.perf_counter() - step_started
         ballast = None
         if kind == "transform":
-            after = namespace.get("df")
-            result.update(describe_result(codes[last], before, after))
-            result["value_hashes"] = value_hashes(after, result.get("change"), payload.get("hash_columns") or [])
-            result["preview"] = preview_rows(after)
-            result["result_type"] = _type_name(after)
-            if isinstance(after, pd.Series):
-                after = after.to_frame()
-            if isinstance(after, pd.DataFrame):
-                result["result_rows"] = int(after.shape[0])
-                result["result_columns"] = [str(c) for c in after.columns]
+            header, blobs = encode_object(namespace.get("df"), frame)
+            sender.send({"type": "after", "value": header}, blobs)
         else:
-            result.update(
-                _model_result(namespace, _assigned_names(trees[last]), guard, out_limit, last, filenames)
-            )
+            found = _model_result(namespace, _assigned_names(trees[last]), guard, out_limit, last, filenames)
+            if found.get("ok") is False:
+                sender.send({"type": "failure", "info": found})
+            else:
+                sender.send({"type": "model", **found})
     except _StepFailure as failure:
-        result.update(failure.info)
+        sender.send({"type": "failure", "info": failure.info})
     except MemoryError:
-        result.update({"ok": False, "error_kind": "memory", "failed_step": None, "phase": "after"})
+        sender.send({"type": "failure", "info": {"ok": False, "error_kind": "memory", "phase": "after"}})
     finally:
         del ballast
         ctx.output.flush()
-    result["violations"] = [
-        {"kind": v.kind, "action": v.action, "target": v.target} for v in guard.violations
-    ]
-    return result
+    sender.send({"type": "done", "code_seconds": code_seconds, "violations": [
+        {"kind": v.kind, "action": v.action, "target": v.target} for v in guard.violations]})
 
 
 @sandbox_job("transform_check")

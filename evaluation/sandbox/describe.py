@@ -80,6 +80,9 @@ def describe_failure(result: dict[str, Any], steps: Steps, limits: SandboxLimits
     label = steps.label(step)
     where = steps.where(step, line)
     at = f" ({where})" if where else ""
+    if kind == "interfered":
+        return str(result.get("error") or "The code interfered with the measurement, so nothing it reported was "
+                   "recorded.")
     if kind == "syntax":
         message = result.get("exc_message") or "invalid syntax"
         if step == len(steps.labels) - 1 or label is None:

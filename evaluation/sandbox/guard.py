@@ -191,6 +191,10 @@ class Guard:
         dst_fd = args[3] if len(args) > 3 else None
         return self._check(args[0], src_fd, "move") or self._check(args[1], dst_fd, "move a file to")
 
+    def forked(self) -> None:
+        """In a forked child (the code's process of a split job): "itself" is now this process."""
+        self._own_pid = os.getpid()
+
     def _on_kill(self, args: tuple[Any, ...]) -> Refusal | None:
         if args and args[0] in (0, self._own_pid):
             return None

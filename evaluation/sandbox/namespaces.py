@@ -176,6 +176,11 @@ def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     return prog
 
 
+def not_dumpable() -> None:
+    """Processes of the same user without ``CAP_SYS_PTRACE`` may no longer ptrace this one or read its memory."""
+    _check(_lib().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+
+
 def forbid_new_processes() -> bool:
     """Install a seccomp filter that refuses fork/vfork/clone of a process (threads stay allowed).
 

@@ -13,13 +13,15 @@ __all__ = ["DEFAULT_LIMITS", "ErrorKind", "ModelCheck", "SandboxLimits", "Transf
 
 ErrorKind = Literal[
     "syntax", "exception", "timeout", "memory", "network", "filesystem", "forbidden", "no_result", "crashed",
-    "cancelled",
+    "cancelled", "interfered",
 ]
 """Why a check failed.
 
 ``forbidden``: the code tried to start a process, signal another process or load a native library.
 ``no_result``: a model check ran but left nothing that looks like a fitted result.
 ``cancelled``: the analyst (or the caller) stopped the job.
+``interfered``: the code tampered with what it hands over to the measuring process (forged messages, left
+before handing over its result), so nothing it reported was recorded.
 """
 
 

@@ -8,6 +8,7 @@ A job function is registered by name (:mod:`evaluation.sandbox.registry`) and ca
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -173,11 +174,36 @@ class JobContext:
         return pd.read_csv(self.data)
 
     def untrusted(self) -> None:
-        """From here on the job runs code it did not write: close the data file, capture output, audit."""
+        """From here on this process runs code it did not write: close the data file, forbid new processes,
+        capture output, audit."""
+        self.close_data()
+        if sys.platform == "linux":
+            from evaluation.sandbox import namespaces
+
+            namespaces.forbid_new_processes()
+        sys.stdout = sys.stderr = self.output
+        if self._audit_hook:
+            self.guard.install()
+
+    def close_data(self) -> None:
         for handle in (self.data, self.cache):
             if handle is not None:
                 handle.close()
         self.data = self.cache = None
-        sys.stdout = sys.stderr = self.output
-        if self._audit_hook:
-            self.guard.install()
+
+    def enter_child(self) -> None:
+        """In the child of :func:`evaluation.sandbox.handoff.split`: let go of the result channel and the data."""
+        self.close_data()
+        self.guard.forked()
+        with contextlib.suppress(OSError, ValueError):
+            os.close(self._channel.fileno())
+        self._channel = None  # type: ignore[assignment]
+
+    def split(self, body: Any) -> Any:
+        """Fork a child that runs ``body(sender)``; iterate over the data messages it hands over.
+
+        See :mod:`evaluation.sandbox.handoff`: this process (the measurer) never runs the code."""
+        from evaluation.sandbox.handoff import split
+
+        self.close_data()
+        return split(self, body)

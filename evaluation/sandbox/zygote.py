@@ -11,9 +11,11 @@ pandas, numpy, statsmodels and every engine module once, never runs a job itself
   (parent-death signal) and with it every process of the namespace, whatever the code started.
 * ``process`` mode: the worker directly, in its own session (weak isolation, chosen explicitly).
 
-The worker applies the rlimits and a seccomp filter that forbids new processes, then calls the registered job
-function (:mod:`evaluation.sandbox.registry`) and writes JSON lines to the result pipe: ``{"event": "step",
-...}`` as it goes, then ``{"event": "result", ...}``. It leaves with ``os._exit``. The zygote is controlled
+The worker applies the rlimits, then calls the registered job function (:mod:`evaluation.sandbox.registry`) and
+writes JSON lines to the result pipe: ``{"event": "step", ...}`` as it goes, then ``{"event": "result", ...}``.
+A seccomp filter that forbids new processes is installed before any code the job did not write runs
+(:meth:`JobContext.untrusted`); a job that reports on such code forks it into a child of its own first
+(:mod:`evaluation.sandbox.handoff`), and then installs the filter on itself too. It leaves with ``os._exit``. The zygote is controlled
 over a Unix ``SOCK_SEQPACKET`` socket, one JSON object per datagram, file descriptors attached:
 ``{"op": "spawn", "data": bool, "work": str|null}`` with the job file, result pipe, stderr, output (and data)
 descriptors, answered ``{"pid": ...}``; ``{"op": "kill", "pid": ...}``; ``{"op": "dismiss", "pid": ...}`` (kill, reap in the
@@ -53,6 +55,7 @@ def _preload() -> None:
     import statsmodels.formula.api  # noqa: F401
 
     from evaluation import inference  # noqa: F401
+    from evaluation.sandbox import frames, handoff  # noqa: F401 - both sides of every split job use them
     from evaluation.sandbox.code_jobs import preview_rows
 
     registry.import_engine_modules()
@@ -89,9 +92,9 @@ def _worker(spec: dict[str, Any], fds: dict[str, int | None], work: Path, *, iso
     tempfile.tempdir = None
     np.random.seed()  # a fresh process would not share the template's random state
     try:
+        # new processes are forbidden (seccomp) by JobContext.untrusted() before any code it did not write runs,
+        # and by the measuring side of a split job once it has forked the code's process
         apply_limits(spec["limits"], base_vm, own_user_namespace=isolated)
-        if sys.platform == "linux":
-            namespaces.forbid_new_processes()
         if not isolated:
             threading.Thread(target=_watch_parent, args=(work.parent, os.getppid()), daemon=True).start()
         function = registry.lookup(spec["name"])

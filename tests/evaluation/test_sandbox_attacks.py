@@ -340,7 +340,7 @@ def test_two_jobs_cannot_see_each_others_files_or_processes(scene: Scene) -> Non
 
     pids = out.pop("pids")
     assert_all_failed(out)
-    assert pids == [1, 2]  # only its own namespace's init and itself
+    assert pids == [1, 2, 3]  # only its own namespace's init, its job's measuring process and itself
     assert results["writer"].ok, results["writer"].error
     assert results["writer"].preview[0]["still_there"] == "PEER"
 
