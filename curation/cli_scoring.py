@@ -51,7 +51,7 @@ def _operator(session: Any, username: str | None) -> Any:
 
 
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
-    from curation.services.scoring import execute_run, register_run
+    from curation.services.scoring import register_run
 
     report = initialise(settings)
     files = []
@@ -74,17 +74,38 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            judges=judge_settings(settings), source="cli")
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
           f"{'analyses' if kind == 'analyses' else 'answers file'}).", file=sys.stderr)
-    done = execute_run(report.engine, run.id or 0, runs_root=settings.runs_store,
-                       releases_root=settings.releases_store, judges=judge_settings(settings), on_progress=_Bar())
+    return _foreground(report.engine, run.id or 0, settings, args.out)
+
+
+def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | None) -> int:
+    """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
+    from curation.services.scoring import execute_run
+
+    done = execute_run(engine, run_id, runs_root=settings.runs_store, releases_root=settings.releases_store,
+                       judges=judge_settings(settings), on_progress=_Bar())
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
     print(_summary_line(done))
-    print(f"Result written to {out} (kept as run {done.id}).")
+    if out_path:
+        out = Path(out_path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
+        print(f"Result written to {out} (kept as run {done.id}).")
     return 0
+
+
+def _rescore(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services.scoring import rescore_run
+
+    report = initialise(settings)
+    with session_scope(report.engine) as s:
+        run = rescore_run(session=s, actor=_operator(s, args.as_user), run_id=args.run, release_version=args.release,
+                          runs_root=settings.runs_store, releases_root=settings.releases_store,
+                          max_bytes=settings.max_submission_bytes, judges=judge_settings(settings))
+    print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
+          f"{run.progress_total} item(s); run {args.run} is kept).", file=sys.stderr)
+    return _foreground(report.engine, run.id or 0, settings, args.out)
 
 
 def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tuple[str, bytes]:
@@ -150,6 +171,8 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import leaderboard as lb
     from curation.services import scoring as sc
 
+    if args.runs_command == "rescore":
+        return _rescore(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
         actor = _operator(s, args.as_user)
@@ -239,6 +262,11 @@ def add_scoring_commands(sub: Any) -> None:
     sh = rs.add_parser("show")
     sh.add_argument("run", type=int)
     sh.add_argument("--json", action="store_true")
+    rsc = rs.add_parser("rescore", help="score a run's submission again as a new run (after it was interrupted, "
+                                        "failed or cancelled, or on another release); the old run is kept")
+    rsc.add_argument("run", type=int)
+    rsc.add_argument("--release", help="the release to score it on (default: the run's own)")
+    rsc.add_argument("--out", help="where to copy the result file")
     cp = rs.add_parser("compare", help="paired bootstrap comparison of two runs on the same release")
     cp.add_argument("a", type=int)
     cp.add_argument("b", type=int)
