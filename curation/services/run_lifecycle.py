@@ -123,7 +123,7 @@ def claim_run(engine: Engine, run_id: int) -> ScoringRun:
             update(ScoringRun).where(col(ScoringRun.id) == run_id, col(ScoringRun.status) == RunStatus.QUEUED.value,
                                      col(ScoringRun.cancel_requested).is_(False))
             .values(status=RunStatus.RUNNING.value, started_at=now, heartbeat_at=now, stage="starting",
-                    executor=this_executor(), message=""))
+                    executor=this_executor(), message="", attempts=col(ScoringRun.attempts) + 1))
         if claimed.rowcount != 1:
             s.connection().execute(
                 update(ScoringRun).where(col(ScoringRun.id) == run_id,
@@ -157,16 +157,21 @@ def _interrupt(run: ScoringRun, now: Any) -> None:
 
 
 def interrupt_dead_runs(*, session: Session) -> list[int]:
-    """Runs left ``running`` by a process that died are marked ``interrupted`` (see
-    :mod:`curation.services.executors` for how a dead scorer is told from a slow one). Every forkpaths command,
+    """Runs left ``running`` by a process that died are marked ``interrupted``, or queued again when they are a
+    worker's job (the module's docstring says how a dead scorer is told from a slow one). Every forkpaths command,
     the app's start, the Runs page and the workers call it, so such a run does not stay "running"."""
     now = utcnow()
     ids = []
     for run in session.exec(select(ScoringRun).where(ScoringRun.status == RunStatus.RUNNING.value)).all():
-        if not executor_alive(run.executor, run.heartbeat_at, now):
+        if executor_alive(run.executor, run.heartbeat_at, now):
+            continue
+        if run.job_id is not None:  # a worker's job: procrastinate retries it, and another worker takes it up
+            run.status, run.progress_done, run.stage = RunStatus.QUEUED.value, 0, "queued again"
+            run.message = f"Its worker ({run.executor or 'unknown'}) stopped; another worker takes it up."
+        else:
             _interrupt(run, now)
-            session.add(run)
-            ids.append(run.id or 0)
+        session.add(run)
+        ids.append(run.id or 0)
     if ids:
-        log.warning("scoring runs %s were left running by a process that stopped; marked interrupted", ids)
+        log.warning("scoring runs %s were left running by a process that stopped", ids)
     return ids

@@ -18,10 +18,11 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.models import RunStatus, ScoringRun
+from curation.services.jobs import RunSubmitter, is_postgres, queue_submitter
 from curation.services.run_lifecycle import interrupt_dead_runs
 from curation.services.scoring import JudgeSettings, execute_run
 
-__all__ = ["RunWorker"]
+__all__ = ["RunWorker", "make_submitter"]
 
 log = logging.getLogger(__name__)
 
@@ -55,3 +56,11 @@ class RunWorker:
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait)
+
+
+def make_submitter(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings) -> RunSubmitter:
+    """Where the app hands a registered run: the queue's workers on PostgreSQL (``forkpaths worker``, one started
+    by ``forkpaths run``), this thread pool on SQLite. Both run :func:`execute_run`."""
+    if is_postgres(engine):
+        return queue_submitter(engine)
+    return RunWorker(engine, runs_root=runs_root, releases_root=releases_root, judges=judges)

@@ -366,6 +366,10 @@ class RunCancelled(Exception):
     """Raised inside a run when an evaluator asked to cancel it."""
 
 
+class RunTakenOver(Exception):
+    """Raised inside a run when another scorer took it over (this one was presumed dead): stop, write nothing."""
+
+
 def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> dict[str, Any]:
     """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs)."""
     p = result.provenance
@@ -394,6 +398,8 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
         run = s.get(ScoringRun, run_id)
         if run is None:
             raise RunCancelled("the run record disappeared")
+        if run.executor != this_executor() or run.status != RunStatus.RUNNING.value:
+            raise RunTakenOver(f"run {run_id} is now {run.status}, held by {run.executor or 'nobody'}")
         run.progress_done, run.progress_total, run.stage, run.heartbeat_at = done, total, stage[:256], utcnow()
         s.add(run)
         if run.cancel_requested:
@@ -499,6 +505,10 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
         return _update(engine, run_id, status=RunStatus.SUCCEEDED.value, finished_at=utcnow(),
                        result_path=path.relative_to(runs_root).as_posix(), scores=scores, scores_effective=scores,
                        progress_done=done, progress_total=total, stage="done", message="")
+    except RunTakenOver as exc:
+        log.warning("scoring run %s stopped here: %s", run_id, exc)
+        with session_scope(engine) as s:
+            return s.get(ScoringRun, run_id) or run
     except RunCancelled:
         with session_scope(engine) as s:
             current = s.get(ScoringRun, run_id)

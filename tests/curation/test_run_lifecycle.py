@@ -20,7 +20,7 @@ from curation.models import RunStatus, ScoringRun
 from curation.services import scoring as sc
 from curation.services.run_lifecycle import claim_run, executor_alive, this_executor
 from curation.settings import PROJECT_ROOT
-from tests.curation.dead_scorer import claim_in_a_process_that_dies
+from tests.curation.dead_scorer import claim_from_processes, claim_in_a_process_that_dies
 from tests.curation.scoring_world import make_world
 
 
@@ -97,12 +97,12 @@ def test_a_scorer_on_another_host_is_dead_once_its_heartbeat_lapses():
     assert executor_alive(this_executor(), None, now)  # on this host the process itself is asked
 
 
-def test_two_processes_claiming_the_same_run_get_it_once(world):
-    run = world.register()
-    claims = [claim_run(world.engine, run.id) for _ in range(2)]
-    assert claims[0].status == RunStatus.RUNNING.value and claims[0].started_at == claims[1].started_at
+def test_two_processes_claiming_the_same_runs_get_each_once(world):
+    ids = [world.register(agent=f"a{i}").id for i in range(8)]
+    first, second = claim_from_processes(world.engine, ids)
+    assert first | second == set(ids) and not first & second  # every run claimed, none by both
     with session_scope(world.engine) as s:
-        assert s.exec(select(ScoringRun)).one().status == RunStatus.RUNNING.value
+        assert [r.attempts for r in s.exec(select(ScoringRun))] == [1] * 8
 
 
 # ------------------------------------------------------------------------------------ a real `forkpaths score`
