@@ -29,7 +29,7 @@ from sqlmodel import col
 
 from curation.db import session_scope
 from curation.models import RunStatus, ScoringRun, utcnow
-from curation.services.run_lifecycle import executor_alive, this_executor
+from curation.services.run_lifecycle import executor_alive, orphaned_here, this_executor
 
 if TYPE_CHECKING:
     import procrastinate
@@ -75,12 +75,13 @@ def _connection_kwargs(engine: Engine) -> dict[str, Any]:
 def procrastinate_app(engine: Engine) -> procrastinate.App:
     """The queue's app for the engine's database, with forkpaths' tasks."""
     import procrastinate
+    import sqlalchemy.exc
 
     conn = _connection_kwargs(engine)
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(**conn, min_size=1, max_size=4))
     app.task(name=SCORE_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15,
-                                               retry_exceptions={RunHeldElsewhere}))(_score_run_task)
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+                 RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_run_task)
     return app
 
 
@@ -119,14 +120,16 @@ def queue_submitter(engine: Engine) -> RunSubmitter:
 
 
 def _take_over_if_dead(engine: Engine, run_id: int) -> None:
-    """A run left ``running`` (or marked ``interrupted``) by a dead worker goes back to ``queued`` for this job."""
+    """A run left ``running`` (or marked ``interrupted``) by a dead worker, or by this one when its scoring broke
+    off (the database away while it wrote the outcome: the job is retried), goes back to ``queued`` for this
+    job."""
     with session_scope(engine) as s:
         run = s.get(ScoringRun, run_id)
         if run is None:
             return
         dead = run.status == RunStatus.INTERRUPTED.value or (
-            run.status == RunStatus.RUNNING.value and run.executor != this_executor()
-            and not executor_alive(run.executor, run.heartbeat_at, utcnow()))
+            run.status == RunStatus.RUNNING.value and (orphaned_here(run.executor, run_id) or (
+                run.executor != this_executor() and not executor_alive(run.executor, run.heartbeat_at, utcnow()))))
         if dead:
             s.connection().execute(
                 update(ScoringRun).where(col(ScoringRun.id) == run_id, col(ScoringRun.status) == run.status,

@@ -34,7 +34,7 @@ from curation.errors import NotFoundError
 from curation.models import RunStatus, ScoringRun, utcnow
 
 __all__ = ["HEARTBEAT_S", "LEASE_S", "Heartbeat", "beat", "claim_run", "executor_alive", "interrupt_dead_runs",
-           "this_executor"]
+           "ScoringHere", "orphaned_here", "this_executor"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,32 @@ def _start_ticks(pid: int) -> str | None:
 @cache
 def _host() -> str:
     return socket.gethostname()[:120]
+
+
+_scoring_here: set[int] = set()  # runs this process is scoring now (an orphan is held here but not in it)
+_scoring_lock = threading.Lock()
+
+
+class ScoringHere:
+    """Marks a run as being scored by this process for the duration of the block."""
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+
+    def __enter__(self) -> None:
+        with _scoring_lock:
+            _scoring_here.add(self.run_id)
+
+    def __exit__(self, *_exc: object) -> None:
+        with _scoring_lock:
+            _scoring_here.discard(self.run_id)
+
+
+def orphaned_here(executor: str, run_id: int) -> bool:
+    """Held by this very process, which is not scoring it (its scoring ended without ending the run, e.g. the
+    database went away while it wrote the outcome)."""
+    with _scoring_lock:
+        return executor == this_executor() and run_id not in _scoring_here
 
 
 def this_executor() -> str:

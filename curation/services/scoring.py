@@ -37,6 +37,7 @@ from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.run_lifecycle import (
     Heartbeat,
+    ScoringHere,
     beat,
     claim_run,
     executor_alive,
@@ -383,10 +384,16 @@ def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> 
 
 
 def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
+    """Write the run's outcome, only while this process still holds it (locked: a scorer presumed dead whose run
+    was taken over, or cancelled, writes nothing)."""
     with session_scope(engine) as s:
-        run = s.get(ScoringRun, run_id)
+        run = s.get(ScoringRun, run_id, with_for_update=True)
         if run is None:
             raise NotFoundError(f"There is no scoring run {run_id}.")
+        if run.status != RunStatus.RUNNING.value or run.executor != this_executor():
+            log.warning("scoring run %s is %s, held by %s: this process keeps its outcome to itself", run_id,
+                        run.status, run.executor or "nobody")
+            return run
         for key, value in values.items():
             setattr(run, key, value)
         s.add(run)
@@ -459,7 +466,7 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
     if run.status != RunStatus.RUNNING.value or run.executor != this_executor():
         return run  # another process holds it, or it ended (cancelled before it started)
     try:
-        with Heartbeat(lambda: beat(engine, run_id)):
+        with ScoringHere(run_id), Heartbeat(lambda: beat(engine, run_id)):
             return _execute_claimed(engine, run, runs_root=runs_root, releases_root=releases_root, judges=judges,
                                     gt_cache=gt_cache, on_progress=on_progress)
     except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops

@@ -166,3 +166,31 @@ def test_forkpaths_score_killed_mid_run_is_marked_interrupted_by_the_next_comman
     assert f"run {run.id} re-scored on release 1.0.0" in again.stderr and (tmp_path / "again.json").is_file()
     listed = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)
     assert [(r["status"], r["rescore_of_id"]) for r in listed] == [("succeeded", run.id), ("interrupted", None)]
+
+
+def test_a_scorer_whose_run_was_taken_over_stops_and_writes_nothing(world):
+    run = world.register()
+
+    def taken_over_at_third(done, total, stage):
+        if done == 3:  # another worker took the run over (it presumed this one dead)
+            with session_scope(world.engine) as s:
+                r = s.get(ScoringRun, run.id)
+                r.executor, r.progress_done = "elsewhere/1/1", 0
+                s.add(r)
+
+    ended = sc.execute_run(world.engine, run.id, runs_root=world.runs, releases_root=world.releases,
+                           on_progress=taken_over_at_third)
+    assert ended.status == RunStatus.RUNNING.value and ended.executor == "elsewhere/1/1"
+    assert ended.progress_done == 0 and ended.result_path is None and ended.scores is None
+
+
+def test_a_run_this_worker_holds_but_no_longer_scores_is_taken_up_again(world):
+    from curation.services.jobs import _take_over_if_dead
+
+    run = world.register()
+    claim_run(world.engine, run.id)  # claimed here, then its scoring broke off without ending the run
+    _take_over_if_dead(world.engine, run.id)
+    again = _get(world, run.id)
+    assert again.status == RunStatus.QUEUED.value and "another worker takes it up" in again.message
+    done = sc.execute_run(world.engine, run.id, runs_root=world.runs, releases_root=world.releases)
+    assert done.status == RunStatus.SUCCEEDED.value and done.attempts == 2
