@@ -21,7 +21,7 @@ from curation.errors import USER_ERRORS, SessionExpired
 from curation.models import Role, User
 from curation.services.jobs import RunSubmitter
 from curation.services.run_worker import make_submitter
-from curation.services.scoring import JudgeSettings
+from curation.services.scoring import JudgeSettings, ScoringLimits
 from curation.services.sessions import end_session, resume_auth_session
 from curation.services.sign_in import sign_in as sign_in_service
 from curation.settings import Settings
@@ -48,11 +48,15 @@ def _startup(database_url: str, data_dir: str) -> StartupReport:
 def _run_worker(database_url: str, data_dir: str) -> RunSubmitter:
     s = settings()
     return make_submitter(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
-                          judges=JudgeSettings.from_settings(s))
+                          judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
 
 
 def judge_settings() -> JudgeSettings:
     return JudgeSettings.from_settings(settings())
+
+
+def scoring_limits() -> ScoringLimits:
+    return ScoringLimits.from_settings(settings())
 
 
 def run_worker() -> RunSubmitter:

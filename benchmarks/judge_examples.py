@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation.judges import decisions_from_release, judge_analysis, make_judge  # noqa: E402
 from evaluation.judges.decisions import ground_truth_counts  # noqa: E402
-from evaluation.judges.llm_judge import OpenAIChatClient  # noqa: E402
+from evaluation.llm import LLMClient, LLMConfig  # noqa: E402
 from evaluation.metrics import DatasetRuns, score_runs  # noqa: E402
 from evaluation.submissions import read_submission  # noqa: E402
 from tests.evaluation.blade_release import blade_release_dataset  # noqa: E402
@@ -74,8 +74,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as cache, ChatServer(scripted) as server:
         for label in ("cold cache", "warm cache"):
-            llm = make_judge("llm", client=OpenAIChatClient(base_url=server.base_url, model="scripted"),
-                             cache_dir=Path(cache))
+            llm = make_judge("llm", client=LLMClient(LLMConfig(base_url=server.base_url, model="scripted",
+                                                               cache_dir=Path(cache))))
             per = []
             t = time.perf_counter()
             for a in sub.analyses:

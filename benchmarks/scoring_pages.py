@@ -33,6 +33,7 @@ from curation.services.blade_import import import_blade  # noqa: E402
 from curation.services.leaderboard import leaderboard  # noqa: E402
 from curation.services.scoring import JudgeSettings, execute_run, register_run, rescore_run, scores_summary  # noqa: E402
 from curation.settings import Settings  # noqa: E402
+from evaluation.llm import LLMConfig  # noqa: E402
 from evaluation.records import GroundTruthCounts, RunRecord, VariableMatchRecord  # noqa: E402
 from evaluation.results import AnalysisResult, DatasetResult, build_result  # noqa: E402
 from tests import factories as f  # noqa: E402
@@ -177,8 +178,8 @@ def bench_drilldown_and_rescore(tmp: Path, shared: Path) -> None:
     from tests.evaluation.test_llm_judge import scripted
 
     with ChatServer(scripted) as server:
-        judges = JudgeSettings(llm_base_url=server.base_url, llm_model="scripted",
-                               cache_dir=settings.resolved_data_dir / "judge-cache")
+        judges = JudgeSettings(llm=LLMConfig(base_url=server.base_url, model="scripted",
+                                             cache_dir=settings.llm_cache_dir))
         with session_scope(engine) as s:
             llm_run = register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("m20.json", data)],
                                    agent="react", judge="llm", judges=judges, max_bytes=settings.max_submission_bytes,

@@ -14,10 +14,16 @@ from pathlib import Path
 
 from curation.bootstrap import initialise
 from curation.dataset_files import read_blade_folder
-from curation.db import session_scope
+from curation.db import one_snapshot, session_scope
 from curation.errors import USER_ERRORS, CurationError
 from curation.models import Role
-from curation.services.accounts import create_user, generate_password
+from curation.services.accounts import (
+    MAX_PASSWORD_LENGTH,
+    MIN_PASSWORD_LENGTH,
+    PASSWORD_RULE,
+    create_user,
+    generate_password,
+)
 from curation.services.datasets import assign_analysts, register_dataset
 from curation.settings import PROJECT_ROOT, Settings
 
@@ -95,7 +101,8 @@ def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     elif sys.stdin.isatty():
-        password = getpass.getpass(f"Password for {args.username} (empty: generate one): ")
+        password = getpass.getpass(f"Password for {args.username} ({MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH:,} "
+                                   "characters; empty: generate one): ")
     else:
         password = ""
     generated = not password
@@ -163,7 +170,8 @@ def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        results = import_blade(session=session, actor=None, path=Path(args.path), store=settings.datasets_store,
+        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        results = import_blade(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
                                max_bytes=settings.max_upload_bytes)
     for r in results:
         print(f"Imported '{r.dataset}': {r.variables} variables, {r.transforms} transforms, {r.models} models, "
@@ -262,16 +270,25 @@ def _progress(stage: str, fraction: float) -> None:
 
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import releases as rel
+    from curation.services.release_data import RELEASE_TABLES
 
     report = initialise(settings)
     root = settings.releases_store
     with session_scope(report.engine) as session:
+        if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
+            one_snapshot(session, tables=RELEASE_TABLES)
         actor = _operator(session, args.as_user)
         if args.release_command == "create":
+            _, empty = rel.release_candidates(session=session, actor=actor)
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
                                      releases_root=root, store=settings.datasets_store,
-                                     dataset_names=args.dataset or None, progress=_progress)
+                                     dataset_names=args.dataset or None, include_empty=args.include_empty,
+                                     progress=_progress)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
+            left_out = [n for n in empty if n not in record.summary]
+            if left_out:
+                print(f"Left out, with no ground truth yet: {', '.join(left_out)} (add --include-empty to release "
+                      "their data alone).")
             if note := rel.unreviewed_note(record.summary):
                 print(note)
         elif args.release_command == "list":
@@ -304,20 +321,35 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
+    from curation.errors import BlindingViolation
+    from curation.services.blinding import withheld_ground_truth
     from curation.services.scoring import verified_release_folder
     from evaluation.groundtruth import BuildResult, build_release
     from exports.errors import FormatError
 
     path = Path(args.release)
-    if not path.exists():  # a release version: the recorded, verified release, never a bare folder of that name
+    datasets = args.dataset or None
+    version = _recorded_release_of(path, settings) if path.exists() else args.release
+    if version is not None:  # a release version (or its folder): the recorded, verified release, as its reader may
         report = initialise(settings)
         with session_scope(report.engine) as session:
-            path = verified_release_folder(session=session, actor=_operator(session, args.as_user),
-                                           release_version=args.release, releases_root=settings.releases_store)
+            actor = _operator(session, args.as_user)
+            path = verified_release_folder(session=session, actor=actor, release_version=version,
+                                           releases_root=settings.releases_store)
+            withheld, why = withheld_ground_truth(session=session, actor=actor, release_version=version,
+                                                  names=datasets)
+        if withheld:
+            names = datasets or _release_datasets(path)
+            datasets = [n for n in names if n not in withheld]
+            if not datasets:
+                raise BlindingViolation(why)
+            print(f"warning: {why} It is left out.", file=sys.stderr)
     cache = None if args.no_cache else settings.resolved_data_dir / "cache" / "groundtruth"
 
     def show(r: BuildResult) -> None:
         s = r.summary()
+        for e in s["errors"]:  # expert code that failed cuts paths short: say so where it is seen, JSON or not
+            print(f"warning: {e}", file=sys.stderr, flush=True)
         if args.json:
             print(json.dumps(s), flush=True)
             return
@@ -326,15 +358,34 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  units: {', '.join(s['unit_names'])}")
         print(f"  value hashes: {' '.join(h[:12] for h in s['value_hashes'])}")
         print(f"  graph hashes: {' '.join(h[:12] for h in s['graph_hashes'])}")
-        for e in s["errors"]:
-            print(f"  problem: {e}")
+        if s["date_inferred_columns"]:
+            print(f"  read as dates by pandas' inference (value hashes may differ from BLADE's published ones): "
+                  f"{', '.join(s['date_inferred_columns'])}")
 
     try:
-        build_release(path, datasets=args.dataset or None, cache_dir=cache, on_dataset=show)
+        build_release(path, datasets=datasets, cache_dir=cache, on_dataset=show)
     except FormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _recorded_release_of(path: Path, settings: Settings) -> str | None:
+    """The version of the recorded release whose folder ``path`` is (in the data directory's releases folder),
+    or None for a folder from elsewhere (read as it is: whoever holds the folder holds its content)."""
+    root = settings.releases_store.resolve()
+    try:
+        rel = path.resolve().relative_to(root)
+    except ValueError:
+        return None
+    return rel.parts[0] if len(rel.parts) == 1 else None
+
+
+def _release_datasets(folder: Path) -> list[str]:
+    """The datasets ``gt build`` builds by default: those of the release with transforms."""
+    from exports.native import read_release
+
+    return [d.name for d in read_release(folder).datasets if d.transforms]
 
 
 def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
@@ -425,7 +476,8 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     if args.mcq_command == "generate":
         with session_scope(report.engine) as session:
-            result = generate_mcqs(session=session, actor=None, dataset_id=_dataset_id(session, args.dataset),
+            actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+            result = generate_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset),
                                    settings=MCQSettings(seed=args.seed))
         counts = ", ".join(f"{n} {k}" for k, n in result.counts().items())
         print(f"{args.dataset}: {len(result.mcqs)} MCQs from rule {result.rule}, seed {result.seed} ({counts}); "
@@ -434,7 +486,8 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  not built: {note}")
         return 0
     with session_scope(report.engine) as session:
-        audit = audit_mcqs(session=session, actor=None, dataset_id=_dataset_id(session, args.dataset))
+        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        audit = audit_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset))
     if args.json:
         print(json.dumps(dataclasses.asdict(audit) | {"flagged": audit.flagged, "flag_counts": audit.flag_counts()},
                          indent=2))
@@ -477,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     cu.add_argument("username")
     cu.add_argument("--role", choices=[r.value for r in Role], default=Role.ANALYST.value)
     cu.add_argument("--display-name")
-    cu.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    cu.add_argument("--password-stdin", action="store_true", help=f"read the password from standard input. {PASSWORD_RULE}")
     cu.set_defaults(func=_cmd_create_user)
     ad = sub.add_parser("add-dataset", help="register a dataset folder in BLADE layout (info.json + data.csv)")
     ad.add_argument("path")
@@ -503,7 +556,10 @@ def build_parser() -> argparse.ArgumentParser:
     rc = rsub.add_parser("create", help="cut a new, immutable release of the current ground truth")
     rc.add_argument("--version", required=True, help="semantic version X.Y.Z, higher than the latest")
     rc.add_argument("--notes", default="")
-    rc.add_argument("--dataset", action="append", help="only this dataset (repeatable; default: all)")
+    rc.add_argument("--dataset", action="append",
+                    help="only this dataset (repeatable; default: every dataset that has ground truth)")
+    rc.add_argument("--include-empty", action="store_true",
+                    help="also release the datasets without ground truth yet (their data alone)")
     rsub.add_parser("list", help="list releases")
     rd = rsub.add_parser("diff", help="what changed between two releases")
     rd.add_argument("old")
@@ -548,9 +604,53 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _take_as(argv: list[str]) -> tuple[list[str], str | None]:
+    """``argv`` without its ``--as USER`` (or ``--as=USER``), wherever it stands, and that user.
+
+    Everything after a bare ``--`` is left alone. Saying ``--as`` twice with different users is an error.
+    """
+    rest: list[str] = []
+    users: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest += argv[i:]
+            break
+        if arg == "--as":
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                raise CurationError("--as needs a user name: --as USER.")
+            users.append(argv[i + 1])
+            i += 2
+            continue
+        if arg.startswith("--as="):
+            users.append(arg.removeprefix("--as="))
+            i += 1
+            continue
+        rest.append(arg)
+        i += 1
+    if len(set(users)) > 1:
+        raise CurationError(f"--as is given twice with different users ({', '.join(users)}); say it once.")
+    return rest, (users[0] if users else None)
+
+
+#: Commands that do not act as a user (they run as the machine's operator), so --as means nothing to them.
+_WITHOUT_ACTOR = ("run", "init", "create-user", "add-dataset", "assign")
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        argv, as_user = _take_as(list(sys.argv[1:] if argv is None else argv))
+    except CurationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
+    if as_user is not None:
+        if args.command in _WITHOUT_ACTOR:
+            print(f"error: forkpaths {args.command} does not act as a user; leave out --as.", file=sys.stderr)
+            return 2
+        args.as_user = as_user
     try:
         return int(args.func(args, Settings()))
     except USER_ERRORS as exc:

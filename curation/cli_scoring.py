@@ -14,14 +14,21 @@ from curation.db import session_scope
 from curation.errors import ScoringError
 from curation.models import RunStatus, ScoringRun
 from curation.settings import Settings
+from evaluation.submissions import printable
 
-__all__ = ["add_scoring_commands", "judge_settings"]
+__all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
 
 
 def judge_settings(settings: Settings) -> Any:
     from curation.services.scoring import JudgeSettings
 
     return JudgeSettings.from_settings(settings)
+
+
+def scoring_limits(settings: Settings) -> Any:
+    from curation.services.scoring import ScoringLimits
+
+    return ScoringLimits.from_settings(settings)
 
 
 class _Bar:
@@ -65,14 +72,14 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
         try:
             files.append((p.name, p.read_bytes()))
         except OSError as exc:
-            raise ScoringError(f"Cannot read {p}: {exc.strerror or exc}.") from exc
+            raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc
     with session_scope(report.engine) as s:
         run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
                            judge=getattr(args, "judge", "offline"), mode=getattr(args, "mode", "default"),
                            k=getattr(args, "k", 10), kind=kind, runs_root=settings.runs_store,
                            releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
-                           judges=judge_settings(settings), source="cli")
+                           judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
           f"{'analyses' if kind == 'analyses' else 'answers file'}).", file=sys.stderr)
     if getattr(args, "enqueue", False):
@@ -147,7 +154,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
           f"takes scoring runs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
     run_queue_worker(report.engine, runs_root=settings.runs_store, releases_root=settings.releases_store,
-                     judges=judge_settings(settings), concurrency=args.concurrency)
+                     judges=judge_settings(settings), limits=scoring_limits(settings),
+                     concurrency=args.concurrency)
     return 0
 
 
@@ -156,10 +164,12 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
     from curation.services.scoring import execute_run
 
     done = execute_run(engine, run_id, runs_root=settings.runs_store, releases_root=settings.releases_store,
-                       judges=judge_settings(settings), on_progress=_Bar())
+                       judges=judge_settings(settings), on_progress=_Bar(), limits=scoring_limits(settings))
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
+    if done.message:
+        print(f"note: {done.message}", file=sys.stderr)
     print(_summary_line(done))
     if out_path:
         out = Path(out_path)
@@ -177,7 +187,8 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as s:
         run = rescore_run(session=s, actor=_operator(s, args.as_user), run_id=args.run, release_version=args.release,
                           runs_root=settings.runs_store, releases_root=settings.releases_store,
-                          max_bytes=settings.max_submission_bytes, judges=judge_settings(settings))
+                          max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
+                          limits=scoring_limits(settings))
     print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
           f"{run.progress_total} item(s); run {args.run} is kept).", file=sys.stderr)
     if args.enqueue:
@@ -194,7 +205,7 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tup
     unparseable answer counts as unparseable, never guessed.
     """
     from curation.services.scoring import mcq_release
-    from evaluation.judges.llm_judge import OpenAIChatClient
+    from evaluation.llm import LLMClient
     from evaluation.mcq_scoring import ask_model
 
     base_url = args.base_url or settings.llm_base_url
@@ -204,16 +215,12 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tup
     with session_scope(engine) as s:
         release = mcq_release(session=s, actor=_operator(s, args.as_user), release_version=args.release,
                               releases_root=settings.releases_store)
-    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "not-needed"
-    client = OpenAIChatClient(base_url=base_url, model=args.ask_model, api_key=key, timeout=settings.llm_timeout_s,
-                              max_retries=settings.llm_max_retries)
+    client = LLMClient(settings.llm_config().model_copy(update={"base_url": base_url, "model": args.ask_model}))
     bar = _Bar()
     total = sum(len(d.mcqs) for d in release.datasets)
     print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
           "(temperature 0; answers are cached).", file=sys.stderr)
-    answers, source = ask_model(release.datasets, client, cache_dir=settings.resolved_data_dir / "mcq-cache",
-                                model=args.ask_model, base_url=base_url,
-                                progress=lambda done, n: bar(done, n, "asked"))
+    answers, source = ask_model(release.datasets, client, progress=lambda done, n: bar(done, n, "asked"))
     if source["errors"]:
         first = next(iter(source["errors"].items()))
         print(f"warning: {len(source['errors'])} question(s) got no answer (they count as unanswered); "

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, create_engine
 
 from curation.settings import PROJECT_ROOT
 
-__all__ = ["include_name", "make_engine", "migrate", "session_scope"]
+__all__ = ["include_name", "make_engine", "migrate", "one_snapshot", "session_scope"]
 
 log = logging.getLogger(__name__)
 
@@ -93,3 +93,40 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+def one_snapshot(session: Session, *, tables: Sequence[str] = ()) -> None:
+    """Make every read for the rest of ``session``'s transaction see the database as it was at one moment.
+
+    A service that reads one thing in several statements (a release: the votes, then the tallies computed from
+    them) must not see a write that commits between two of them.
+
+    * PostgreSQL, called before the transaction's first statement: the transaction runs at REPEATABLE READ, so
+      its snapshot is taken at its first statement and kept; writers are never held up. Called later, in a
+      READ COMMITTED transaction that has already begun, ``tables`` are locked in SHARE mode until it ends:
+      writers to them wait, so every statement from here on sees the same data.
+    * SQLite: Python's driver runs a SELECT outside any transaction (each one its own snapshot) until the
+      first write. ``BEGIN IMMEDIATE`` opens the transaction now and takes the write lock: readers go on (WAL),
+      writers wait for the busy timeout, and the transaction's own write at the end cannot fail on a newer
+      snapshot. A transaction already open has written, so it holds the write lock already.
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        conn = session.connection()
+        if not conn.connection.driver_connection.in_transaction:  # type: ignore[union-attr]
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    if dialect != "postgresql":  # pragma: no cover - the two supported databases
+        return
+    if not session.in_transaction():
+        session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+        return
+    level = session.execute(text("SELECT current_setting('transaction_isolation')")).scalar_one()
+    if level in ("repeatable read", "serializable"):
+        return
+    if not tables:
+        log.warning("one_snapshot called after a READ COMMITTED transaction began, with no tables to hold still: "
+                    "its reads may see writes that commit in between")
+        return
+    quote = session.get_bind().dialect.identifier_preparer.quote
+    session.execute(text(f"LOCK TABLE {', '.join(quote(t) for t in tables)} IN SHARE MODE"))

@@ -76,6 +76,17 @@ class Settings(BaseSettings):
     max_submission_mb: float = Field(default=50.0, gt=0, description="Largest accepted agent submission, in MB.")
     sandbox_timeout_s: float = Field(default=30.0, gt=0)
     sandbox_memory_mb: int = Field(default=4096, gt=64)
+    score_analysis_timeout_s: float = Field(
+        default=60.0, gt=0, description="Scoring: wall clock one analysis's code may run before it is stopped "
+        "(the analysis gets the status 'timeout'; its variables and model still score)."
+    )
+    score_run_budget_s: float = Field(
+        default=7200.0, gt=0, description="Scoring: wall clock of a whole run; analyses not reached when it runs "
+        "out get the status 'budget_exhausted' and the run ends."
+    )
+    max_analyses_per_submission: int = Field(
+        default=2000, ge=1, description="Scoring: a submission file with more analyses is refused."
+    )
     session_max_age_hours: float = Field(
         default=24.0, gt=0, description="A sign-in lasts at most this long, however active the user is."
     )

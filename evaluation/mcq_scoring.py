@@ -9,8 +9,10 @@ per dataset and MCQ kind (variable, transform) and overall, next to the chance b
 questions (BLADE's ``expected_correct``). ``macro`` gives BLADE's across-dataset figure: the unweighted mean of
 the per-dataset accuracies.
 
-The model-under-test path (:func:`ask_model`) sends one chat request per MCQ at temperature 0 through the same
-:class:`~evaluation.judges.llm_judge.ChatClient` and on-disk response cache as the llm judge.
+The model-under-test path (:func:`ask_model`) sends one chat request per MCQ at temperature 0 through the shared
+:class:`~evaluation.llm.LLMClient` (the same configuration and cache as the llm judge). The options are analysts'
+decisions: each is quoted as one JSON string (:mod:`evaluation.llm.quoting`). An answer that names no valid
+letter is kept as the model's answer (it scores as unparseable) but is not cached, so asking again re-sends it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from evaluation.errors import EvaluationError
-from evaluation.judges.base import JudgeError
-from evaluation.judges.llm_judge import ChatClient, ResponseCache
+from evaluation.llm import DATA_NOTICE, LLMAnswerError, LLMCallError, LLMClient, ParseError, quote
+from evaluation.llm.quoting import CODE_CHARS
+from exports.jsontext import JsonTextError, load_json
 from exports.schema import MCQ, DatasetRelease
 
 __all__ = [
@@ -45,7 +48,7 @@ __all__ = [
 ]
 
 MCQ_REPORT_VERSION = "1.0"
-MCQ_TEMPLATE_VERSION = "blade-mcq@1"
+MCQ_TEMPLATE_VERSION = "blade-mcq@2"  # @2: options quoted as JSON strings
 LETTERS = "ABCDEFGHIJ"
 _LETTER = re.compile(r"^\(?([A-Ja-j])\)?[.)]?$")
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)  # one fenced block around the whole answer
@@ -149,7 +152,8 @@ def read_answers(source: Path | str | bytes | Mapping[str, Any], *, label: str =
     """An answers file as ``{id: raw answer}``.
 
     Raises:
-        AnswersFileError: unreadable, not JSON, or not an object.
+        AnswersFileError: unreadable, not JSON (or nested too deeply, or a number too long to read), or not an
+            object.
     """
     if isinstance(source, Mapping):
         data: Any = dict(source)
@@ -160,11 +164,11 @@ def read_answers(source: Path | str | bytes | Mapping[str, Any], *, label: str =
                 text: str | bytes = source.read_bytes()
             else:
                 text = source
-            data = json.loads(text)
+            data = load_json(text, label=label)
         except OSError as exc:
             raise AnswersFileError(f"cannot read {label}: {exc.strerror or exc}.") from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise AnswersFileError(f"{label} is not JSON: {exc}.") from exc
+        except JsonTextError as exc:  # not JSON, nested too deeply, a number Python refuses: with where
+            raise AnswersFileError(str(exc)) from exc
     if isinstance(data, dict) and isinstance(data.get("answers"), dict):
         data = data["answers"]
     if not isinstance(data, dict):
@@ -219,68 +223,66 @@ def score_answers(datasets: Sequence[DatasetRelease], answers: Mapping[str, Any]
 
 # ------------------------------------------------------------------------------------- model under test
 
-_SYSTEM = "You are an expert data analyst who chooses well-justified analysis decisions."
+_SYSTEM = "You are an expert data analyst who chooses well-justified analysis decisions. " + DATA_NOTICE
 
 
 def mcq_messages(ds: DatasetRelease, q: MCQ) -> list[dict[str, str]]:
-    """The chat messages for one MCQ, after BLADE's MCQ prompt (5.2), in our words."""
+    """The chat messages for one MCQ, after BLADE's MCQ prompt (5.2), in our words; every option (an analyst's
+    decision) and the dataset's texts are quoted as JSON strings."""
     which = "MOST" if q.mc_type == "select_pos" else "LEAST"
     letters = LETTERS[:len(q.options)]
     if q.kind == "variable":
         task = (f"Given the research question and the dataset, select the conceptual variable that is {which} "
                 "justifiable for the analysis.")
-        choices = "\n".join(f"{letters[i]}. {o.text}" for i, o in enumerate(q.options))
+        choices = "\n".join(f"{letters[i]}: {quote(o.text)}" for i, o in enumerate(q.options))
     else:
         task = (f"Given the research question and the dataset, consider how to operationalise the conceptual "
-                f"variable '{q.concept.lower()}'. Select the transformation code that is {which} justifiable.")
-        choices = "\n".join(f"{letters[i]}.\n```python\n{o.text}\n```" for i, o in enumerate(q.options))
+                f"variable {quote(q.concept.lower())}. Select the transformation code that is {which} justifiable "
+                "(each option is Python code quoted as one JSON string).")
+        choices = "\n".join(f"{letters[i]}: {quote(o.text, limit=CODE_CHARS)}" for i, o in enumerate(q.options))
     description = json.dumps((ds.info or {}).get("data_desc") or {"description": ds.description},
                              ensure_ascii=False)[:12000]
     user = (f"{task}\n\nAnswer with one JSON object and nothing else: "
             '{"answer": "<letter>", "rationale": "<one or two sentences>"}\n\n'
-            f"Research question: {ds.research_question}\n\nDataset: {description}\n\nChoices:\n{choices}\n\n"
-            f"The valid values are: {', '.join(letters)}.")
+            f"Research question: {quote(ds.research_question)}\n\nDataset: {quote(description, limit=12000)}\n\n"
+            f"Choices:\n{choices}\n\nThe valid values are: {', '.join(letters)}.")
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 
-def ask_model(datasets: Sequence[DatasetRelease], client: ChatClient, *, cache_dir: Path | None = None,
-              params: dict[str, Any] | None = None, model: str | None = None, base_url: str | None = None,
+def _letter_parser(n_options: int) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        letter, why = parse_answer(text, n_options)
+        if letter is None:
+            raise ParseError(why)
+        return text
+
+    return parse
+
+
+def ask_model(datasets: Sequence[DatasetRelease], client: LLMClient,
               progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Ask the model under test every MCQ; returns (``{id: raw answer or None}``, source description).
 
     A failed request leaves that question unanswered (its error is kept in the source's ``errors``) and the
-    others are still asked.
+    others are still asked. An answer without a valid letter is returned as it is (it scores as unparseable).
     """
-    params = {"temperature": 0, **(params or {})}
-    model = model or str(getattr(client, "model", "") or "unknown-model")
-    base_url = base_url or str(getattr(client, "base_url", "") or "")
-    cache = ResponseCache(cache_dir) if cache_dir is not None else None
     answers: dict[str, Any] = {}
     errors: dict[str, str] = {}
     todo = [(ds, q) for ds in datasets for q in ds.mcqs]
-    calls = 0
+    before = client.calls
     for done, (ds, q) in enumerate(todo, start=1):
-        messages = mcq_messages(ds, q)
-        key = ResponseCache.key(model=model, base_url=base_url, template=MCQ_TEMPLATE_VERSION,
-                                messages=messages, params=params)
-        raw = cache.get(key) if cache else None
-        if raw is None:
-            try:
-                calls += 1
-                raw = client.complete(messages, dict(params))
-            except (JudgeError, Exception) as exc:  # noqa: BLE001 - one failed question must not stop the rest
-                errors[q.id] = str(exc)
-                answers[q.id] = None
-                if progress:
-                    progress(done, len(todo))
-                continue
-            if cache:
-                cache.put(key, {"model": model, "base_url": base_url,
-                                "template": MCQ_TEMPLATE_VERSION, "messages": messages, "params": params,
-                                "response": raw})
-        answers[q.id] = raw
+        try:
+            answers[q.id] = client.ask(template=MCQ_TEMPLATE_VERSION, messages=mcq_messages(ds, q),
+                                       parse=_letter_parser(len(q.options))).value
+        except LLMAnswerError as exc:  # the model answered, without a valid letter: that is its answer
+            answers[q.id] = exc.result.content
+        except LLMCallError as exc:  # one failed question must not stop the rest
+            errors[q.id] = str(exc)
+            answers[q.id] = None
         if progress:
             progress(done, len(todo))
-    source = {"kind": "model", "model": model, "base_url": base_url,
-              "template_version": MCQ_TEMPLATE_VERSION, "params": params, "calls": calls, "errors": errors}
+    d = client.describe()
+    source = {"kind": "model", "model": d["model"], "base_url": d["base_url"],
+              "template_version": MCQ_TEMPLATE_VERSION, "params": d["params"], "calls": client.calls - before,
+              "errors": errors}
     return answers, source

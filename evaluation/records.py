@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "BLADE_FINISHED",
+    "BLADE_EXECUTION_FAILED",
     "BLADE_GENERATION_FAILED",
     "FailureCategory",
     "AgentUnit",
@@ -37,6 +38,7 @@ __all__ = [
 
 BLADE_FINISHED = 5  # RunResultModes.FINISHED_SUCCESSFULLY
 BLADE_GENERATION_FAILED = 2  # RunResultModes.LM_GENERATION_FAILED: the only failure BLADE pads back as a 0 run
+BLADE_EXECUTION_FAILED = 0  # RunResultModes.LM_SUBMISSION_EXECUTION_FAILED (an analysis the run's budget never reached)
 
 
 class AgentUnit(BaseModel):
@@ -67,8 +69,9 @@ class TransformMatch(BaseModel):
     """The transform side of one analysis, as the transform matcher fills it.
 
     Attributes:
-        status: ``ok``; ``failed`` (the code raised, looped, ... or could not be converted: ``message`` says
-            which); ``empty`` (no transform code); ``not_run`` (nothing was attempted, e.g. no ground truth).
+        status: ``ok``; ``failed`` (the code raised, ... or could not be converted: ``message`` says which);
+            ``timeout`` (the code ran past its time limit); ``empty`` (no transform code); ``not_run`` (nothing
+            was attempted, e.g. no ground truth).
         matched_value_units: ground-truth units matched by value hash, with ancestors, ROOT excluded
             (BLADE's ``matched_vspecs``).
         matched_graph_units: the same by graph hash (BLADE's ``matched_gspecs``).
@@ -82,7 +85,7 @@ class TransformMatch(BaseModel):
             ``None`` for an execution failure or empty code (BLADE scores variables and model then).
     """
 
-    status: Literal["ok", "failed", "empty", "not_run"] = "not_run"
+    status: Literal["ok", "failed", "timeout", "empty", "not_run"] = "not_run"
     message: str = ""
     matched_value_units: list[UnitRef] = Field(default_factory=list)
     matched_graph_units: list[UnitRef] = Field(default_factory=list)
@@ -113,6 +116,8 @@ class FailureCategory(StrEnum):
     INVALID = "invalid_analysis"
     UNKNOWN_DATASET = "unknown_dataset"
     TRANSFORM_FAILED = "transform_failed"  # partial: variables and model still score
+    TIMEOUT = "timeout"  # partial: the transform code ran past its time limit; variables and model still score
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the run's time budget ran out before this analysis: scores 0
     MODEL_NOT_UNDERSTOOD = "model_not_understood"  # partial: no model family could be read from m_code
     JUDGE_FAILED = "judge_failed"
 
@@ -169,4 +174,4 @@ class RunRecord(BaseModel):
     def scored(self) -> bool:
         """Whether the run produced an analysis at all (a generation/invalid/unknown-dataset run did not)."""
         return self.failure not in (FailureCategory.GENERATION_FAILED, FailureCategory.INVALID,
-                                    FailureCategory.UNKNOWN_DATASET)
+                                    FailureCategory.UNKNOWN_DATASET, FailureCategory.BUDGET_EXHAUSTED)

@@ -6,7 +6,7 @@ One JSON document (keys sorted, indent 2, UTF-8, trailing newline)::
     provenance          release version, ground-truth content hash, evaluator version, judge configuration,
                         transform matcher, mode, k, bootstrap size and seed, library versions, created_at
     datasets[]          per dataset: its metric constants (GroundTruthCounts) and, per analysis, its status and
-                        sentence, the run record the metrics used (matched variables, models, matched_value_units
+                        sentence (``judge_error`` with the judge's sentence when the judge failed), the run record the metrics used (matched variables, models, matched_value_units
                         / matched_graph_units with unit ids and names, agent unit counts), the judge's matches
                         with who made them and why, the model read from the code, and the per-run precisions
     scores              what :func:`evaluation.metrics.score_runs` computed in ``provenance.mode``
@@ -59,7 +59,8 @@ RESULT_FORMAT_VERSION = "1.1"
 SUPPORTED_RESULT_VERSIONS = frozenset({"1.0", "1.1"})
 EVALUATOR_VERSION = "0.2.0"  # bump when a change to matching or metrics can change a number (0.2: column lineage)
 
-_LIBRARIES = ("pandas", "numpy", "networkx", "statsmodels", "patsy", "rapidfuzz", "pydantic", "openai")
+_LIBRARIES = ("pandas", "numpy", "networkx", "statsmodels", "patsy", "scipy", "scikit-learn", "rapidfuzz", "pydantic",
+              "openai")
 
 
 class ResultFormatError(EvaluationError):

@@ -4,26 +4,99 @@ the result file. Nothing here raises on a bad analysis: each gets a status and a
 The transform side is plugged in as a :data:`TransformMatcher` (``SubmittedAnalysis -> TransformMatch``), the
 function that executes the agent's transform in the sandbox, converts it to units and matches them against the
 ground truth (``evaluation/matching/transforms.py``). Without one, transforms are ``not_run`` and score 0.
+
+Time is bounded by a :class:`RunBudget`: the matcher is then called with ``timeout_s`` (the per-analysis limit,
+or what is left of the run's budget if that is less). An analysis whose code ran past its limit gets the status
+``timeout`` (its variables and model still score); once the run's budget has run out, the analyses not reached
+(and one whose code the budget cut short) get ``budget_exhausted`` and are not judged, so a file of endless
+loops cannot hold a worker past its budget.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from evaluation.judges.analysis import judge_analysis
 from evaluation.judges.base import Judge
 from evaluation.judges.decisions import GroundTruthDecisions, decisions_from_release, ground_truth_counts
-from evaluation.records import TransformMatch, UnitRef
+from evaluation.records import BLADE_EXECUTION_FAILED, FailureCategory, RunRecord, TransformMatch, UnitRef
 from evaluation.results import AnalysisResult, DatasetResult
-from evaluation.submissions import AnalysisStatus, Submission, SubmittedAnalysis
+from evaluation.submissions import AnalysisStatus, Submission, SubmittedAnalysis, printable
 from exports.schema import DatasetRelease
 
-__all__ = ["TransformMatcher", "score_submission"]
+__all__ = ["JUDGE_ERROR", "RunBudget", "TransformMatcher", "score_submission"]
 
 log = logging.getLogger(__name__)
 
-TransformMatcher = Callable[[SubmittedAnalysis], TransformMatch]
+TransformMatcher = Callable[..., TransformMatch]
+"""``matcher(analysis) -> TransformMatch``; under a :class:`RunBudget` it is called ``matcher(analysis,
+timeout_s=seconds)`` and should give ``status="timeout"`` when the code ran past that limit."""
+JUDGE_ERROR = "judge_error"  # an analysis's status when its judge failed; the message is the judge's sentence
+
+
+def _seconds(s: float) -> str:
+    return f"{s:g} s" if s < 120 else f"{s / 60:g} min"
+
+
+@dataclass
+class RunBudget:
+    """The time limits of one scoring run.
+
+    Attributes:
+        analysis_s: wall clock an analysis's code may run (converting its transform in the sandbox).
+        total_s: wall clock of the whole run from ``started`` (``None``: unbounded); once it has passed, no
+            further analysis is scored.
+        started: :func:`time.monotonic` when the run started (the ground truth's build counts too).
+    """
+
+    analysis_s: float = 60.0
+    total_s: float | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def remaining(self) -> float | None:
+        return None if self.total_s is None else self.total_s - (time.monotonic() - self.started)
+
+    def exhausted(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0
+
+    def analysis_timeout(self) -> tuple[float, bool]:
+        """The time the next analysis may take, and whether the run's budget (not the per-analysis limit) sets it."""
+        left = self.remaining()
+        if left is not None and left < self.analysis_s:
+            return max(left, 0.001), True
+        return self.analysis_s, False
+
+    def ran_out(self, done: int, total: int) -> str:
+        return (f"the run's time budget of {_seconds(self.total_s or 0)} ran out after {done} of {total} analyses, "
+                "so it was not scored")
+
+
+def _not_reached(analysis: SubmittedAnalysis, reason: str) -> AnalysisResult:
+    message = f"analysis {printable(analysis.key)}: {reason}."
+    return AnalysisResult(
+        key=analysis.key, status=AnalysisStatus.BUDGET_EXHAUSTED.value, message=message,
+        record=RunRecord(key=analysis.key, failure=FailureCategory.BUDGET_EXHAUSTED, failure_message=message,
+                         blade_status=BLADE_EXECUTION_FAILED))
+
+
+def _timed_transform(analysis: SubmittedAnalysis, matcher: TransformMatcher | None,
+                     budget: RunBudget | None) -> tuple[TransformMatch, bool]:
+    """The transform side, and whether the run's budget cut the code short."""
+    if budget is None or matcher is None:
+        return _transform(analysis, matcher), False
+    timeout, by_budget = budget.analysis_timeout()
+    found = _transform(analysis, lambda a: matcher(a, timeout_s=timeout))
+    if found.status != "timeout":
+        return found, False
+    if by_budget:
+        return found, True
+    return found.model_copy(update={"message": (
+        f"analysis {printable(analysis.key)}: its transform code ran longer than the {_seconds(timeout)} limit per "
+        "analysis and was stopped; its variables and model are still scored, its transforms score nothing.")}), False
 
 
 def _transform(analysis: SubmittedAnalysis, matcher: TransformMatcher | None) -> TransformMatch:
@@ -46,7 +119,8 @@ def _transform(analysis: SubmittedAnalysis, matcher: TransformMatcher | None) ->
 def score_submission(dataset: DatasetRelease, submission: Submission, *, judge: Judge,
                      transform_matcher: TransformMatcher | None = None, units: Sequence[UnitRef] = (),
                      decisions: GroundTruthDecisions | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> DatasetResult:
+                     progress: Callable[[int, int], None] | None = None,
+                     budget: RunBudget | None = None) -> DatasetResult:
     """Judge every analysis of ``submission`` against ``dataset``.
 
     Args:
@@ -57,16 +131,37 @@ def score_submission(dataset: DatasetRelease, submission: Submission, *, judge: 
         units: the ground truth's expanded transform units (ROOT excluded), for the metric constants.
         decisions: the judges' view of the dataset, when already built.
         progress: called with (done, total) after each analysis.
+        budget: the run's time limits (see the module docstring); ``None``: the matcher's own limits only.
     """
     gt = decisions or decisions_from_release(dataset)
     results: list[AnalysisResult] = []
     total = len(submission.analyses)
+    out_of_time = ""
     for done, analysis in enumerate(submission.analyses, start=1):
-        transform = _transform(analysis, transform_matcher)
+        if not out_of_time and budget is not None and budget.exhausted():
+            out_of_time = budget.ran_out(done - 1, total)
+        if out_of_time:
+            results.append(_not_reached(analysis, out_of_time))
+            if progress:
+                progress(done, total)
+            continue
+        transform, cut = _timed_transform(analysis, transform_matcher, budget)
+        if cut and budget is not None:
+            out_of_time = budget.ran_out(done - 1, total)
+            results.append(_not_reached(analysis, out_of_time.replace(
+                "so it was not scored", "while its transform code ran, so it was not scored")))
+            if progress:
+                progress(done, total)
+            continue
         columns = sorted(transform.column_lineage) or None
         judged = judge_analysis(gt, analysis, judge, transform=transform, frame_columns=columns)
+        timed_out = transform.status == "timeout"
+        status = AnalysisStatus.TIMEOUT.value if timed_out else analysis.status.value
+        message = " ".join(m for m in (analysis.message, transform.message if timed_out else "") if m)
+        if judged.record.failure == FailureCategory.JUDGE_FAILED:  # never "ok" with an empty message
+            status, message = JUDGE_ERROR, judged.record.failure_message
         results.append(AnalysisResult(
-            key=analysis.key, status=analysis.status.value, message=analysis.message,
+            key=analysis.key, status=status, message=message,
             transform_status=analysis.transform_status.value if analysis.transform_status else None,
             model_status=analysis.model_status.value if analysis.model_status else None,
             record=judged.record, variables=judged.variables, models=judged.models,

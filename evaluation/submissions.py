@@ -20,7 +20,7 @@ fresh sandbox per analysis.
 from __future__ import annotations
 
 import ast
-import json
+import sys
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluation.errors import EvaluationError
+from exports.jsontext import JsonTextError, load_json
 
 __all__ = [
     "BLADE_RUN_STATUS",
@@ -42,8 +43,10 @@ __all__ = [
     "Submission",
     "SubmissionError",
     "SubmittedAnalysis",
+    "TooManyAnalyses",
     "extract_function",
     "parse_submission",
+    "printable",
     "read_submission",
 ]
 
@@ -60,8 +63,68 @@ BLADE_RUN_STATUS: dict[int, str] = {
 }
 
 
+#: Longest transform_code or m_code read (far above any real analysis; bounds the parser's work in the app).
+MAX_CODE_CHARS = 200_000
+
+
 class SubmissionError(EvaluationError):
     """The submission file as a whole cannot be read (not JSON, no ``dataset_name``, no ``analyses``)."""
+
+
+class TooManyAnalyses(SubmissionError):
+    """The submission holds more analyses than the per-submission cap."""
+
+
+def printable(text: str, limit: int = 120) -> str:
+    """``text`` as it may be echoed in a message, a terminal or a page: control, formatting (bidi overrides)
+    and lone-surrogate characters escaped (``\\x1b``, ``\\u202e``, ``\\ud800``), and cut at ``limit``
+    characters. Agents' and uploaders' names are hostile text."""
+    out = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text[:limit])
+    return out + ("…" if len(text) > limit else "")
+
+
+def _surrogate_at(text: str) -> int | None:
+    """Index of the first lone surrogate (text that cannot be encoded as UTF-8), or None."""
+    for i, ch in enumerate(text):
+        if "\ud800" <= ch <= "\udfff":
+            return i
+    return None
+
+
+def _line_col(text: str, index: int) -> str:
+    line = text.count("\n", 0, index) + 1
+    return f"line {line}, column {index - (text.rfind(chr(10), 0, index) + 1) + 1}"
+
+
+def _first_surrogate(value: Any, path: str) -> str | None:
+    """JSON path of the first string (or key) under ``value`` holding a lone surrogate (iterative)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if _surrogate_at(node) is not None:
+                return where
+        elif isinstance(node, dict):
+            for k, v in reversed(list(node.items())):
+                if isinstance(k, str) and _surrogate_at(k) is not None:
+                    return f"{where} (a key)"
+                stack.append((v, f"{where}.{k}" if where else str(k)))
+        elif isinstance(node, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
 
 
 class _Model(BaseModel):
@@ -124,6 +187,7 @@ class ExtractedFunction(BaseModel):
     body: str = ""
     returned: str | None = None
     preamble: str = ""
+    yields: bool = False
 
     @property
     def source(self) -> str:
@@ -149,6 +213,9 @@ class AnalysisStatus(StrEnum):
     INVALID = "invalid"  # missing or mistyped fields
     GENERATION_FAILED = "generation_failed"  # a [status, message] pair in a multi-run file
     UNKNOWN_DATASET = "unknown_dataset"
+    # set while scoring (evaluation.scoring), never by reading:
+    TIMEOUT = "timeout"  # the transform code ran past the per-analysis limit; variables and model still score
+    BUDGET_EXHAUSTED = "budget_exhausted"  # the run's time budget ran out before this analysis was scored
 
 
 class CodeStatus(StrEnum):
@@ -249,6 +316,7 @@ def extract_function(code: str, kind: Literal["transform", "model"]) -> Extracte
     if statements and isinstance(statements[0], ast.Expr) and isinstance(statements[0].value, ast.Constant) \
             and isinstance(statements[0].value.value, str):
         statements = statements[1:]  # the docstring
+    yields = _yields(func)
     module = ast.Module(body=statements, type_ignores=[])
     if parameter and parameter != "df":
         module = _Rename(parameter, "df").visit(module)
@@ -256,7 +324,20 @@ def extract_function(code: str, kind: Literal["transform", "model"]) -> Extracte
             returned = ast.unparse(_Rename(parameter, "df").visit(ast.parse(returned, mode="eval")))
     body = ast.unparse(module) if statements else ""
     return ExtractedFunction(kind=kind, function=func.name, parameter=parameter, body=body, returned=returned,
-                             preamble=preamble)
+                             preamble=preamble, yields=yields)
+
+
+def _yields(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function itself (not a function or class nested in it) yields: calling it gives a generator."""
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return True
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _check_code(code: str, kind: Literal["transform", "model"], where: str,
@@ -264,15 +345,69 @@ def _check_code(code: str, kind: Literal["transform", "model"], where: str,
     field = "transform_code" if kind == "transform" else "m_code"
     if not code.strip():
         return None, CodeStatus.EMPTY, f"{where}: {field} is empty."
+    bad = _surrogate_at(code)
+    if bad is not None:
+        return None, CodeStatus.SYNTAX_ERROR, (
+            f"{where}: {field} holds a lone surrogate ({ascii(code[bad])[1:-1]}) at {_line_col(code, bad)}; "
+            "code must be valid Unicode text, so it was not run.")
+    if len(code) > MAX_CODE_CHARS:
+        return None, CodeStatus.SYNTAX_ERROR, (
+            f"{where}: {field} is {len(code):,} characters long; code longer than {MAX_CODE_CHARS:,} characters "
+            "is not run.")
     try:
         extracted = extract_function(code, kind)
     except SyntaxError as exc:
+        if "integer string conversion" in str(exc.msg):
+            return None, CodeStatus.SYNTAX_ERROR, f"{where}: {field} {_LONG_INTEGER} (line {exc.lineno})."
         return None, CodeStatus.SYNTAX_ERROR, (
-            f"{where}: {field} does not parse: {exc.msg} at line {exc.lineno}"
+            f"{where}: {field} does not parse: {printable(exc.msg, 300)} at line {exc.lineno}"
             + (f", column {exc.offset}" if exc.offset else "") + ".")
+    except (RecursionError, MemoryError):
+        return None, CodeStatus.SYNTAX_ERROR, (
+            f"{where}: {field} nests too deeply or holds too long an expression for Python to compile "
+            "(for example thousands of terms joined by operators); split it into shorter statements.")
+    except ValueError as exc:  # e.g. ast.unparse of a hexadecimal literal past Python's digit limit
+        if "integer string conversion" in str(exc):
+            return None, CodeStatus.SYNTAX_ERROR, f"{where}: {field} {_LONG_INTEGER}."
+        return None, CodeStatus.SYNTAX_ERROR, f"{where}: {field} cannot be read: {printable(str(exc), 300)}."
+    if extracted.yields:
+        return None, CodeStatus.SYNTAX_ERROR, (
+            f"{where}: the {kind} function in {field} yields values, so calling it gives a generator, not "
+            + ("a data frame" if kind == "transform" else "a fitted model") + "; it must return one.")
+    if kind == "transform" and extracted.returned is not None:
+        returned = _returned_kind(extracted.returned)
+        if returned:
+            return None, CodeStatus.SYNTAX_ERROR, (
+                f"{where}: the transform function in {field} returns {returned}, not a data frame; it must "
+                "return the data frame it made.")
     if not extracted.body.strip() and extracted.returned is None:
         return extracted, CodeStatus.EMPTY, f"{where}: the {kind} function in {field} has no statements."
     return extracted, CodeStatus.OK, ""
+
+
+_LONG_INTEGER = (f"holds an integer of more than {sys.get_int_max_str_digits():,} digits, which Python refuses to "
+                 "read, so it was not run")
+
+
+def _returned_kind(source: str) -> str | None:
+    """What a returned expression is, when it is plainly not a frame: None, a number, a string, a generator."""
+    try:
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    if isinstance(node, ast.GeneratorExp):
+        return "a generator"
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is None:
+            return "None"
+        if isinstance(value, bool):
+            return f"a boolean ({value})"
+        if isinstance(value, int | float | complex):
+            return "a number"
+        if isinstance(value, str | bytes):
+            return "a string"
+    return None
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -303,6 +438,12 @@ def _analysis(key: str, raw: Any, where: str) -> SubmittedAnalysis:
         return SubmittedAnalysis(key=key, status=AnalysisStatus.INVALID,
                                  message=f"{where} is a {type(raw).__name__}, not an object with cvars, "
                                          "transform_code and m_code.")
+    # a lone surrogate in the code is that stage's problem (_check_code); anywhere else the analysis is invalid
+    bad = _first_surrogate({k: v for k, v in raw.items() if k not in ("transform_code", "m_code")}, "")
+    if bad is not None:
+        return SubmittedAnalysis(key=key, status=AnalysisStatus.INVALID,
+                                 message=f"{where}: {printable(bad)} holds a lone surrogate (half of a UTF-16 pair), "
+                                         "which is not valid Unicode text.")
     try:
         analysis = EntireAnalysis.model_validate(raw)
     except ValidationError as exc:
@@ -327,7 +468,7 @@ def _failed_generation(key: str, raw: list[Any], where: str) -> SubmittedAnalysi
 
 
 def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "submission",
-                     known_datasets: Iterable[str] | None = None) -> Submission:
+                     known_datasets: Iterable[str] | None = None, max_analyses: int | None = None) -> Submission:
     """Read a single-run or multi-run submission, one status per analysis.
 
     Args:
@@ -335,30 +476,39 @@ def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "
         label: how to name the file in messages.
         known_datasets: the release's dataset names; a submission for another dataset marks every analysis
             ``unknown_dataset``. ``None`` skips the check.
+        max_analyses: refuse a file holding more analyses than this (:class:`TooManyAnalyses`); ``None``: no cap.
 
     Raises:
-        SubmissionError: the file as a whole is unreadable (not JSON, not an object, no dataset_name/analyses).
+        SubmissionError: the file as a whole is unreadable (not JSON or nested too deeply, a key given twice, not
+            an object, no dataset_name/analyses, more analyses than ``max_analyses``). Names in messages are
+            escaped (:func:`printable`).
     """
+    shown = printable(label)
     if isinstance(content, Mapping):
         data: Any = dict(content)
     else:
         try:
-            data = json.loads(content.decode("utf-8-sig") if isinstance(content, bytes) else content)
-        except json.JSONDecodeError as exc:
-            raise SubmissionError(f"{label} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-                                  "expected BLADE's submission format.") from exc
-        except UnicodeDecodeError as exc:
-            raise SubmissionError(f"{label} is not UTF-8 text (byte {exc.start}); expected BLADE's "
-                                  "JSON submission format.") from exc
+            data = load_json(content, label=shown, object_pairs_hook=_no_duplicate_keys)
+        except JsonTextError as exc:
+            raise SubmissionError(f"{shown} {exc.reason}; expected BLADE's submission format.") from exc
+        except _DuplicateKey as exc:
+            raise SubmissionError(f"{shown}: the key '{printable(str(exc.args[0]))}' appears twice in one object; "
+                                  "a submission names each field once. Nothing was read.") from exc
     if not isinstance(data, dict):
-        raise SubmissionError(f"{label} holds a JSON {type(data).__name__}, not an object with dataset_name "
+        raise SubmissionError(f"{shown} holds a JSON {type(data).__name__}, not an object with dataset_name "
                               "and analyses.")
     name = data.get("dataset_name")
     if not isinstance(name, str) or not name.strip():
-        raise SubmissionError(f"{label}: dataset_name is missing or not a string.")
+        raise SubmissionError(f"{shown}: dataset_name is missing or not a string.")
+    if _surrogate_at(name) is not None:
+        raise SubmissionError(f"{shown}: dataset_name '{printable(name)}' holds a lone surrogate, which is not "
+                              "valid Unicode text.")
     if "analyses" not in data:
-        raise SubmissionError(f"{label}: analyses is missing.")
+        raise SubmissionError(f"{shown}: analyses is missing.")
     raw = data["analyses"]
+    if isinstance(raw, list | dict) and max_analyses is not None and len(raw) > max_analyses:
+        raise TooManyAnalyses(
+            f"{shown} holds {len(raw):,} analyses; a submission may hold at most {max_analyses:,}.")
     analyses: list[SubmittedAnalysis] = []
     if isinstance(raw, list):
         fmt: Literal["single_run", "multi_run"] = "single_run"
@@ -367,13 +517,16 @@ def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "
     elif isinstance(raw, dict):
         fmt = "multi_run"
         for key, item in raw.items():
-            where = f"analysis {key!r}"
+            if _surrogate_at(str(key)) is not None:
+                raise SubmissionError(f"{shown}: the analysis key '{printable(str(key))}' holds a lone surrogate, "
+                                      "which is not valid Unicode text.")
+            where = f"analysis '{printable(str(key))}'"
             if isinstance(item, list):
                 analyses.append(_failed_generation(str(key), item, where))
             else:
                 analyses.append(_analysis(str(key), item, where))
     else:
-        raise SubmissionError(f"{label}: analyses is a {type(raw).__name__}; expected a list (single run) or an "
+        raise SubmissionError(f"{shown}: analyses is a {type(raw).__name__}; expected a list (single run) or an "
                               "object keyed by run number (multi run).")
     n = data.get("n")
     if fmt == "multi_run" and not (isinstance(n, int) and not isinstance(n, bool)):
@@ -381,20 +534,22 @@ def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "
     if known_datasets is not None:
         known = sorted(set(known_datasets))
         if name not in known:
-            message = (f"dataset {name!r} is not in the release (it has: {', '.join(known) or 'no datasets'}); "
+            message = (f"dataset '{printable(name)}' is not in the release (it has: "
+                       f"{', '.join(known) or 'no datasets'}); "
                        "the analysis cannot be scored.")
             for a in analyses:
                 if a.status != AnalysisStatus.GENERATION_FAILED:
                     a.status = AnalysisStatus.UNKNOWN_DATASET
-                    a.message = f"analysis {a.key}: {message}" + (f" {a.message}" if a.message else "")
+                    a.message = f"analysis {printable(a.key)}: {message}" + (f" {a.message}" if a.message else "")
     return Submission(dataset_name=name, format=fmt, n=n if fmt == "multi_run" else None, label=label,
                       analyses=analyses)
 
 
-def read_submission(path: Path, *, known_datasets: Iterable[str] | None = None) -> Submission:
+def read_submission(path: Path, *, known_datasets: Iterable[str] | None = None,
+                    max_analyses: int | None = None) -> Submission:
     """:func:`parse_submission` on a file; an unreadable file raises :class:`SubmissionError`."""
     try:
         content = Path(path).read_bytes()
     except OSError as exc:
-        raise SubmissionError(f"cannot read the submission {path}: {exc.strerror or exc}.") from exc
-    return parse_submission(content, label=str(path), known_datasets=known_datasets)
+        raise SubmissionError(f"cannot read the submission {printable(str(path))}: {exc.strerror or exc}.") from exc
+    return parse_submission(content, label=str(path), known_datasets=known_datasets, max_analyses=max_analyses)

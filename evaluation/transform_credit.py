@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 MATCHER_NAME = "value+graph"
 
+#: Default limits of one analysis's code (its transform converted in the sandbox); scoring runs pass theirs.
+ANALYSIS_LIMITS = GroundTruthLimits(timeout_s=60.0)
+
 
 @dataclass
 class TransformCredit:
@@ -39,21 +42,25 @@ class TransformCredit:
     description: dict[str, Any]
     state: DerivationState | None = None
     data_path: Path | None = None
-    limits: GroundTruthLimits = field(default_factory=GroundTruthLimits)
+    limits: GroundTruthLimits = field(default_factory=lambda: ANALYSIS_LIMITS)
     blade_compat: bool = False
     problem: str = ""
 
-    def match(self, analysis: SubmittedAnalysis) -> TransformMatch:
-        """The agent's transform code converted and matched; a failure is this analysis's status, not an error."""
+    def match(self, analysis: SubmittedAnalysis, *, timeout_s: float | None = None) -> TransformMatch:
+        """The agent's transform code converted and matched; a failure is this analysis's status, not an error.
+        ``limits`` bound each analysis's code (``timeout_s``, when given, replaces their time limit); code that
+        runs past it gives ``status="timeout"``."""
         description: dict[str, object] = {"name": MATCHER_NAME, "blade_compat": self.blade_compat}
         if self.state is None or self.data_path is None:
             return TransformMatch(status="not_run", message=self.problem, matcher=description)
         code = agent_transform_code(analysis)
         if code is None:
             return TransformMatch(status="empty", message="The analysis has no transform code.", matcher=description)
-        conversion = convert_transform(code, self.data_path, limits=self.limits)
+        limits = self.limits if timeout_s is None else self.limits.model_copy(update={"timeout_s": timeout_s})
+        conversion = convert_transform(code, self.data_path, limits=limits)
         if conversion.state is None:
-            return TransformMatch(status="failed", message=conversion.error or "The transform code gave no units.",
+            return TransformMatch(status="timeout" if conversion.error_kind == "timeout" else "failed",
+                                  message=conversion.error or "The transform code gave no units.",
                                   matcher=description)
         found = match_transforms(self.state, conversion.state, blade_compat=self.blade_compat)
         units = self.state.units
@@ -90,10 +97,12 @@ def agent_transform_code(analysis: SubmittedAnalysis) -> str | None:
     """The statements the converter runs on ``df``: the agent's helpers, its function body, and ``df`` set to
     what the function returned when it returned another frame. ``None`` when there is nothing to run."""
     fn = analysis.transform
-    if fn is None or not fn.body.strip():
+    returns_other = bool(fn and fn.returned and fn.returned.strip() != "df")
+    if fn is None or not (fn.body.strip() or returns_other):  # ``return df.dropna()`` alone is code too
         return None
     parts = [fn.preamble] if fn.preamble.strip() else []
-    parts.append(fn.body)
+    if fn.body.strip():
+        parts.append(fn.body)
     if fn.returned and fn.returned.strip() != "df":
         parts.append(f"df = {fn.returned}")
     return "\n".join(parts)
@@ -101,10 +110,12 @@ def agent_transform_code(analysis: SubmittedAnalysis) -> str | None:
 
 def transform_credit(dataset: DatasetRelease, data_path: Path, *, release_version: str = "",
                      cache_dir: Path | None = None, limits: GroundTruthLimits | None = None,
+                     analysis_limits: GroundTruthLimits | None = None,
                      blade_compat: bool = False) -> TransformCredit:
     """Build (or load from ``cache_dir``) the dataset's ground truth; a dataset whose ground truth cannot be
     built gives a credit that reports every analysis ``not_run`` with the reason, so the run still scores
-    variables and models."""
+    variables and models. ``limits`` bound the ground truth's build (the experts' code), ``analysis_limits``
+    each agent analysis's code (default :data:`ANALYSIS_LIMITS`)."""
     limits = limits or GroundTruthLimits()
     if not dataset.transforms:
         problem = f"Dataset '{dataset.name}' has no transforms in this release, so there is nothing to match."
@@ -119,9 +130,11 @@ def transform_credit(dataset: DatasetRelease, data_path: Path, *, release_versio
         return TransformCredit(units=[], description={"name": MATCHER_NAME, "status": "not_run",
                                                       "reason": problem}, problem=problem)
     state = built.state
+    for error in state.errors:  # paths cut short by failing expert code: fewer units can be credited
+        log.warning("ground truth incomplete: %s", error)
     units = [UnitRef(id=uid, name=u.name) for uid, u in sorted(state.units.items()) if uid != state.root]
     description = {"name": MATCHER_NAME, "blade_compat": blade_compat,
                    "ground_truth": {"key": state.meta.get("key"), "units": len(units), "paths": len(state.paths),
                                     "errors": list(state.errors), "cached": built.cached}}
     return TransformCredit(units=units, description=description, state=state, data_path=data_path,
-                           limits=limits, blade_compat=blade_compat)
+                           limits=analysis_limits or ANALYSIS_LIMITS, blade_compat=blade_compat)

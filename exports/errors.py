@@ -8,6 +8,8 @@ from dataclasses import dataclass
 __all__ = [
     "BladeFormatError",
     "BladeProblem",
+    "DiscoveryBenchFormatError",
+    "DiscoveryBenchProblem",
     "FormatError",
     "ReleaseExistsError",
     "ReleaseIntegrityError",
@@ -88,3 +90,48 @@ class ReleaseExistsError(FormatError):
 
 class UnsupportedFormatVersionError(FormatError):
     """A document declares a ``format_version`` this forkpaths cannot read; the message lists the ones it can."""
+
+
+@dataclass(frozen=True)
+class DiscoveryBenchProblem:
+    """One problem in a DiscoveryBench tree (a ``metadata_<k>.json``, a data file or an answer key).
+
+    Attributes:
+        file: how the file was named to the reader (a path, or ``upload.zip:real/test/x/metadata_0.json``).
+        message: the whole sentence shown to the user; it repeats the location below.
+        field: the JSON path inside a metadata file (``queries[0][1].question``) or the CSV column of an
+            answer key (``query_id``).
+        row: 1-based data row of an answer key (the header is not counted).
+    """
+
+    file: str
+    message: str
+    field: str | None = None
+    row: int | None = None
+
+
+class DiscoveryBenchFormatError(FormatError):
+    """One or more problems in a DiscoveryBench folder or tree; ``str(error)`` lists them (up to a limit) and
+    :attr:`problems` keeps them structured so that a UI can point at the file, field and row of each."""
+
+    MAX_SHOWN = 20
+
+    def __init__(self, problems: list[DiscoveryBenchProblem] | DiscoveryBenchProblem) -> None:
+        self.problems: tuple[DiscoveryBenchProblem, ...] = (
+            (problems,) if isinstance(problems, DiscoveryBenchProblem) else tuple(problems)
+        )
+        if not self.problems:
+            raise ValueError("DiscoveryBenchFormatError needs at least one problem")
+        shown = [p.message for p in self.problems[: self.MAX_SHOWN]]
+        more = len(self.problems) - len(shown)
+        text = shown[0] if len(shown) == 1 else f"{len(self.problems)} problems:\n" + "\n".join(
+            f"- {message}" for message in shown
+        )
+        if more:
+            text += f"\n(and {more} more)"
+        super().__init__(text)
+
+    @property
+    def first(self) -> DiscoveryBenchProblem:
+        """The first problem found."""
+        return self.problems[0]

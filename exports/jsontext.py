@@ -3,6 +3,7 @@ cells of ``annotations.csv``, ``release.json``), so that every path treats the s
 
 - a UTF-8 byte-order mark is accepted (Excel and Notepad write one), other undecodable bytes are named;
 - syntax errors give the line and column;
+- an integer longer than Python's digit limit (4,300) is refused with its place, not a ``ValueError``;
 - nesting deeper than :data:`MAX_DEPTH` is refused with the place where it happens. Python's ``json``
   would raise ``RecursionError`` a little under 1,000 levels, and a document just under that limit
   would crash the validators and writers downstream; no legitimate file comes near 100 levels
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -75,6 +77,21 @@ def _depth_reason(text: str, limit: int) -> str:
     )
 
 
+def _long_number_reason(text: str, exc: ValueError) -> str:
+    limit = sys.get_int_max_str_digits()
+    match = re.search(rf"-?\d{{{limit + 1},}}", text) if limit else None
+    if match is None:
+        return f"cannot be read: {exc}"
+    start = match.start()
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    digits = len(match.group().lstrip("-"))
+    return (
+        f"holds a number of {digits:,} digits at line {line}, column {column}; numbers longer than {limit:,} "
+        "digits are not read (write it as a string if it is an identifier)"
+    )
+
+
 def load_json(
     content: bytes | str,
     *,
@@ -92,7 +109,8 @@ def load_json(
         max_depth: deepest nesting accepted.
 
     Raises:
-        JsonTextError: not UTF-8, empty, not JSON (with line and column), or nested too deeply.
+        JsonTextError: not UTF-8, empty, not JSON (with line and column), a number too long to read, or nested
+            too deeply.
     """
     if isinstance(content, bytes):
         try:
@@ -113,6 +131,8 @@ def load_json(
         ) from exc
     except RecursionError as exc:
         raise JsonTextError(label, _depth_reason(text, max_depth)) from exc
+    except ValueError as exc:  # Python refuses integers of more than sys.get_int_max_str_digits() digits
+        raise JsonTextError(label, _long_number_reason(text, exc)) from exc
     if _too_deep(data, max_depth):
         raise JsonTextError(label, _depth_reason(text, max_depth))
     return data

@@ -19,6 +19,7 @@ from curation.db import make_engine, migrate
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_BLADE = PROJECT_ROOT.parent / "shared" / "blade"
+SHARED_DISCOVERYBENCH = PROJECT_ROOT.parent / "shared" / "discoverybench"
 PG_URL = os.environ.get("FORKPATHS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 _pg_state: dict[str, str | None] = {}
@@ -89,6 +90,13 @@ def shared_blade() -> Path:
     if not SHARED_BLADE.is_dir():
         pytest.skip(f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
     return SHARED_BLADE
+
+
+@pytest.fixture
+def shared_discoverybench() -> Path:
+    if not SHARED_DISCOVERYBENCH.is_dir():
+        pytest.skip(f"the shared DiscoveryBench data is absent (expected at {SHARED_DISCOVERYBENCH})")
+    return SHARED_DISCOVERYBENCH
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,12 +2,14 @@
 
 The only stand-in of the test suite: it speaks the real protocol over real HTTP, so the client's retries,
 timeouts and parsing are exercised as with OpenAI, vLLM or Ollama. Answers come from ``script`` (a queue of
-steps, first come first served) and then from ``responder(request_json) -> content``. A step is one of:
+steps, first come first served) and then from ``responder(request_json) -> content`` (an ``int`` answers with
+that HTTP status instead). A step is one of:
 
 - ``{"content": "..."}``: a 200 answer with this message text;
 - ``{"status": 429}`` / ``{"status": 500}``: that HTTP error;
 - ``{"delay": seconds, ...}``: wait, then do the rest of the step (a slow server);
-- ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON).
+- ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON), with status 200 and the ``content_type``
+  given in the step (``application/json`` unless said, e.g. ``text/html`` for a proxy's error page).
 
 Every request is recorded in ``requests``. ``ScriptedLLM.down_url()`` gives a URL nothing listens on.
 """
@@ -33,7 +35,7 @@ def _completion(content: str, model: str) -> dict[str, Any]:
 
 
 class ScriptedLLM:
-    def __init__(self, responder: Callable[[dict[str, Any]], str] | None = None) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any]], str | int] | None = None) -> None:
         self.script: list[dict[str, Any]] = []
         self.responder = responder or (lambda _req: '{"variables": [], "transforms": []}')
         self.requests: list[dict[str, Any]] = []
@@ -50,7 +52,8 @@ class ScriptedLLM:
                     outer.requests.append(body)
                     step = outer.script.pop(0) if outer.script else None
                 if step is None:
-                    step = {"content": outer.responder(body)}
+                    answer = outer.responder(body)
+                    step = {"status": answer} if isinstance(answer, int) else {"content": answer}
                 if step.get("delay"):
                     time.sleep(step["delay"])
                 if "status" in step:
@@ -62,7 +65,7 @@ class ScriptedLLM:
                 else:
                     payload = json.dumps(_completion(step["content"], body.get("model", ""))).encode()
                     self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", step.get("content_type", "application/json"))
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
@@ -75,6 +78,8 @@ class ScriptedLLM:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    base_url = url
 
     def __enter__(self) -> ScriptedLLM:
         self.thread.start()

@@ -4,16 +4,17 @@ import streamlit as st
 
 from annotate_app import context, state
 from annotate_app.text import md
-from curation.services.accounts import change_own_password
+from curation.services.accounts import MAX_PASSWORD_LENGTH, PASSWORD_RULE, change_own_password
 
 user = context.require_user()
 st.title("👤 Account")
 st.markdown(f"**{md(user.display_name)}** (`{user.username}`), role **{user.role}**.")
 
 with st.form("change_password", clear_on_submit=True):
-    old = st.text_input("Current password", type="password")
-    new = st.text_input("New password", type="password")
-    again = st.text_input("New password again", type="password")
+    old = st.text_input("Current password", type="password", max_chars=MAX_PASSWORD_LENGTH)
+    new = st.text_input("New password", type="password", max_chars=MAX_PASSWORD_LENGTH,
+                        help=PASSWORD_RULE)
+    again = st.text_input("New password again", type="password", max_chars=MAX_PASSWORD_LENGTH)
     go = st.form_submit_button("Change password")
 if go:
     if new != again:

@@ -6,7 +6,15 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.text import md
 from curation.models import Role
-from curation.services.accounts import create_user, list_users, reset_password, set_user_active, set_user_role
+from curation.services.accounts import (
+    MAX_PASSWORD_LENGTH,
+    PASSWORD_RULE,
+    create_user,
+    list_users,
+    reset_password,
+    set_user_active,
+    set_user_role,
+)
 from curation.services.checks import sandbox_isolation
 from curation.services.datasets import assign_analysts, assigned_user_ids, list_datasets
 
@@ -24,7 +32,8 @@ with tab_new, st.form("new_user", clear_on_submit=True):
     username = c1.text_input("User name")
     display = c2.text_input("Display name")
     role = c3.selectbox("Role", ROLES)
-    password = st.text_input("Initial password (at least 8 characters)", type="password")
+    password = st.text_input("Initial password", type="password", help=PASSWORD_RULE,
+                             max_chars=MAX_PASSWORD_LENGTH)
     if st.form_submit_button("Create user", type="primary"):
         made = context.attempt(lambda s: create_user(session=s, actor=admin, username=username, password=password,
                                                      role=Role(role), display_name=display))
@@ -47,7 +56,8 @@ with tab_users:
     if target is not None:
         c1, c2, c3 = st.columns(3)
         with c1.form("reset_pw", clear_on_submit=True):
-            new_pw = st.text_input(f"New password for {target.username}", type="password")
+            new_pw = st.text_input(f"New password for {target.username}", type="password",
+                                   help=PASSWORD_RULE, max_chars=MAX_PASSWORD_LENGTH)
             if st.form_submit_button("Reset password"):
                 if context.attempt(lambda s: reset_password(
                         session=s, actor=admin, user_id=target.id or 0, new_password=new_pw,

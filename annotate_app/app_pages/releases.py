@@ -8,7 +8,6 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.text import plural
 from curation.models import Role
-from curation.services.datasets import list_datasets
 from curation.services.release_store import release_store_problems
 from curation.services.releases import (
     cut_release,
@@ -16,6 +15,7 @@ from curation.services.releases import (
     list_release_records,
     next_version,
     release_archive,
+    release_candidates,
     unreviewed_note,
     withheld_in_release,
 )
@@ -34,20 +34,23 @@ if problems:
         st.markdown("\n".join(f"- {p}" for p in problems))
         st.caption("Nothing set aside is served. Move a folder back only once its release record is restored; "
                    "otherwise delete it from the quarantine folder.")
-datasets = context.attempt(lambda s: list_datasets(session=s, actor=user)) or []
+with_truth, empty = context.attempt(lambda s: release_candidates(session=s, actor=user)) or ([], [])
 tab_list, tab_cut, tab_diff = st.tabs(["Releases", "Cut a release", "Compare"], key="releases.tab", on_change="rerun")
 
 with tab_cut, st.form(f"cut_release.{state.form_version('cut_release')}"):
     c1, c2 = st.columns([1, 3])
     version = c1.text_input("Version (MAJOR.MINOR.PATCH)", value=next_version(records))
-    chosen = c2.multiselect("Datasets", [d.name for d in datasets], default=[d.name for d in datasets])
+    chosen = c2.multiselect("Datasets", with_truth, default=with_truth,
+                            help="The datasets that have ground truth (decisions, alternatives, votes or MCQs).")
+    add_empty = c2.checkbox(f"Also release the datasets without ground truth yet ({', '.join(empty)}), with their "
+                            "data alone", key=f"releases.include_empty.{state.form_version('cut_release')}") if empty else False
     notes = st.text_area("Release notes", placeholder="What changed, and why", height=90)
     go = st.form_submit_button("Cut release", type="primary")
 if go:
     bar = tab_cut.progress(0.0, text="starting…")
     record = context.attempt(lambda s: cut_release(
         session=s, actor=user, version=version, notes=notes, releases_root=root, store=cfg.datasets_store,
-        dataset_names=chosen, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
+        dataset_names=[*chosen, *(empty if add_empty else [])] if with_truth or add_empty else None, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
     if record is not None:
         state.bump_form("cut_release")  # an empty form for the next release
         cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "

@@ -50,7 +50,8 @@ if go:
     run = context.attempt(lambda s: register_run(
         session=s, actor=user, release_version=version, files=[(f.name, f.getvalue()) for f in files or []],
         agent=agent, model_name=model_name, judge=judge, mode=mode, k=int(k), kind=kind, runs_root=cfg.runs_store,
-        releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings()))
+        releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
+        limits=context.scoring_limits()))
     if run is not None:
         worker.submit(run.id or 0)
         state.bump_form("score")
@@ -102,6 +103,8 @@ def runs_panel() -> None:
     elif run.status == RunStatus.SUCCEEDED.value:
         st.success(f"Run {run.id} succeeded ({run.progress_done} item(s)). Open it on the Leaderboard or in Run "
                    "details.")
+        if run.message:  # a limit cost analyses their scores (timeouts, the run's time budget)
+            st.warning(md(run.message))
     else:
         st.error(f"Run {run.id} {run.status}: {md(run.message)}")
     c1, c2, c3 = st.columns(3)
@@ -115,7 +118,7 @@ def runs_panel() -> None:
             new = context.attempt(lambda s, v=target: rescore_run(
                 session=s, actor=user, run_id=pick, release_version=v, runs_root=cfg.runs_store,
                 releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes,
-                judges=context.judge_settings()))
+                judges=context.judge_settings(), limits=context.scoring_limits()))
             if new is not None:
                 worker.submit(new.id or 0)
                 state.choose_run(new.id)

@@ -6,6 +6,7 @@ role itself (:func:`require_role`); hiding a page in the UI is never the protect
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import secrets
@@ -15,6 +16,7 @@ from pathlib import Path
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlmodel import Session, select
+from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
 from curation.errors import AccountError, AuthenticationError, NotFoundError, PermissionDenied
 from curation.models import Role, User
@@ -22,9 +24,12 @@ from curation.services.actor import judges_actor
 from curation.services.sessions import end_user_sessions
 
 __all__ = [
+    "MAX_PASSWORD_LENGTH",
     "MIN_PASSWORD_LENGTH",
+    "PASSWORD_RULE",
     "authenticate",
     "change_own_password",
+    "check_new_password",
     "create_user",
     "ensure_first_admin",
     "forget_stale_password_file",
@@ -37,7 +42,11 @@ __all__ = [
     "set_user_role",
 ]
 
-MIN_PASSWORD_LENGTH = 8
+MIN_PASSWORD_LENGTH = 10
+#: Checked before any hashing, at sign-in too: Argon2 reads the whole password, and a 50 MB one cost 1.1 s.
+MAX_PASSWORD_LENGTH = 1024
+PASSWORD_RULE = (f"A password has {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH:,} characters and is not one of the "
+                 "common passwords anyone guessing tries first; a few words of your own are easy to remember.")
 _USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
 _hasher = PasswordHasher()
 log = logging.getLogger(__name__)
@@ -52,13 +61,44 @@ def require_role(actor: User, *roles: Role) -> None:
         raise PermissionDenied(f"This needs the {needed} role; '{actor.username}' is {actor.role}.")
 
 
-def _check_password(password: str) -> None:
+@functools.cache
+def _common_passwords() -> frozenset[str]:
+    """The common passwords long enough to pass the length rule (1,090 of them).
+
+    From zxcvbn's list of the 30,000 most used passwords, ranked from leaked password sets (the list the
+    zxcvbn strength estimator, first written at Dropbox, ships and keeps). Only exact use is refused: the
+    list is lower case, and so is the comparison.
+    """
+    return frozenset(p for p in FREQUENCY_LISTS["passwords"] if len(p) >= MIN_PASSWORD_LENGTH)
+
+
+def _too_long(password: str, what: str = "The password") -> str | None:
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return f"{what} has {len(password):,} characters; at most {MAX_PASSWORD_LENGTH:,} are accepted."
+    return None
+
+
+def check_new_password(password: str) -> None:
+    """Refuse a password that breaks the rule (:data:`PASSWORD_RULE`), with a sentence saying which part.
+
+    Raises:
+        AccountError: too short, too long (checked first, before anything else reads it) or common.
+    """
+    if (problem := _too_long(password)) is not None:
+        raise AccountError(f"{problem} {PASSWORD_RULE}")
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise AccountError(f"The password must have at least {MIN_PASSWORD_LENGTH} characters.")
+        raise AccountError(f"The password has {len(password)} characters; at least {MIN_PASSWORD_LENGTH} are needed. "
+                           f"{PASSWORD_RULE}")
+    if password.strip().lower() in _common_passwords():
+        raise AccountError("This password is one of the most common ones, among the first anyone guessing tries. "
+                           f"{PASSWORD_RULE}")
 
 
 def generate_password() -> str:
-    return secrets.token_urlsafe(12)
+    """A random password that satisfies the rule: 16 characters from 96 random bits."""
+    password = secrets.token_urlsafe(12)
+    check_new_password(password)
+    return password
 
 
 def _create(session: Session, *, username: str, password: str, role: Role, display_name: str) -> User:
@@ -70,7 +110,7 @@ def _create(session: Session, *, username: str, password: str, role: Role, displ
         )
     if session.exec(select(User).where(User.username == username)).first() is not None:
         raise AccountError(f"There is already a user called '{username}'.")
-    _check_password(password)
+    check_new_password(password)
     user = User(
         username=username,
         display_name=display_name.strip() or username,
@@ -110,6 +150,8 @@ def ensure_first_admin(*, session: Session, username: str, password: str | None)
 
 def authenticate(*, session: Session, username: str, password: str) -> User:
     """Check a user name and password; the same message for every failure, so names cannot be probed."""
+    if (problem := _too_long(password)) is not None:  # refused before hashing: its cost grows with its length
+        raise AuthenticationError(f"{problem} Nothing was checked.")
     user = session.exec(select(User).where(User.username == username.strip())).first()
     failure = AuthenticationError("Wrong user name or password.")
     if user is None or user.is_system or not user.password_hash:
@@ -166,7 +208,7 @@ def reset_password(
     user = get_user(session=session, user_id=user_id)
     if user.is_system:
         raise AccountError(f"'{user.username}' is a system account and cannot sign in.")
-    _check_password(new_password)
+    check_new_password(new_password)
     user.password_hash = _hasher.hash(new_password)
     user.auth_epoch += 1
     session.add(user)
@@ -188,11 +230,13 @@ def change_own_password(
 ) -> User:
     """Change one's own password. Every other session of the account ends; ``keep_session_token`` (the
     browser that made the change) stays signed in. The first admin's password file is removed once stale."""
+    if (problem := _too_long(old_password, "The current password")) is not None:
+        raise AuthenticationError(f"{problem} Nothing was changed.")
+    check_new_password(new_password)  # before the current password is hashed: a too-long one costs nothing
     try:
         _hasher.verify(actor.password_hash, old_password)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
         raise AuthenticationError("The current password is wrong.") from None
-    _check_password(new_password)
     if new_password == old_password:
         raise AccountError("The new password is the same as the current one.")
     user = actor  # the current row, attached to this session (see judges_actor)
@@ -225,7 +269,7 @@ def forget_stale_password_file(*, session: Session, path: Path) -> bool:
         return False
     user = session.exec(select(User).where(User.username == username)).first()
     still_valid = False
-    if user is not None and user.is_active and user.password_hash:
+    if user is not None and user.is_active and user.password_hash and _too_long(password) is None:
         try:
             still_valid = _hasher.verify(user.password_hash, password)
         except (VerifyMismatchError, VerificationError, InvalidHashError):

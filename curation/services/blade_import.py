@@ -1,6 +1,7 @@
 """Import BLADE dataset folders with their ground truth: datasets, conceptual variables, transforms with
 branches, models, the reviewed LLM alternatives (their judgements become votes of the clearly labelled
-imported annotator) and the MCQs. Every folder is read and checked before anything is stored, and the whole
+imported annotator) and the MCQs. A dataset imported with votes arrives with its review closed, where BLADE's
+review ended. Every folder is read and checked before anything is stored, and the whole
 import is one transaction: a failed import stores nothing."""
 
 from __future__ import annotations
@@ -23,7 +24,17 @@ from curation.dataset_files import (
 )
 from curation.errors import DatasetImportError
 from curation.models import Alternative as AlternativeRow
-from curation.models import ConceptualVariable, Dataset, Role, StatModel, Transform, User
+from curation.models import (
+    ConceptualVariable,
+    Dataset,
+    DatasetReview,
+    Role,
+    Stage,
+    StatModel,
+    Transform,
+    User,
+    utcnow,
+)
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.datasets import register_dataset
@@ -105,9 +116,22 @@ def import_blade(*, session: Session, actor: User | None, path: Path, store: Pat
         dataset = register_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
         ds.data_sha256 = dataset.data_sha256
         store_dataset_release(session, dataset, ds, {BLADE_ANNOTATOR.id: owner})
+        if ds.votes:
+            _arrive_reviewed(session, dataset, actor)
         reports.append(ImportReport(ds.name, len(ds.variables), len(ds.transforms), len(ds.models),
                                     len(ds.alternatives), len(ds.votes), len(ds.mcqs)))
     return reports
+
+
+def _arrive_reviewed(session: Session, dataset: Dataset, actor: User | None) -> None:
+    """A dataset imported with reviewed alternatives and their votes stands where BLADE's review ended: stage 2
+    closed. Agreement, rule changes, MCQs and the consensus meeting work on it at once; a curator who wants
+    more votes re-opens stage 2 as for any closed review."""
+    now = utcnow()
+    who = actor.id if actor is not None else None
+    session.add(DatasetReview(dataset_id=dataset.id or 0, stage=Stage.CLOSED.value, opened_at=now, opened_by_id=who,
+                              closed_at=now, closed_by_id=who, updated_at=now))
+    session.flush()
 
 
 @dataclass

@@ -34,7 +34,7 @@ from curation.services.run_lifecycle import executor_alive, orphaned_here, this_
 if TYPE_CHECKING:
     import procrastinate
 
-    from curation.services.scoring import JudgeSettings
+    from curation.services.scoring import JudgeSettings, ScoringLimits
 
 __all__ = ["QUEUE", "RunHeldElsewhere", "RunSubmitter", "enqueue_run", "is_postgres", "procrastinate_app",
            "queue_submitter", "run_queue_worker"]
@@ -145,7 +145,7 @@ def _score_run_task(context: Any, run_id: int) -> str:
     engine: Engine = extra["engine"]
     _take_over_if_dead(engine, run_id)
     run = execute_run(engine, run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
-                      judges=extra["judges"])
+                      judges=extra["judges"], limits=extra["limits"])
     if run.status == RunStatus.RUNNING.value and run.executor != this_executor():
         raise RunHeldElsewhere(f"run {run_id} is held by {run.executor}, whose heartbeat has not lapsed yet")
     return run.status
@@ -176,7 +176,7 @@ async def _retry_stalled(app: procrastinate.App, engine: Engine) -> None:
 
 
 def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
-                     concurrency: int = 1) -> None:
+                     limits: ScoringLimits | None = None, concurrency: int = 1) -> None:
     """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds)."""
     app = procrastinate_app(engine)
 
@@ -188,7 +188,7 @@ def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, ju
                     queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=WORKER_HEARTBEAT_S,
                     stalled_worker_timeout=STALLED_AFTER_S, name=this_executor(),
                     additional_context={"engine": engine, "runs_root": runs_root, "releases_root": releases_root,
-                                        "judges": judges})
+                                        "judges": judges, "limits": limits})
             finally:
                 watcher.cancel()
 

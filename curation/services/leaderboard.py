@@ -21,7 +21,7 @@ from curation.errors import OverrideConflict, ScoringError
 from curation.models import ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.blinding import blind_datasets, refuse_if_blind
+from curation.services.blinding import blind_datasets, refuse_if_blind, release_holding
 from curation.services.scoring import (
     SCORING_ROLES,
     get_run,
@@ -251,7 +251,8 @@ def viewable_result(*, session: Session, actor: User, run_id: int, runs_root: Pa
 def withhold_blind(session: Session, actor: User, result: EvaluationResult,
                    ) -> tuple[EvaluationResult, dict[str, str]]:
     """``result`` without the datasets ``actor`` is blind to, and those datasets' names with the reason."""
-    withheld = blind_datasets(session=session, actor=actor, names=[d.dataset for d in result.datasets])
+    withheld = blind_datasets(session=session, actor=actor, names=[d.dataset for d in result.datasets],
+                              holding=release_holding(session, result.provenance.release_version))
     if withheld:
         result = result.model_copy(update={"datasets": [d for d in result.datasets if d.dataset not in withheld]})
     return result, withheld

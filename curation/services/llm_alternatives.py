@@ -48,7 +48,7 @@ from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import dataset_data_path, original_columns
 from curation.services.stages import get_review_settings
 from evaluation.errors import EvaluationError
-from evaluation.llm import LLMConfig, LLMResult, chat_json
+from evaluation.llm import LLMClient, LLMConfig, LLMResult
 from evaluation.llm.prompts import (
     TRANSFORM_TEMPLATE,
     VARIABLE_TEMPLATE,
@@ -166,8 +166,11 @@ def _run_variable_job(session: Session, dataset_id: int, job: GenerationJob, res
         if unknown:
             report.rejected.append(f"{job.label}: '{item.concept}' rejected: {unknown} are not columns of the data")
             continue
-        payload = {"variable_type": item.variable_type, "concept": item.concept.strip(), "interaction": item.interaction,
-                   "on": item.on, "rationale": item.rationale.strip(), "columns": item.columns}
+        # the shape a peer's proposal has (propose_variable_alternative): nothing in it hints at the source
+        payload = {"variable_type": "Control" if item.interaction else item.variable_type,
+                   "concept": item.concept.strip(), "interaction": item.interaction,
+                   "on": item.on.strip() if item.interaction else "", "rationale": item.rationale.strip(),
+                   "columns": list(dict.fromkeys(item.columns))}
         stored = store_alternative(session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
                                    seed_id=None, payload=payload, llm=llm,
                                    extra={"llm_call": {**call, "repairs": repairs, "item": i}})
@@ -200,6 +203,12 @@ def _checked_transforms(session_scope: Callable[[], AbstractContextManager[Sessi
     return out
 
 
+def _parser(kind: str) -> Callable[[str], object]:
+    """What makes an answer usable (and cacheable): a list of items under the key the prompt asked for."""
+    key, shape = ("variables", ProposedVariable) if kind == "variable" else ("transforms", ProposedTransform)
+    return lambda text: parse_items(text, key, shape)
+
+
 @judges_actor
 def generate_alternatives(
     *,
@@ -216,7 +225,7 @@ def generate_alternatives(
     ``session_scope`` opens one transaction (the caller's factory); calls and sandbox runs happen between
     transactions. A failed call is reported and the next seed goes on.
     """
-    config.require()
+    client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
         jobs = plan_generation(session=session, actor=actor, dataset_id=dataset_id)
         dataset = session.get(Dataset, dataset_id)
@@ -227,7 +236,7 @@ def generate_alternatives(
         if progress:
             progress(n, len(jobs), job.label)
         try:
-            result = chat_json(config, template=job.template, messages=job.messages)
+            result = client.ask(template=job.template, messages=job.messages, parse=_parser(job.kind)).result
             report.calls += 1
             report.cached += result.cached
             if job.kind == "variable":

@@ -85,6 +85,23 @@ def _meeting(session: Session, meeting_id: int, *, lock: bool = False) -> Meetin
     return meeting
 
 
+def _open_for_write(session: Session, meeting_id: int, *, closing: bool = False) -> Meeting:
+    """The meeting, checked open while holding the lock its close takes; refused when it is closed.
+
+    A write to a meeting's record (an outcome, a revised vote) holds the meeting's row in SHARE mode until its
+    transaction ends, and the close holds it exclusively (``closing``): a write either commits before the close
+    reads the votes at the close, or waits for the close and sees the meeting closed. Read without that lock,
+    an outcome could be recorded after the close had committed. SQLite has no row locks: the dataset's write
+    lock is taken first, then the meeting is read again.
+    """
+    meeting = _meeting(session, meeting_id)
+    lock_for_review_write(session, meeting.dataset_id)
+    stmt = select(Meeting).where(Meeting.id == meeting_id).with_for_update(read=not closing)
+    meeting = session.exec(stmt.execution_options(populate_existing=True)).one()
+    _require_open(meeting)
+    return meeting
+
+
 def _require_open(meeting: Meeting) -> None:
     if meeting.status != "open":
         raise StageError(f"Meeting {meeting.id} is closed; its record no longer changes.")
@@ -176,14 +193,12 @@ def record_outcome(*, session: Session, actor: User, meeting_id: int, target_kin
     """Record (or revise) one item's outcome. ``expected_revision``: the outcome revision the facilitator saw
     (0: none yet). Someone else's newer record makes this a MeetingConflict, nothing stored."""
     _facilitator(actor)
-    meeting = _meeting(session, meeting_id)
-    _require_open(meeting)
+    meeting = _open_for_write(session, meeting_id)
     _on_agenda(meeting, target_kind, target_id)
     if outcome not in OUTCOMES:
         raise StageError(f"'{outcome}' is not an outcome; choose one of {', '.join(OUTCOMES)}.")
     if not reason.strip():
         raise StageError("Write the reason for the outcome: it is what the release keeps of the discussion.")
-    lock_for_review_write(session, meeting.dataset_id)
     stmt = select(MeetingOutcome).where(MeetingOutcome.meeting_id == meeting_id,
                                         MeetingOutcome.target_kind == target_kind,
                                         MeetingOutcome.target_id == target_id)
@@ -229,8 +244,7 @@ def _conflict(session: Session, row: MeetingOutcome) -> None:
 def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: str, target_id: str,
                 question: str, answer: str, explanation: str = "") -> Vote | None:
     """An analyst changes their own vote on an agenda item during the open meeting (history kept)."""
-    meeting = _meeting(session, meeting_id)
-    _require_open(meeting)
+    meeting = _open_for_write(session, meeting_id)
     _on_agenda(meeting, target_kind, target_id)
     require_reviewer(session=session, actor=actor, dataset_id=meeting.dataset_id)
     if not has_submitted(session, meeting.dataset_id, actor.id or 0):
@@ -247,7 +261,6 @@ def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: 
         raise VoteError(f"'{answer}' is not an answer to '{q.text}'; choose one of {list(q.answers)}.")
     if question == VERDICT and answer == "no" and not explanation.strip():
         raise VoteError("Say why this decision is unjustifiable: the reason is what makes the vote useful.")
-    lock_for_review_write(session, meeting.dataset_id)
     note = f"meeting {meeting.id}"
     vote = _write(session, item, actor, question, answer=answer, explanation=explanation.strip(), note=note)
     for dep in (d for d in questions.values() if d.skipped_unless == question and answer == "no"):
@@ -260,8 +273,7 @@ def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: 
 @judges_actor
 def close_meeting(*, session: Session, actor: User, meeting_id: int) -> Meeting:
     _facilitator(actor)
-    meeting = _meeting(session, meeting_id, lock=True)
-    _require_open(meeting)
+    meeting = _open_for_write(session, meeting_id, closing=True)
     meeting.status, meeting.closed_by_id, meeting.closed_at = "closed", actor.id, utcnow()
     meeting.post_votes = _snapshot(session, meeting)
     session.add(meeting)

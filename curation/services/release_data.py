@@ -19,8 +19,11 @@ from curation.models import (
     ConceptualVariable,
     Consensus,
     Dataset,
+    GroundTruthSetting,
     MCQReview,
     Meeting,
+    MeetingEvent,
+    MeetingOutcome,
     Role,
     StatModel,
     Transform,
@@ -49,9 +52,14 @@ from exports.schema import (
     Vote as ReleaseVote,
 )
 
-__all__ = ["IMPORTED_USERNAME", "dataset_release", "imported_annotator", "pseudonym", "store_dataset_release"]
+__all__ = ["IMPORTED_USERNAME", "RELEASE_TABLES", "dataset_release", "imported_annotator", "pseudonym", "store_dataset_release"]
 
 IMPORTED_USERNAME = "blade-experts"
+#: The tables :func:`dataset_release` reads (with :func:`curation.services.ground_truth.ground_truth` and the
+#: meetings' summaries): what must hold still while a release is read (:func:`curation.db.one_snapshot`).
+RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (
+    Dataset, Analysis, Transform, ConceptualVariable, StatModel, Alternative, Vote, Consensus, GroundTruthSetting,
+    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview))
 
 
 def imported_annotator(session: Session) -> User:

@@ -11,6 +11,7 @@ cut (:mod:`exports.published`); a release that does not match is refused.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import re
@@ -28,12 +29,18 @@ from sqlalchemy import event
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, select
 
+from curation.db import one_snapshot
 from curation.errors import BlindingViolation, NotFoundError, ReleaseError
 from curation.models import Dataset, ReleaseRecord, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.blinding import blind_datasets
-from curation.services.release_data import dataset_release, unreviewed_mcqs
+from curation.services.blinding import (
+    blind_datasets,
+    datasets_holding_work,
+    refusal_sentences,
+    summary_holding,
+)
+from curation.services.release_data import RELEASE_TABLES, dataset_release, unreviewed_mcqs
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
@@ -57,6 +64,7 @@ __all__ = [
     "list_release_records",
     "next_version",
     "read_release_for",
+    "release_candidates",
     "release_archive",
     "release_dir",
     "withheld_in_release",
@@ -160,17 +168,19 @@ def _verified(session: Session, record: ReleaseRecord, releases_root: Path, *,
 
 
 def _withheld(session: Session, actor: User, record: ReleaseRecord) -> dict[str, str]:
-    """The datasets of ``record`` whose stage-1 work ``actor`` is blind to, with the reason for each."""
-    return blind_datasets(session=session, actor=actor, names=record.summary)
+    """The datasets of ``record`` whose stage-1 work ``actor`` is blind to, with the reason for each: only
+    datasets that hold recorded work in this release (one released with its data alone hides nothing)."""
+    return blind_datasets(session=session, actor=actor, names=record.summary, holding=summary_holding(record.summary))
 
 
 def _refuse_if_blind(session: Session, actor: User, record: ReleaseRecord, what: str) -> None:
-    withheld = _withheld(session, actor, record)
-    if withheld:
-        names = ", ".join(f"'{n}'" for n in withheld)
+    names, why = refusal_sentences(session=session, actor=actor, names=record.summary,
+                                   holding=summary_holding(record.summary))
+    if names:
+        which = ", ".join(f"'{n}'" for n in names)
         raise BlindingViolation(
-            f"Release {record.version} cannot be {what} by you: it holds peers' stage-1 work on {names}. "
-            + " ".join(withheld.values())
+            f"Release {record.version} cannot be {what} by you: it holds peers' stage-1 work on {which}. "
+            + " ".join(why)
             + f" A release is handed out whole, never in parts: it can be {what} by you once your analysis is"
               " submitted, or by a curator or admin who is not annotating these datasets.")
 
@@ -202,7 +212,8 @@ def read_release_for(*, session: Session, actor: User, version: str, releases_ro
     release = _verified(session, record, releases_root).release
     # The verified document's dataset names, not only the record's summary: what is shown is what is checked.
     names = {*record.summary, *(d.name for d in release.datasets)}
-    withheld = blind_datasets(session=session, actor=actor, names=names)
+    holding = {d.name for d in release.datasets if any(getattr(d, f) for f in WITHHELD_FIELDS)}
+    withheld = blind_datasets(session=session, actor=actor, names=names, holding=holding)
     return ReleaseView(record=record, release=_blinded(release, withheld), withheld=withheld)
 
 
@@ -217,6 +228,22 @@ def _licence_and_attribution(datasets: Sequence[Dataset]) -> tuple[str, str]:
     return licence, attribution
 
 
+def _one_moment(fn: Callable[..., ReleaseRecord]) -> Callable[..., ReleaseRecord]:
+    """A cut reads its whole release from one snapshot, taken before anything else is read (the actor too).
+
+    Read in separate statements at READ COMMITTED, a vote committed mid-cut made a release whose consensus
+    tallies disagreed with its own votes (3–0 justifiable next to 2–1 votes).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> ReleaseRecord:
+        one_snapshot(kwargs["session"], tables=RELEASE_TABLES)
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_one_moment
 @judges_actor
 def cut_release(
     *,
@@ -227,10 +254,16 @@ def cut_release(
     releases_root: Path,
     store: Path,
     dataset_names: Sequence[str] | None = None,
+    include_empty: bool = False,
     progress: Progress | None = None,
 ) -> ReleaseRecord:
-    """Cut release ``version`` of the chosen datasets (all by default): curators and admins only.
+    """Cut release ``version`` of the chosen datasets: curators and admins only.
 
+    By default a release holds every dataset that has ground truth (see :func:`release_candidates`); datasets
+    that hold nothing but their data table are left out unless ``include_empty`` or named in ``dataset_names``.
+
+    Everything released is read from one snapshot of the database (:func:`curation.db.one_snapshot`): votes
+    cast during the cut are in the next release, never half in this one.
     The files are written to a temporary folder and renamed into place when complete. A release exists
     exactly when its record does: if recording the release fails here, the files are removed again; if the
     caller's transaction rolls back later, they are set aside (see :mod:`curation.services.release_store`).
@@ -252,6 +285,8 @@ def cut_release(
         raise ReleaseError(f"Archived datasets are not released: {sorted(set(dataset_names) & set(archived))}; "
                            "restore them on the Datasets page first.")
     datasets = [d for d in datasets if d.archived_at is None]  # archived: kept, but out of new releases
+    if dataset_names is not None and not dataset_names:
+        raise ReleaseError("Choose at least one dataset to release.")
     if dataset_names is not None:
         unknown = sorted(set(dataset_names) - {d.name for d in datasets})
         if unknown:
@@ -260,6 +295,13 @@ def cut_release(
     if not datasets:
         raise ReleaseError("There is nothing to release: no datasets are registered"
                            + (f" (archived: {', '.join(archived)})." if archived else "."))
+    if dataset_names is None and not include_empty:
+        holding = datasets_holding_work(session, [d.id or 0 for d in datasets])
+        empty = [d.name for d in datasets if (d.id or 0) not in holding]
+        datasets = [d for d in datasets if (d.id or 0) in holding]
+        if not datasets:
+            raise ReleaseError(f"There is nothing to release: no dataset has ground truth yet (empty: "
+                               f"{', '.join(empty)}). Include the empty datasets to release their data alone.")
     previous_record = max(records, key=lambda r: _semver_key(r.version)) if records else None
     previous = _verified(session, previous_record, releases_root).release if previous_record else None
     licence, attribution = _licence_and_attribution(datasets)
@@ -350,6 +392,20 @@ class _SessionWriter:
 def _session_writer(session: Session, releases_root: Path) -> _SessionWriter:
     writer = session.info.get(("forkpaths.release_writer", str(releases_root)))
     return writer if isinstance(writer, _SessionWriter) else _SessionWriter(session, releases_root)
+
+
+@judges_actor
+def release_candidates(*, session: Session, actor: User) -> tuple[list[str], list[str]]:
+    """What a new release would hold by default: (datasets with ground truth, empty datasets left out).
+
+    A dataset has ground truth once it holds a submitted analysis, an alternative, a vote, a consensus decision
+    or an MCQ; an empty one holds only its data table. Archived datasets are in neither list.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    datasets = [d for d in session.exec(select(Dataset).order_by(Dataset.name)).all() if d.archived_at is None]
+    holding = datasets_holding_work(session, [d.id or 0 for d in datasets])
+    return ([d.name for d in datasets if (d.id or 0) in holding],
+            [d.name for d in datasets if (d.id or 0) not in holding])
 
 
 @judges_actor

@@ -4,6 +4,11 @@ Items are peers' submitted stage-1 variables and transforms and every alternativ
 into another. What a reviewer sees of an item's origin follows the dataset's settings: with source-blind
 review (the default) neither the source nor the proposer is shown and items are in an order that does not
 give the source away (a hash of the id); with the source visible, proposers are named or pseudonymous.
+
+Source-blind review also presents every item the same way, whoever made it: a transform is titled by what it
+creates ("transform creating deaths_sqrt"), not by the name its proposer gave it (the LLM's alternatives were
+auto-named ``alt_<column>`` next to analysts' own names), parents are named the same way, the graph shows only
+what an item runs after (alternatives have no children), and a moderator is marked the same on every variable.
 The queue is built with one query per table, so 600 items cost a handful of queries.
 """
 
@@ -33,7 +38,7 @@ from curation.services.stages import require_reviewer
 from curation.services.votes import QUESTIONS
 from evaluation.specs import ROOT_SPEC_ID
 
-__all__ = ["ReviewItem", "ReviewQueue", "filter_items", "review_queue"]
+__all__ = ["ReviewItem", "ReviewQueue", "filter_items", "neutral_title", "review_queue"]
 
 
 @dataclass
@@ -94,13 +99,26 @@ def _column_names(columns: list[dict[str, Any]]) -> list[str]:
     return [c.get("name", "") for c in columns]
 
 
-def _transform_items(transforms: list[Transform], variables: list[ConceptualVariable]) -> list[ReviewItem]:
-    names = {t.id: t.spec_name for t in transforms} | {ROOT_SPEC_ID: "raw data"}
+def _outputs(t: Transform) -> list[str]:
+    return [m.get("output", "") for m in t.mapping if m.get("output")]
+
+
+def neutral_title(columns: list[str]) -> str:
+    """A transform's title in source-blind review: what it creates, the same words for everyone's."""
+    return f"transform creating {', '.join(columns)}" if columns else "transform"
+
+
+def _moderator(variable_type: str, interaction: bool) -> str:
+    return variable_type + (" (moderator)" if interaction else "")
+
+
+def _transform_items(transforms: list[Transform], variables: list[ConceptualVariable], names: dict[str, str],
+                     blind: bool) -> list[ReviewItem]:
     children: dict[str, list[str]] = defaultdict(list)
     for t in transforms:
         for b in t.branches:
             for dep in b.get("dependencies", []):
-                children[dep].append(t.spec_name)
+                children[dep].append(names.get(t.id, t.spec_name))
     users: dict[str, list[ConceptualVariable]] = defaultdict(list)
     for v in variables:
         for c in v.columns:
@@ -112,11 +130,11 @@ def _transform_items(transforms: list[Transform], variables: list[ConceptualVari
         uses = users.get(t.id, [])
         first = list(t.branches[0].get("dependencies", [])) if t.branches else [ROOT_SPEC_ID]
         items.append(ReviewItem(
-            target_kind="transform", target_id=t.id, kind="transform", title=t.spec_name,
+            target_kind="transform", target_id=t.id, kind="transform", title=names.get(t.id, t.spec_name),
             concept="; ".join(dict.fromkeys(v.concept for v in uses)),
             variable_type=uses[0].variable_type if uses else "", code=t.code, rationale=t.rationale,
-            columns=[m.get("output", "") for m in t.mapping if m.get("output")], check=t.last_check,
-            parents=list(dict.fromkeys(parents)), children=children.get(t.id, []),
+            columns=_outputs(t), check=t.last_check,
+            parents=list(dict.fromkeys(parents)), children=[] if blind else children.get(t.id, []),
             variable_id=uses[0].id if uses else None, alt_parent_ids=first or [ROOT_SPEC_ID]))
     return items
 
@@ -125,32 +143,36 @@ def _variable_item(v: ConceptualVariable, names: dict[str, str], firsts: dict[st
     producer_ids = [c["producer_id"] for c in v.columns if c.get("producer_id")]
     producers = [names.get(p, "") for p in producer_ids]
     return ReviewItem(target_kind="variable", target_id=v.id, kind="variable", title=v.concept, concept=v.concept,
-                      variable_type=v.variable_type + (" (moderator)" if v.interaction else ""),
+                      variable_type=_moderator(v.variable_type, v.interaction),
                       rationale=v.rationale, columns=_column_names(v.columns), parents=[p for p in producers if p],
                       variable_id=v.id,
                       alt_parent_ids=firsts.get(producer_ids[0], [ROOT_SPEC_ID]) if producer_ids else [ROOT_SPEC_ID])
 
 
-def _alternative_item(a: Alternative, seeds: dict[str, str]) -> ReviewItem:
+def _alternative_item(a: Alternative, seeds: dict[str, str], names: dict[str, str], blind: bool) -> ReviewItem:
     p = a.payload or {}
     extra = a.extra or {}
     if a.kind == "variable":
         cols = p.get("columns") or []
         return ReviewItem(target_kind="alternative", target_id=a.id, kind="variable", title=p.get("concept", ""),
-                          concept=p.get("concept", ""), variable_type=p.get("variable_type", ""),
+                          concept=p.get("concept", ""),
+                          variable_type=_moderator(p.get("variable_type", ""), bool(p.get("interaction"))),
                           rationale=p.get("rationale", ""),
-                          columns=[c if isinstance(c, str) else c.get("name", "") for c in cols],
+                          columns=list(dict.fromkeys(c if isinstance(c, str) else c.get("name", "") for c in cols)),
                           duplicate_of=extra.get("duplicate_of"), duplicate_kind=extra.get("duplicate_kind"))
     cvar = p.get("associated_cvar_spec") or {}
     concept = p.get("concept") or cvar.get("concept") or seeds.get(a.seed_id or "", "")
-    return ReviewItem(target_kind="alternative", target_id=a.id, kind="transform",
-                      title=p.get("spec_name") or p.get("output_col") or "alternative transform", concept=concept,
+    columns = [p["output_col"]] if p.get("output_col") else []
+    parent_ids = list(p.get("parent_ids") or [])
+    parents = [names.get(i, i[:8]) for i in parent_ids] if parent_ids else list(p.get("parents") or [])
+    title = neutral_title(columns) if blind else (p.get("spec_name") or p.get("output_col") or "alternative transform")
+    return ReviewItem(target_kind="alternative", target_id=a.id, kind="transform", title=title, concept=concept,
                       variable_type=p.get("variable_type") or cvar.get("variable_type", ""), code=p.get("code", ""),
-                      rationale=p.get("rationale", ""), columns=[p["output_col"]] if p.get("output_col") else [],
-                      check=extra.get("check"), parents=list(p.get("parents") or []),
+                      rationale=p.get("rationale", ""), columns=columns,
+                      check=extra.get("check"), parents=parents,
                       duplicate_of=extra.get("duplicate_of"), duplicate_kind=extra.get("duplicate_kind"),
                       variable_id=a.seed_id,  # peer or LLM alike: what a reviewer may propose never hints the source
-                      alt_parent_ids=list(p.get("parent_ids") or [ROOT_SPEC_ID]))
+                      alt_parent_ids=parent_ids or [ROOT_SPEC_ID])
 
 
 def _order_key(item: ReviewItem) -> str:
@@ -171,20 +193,21 @@ def review_queue(*, session: Session, actor: User, dataset_id: int) -> ReviewQue
     alternatives = list(session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id)
                                      .order_by(col(Alternative.position), col(Alternative.created_at))).all())
     users = {u.id: u for u in session.exec(select(User)).all()}
-    names = {t.id: t.spec_name for t in transforms}
+    blind = not review.source_visible
+    names = {t.id: neutral_title(_outputs(t)) if blind else t.spec_name for t in transforms} | {ROOT_SPEC_ID: "raw data"}
     firsts = {t.id: list(t.branches[0].get("dependencies", [])) if t.branches else [ROOT_SPEC_ID] for t in transforms}
 
     items: list[tuple[ReviewItem, int | None, str]] = []
     for aid, analysis in analyses.items():
         mine_t = [t for t in transforms if t.analysis_id == aid]
         mine_v = [v for v in variables if v.analysis_id == aid]
-        items += [(i, analysis.annotator_id, "peer") for i in _transform_items(mine_t, mine_v)]
+        items += [(i, analysis.annotator_id, "peer") for i in _transform_items(mine_t, mine_v, names, blind)]
         items += [(_variable_item(v, names, firsts), analysis.annotator_id, "peer") for v in mine_v]
     seeds = {v.id: v.concept for v in variables}
     for a in alternatives:
         if (a.extra or {}).get("merged_into"):
             continue
-        items.append((_alternative_item(a, seeds), a.proposed_by_id, a.source))
+        items.append((_alternative_item(a, seeds, names, blind), a.proposed_by_id, a.source))
 
     votes = session.exec(select(Vote).where(Vote.dataset_id == dataset_id)).all()
     voters: dict[tuple[str, str], set[int]] = defaultdict(set)

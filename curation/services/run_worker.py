@@ -20,7 +20,7 @@ from curation.db import session_scope
 from curation.models import RunStatus, ScoringRun
 from curation.services.jobs import RunSubmitter, is_postgres, queue_submitter
 from curation.services.run_lifecycle import interrupt_dead_runs
-from curation.services.scoring import JudgeSettings, execute_run
+from curation.services.scoring import JudgeSettings, ScoringLimits, execute_run
 
 __all__ = ["RunWorker", "make_submitter"]
 
@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 
 class RunWorker:
     def __init__(self, engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
-                 max_workers: int = 1) -> None:
-        self.engine = engine
+                 max_workers: int = 1, limits: ScoringLimits | None = None) -> None:
+        self.engine, self.limits = engine, limits
         self.runs_root, self.releases_root, self.judges = runs_root, releases_root, judges
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-scoring")
         self._futures: dict[int, Future[ScoringRun]] = {}
@@ -50,7 +50,7 @@ class RunWorker:
         if current is not None and not current.done():
             return current
         future = self._pool.submit(execute_run, self.engine, run_id, runs_root=self.runs_root,
-                                   releases_root=self.releases_root, judges=self.judges)
+                                   releases_root=self.releases_root, judges=self.judges, limits=self.limits)
         self._futures[run_id] = future
         return future
 
@@ -58,9 +58,10 @@ class RunWorker:
         self._pool.shutdown(wait=wait)
 
 
-def make_submitter(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings) -> RunSubmitter:
+def make_submitter(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+                   limits: ScoringLimits | None = None) -> RunSubmitter:
     """Where the app hands a registered run: the queue's workers on PostgreSQL (``forkpaths worker``, one started
     by ``forkpaths run``), this thread pool on SQLite. Both run :func:`execute_run`."""
     if is_postgres(engine):
         return queue_submitter(engine)
-    return RunWorker(engine, runs_root=runs_root, releases_root=releases_root, judges=judges)
+    return RunWorker(engine, runs_root=runs_root, releases_root=releases_root, judges=judges, limits=limits)

@@ -30,11 +30,12 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from curation.db import session_scope
-from curation.errors import NotFoundError, ScoringError
+from curation.errors import BlindingViolation, NotFoundError, ScoringError
 from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
+from curation.services.blinding import withheld_ground_truth
 from curation.services.run_lifecycle import (
     Heartbeat,
     ScoringHere,
@@ -44,14 +45,16 @@ from curation.services.run_lifecycle import (
     interrupt_dead_runs,
     this_executor,
 )
+from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.judges import make_judge
 from evaluation.judges.base import Judge
+from evaluation.llm import LLMClient, LLMConfig
 from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
 from evaluation.metrics import DatasetRuns, score_runs
 from evaluation.records import UnitRef
 from evaluation.results import EVALUATOR_VERSION, EvaluationResult, build_result, dump_result
-from evaluation.scoring import TransformMatcher, score_submission
-from evaluation.submissions import Submission, parse_submission
+from evaluation.scoring import RunBudget, TransformMatcher, score_submission
+from evaluation.submissions import Submission, TooManyAnalyses, parse_submission, printable
 from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
 from evaluation.transform_credit import transform_credit
 from exports.native import release_data_path
@@ -60,6 +63,7 @@ from exports.schema import DatasetRelease, Release
 __all__ = [
     "SCORING_ROLES",
     "JudgeSettings",
+    "ScoringLimits",
     "RunCancelled",
     "TransformMatching",
     "cancel_run",
@@ -104,14 +108,46 @@ class TransformMatching:
     description: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ScoringLimits:
+    """What bounds a scoring run (settings ``FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S``, ``_SCORE_RUN_BUDGET_S``,
+    ``_MAX_ANALYSES_PER_SUBMISSION`` and ``_SANDBOX_MEMORY_MB``)."""
+
+    analysis_timeout_s: float = 60.0
+    run_budget_s: float = 7200.0
+    max_analyses: int = 2000
+    memory_mb: int = 4096
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ScoringLimits:
+        return cls(analysis_timeout_s=settings.score_analysis_timeout_s, run_budget_s=settings.score_run_budget_s,
+                   max_analyses=settings.max_analyses_per_submission, memory_mb=settings.sandbox_memory_mb)
+
+    def describe(self) -> dict[str, Any]:
+        return {"analysis_timeout_s": self.analysis_timeout_s, "run_budget_s": self.run_budget_s,
+                "max_analyses": self.max_analyses, "memory_mb": self.memory_mb}
+
+
+#: How long building a dataset's ground truth (the experts' code, once per release dataset) may take at most.
+GROUND_TRUTH_TIMEOUT_S = 300.0
+
+
 def _transform_matching_for(release_dataset: DatasetRelease, release_folder: Path, *, cache_dir: Path | None,
-                            mode: str) -> TransformMatching:
+                            mode: str, limits: ScoringLimits | None = None,
+                            budget: RunBudget | None = None) -> TransformMatching:
     """THE seam for transform credit: the dataset's ground truth (built once, then from the cache in the data
     folder, keyed by its content, the evaluator and library versions) and the value + graph matcher, which
-    converts each analysis's transform code into units in the sandbox. ``blade`` mode matches as BLADE does
-    (only the last isomorphism class per WL bucket)."""
+    converts each analysis's transform code into units in the sandbox, within ``limits``. ``blade`` mode matches
+    as BLADE does (only the last isomorphism class per WL bucket). The ground truth's build counts against the
+    run's ``budget``."""
+    limits = limits or ScoringLimits()
+    left = budget.remaining() if budget is not None else None
+    build = GroundTruthLimits(timeout_s=max(min(GROUND_TRUTH_TIMEOUT_S, left), 0.001) if left is not None
+                              else GROUND_TRUTH_TIMEOUT_S)
     credit = transform_credit(release_dataset, release_data_path(release_folder, release_dataset),
-                              cache_dir=cache_dir, blade_compat=mode == "blade")
+                              cache_dir=cache_dir, blade_compat=mode == "blade", limits=build,
+                              analysis_limits=GroundTruthLimits(timeout_s=limits.analysis_timeout_s,
+                                                                memory_mb=limits.memory_mb))
     return TransformMatching(matcher=credit.match, units=tuple(credit.units), description=credit.description)
 
 
@@ -121,8 +157,7 @@ def _transform_matching_for(release_dataset: DatasetRelease, release_folder: Pat
 def _release_for_scoring(session: Session, version: str, releases_root: Path) -> Release:
     """THE place scoring reads a release: its record by version (NotFoundError naming the known ones), then the
     release checked against the hashes recorded when it was cut (ReleaseError with the reason when it fails).
-    Scoring needs the whole ground truth whoever the evaluator is, so no blinding applies here (that rule is
-    about stage-1 work)."""
+    Who may see which dataset's ground truth is decided where it is shown (registering a run, Run details)."""
     return _releases._verified(session, _releases._record(session, version), releases_root).release
 
 
@@ -146,6 +181,10 @@ def mcq_release(*, session: Session, actor: User, release_version: str, releases
     """The verified release whose MCQs a model under test is asked (scoring roles only)."""
     require_role(actor, *SCORING_ROLES)
     release = _release_for_scoring(session, release_version, releases_root)
+    _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version,
+                                        names=[d.name for d in release.datasets if d.mcqs])
+    if withheld:
+        raise BlindingViolation(f"{withheld} Asking a model its MCQs would show them; nothing was asked.")
     if not any(d.mcqs for d in release.datasets):
         raise ScoringError(f"Release {release_version} holds no MCQs; generate and accept them before cutting it.")
     return release
@@ -212,38 +251,29 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """How to build the judges: the LLM endpoint (from settings) and the response cache folder."""
+    """How to build the judges: the LLM client's configuration (from settings, read at the edge)."""
 
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    llm_api_key: str | None = None
-    cache_dir: Path | None = None
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     @classmethod
     def from_settings(cls, settings: Any) -> JudgeSettings:
-        """From :class:`curation.settings.Settings` (read at the edge): the LLM endpoint and the cache folder."""
-        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
-        return cls(llm_base_url=settings.llm_base_url, llm_model=settings.llm_model, llm_api_key=key,
-                   cache_dir=settings.resolved_data_dir / "judge-cache")
+        """From :class:`curation.settings.Settings`: the one LLM configuration (endpoint, timeout, retries, cache)."""
+        return cls(llm=settings.llm_config())
 
     def configuration(self, name: str) -> dict[str, Any]:
         if name == "offline":
             return make_judge("offline").configuration()
         if name == "llm":
-            if not (self.llm_base_url and self.llm_model):
+            if not self.llm.configured:
                 raise ScoringError("The llm judge needs an endpoint: set FORKPATHS_LLM_BASE_URL and "
                                    "FORKPATHS_LLM_MODEL, or choose the offline judge.")
-            return {"name": "llm", "model": self.llm_model, "base_url": self.llm_base_url}
+            return {"name": "llm", "model": self.llm.model, "base_url": self.llm.base_url}
         raise ScoringError(f"Unknown judge '{name}'; choose {' or '.join(JUDGE_NAMES)}.")
 
     def build(self, name: str) -> Judge:
         if name == "llm":
-            from evaluation.judges.llm_judge import OpenAIChatClient
-
             self.configuration(name)
-            client = OpenAIChatClient(base_url=self.llm_base_url or "", model=self.llm_model or "",
-                                      api_key=self.llm_api_key or "not-needed")
-            return make_judge("llm", client=client, cache_dir=self.cache_dir)
+            return make_judge("llm", client=LLMClient(self.llm))
         return make_judge(name)
 
 
@@ -252,7 +282,7 @@ def _size(n: int) -> str:
 
 
 def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes: int, kind: str,
-                 ) -> list[tuple[str, bytes, Submission | None]]:
+                 max_analyses: int | None = None) -> list[tuple[str, bytes, Submission | None]]:
     if not files:
         raise ScoringError("Choose a submission file to score.")
     total = sum(len(b) for _, b in files)
@@ -269,17 +299,22 @@ def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes
     out: list[tuple[str, bytes, Submission | None]] = []
     seen: dict[str, str] = {}
     for name, data in files:
-        sub = parse_submission(data, label=name)  # SubmissionError (a user error) when unreadable
+        try:
+            sub = parse_submission(data, label=name, max_analyses=max_analyses)  # SubmissionError when unreadable
+        except TooManyAnalyses as exc:
+            raise ScoringError(f"{exc} Split it into several runs, or ask an administrator to raise "
+                               "FORKPATHS_MAX_ANALYSES_PER_SUBMISSION. Nothing was stored.") from exc
+        shown, dataset = printable(name), printable(sub.dataset_name)
         if sub.dataset_name not in names:
-            raise ScoringError(f"{name} is a submission for dataset '{sub.dataset_name}', which release "
+            raise ScoringError(f"{shown} is a submission for dataset '{dataset}', which release "
                                f"{release.version} does not have (it has: {', '.join(names) or 'no datasets'}). "
                                "Nothing was stored.")
         if sub.dataset_name in seen:
-            raise ScoringError(f"{name} and {seen[sub.dataset_name]} are both for dataset '{sub.dataset_name}'; a "
-                               "run holds one submission per dataset.")
+            raise ScoringError(f"{shown} and {printable(seen[sub.dataset_name])} are both for dataset '{dataset}'; "
+                               "a run holds one submission per dataset.")
         seen[sub.dataset_name] = name
         if not sub.analyses:
-            raise ScoringError(f"{name} has no analyses to score.")
+            raise ScoringError(f"{shown} has no analyses to score.")
         out.append((name, data, sub))
     return out
 
@@ -289,7 +324,7 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
                  agent: str, model_name: str = "", judge: str = "offline", mode: str = "default", k: int = 10,
                  kind: str = "analyses", runs_root: Path, releases_root: Path, max_bytes: int,
                  judges: JudgeSettings | None = None, source: str = "web",
-                 rescore_of_id: int | None = None) -> ScoringRun:
+                 rescore_of_id: int | None = None, limits: ScoringLimits | None = None) -> ScoringRun:
     """Check everything and record a queued run with its provenance and its stored submission files.
 
     Raises:
@@ -303,6 +338,11 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         raise ScoringError("Name the agent that produced the submission.")
     if len(agent) > 128 or len(model_name) > 128:
         raise ScoringError("Agent and model names are limited to 128 characters.")
+    for what, text in (("agent", agent), ("model", model_name)):
+        bad = next((i for i, ch in enumerate(text) if not ch.isprintable()), None)
+        if bad is not None:
+            raise ScoringError(f"The {what} name '{printable(text)}' holds a control or invisible character "
+                               f"({ascii(text[bad])[1:-1]} at position {bad + 1}); use printable text.")
     if mode not in MODES:
         raise ScoringError(f"Unknown mode '{mode}'; choose default or blade.")
     if kind not in ("analyses", "mcq"):
@@ -311,9 +351,13 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         raise ScoringError(f"k must be between 1 and 1000 (got {k}).")
     judge_config = (judges or JudgeSettings()).configuration(judge) if kind == "analyses" else {}
     release = _release_for_scoring(session, release_version, releases_root)  # refuses a failing release
-    checked = _check_files(files, release, max_bytes, kind)
+    checked = _check_files(files, release, max_bytes, kind, (limits or ScoringLimits()).max_analyses)
     hashes = release_gt_hashes(release)
     datasets = [s.dataset_name for _, _, s in checked if s is not None] or sorted(hashes)
+    # the result shows the ground truth of every dataset scored: withheld from whoever is blind to it
+    _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version, names=datasets)
+    if withheld:
+        raise BlindingViolation(f"{withheld} Scoring against it would show it; nothing was stored.")
     used = {d: hashes[d] for d in datasets}
     digest = hashlib.sha256()
     for _name, data, _ in sorted(checked, key=lambda c: c[0]):
@@ -415,7 +459,8 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
 
 def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: list[Submission],
                     judges: JudgeSettings, on_progress: Callable[[int, int, str], None] | None, *,
-                    release_folder: Path, gt_cache: Path | None) -> EvaluationResult:
+                    release_folder: Path, gt_cache: Path | None, limits: ScoringLimits,
+                    budget: RunBudget) -> EvaluationResult:
     judge = judges.build(run.judge.get("name", "offline"))
     by_name = {d.name: d for d in release.datasets}
     total = sum(len(s.analyses) for s in subs)
@@ -424,7 +469,8 @@ def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: lis
     described: dict[str, dict[str, Any]] = {}
     for sub in subs:
         ds = by_name[sub.dataset_name]
-        matching = _transform_matching_for(ds, release_folder, cache_dir=gt_cache, mode=run.mode)
+        matching = _transform_matching_for(ds, release_folder, cache_dir=gt_cache, mode=run.mode, limits=limits,
+                                           budget=budget)
         described[ds.name] = matching.description
 
         def tick(done: int, _total: int, *, base: int = done_before, name: str = ds.name) -> None:
@@ -434,12 +480,13 @@ def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: lis
                 on_progress(base + done, total, stage)
 
         scored = score_submission(ds, sub, judge=judge, transform_matcher=matching.matcher, units=matching.units,
-                                  progress=tick)
+                                  progress=tick, budget=budget)
         scored.transform_matcher = matching.description
         results.append(scored)
         done_before += len(sub.analyses)
     return build_result(results, release_version=release.version, ground_truth_hash=run.ground_truth_hash,
-                        judge=judge.configuration(), transform_matcher=matcher_summary(described, run.mode),
+                        judge=judge.configuration(),
+                        transform_matcher={**matcher_summary(described, run.mode), "limits": limits.describe()},
                         mode=run.mode, k=run.k)  # type: ignore[arg-type]
 
 
@@ -457,9 +504,16 @@ def matcher_summary(described: dict[str, dict[str, Any]], mode: str) -> dict[str
 
 def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
                 judges: JudgeSettings | None = None, gt_cache: Path | None = None,
-                on_progress: Callable[[int, int, str], None] | None = None) -> ScoringRun:
-    """Score a queued run to the end; never raises for what happens inside the run (the record says it)."""
+                on_progress: Callable[[int, int, str], None] | None = None,
+                limits: ScoringLimits | None = None) -> ScoringRun:
+    """Score a queued run to the end; never raises for what happens inside the run (the record says it).
+
+    ``limits`` bound it: each analysis's code runs at most ``analysis_timeout_s`` (status ``timeout``), and
+    once ``run_budget_s`` has passed since the start the analyses not reached get ``budget_exhausted``; the run
+    then succeeds with what was scored and says so in its message."""
     judges = judges or JudgeSettings()
+    limits = limits or ScoringLimits()
+    budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s)
     # the ground truth's cache sits in the data folder, beside the runs (as `forkpaths gt build` keeps it)
     gt_cache = gt_cache or runs_root.parent / "cache" / "groundtruth"
     run = claim_run(engine, run_id)
@@ -468,7 +522,7 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
     try:
         with ScoringHere(run_id), Heartbeat(lambda: beat(engine, run_id)):
             return _execute_claimed(engine, run, runs_root=runs_root, releases_root=releases_root, judges=judges,
-                                    gt_cache=gt_cache, on_progress=on_progress)
+                                    gt_cache=gt_cache, on_progress=on_progress, limits=limits, budget=budget)
     except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
         _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                 message="Interrupted from the terminal; no scores were kept.")
@@ -477,7 +531,8 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
 
 def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releases_root: Path,
                      judges: JudgeSettings, gt_cache: Path,
-                     on_progress: Callable[[int, int, str], None] | None) -> ScoringRun:
+                     on_progress: Callable[[int, int, str], None] | None, limits: ScoringLimits,
+                     budget: RunBudget) -> ScoringRun:
     run_id = run.id or 0
     try:
         with session_scope(engine) as s:
@@ -502,16 +557,18 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
             subs = [parse_submission(data, label=name, known_datasets=[d.name for d in release.datasets])
                     for name, data in files]
             result = _score_analyses(engine, run, release, subs, judges, on_progress, release_folder=release_folder,
-                                     gt_cache=gt_cache)
+                                     gt_cache=gt_cache, limits=limits, budget=budget)
             path = folder / "result.json"
             _write_atomic(path, dump_result(result).encode("utf-8"))
             scores = scores_summary(result)
             done = total = sum(len(s.analyses) for s in subs)
             # what scored the transforms is known once the matcher for each dataset was chosen
             _update(engine, run_id, transform_matcher=result.provenance.transform_matcher)
+            note = _limits_note(result, limits)
         return _update(engine, run_id, status=RunStatus.SUCCEEDED.value, finished_at=utcnow(),
                        result_path=path.relative_to(runs_root).as_posix(), scores=scores, scores_effective=scores,
-                       progress_done=done, progress_total=total, stage="done", message="")
+                       progress_done=done, progress_total=total, stage="done",
+                       message=note if run.kind != "mcq" else "")
     except RunTakenOver as exc:
         log.warning("scoring run %s stopped here: %s", run_id, exc)
         with session_scope(engine) as s:
@@ -530,6 +587,25 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
             where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
         return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                        message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
+
+
+def _limits_note(result: EvaluationResult, limits: ScoringLimits) -> str:
+    """A sentence for the run's record when its limits cost analyses their scores ("" otherwise)."""
+    statuses = [a.status for d in result.datasets for a in d.analyses]
+    timed_out, not_reached = statuses.count("timeout"), statuses.count("budget_exhausted")
+    parts = []
+    if timed_out:
+        parts.append(f"{timed_out} {'analysis' if timed_out == 1 else 'analyses'} ran longer than the "
+                     f"{limits.analysis_timeout_s:g} s limit per analysis (FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S) and "
+                     f"{'has' if timed_out == 1 else 'have'} the status 'timeout'")
+    if not_reached:
+        parts.append(f"the run's time budget of {limits.run_budget_s:g} s (FORKPATHS_SCORE_RUN_BUDGET_S) ran out "
+                     f"with {not_reached} of {len(statuses)} analyses not scored (status 'budget_exhausted', "
+                     "counted as scoring 0)")
+    if not parts:
+        return ""
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:]
 
 
 # ------------------------------------------------------------------------------------ queries and actions
@@ -600,7 +676,7 @@ def set_official(*, session: Session, actor: User, run_id: int, official: bool) 
 @judges_actor
 def rescore_run(*, session: Session, actor: User, run_id: int, release_version: str | None = None,
                 runs_root: Path, releases_root: Path, max_bytes: int,
-                judges: JudgeSettings | None = None) -> ScoringRun:
+                judges: JudgeSettings | None = None, limits: ScoringLimits | None = None) -> ScoringRun:
     """Register the same submission, agent, judge and mode again, as a new queued run (the old run is kept): on
     another release, or on its own (``release_version`` None) after it was interrupted, failed or cancelled."""
     old = get_run(session=session, actor=actor, run_id=run_id)
@@ -612,4 +688,4 @@ def rescore_run(*, session: Session, actor: User, run_id: int, release_version: 
                         files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,
                         judge=judge, mode=old.mode, k=old.k, kind=old.kind, runs_root=runs_root,
                         releases_root=releases_root, max_bytes=max_bytes, judges=judges, source=old.source,
-                        rescore_of_id=old.id)
+                        rescore_of_id=old.id, limits=limits)

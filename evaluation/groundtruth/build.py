@@ -38,7 +38,7 @@ from exports.manifest import sha256_file
 
 __all__ = ["EVALUATOR_VERSION", "BuildResult", "build_dataset", "build_release", "build_sources", "cache_key", "derive_state", "library_versions"]
 
-EVALUATOR_VERSION = "groundtruth-1"
+EVALUATOR_VERSION = "groundtruth-2"  # 2: failed transforms and date-inferred columns in meta
 """Bump when anything that changes the persisted state changes (hashing, expansion, graph hashing)."""
 
 ISO_TIMEOUT_S = 60.0
@@ -46,7 +46,15 @@ Runner = Callable[..., dict[str, Any]]
 
 
 def library_versions() -> dict[str, str]:
-    return {name: metadata.version(name) for name in ("pandas", "numpy", "networkx")}
+    """Versions of what can change the persisted state: the hashing libraries, and the libraries experts' code
+    imports (a state built while one was missing has paths cut short; installing it must rebuild)."""
+    out = {}
+    for name in ("pandas", "numpy", "networkx", "scipy", "scikit-learn", "statsmodels"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
 
 
 def cache_key(source: DatasetSource) -> str:
@@ -74,7 +82,11 @@ class BuildResult:
         s = self.state
         return {"dataset": self.dataset, "paths": len(s.paths), "units": s.num_units, "unit_names": s.unit_names,
                 "value_hashes": sorted(s.value_hashes), "graph_hashes": sorted(s.graph_hashes),
-                "graph_classes": len(s.classes), "errors": s.errors, "seconds": round(self.seconds, 3),
+                "graph_classes": len(s.classes), "errors": s.errors,
+                "failed_transforms": s.meta.get("failed_transforms", []),
+                # columns whose value hashes can differ from BLADE's published ones (pandas 2 vs 1.5 date
+                # parsing, see README): column -> its value hashes that depend on the date inference
+                "date_inferred_columns": s.meta.get("date_inferred_columns", {}), "seconds": round(self.seconds, 3),
                 "cached": self.cached}
 
 
@@ -149,24 +161,40 @@ def _payload(specs: dict[str, Spec], paths: list[nx.DiGraph]) -> tuple[dict[str,
 
 
 def _step_states(result: dict[str, Any], orders: list[list[str]], specs: dict[str, Spec],
-                 where: str) -> tuple[list[dict[str, StepState]], list[str]]:
+                 where: str) -> tuple[list[dict[str, StepState]], list[str], list[dict[str, Any]]]:
+    """Per path, the executed state of each step; plus one sentence and one record per transform whose code
+    failed (or left no frame), naming the analysis paths that stop there."""
+    from evaluation.sandbox.libraries import MISSING_LIBRARY_MARK
+
     nodes = result["nodes"]
-    errors: dict[str, str] = {}
+    failed: dict[str, dict[str, Any]] = {}
     out: list[dict[str, StepState]] = []
-    for order, idxs in zip(orders, result["paths"], strict=True):
+    for p_idx, (order, idxs) in enumerate(zip(orders, result["paths"], strict=True)):
         states: dict[str, StepState] = {}
         for spec_id, i in zip(order, idxs, strict=True):
             node = nodes[i]
             if node["kind"] in ("frame", "groupby"):
                 states[spec_id] = StepState(node["kind"], list(node["columns"]),
                                             dict(zip(node["columns"], node["hashes"], strict=False)))
-            elif node["kind"] == "error":
-                errors.setdefault(spec_id, f"{where}: transform {specs[spec_id].name!r} raised {node['error']}")
-            elif node["kind"] == "other":
-                errors.setdefault(spec_id, f"{where}: transform {specs[spec_id].name!r} left df as a "
-                                           f"{node.get('type', 'non-frame')}, not a DataFrame; no values recorded")
+            elif node["kind"] in ("error", "other"):
+                why = (f"raised {node['error']}" if node["kind"] == "error" else
+                       f"left df as a {node.get('type', 'non-frame')}, not a DataFrame; no values recorded")
+                entry = failed.setdefault(spec_id, {"transform": specs[spec_id].name, "id": spec_id,
+                                                    "problem": why, "paths": []})
+                entry["paths"].append(p_idx)
+                library = MISSING_LIBRARY_MARK.search(why) if node["kind"] == "error" else None
+                if library:
+                    entry["missing_library"] = library.group(1)
         out.append(states)
-    return out, list(errors.values())
+    total = len(orders)
+    errors = []
+    for entry in failed.values():
+        n = len(entry["paths"])
+        errors.append(f"{where}: transform {entry['transform']!r} {entry['problem']}; {n} of {total} analysis "
+                      f"path{'s' if total != 1 else ''} stop{'s' if n == 1 else ''} there, so the units from it "
+                      "on have no value or graph hashes on "
+                      f"{'that path' if n == 1 else 'those paths'}")
+    return out, errors, list(failed.values())
 
 
 def build_dataset(source: DatasetSource, *, cache_dir: Path | None = None,
@@ -188,11 +216,13 @@ def build_dataset(source: DatasetSource, *, cache_dir: Path | None = None,
     paths = enumerate_paths(specs, where=where)
     payload, orders = _payload(specs, paths)
     result = runner(payload, data_path=source.data_path, limits=limits or GroundTruthLimits())
-    states, errors = _step_states(result, orders, specs, where)
+    states, errors, failed = _step_states(result, orders, specs, where)
     state = derive_state(specs, paths, states, list(result["stats"]["columns"]), iso_timeout_s=iso_timeout_s,
                          errors=errors)
     state.meta = {"dataset": ds.name, "key": key, "evaluator_version": EVALUATOR_VERSION,
                   "libraries": library_versions(), "release_version": source.release_version,
+                  "failed_transforms": failed,
+                  "date_inferred_columns": dict(result["stats"].get("date_inferred") or {}),
                   "executions": result["stats"]["executions"], "job_seconds": result["stats"].get("seconds")}
     if cache_file is not None:
         state.save(cache_file)

@@ -41,6 +41,7 @@ class Conversion:
     error: str | None = None
     data_columns: list[str] = field(default_factory=list)
     final_columns: list[str] | None = None  # the frame's columns after the last unit (None: the data's)
+    error_kind: str | None = None  # the sandbox's kind when the job died (``timeout``, ``memory``, ``crashed``)
 
     def column_lineage(self) -> dict[str, list[str]]:
         """Each column of the final frame → the original data columns it derives from, following the units'
@@ -69,7 +70,8 @@ def convert_transform(code: str, data_path: Path, *, limits: GroundTruthLimits |
     try:
         result = runner({"code": code}, data_path=data_path, limits=limits or GroundTruthLimits(), job=CONVERT_JOB)
     except JobFailed as exc:  # loops, memory, crashes: a result for this analysis, not an error of the run
-        return Conversion(units=[], state=None, error=f"the transform code could not be converted: {exc}")
+        return Conversion(units=[], state=None, error=f"the transform code could not be converted: {exc.reason}",
+                          error_kind=exc.kind)
     return _conversion(result, iso_timeout_s)
 
 

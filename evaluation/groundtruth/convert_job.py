@@ -104,7 +104,7 @@ def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
         text = ast.get_source_segment(code, stmt) or ast.unparse(stmt)
         try:
             exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<transform>", "exec"), ns)  # noqa: S102
-        except Exception as exc:  # noqa: BLE001 - the agent's code may raise anything
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt...: the code's failure too
             result["error"] = f"the transform code raised at line {stmt.lineno}: {_error(exc, 'transform')}"
             break
         after = ns.get("df")
@@ -156,9 +156,26 @@ def _convert_one(code: str, table: Any, hasher: Any) -> dict[str, Any]:
     result["units"] = _fold_consumed(units)
     final = ns.get("df")
     if result["error"] is None and not isinstance(final, pd.DataFrame | pd.Series):
-        result["error"] = (f"the transform code left df as {type(final).__name__}, not a data frame, so what it "
+        result["error"] = (f"the transform code left df as {_kind_of(final)}, not a data frame, so what it "
                            "computed last has no columns to match")
     return result
+
+
+def _kind_of(value: Any) -> str:
+    """What a non-frame value is, in words (a transform returning None, a number or a generator says so)."""
+    import inspect
+    import numbers
+
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    if isinstance(value, bool):
+        return f"a boolean ({name})"
+    if isinstance(value, numbers.Number):
+        return f"a number ({name})"
+    if inspect.isgenerator(value):
+        return "a generator"
+    return name
 
 
 def _fold_consumed(units: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from pandas.api.types import (
     is_object_dtype,
 )
 
-__all__ = ["ColumnHasher", "blade_strings", "blade_value_hash", "numeric_strings"]
+__all__ = ["ColumnHasher", "blade_strings", "blade_value_hash", "date_parse_depends_on_inference", "numeric_strings"]
 
 FLOAT_DECIMALS = 5
 DATE_FORMAT = "%Y-%m-%d %H:%M:%S"
@@ -69,6 +69,35 @@ def blade_strings(series: pd.Series) -> pd.Series:
         except Exception:  # noqa: BLE001 - BLADE's fallback for values strftime refuses
             return pd.to_datetime(series, errors="coerce").dt.strftime(DATE_FORMAT)
     return series.astype(str)
+
+
+def _as_dates(series: pd.Series, **kwargs: Any) -> pd.Series | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pd.to_datetime(series, errors="raise", **kwargs)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def date_parse_depends_on_inference(series: pd.Series) -> bool:
+    """True when this object column's BLADE strings depend on how pandas infers dates.
+
+    BLADE hashes an object column as dates when ``pd.to_datetime`` parses it. Its pandas 1.5 parsed each value
+    on its own (dateutil: ``01.08.1983`` is 8 January, ``31.08.1983`` is 31 August); pandas 2 infers one format
+    from the first value and applies it to the whole column (both are then day-first, or the column does not
+    parse at all and is hashed as text). Where the two readings differ, the value hash here can differ from
+    BLADE's published one. ``format="mixed"`` is pandas 2's per-value parse, as pandas 1.5 did it.
+    """
+    dtype = series.dtype
+    if not (isinstance(dtype, np.dtype) and dtype.kind == "O") or infer_dtype(series, skipna=True) != "string":
+        return False
+    values = series.fillna("")
+    whole = _as_dates(values)
+    each = _as_dates(values, format="mixed")
+    if whole is None or each is None:
+        return (whole is None) != (each is None)
+    return not whole.equals(each)
 
 
 def _round5(x: np.ndarray) -> np.ndarray:
@@ -143,7 +172,10 @@ class ColumnHasher:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[Any, ...], str] = {}
+        self._dates: dict[tuple[Any, ...], bool] = {}
         self._bases: dict[str, _Base] = {}
+        self.date_inferred: dict[str, set[str]] = {}
+        """column name → value hashes of its versions whose date parse depends on pandas' inference"""
         self.hits = 0
         self.subset_hits = 0
         self.misses = 0
@@ -184,10 +216,23 @@ class ColumnHasher:
             return None
         return base.strings[positions]
 
+    def _note_dates(self, key: tuple[Any, ...] | None, series: pd.Series, name: str, value: str) -> None:
+        if not (isinstance(series.dtype, np.dtype) and series.dtype.kind == "O"):
+            return
+        if key is None or key not in self._dates:
+            flag = date_parse_depends_on_inference(series)
+            if key is not None:
+                self._dates[key] = flag
+        else:
+            flag = self._dates[key]
+        if flag:
+            self.date_inferred.setdefault(name, set()).add(value)
+
     def hash(self, series: pd.Series, name: str = "") -> str:
         key = self._fingerprint(series)
         if key is not None and key in self._cache:
             self.hits += 1
+            self._note_dates(key, series, name, self._cache[key])
             return self._cache[key]
         strings = self._from_base(name, series)
         if strings is not None:
@@ -200,6 +245,7 @@ class ColumnHasher:
         value = _digest(strings.tolist()) if strings is not None else blade_value_hash(series)
         if key is not None:
             self._cache[key] = value
+        self._note_dates(key, series, name, value)
         return value
 
     def hash_frame(self, frame: pd.DataFrame) -> dict[str, str]:

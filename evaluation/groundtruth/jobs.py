@@ -21,6 +21,7 @@ import traceback
 import types
 from typing import TYPE_CHECKING, Any
 
+from evaluation.sandbox.libraries import missing_library, missing_library_sentence
 from evaluation.sandbox.registry import sandbox_job
 
 if TYPE_CHECKING:
@@ -108,7 +109,9 @@ def _error(exc: BaseException, spec_id: str) -> str:
     lines = traceback.format_exception_only(type(exc), exc)
     tb = traceback.extract_tb(exc.__traceback__)
     where = next((f" (line {f.lineno} of its code)" for f in reversed(tb) if f.filename == f"<{spec_id}>"), "")
-    return ("".join(lines).strip() + where)[:MAX_ERROR_CHARS]
+    library = missing_library(exc)
+    why = f": {missing_library_sentence(library)}" if library else ""
+    return ("".join(lines).strip() + where + why)[:MAX_ERROR_CHARS]
 
 
 def _run(code: str, spec_id: str, ns: dict[str, Any]) -> None:
@@ -184,6 +187,7 @@ def execute_paths(payload: dict[str, Any], table: Any) -> dict[str, Any]:
     return {"nodes": nodes, "paths": path_nodes,
             "stats": {"executions": executed, "hash_hits": hasher.hits, "hash_subset_hits": hasher.subset_hits,
                       "hash_misses": hasher.misses,
+                      "date_inferred": {c: sorted(h) for c, h in sorted(hasher.date_inferred.items())},
                       "rows": len(table), "columns": [str(c) for c in table.columns],
                       "seconds": round(time.perf_counter() - started, 4)}}
 

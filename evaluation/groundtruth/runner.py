@@ -32,7 +32,27 @@ class GroundTruthLimits(BaseModel):
 
 
 class JobFailed(EvaluationError):
-    """The job died, timed out or answered something that is not its JSON result."""
+    """The job died, timed out or answered something that is not its JSON result.
+
+    ``kind`` is the sandbox's error kind (``timeout``, ``memory``, ``crashed``...) and ``reason`` the sentence
+    without this module's prefix, for callers that word their own message (scoring an agent's code)."""
+
+    def __init__(self, message: str, *, kind: str | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.kind, self.reason = kind, reason or message
+
+
+def _reason(result: dict[str, Any], limits: SandboxLimits) -> str:
+    """The job's sentence; a job that died without one (a memory failure reported by the sandbox) gets one."""
+    if result.get("error"):
+        return str(result["error"])
+    kind = result.get("error_kind")
+    if kind == "memory":
+        return (f"The code tried to use more than the {limits.memory_mb} MB memory limit (for example a frame "
+                "of tens of millions of rows) and was stopped.")
+    if result.get("exc_message"):
+        return str(result["exc_message"])
+    return f"The job stopped without a result ({kind or 'no reason given'})."
 
 
 def run_groundtruth_job(payload: dict[str, Any], *, data_path: Path, limits: GroundTruthLimits,
@@ -47,10 +67,12 @@ def run_groundtruth_job(payload: dict[str, Any], *, data_path: Path, limits: Gro
                                    max_file_mb=limits.max_file_mb)
     result = run_job(job, payload, data_path=Path(data_path), limits=sandbox_limits)
     if result.get("ok") is False:
-        sentence = str(result.get("error") or "no message")
-        if result.get("error_kind") == "timeout":
-            raise JobFailed(f"executing the ground truth took longer than {limits.timeout_s:g} s: {sentence}")
-        raise JobFailed(f"the ground-truth job failed: {sentence}")
+        sentence = _reason(result, sandbox_limits)
+        kind = result.get("error_kind")
+        if kind == "timeout":
+            raise JobFailed(f"executing the ground truth took longer than {limits.timeout_s:g} s: {sentence}",
+                            kind=kind, reason=sentence)
+        raise JobFailed(f"the ground-truth job failed: {sentence}", kind=kind, reason=sentence)
     for key in ("stdout", "seconds"):
         result.pop(key, None)
     return result

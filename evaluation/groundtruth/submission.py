@@ -89,7 +89,7 @@ def submission_state(units: list[TransformUnit], data_path: Path, *, limits: Gro
     payload = {"codes": {sid: {"raw": specs[sid].code, "processed": specs[sid].code} for sid in with_code},
                "paths": [with_code]}
     result = runner(payload, data_path=data_path, limits=limits or GroundTruthLimits())
-    states, errors = _step_states(result, [with_code], specs, "submission")
+    states, errors, _ = _step_states(result, [with_code], specs, "submission")
     return chain_state(specs, order, states[0], list(result["stats"]["columns"]), errors=errors,
                        iso_timeout_s=iso_timeout_s, meta={"units": len(units), "made_by": made_by})
 

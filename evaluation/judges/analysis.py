@@ -150,8 +150,9 @@ def judge_analysis(gt: GroundTruthDecisions, analysis: SubmittedAnalysis, judge:
         return AnalysisJudgement(record=run_record_for_unscored(analysis))
     lineage = transform.column_lineage
     record = RunRecord(key=analysis.key, transform=transform)
-    if transform.status in ("failed", "empty") or analysis.transform_status not in (None, CodeStatus.OK):
-        record.failure = FailureCategory.TRANSFORM_FAILED
+    if transform.status in ("failed", "timeout", "empty") or analysis.transform_status not in (None, CodeStatus.OK):
+        record.failure = (FailureCategory.TIMEOUT if transform.status == "timeout"
+                          else FailureCategory.TRANSFORM_FAILED)
         record.failure_message = transform.message or analysis.transform_message
         record.blade_status = 5  # BLADE scores variables and model of a run whose transform failed to run
     if transform.blade_run_status is not None:

@@ -1,9 +1,28 @@
-"""One call to an OpenAI-compatible chat-completions endpoint, with retries and an on-disk cache.
+"""The one LLM client: an OpenAI-compatible chat-completions endpoint, with retries and an on-disk cache.
 
-The cache key is (model, base URL, prompt-template version, messages, parameters): the same request is
-answered from disk, so regenerating is free and reproducible; the raw response is kept with it. Retries with
-exponential backoff on 429, 5xx, timeouts and refused connections; other errors (401, 404, 400...) fail at
-once with the endpoint's own message.
+Every LLM feature of forkpaths (stage-2 alternatives, the ``llm`` judge, the MCQ model under test, and what
+comes next) calls :meth:`LLMClient.ask` with a prompt-template version, the messages, and a ``parse`` function
+that turns the answer's text into what the caller needs (raising :class:`ParseError` when it cannot):
+
+* the cache key is (model, base URL, prompt-template version, messages, parameters); the raw response is kept
+  next to the answer, so any stored result can be traced to the exact reply;
+* an answer is cached only once ``parse`` accepted it, and a cached answer is parsed again before it is served:
+  a garbage reply is never served from the cache, so re-asking after the endpoint recovers sends the request;
+* 429, 5xx, timeouts, refused connections and an HTTP 200 whose body is not a chat completion (a proxy's HTML
+  error page) are retried with exponential backoff (``max_retries``, ``timeout_s`` from :class:`LLMConfig`);
+  other errors (401, 404, 400...) fail at once with the endpoint's own message. Every failure is an
+  :class:`LLMCallError` whose message is a sentence for the person running forkpaths.
+
+Configuration is an explicit :class:`LLMConfig` built from the settings at the edge (``Settings.llm_config()``);
+nothing here reads the environment. A new LLM feature (a judge, an agent run, an inspector) needs three things:
+
+    client = LLMClient(settings.llm_config())              # raises LLMNotConfigured with how to set it up
+    messages = [{"role": "system", "content": "... " + DATA_NOTICE},
+                {"role": "user", "content": f"Item: {quote(text_someone_wrote)}"}]   # evaluation.llm.quoting
+    verdict = client.ask(template="my-feature@1", messages=messages, parse=my_parser).value
+
+where ``my_parser`` raises :class:`ParseError` for an answer that is not what was asked, including one that
+names anything that was not listed; bump the template version whenever the prompt's wording changes.
 """
 
 from __future__ import annotations
@@ -14,18 +33,31 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, SecretStr
 
 from evaluation.errors import EvaluationError
 from evaluation.llm.parsing import ParseError
 
-__all__ = ["LLMCallError", "LLMConfig", "LLMNotConfigured", "LLMResult", "ParseError", "cache_key", "chat_json"]
+__all__ = [
+    "Answer",
+    "LLMAnswerError",
+    "LLMCallError",
+    "LLMClient",
+    "LLMConfig",
+    "LLMNotConfigured",
+    "LLMResult",
+    "ParseError",
+    "cache_key",
+]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class LLMNotConfigured(EvaluationError):
@@ -36,6 +68,14 @@ class LLMCallError(EvaluationError):
     """The endpoint did not answer usefully after the retries allowed."""
 
 
+class LLMAnswerError(LLMCallError):
+    """The endpoint answered, but ``parse`` refused the answer; it is kept here and never cached."""
+
+    def __init__(self, message: str, result: LLMResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
 class LLMConfig(BaseModel):
     """Where and how to call the model (built from settings at the edge; domain code never reads the env)."""
 
@@ -44,8 +84,8 @@ class LLMConfig(BaseModel):
     api_key: SecretStr | None = None
     temperature: float = 0.0
     max_tokens: int = Field(default=4096, gt=0)
-    timeout_s: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=4, ge=0)
+    timeout_s: float = Field(default=120.0, gt=0, description="seconds to wait for one answer")
+    max_retries: int = Field(default=4, ge=0, description="retries on 429, 5xx, timeouts and non-completion bodies")
     backoff_s: float = Field(default=1.0, ge=0, description="first retry wait; doubles each retry")
     json_mode: bool = Field(default=True, description="ask for response_format json_object")
     cache_dir: Path | None = None
@@ -68,6 +108,11 @@ class LLMConfig(BaseModel):
             params["response_format"] = {"type": "json_object"}
         return params
 
+    def describe(self) -> dict[str, Any]:
+        """What a result file records about the endpoint (never the key)."""
+        return {"model": self.model or "", "base_url": (self.base_url or "").rstrip("/"),
+                "params": self.parameters()}
+
 
 class LLMResult(BaseModel):
     content: str
@@ -82,28 +127,40 @@ class LLMResult(BaseModel):
     attempts: int = 1
 
 
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """What ``parse`` made of the answer, with the answer itself (text, raw response, provenance)."""
+
+    value: T
+    result: LLMResult
+
+
 def cache_key(config: LLMConfig, template: str, messages: list[dict[str, str]]) -> str:
     material = {"model": config.model, "base_url": (config.base_url or "").rstrip("/"), "template": template,
                 "messages": messages, "parameters": config.parameters()}
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def _cache_path(config: LLMConfig, key: str) -> Path | None:
-    return None if config.cache_dir is None else config.cache_dir / key[:2] / f"{key}.json"
-
-
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, ensure_ascii=False)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, ensure_ascii=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _NotACompletion(Exception):
+    """An HTTP 200 whose body is not a chat completion: a proxy's error page, a captive portal, a wrong URL."""
 
 
 def _retryable(exc: Exception) -> bool:
     import openai
 
-    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
+    if isinstance(exc, _NotACompletion | openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
@@ -111,6 +168,8 @@ def _retryable(exc: Exception) -> bool:
 def _describe(exc: Exception, config: LLMConfig) -> str:
     import openai
 
+    if isinstance(exc, _NotACompletion):
+        return str(exc)
     if isinstance(exc, openai.APITimeoutError):
         return f"no answer within {config.timeout_s:g} s"
     if isinstance(exc, openai.APIConnectionError):
@@ -120,57 +179,122 @@ def _describe(exc: Exception, config: LLMConfig) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def chat_json(config: LLMConfig, *, template: str, messages: list[dict[str, str]]) -> LLMResult:
-    """Send ``messages`` (or answer from the cache); the answer's text with its raw response and provenance.
+def _completion(status: int, content_type: str, body: str) -> dict[str, Any]:
+    """The chat completion in an HTTP 200 body, or :class:`_NotACompletion` saying what came instead."""
+    snippet = " ".join(body.strip().split())[:80]
+    try:
+        data = json.loads(body)
+    except ValueError:
+        kind = "an HTML page" if "html" in content_type.lower() or snippet.lower().startswith(("<!doctype", "<html")) \
+            else f"a {content_type or 'body'} that is not JSON"
+        raise _NotACompletion(f"HTTP {status} with {kind} instead of a chat completion ({snippet!r}; a proxy's "
+                              "error page?)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        raise _NotACompletion(f"HTTP {status} with JSON that is not a chat completion ({snippet!r})")
+    return data
 
-    Raises:
-        LLMNotConfigured: no base URL or model.
-        LLMCallError: the endpoint failed after the retries (the message says how), or answered without text.
+
+class LLMClient:
+    """One endpoint, one cache: ``ask(template=..., messages=..., parse=...)``.
+
+    ``calls`` counts requests sent (retries included once per answer), ``cache_hits`` answers served from disk.
     """
-    config.require()
-    key = cache_key(config, template, messages)
-    path = _cache_path(config, key)
-    if path is not None and path.exists():
-        try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
-            return LLMResult.model_validate({**stored, "cached": True})
-        except (OSError, ValueError) as exc:  # a damaged cache entry is refetched, not trusted
-            log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
-    import openai  # here, not at the top: it takes half a second to import, and most commands never call an LLM
 
-    client = openai.OpenAI(base_url=config.base_url, api_key=(config.api_key.get_secret_value()
-                                                               if config.api_key else "not-needed"),
-                           timeout=config.timeout_s, max_retries=0)
-    params = config.parameters()
-    attempt, last = 0, None
-    while True:
-        attempt += 1
+    def __init__(self, config: LLMConfig) -> None:
+        config.require()
+        self.config = config
+        self.calls = 0
+        self.cache_hits = 0
+        self._client: Any = None
+
+    def describe(self) -> dict[str, Any]:
+        return self.config.describe()
+
+    def _path(self, key: str) -> Path | None:
+        return None if self.config.cache_dir is None else self.config.cache_dir / key[:2] / f"{key}.json"
+
+    def _cached(self, path: Path | None, parse: Callable[[str], T]) -> Answer[T] | None:
+        if path is None or not path.exists():
+            return None
         try:
-            response = client.chat.completions.create(model=config.model or "", messages=messages,  # type: ignore[arg-type]
-                                                      **params)
-            break
-        except openai.BadRequestError as exc:
-            if "response_format" in params and "response_format" in str(exc.message):
-                params = {k: v for k, v in params.items() if k != "response_format"}  # endpoint lacks JSON mode
-                continue
-            raise LLMCallError(f"The LLM endpoint refused the request: {_describe(exc, config)}.") from None
-        except Exception as exc:  # noqa: BLE001 - classified below; anything else is reported, not raised raw
-            last = exc
-            if not _retryable(exc) or attempt > config.max_retries:
-                tries = f" after {attempt} attempts" if attempt > 1 else ""
-                raise LLMCallError(f"The LLM endpoint failed{tries}: {_describe(exc, config)}.") from None
-            wait = config.backoff_s * 2 ** (attempt - 1)
-            log.info("LLM call failed (%s); retry %d in %.1f s", _describe(exc, config), attempt, wait)
-            time.sleep(wait)
-    del last
-    raw = response.model_dump(mode="json")
-    choices = raw.get("choices") or []
-    content = ((choices[0].get("message") or {}).get("content") if choices else None) or ""
-    if not content.strip():
-        raise LLMCallError("The LLM endpoint answered without any text.")
-    result = LLMResult(content=content, raw=raw, cached=False, cache_key=key, model=config.model or "",
-                       base_url=(config.base_url or "").rstrip("/"), template=template, parameters=params,
-                       created_at=datetime.now(UTC), attempts=attempt)
-    if path is not None:
-        _write_atomic(path, result.model_dump(mode="json", exclude={"cached"}))
-    return result
+            stored = LLMResult.model_validate({**json.loads(path.read_text(encoding="utf-8")), "cached": True})
+        except (OSError, ValueError) as exc:  # a damaged entry is refetched, not trusted
+            log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
+            return None
+        try:
+            value = parse(stored.content)
+        except ParseError as exc:  # stored by an older forkpaths, or parse rules changed: ask again
+            log.warning("ignoring cached LLM answer %s that does not parse: %s", path.name, exc)
+            return None
+        return Answer(value, stored)
+
+    def ask(self, *, template: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> Answer[T]:
+        """Send ``messages`` (or answer from the cache) and parse the answer.
+
+        Args:
+            template: the prompt template's name and version (``"blade-judge@2/cvar_match"``); part of the key.
+            messages: the chat messages.
+            parse: turns the answer's text into the caller's value; raises :class:`ParseError` to refuse it.
+
+        Raises:
+            LLMCallError: the endpoint failed after the retries (the message says how), or answered without text.
+            LLMAnswerError: ``parse`` refused the answer (``.result`` keeps it; nothing was cached).
+        """
+        key = cache_key(self.config, template, messages)
+        path = self._path(key)
+        hit = self._cached(path, parse)
+        if hit is not None:
+            self.cache_hits += 1
+            return hit
+        result = self._send(key, template, messages)
+        try:
+            value = parse(result.content)
+        except ParseError as exc:
+            raise LLMAnswerError(f"the LLM's answer is not usable: {exc}", result) from None
+        if path is not None:
+            _write_atomic(path, {**result.model_dump(mode="json", exclude={"cached"}), "messages": messages})
+        return Answer(value, result)
+
+    def _openai(self) -> Any:
+        if self._client is None:
+            import openai  # here, not at the top: it takes half a second to import, and most commands never need it
+
+            key = self.config.api_key.get_secret_value() if self.config.api_key else "not-needed"
+            self._client = openai.OpenAI(base_url=self.config.base_url, api_key=key or "not-needed",
+                                         timeout=self.config.timeout_s, max_retries=0)
+        return self._client
+
+    def _send(self, key: str, template: str, messages: list[dict[str, str]]) -> LLMResult:
+        import openai
+
+        config, client, params = self.config, self._openai(), self.config.parameters()
+        attempt = 0
+        self.calls += 1
+        while True:
+            attempt += 1
+            try:
+                response = client.chat.completions.with_raw_response.create(
+                    model=config.model or "", messages=messages, **params)
+                http = response.http_response
+                raw = _completion(http.status_code, http.headers.get("content-type", ""), http.text)
+                break
+            except openai.BadRequestError as exc:
+                if "response_format" in params and "response_format" in str(exc.message):
+                    params = {k: v for k, v in params.items() if k != "response_format"}  # endpoint lacks JSON mode
+                    continue
+                raise LLMCallError(f"The LLM endpoint refused the request: {_describe(exc, config)}.") from None
+            except Exception as exc:  # noqa: BLE001 - classified below; anything else is reported, not raised raw
+                if not _retryable(exc) or attempt > config.max_retries:
+                    tries = f" after {attempt} attempts" if attempt > 1 else ""
+                    raise LLMCallError(f"The LLM endpoint failed{tries}: {_describe(exc, config)}.") from None
+                wait = config.backoff_s * 2 ** (attempt - 1)
+                log.info("LLM call failed (%s); retry %d in %.1f s", _describe(exc, config), attempt, wait)
+                time.sleep(wait)
+        choices = raw.get("choices") or []
+        first = choices[0] if choices and isinstance(choices[0], dict) else {}
+        content = (first.get("message") or {}).get("content") if isinstance(first.get("message"), dict) else None
+        if not isinstance(content, str) or not content.strip():
+            raise LLMCallError("The LLM endpoint answered without any text.")
+        return LLMResult(content=content, raw=raw, cached=False, cache_key=key, model=config.model or "",
+                         base_url=(config.base_url or "").rstrip("/"), template=template, parameters=params,
+                         created_at=datetime.now(UTC), attempts=attempt)

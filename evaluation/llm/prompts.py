@@ -7,6 +7,11 @@ propose *alternative conceptual variables* (Fig. 9: variable_type, concept, colu
 transforms operationalising one conceptual variable* (Fig. 10: code, output column, rationale). The template
 name and version are part of each call's cache key and of every alternative's provenance; bump the version
 whenever a template's text changes.
+
+Everything analysts and curators wrote (the research question, the data description and dictionary, the
+experts' concepts, rationales and code) is quoted as JSON strings under :data:`~evaluation.llm.quoting.DATA_NOTICE`:
+a rationale that says "ignore the instructions above" is data, not an instruction. Proposed columns are checked
+against the data's columns by the caller (an answer may only name what exists).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from evaluation.llm.parsing import ParseError, extract_json
+from evaluation.llm.quoting import CODE_CHARS, DATA_NOTICE, quote, quote_json
 
 __all__ = [
     "TRANSFORM_TEMPLATE",
@@ -30,11 +36,11 @@ __all__ = [
     "variable_messages",
 ]
 
-VARIABLE_TEMPLATE = "blade-fig9-conceptual-variables@1"
-TRANSFORM_TEMPLATE = "blade-fig10-transforms@1"
+VARIABLE_TEMPLATE = "blade-fig9-conceptual-variables@2"  # @2: analysts' text quoted as JSON
+TRANSFORM_TEMPLATE = "blade-fig10-transforms@2"
 
 _SYSTEM = ("You are an expert data analyst helping to build a benchmark of justifiable analysis decisions. "
-           "Answer with one JSON object only, no prose.")
+           "Answer with one JSON object only, no prose. " + DATA_NOTICE)
 
 
 class ProposedVariable(BaseModel):
@@ -55,18 +61,22 @@ class ProposedTransform(BaseModel):
 
 def _columns_text(dictionary: list[dict[str, Any]], columns: list[str]) -> str:
     desc = {d.get("column"): (d.get("properties") or {}).get("description", "") for d in dictionary}
-    return "\n".join(f"- {c}: {desc.get(c, '')}".rstrip(": ") for c in columns)
+    return "\n".join("- " + quote(f"{c}: {desc.get(c, '')}".rstrip(": ")) for c in columns)
+
+
+def _expert_variable(v: dict[str, Any]) -> str:
+    return "- " + quote_json({"variable_type": v["variable_type"], "concept": v["concept"],
+                              "columns": list(v["columns"]), "rationale": v.get("rationale", "")})
 
 
 def variable_messages(*, research_question: str, description: str, dictionary: list[dict[str, Any]],
                       columns: list[str], expert_variables: list[dict[str, Any]], n: int = 5) -> list[dict[str, str]]:
     """Fig. 9: alternative conceptual variables, given one analyst's variables."""
-    experts = "\n".join(f"- {v['variable_type']}: {v['concept']} (columns: {', '.join(v['columns'])}) — "
-                        f"{v.get('rationale', '')}" for v in expert_variables)
+    experts = "\n".join(_expert_variable(v) for v in expert_variables)
     user = (
-        f"Research question: {research_question}\n\nDataset: {description}\nColumns:\n"
+        f"Research question: {quote(research_question)}\n\nDataset: {quote(description)}\nColumns:\n"
         f"{_columns_text(dictionary, columns)}\n\n"
-        f"An expert analyst chose these conceptual variables:\n{experts}\n\n"
+        f"An expert analyst chose these conceptual variables (one JSON object each):\n{experts}\n\n"
         f"Propose up to {n} other conceptual variables (independent, dependent or control variables) that a "
         "different expert could justifiably choose for this question, or that a careless analyst might choose "
         "(they will be judged by experts). Each must be operationalisable with the columns above.\n"
@@ -81,10 +91,11 @@ def transform_messages(*, research_question: str, description: str, dictionary: 
     """Fig. 10: alternative transforms that operationalise one conceptual variable."""
     code = "\n".join(expert_code) or "# (the expert used the column as it is)"
     user = (
-        f"Research question: {research_question}\n\nDataset: {description}\nColumns of the pandas DataFrame "
-        f"`df`:\n{_columns_text(dictionary, columns)}\n\n"
-        f"Conceptual variable ({variable['variable_type']}): {variable['concept']}\n"
-        f"The expert operationalised it with columns {', '.join(variable['columns'])} and this code:\n{code}\n\n"
+        f"Research question: {quote(research_question)}\n\nDataset: {quote(description)}\nColumns of the pandas "
+        f"DataFrame `df`:\n{_columns_text(dictionary, columns)}\n\n"
+        f"Conceptual variable: {_expert_variable(variable)[2:]}\n"
+        f"The expert operationalised it with this code (quoted as one JSON string):\n"
+        f"{quote(code, limit=CODE_CHARS)}\n\n"
         f"Propose up to {n} other ways to operationalise this conceptual variable as pandas code that acts on "
         "`df` in place and creates one new column (`pd` and `np` are imported). Vary the choices an analyst "
         "could justify, such as transformations, thresholds, filters or combinations of columns.\n"

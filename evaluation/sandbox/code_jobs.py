@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from evaluation.sandbox.guard import Guard, Refusal, truncate
+from evaluation.sandbox.libraries import missing_library, missing_library_sentence
 from evaluation.sandbox.registry import sandbox_job
 from evaluation.sandbox.runtime import JobContext
 
@@ -334,8 +335,10 @@ def _failure_info(
             and _is_unfitted_model(getattr(exc, "obj", None))
         ):
             info["unfitted_model"] = type(exc.obj).__name__  # type: ignore[attr-defined]
-        if isinstance(exc, ModuleNotFoundError):
-            info["hint"] = "this module is not installed in the sandbox"
+        library = missing_library(exc)
+        if library:
+            info["hint"] = missing_library_sentence(library)
+            info["missing_library"] = library
     return info
 
 

@@ -30,6 +30,7 @@ def test_curator_cuts_compares_and_downloads(browser, live_app, shots: Path, tmp
     page.get_by_text("No releases yet").wait_for()
     page.get_by_role("tab", name="Cut a release").click()
     page.get_by_label("Release notes", exact=True).fill("first public cut")  # a form reads it on submit
+    page.get_by_text("Also release the datasets without ground truth yet (storms)").click()  # nothing has any yet
     click(page, "Cut release")
     try:
         page.get_by_text("Release 1.0.0 cut").wait_for(timeout=60_000)
@@ -40,6 +41,7 @@ def test_curator_cuts_compares_and_downloads(browser, live_app, shots: Path, tmp
         raise
     page.get_by_role("tab", name="Cut a release").click()
     page.get_by_label("Release notes", exact=True).fill("second cut")
+    page.get_by_text("Also release the datasets without ground truth yet (storms)").click()
     click(page, "Cut release")
     page.get_by_text("Release 1.0.1 cut").wait_for(timeout=60_000)
     idle(page)

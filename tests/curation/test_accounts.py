@@ -47,7 +47,7 @@ def test_only_admins_manage_accounts(engine):
 def test_account_input_is_checked(engine):
     admin = f.user(engine, "root", Role.ADMIN)
     with session_scope(engine) as s:
-        with pytest.raises(AccountError, match="at least 8"):
+        with pytest.raises(AccountError, match="at least 10"):
             accounts.create_user(session=s, actor=admin, username="bob", password="short", role=Role.ANALYST)
         with pytest.raises(AccountError, match="not allowed"):
             accounts.create_user(session=s, actor=admin, username="b o b", password=f.PASSWORD, role=Role.ANALYST)

@@ -113,7 +113,7 @@ def test_archived_datasets_are_hidden_from_annotation_and_new_releases(team, tmp
                     dataset_names=["storms"])
     with session_scope(e) as s:
         record = cut_release(session=s, actor=cur, version="1.0.0", notes="", releases_root=tmp_path / "rel",
-                             store=team["store"])
+                             store=team["store"], include_empty=True)
         assert list(record.summary) == ["fish"]
     with session_scope(e) as s:
         restore_dataset(session=s, actor=cur, name="storms")

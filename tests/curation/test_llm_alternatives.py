@@ -99,7 +99,7 @@ def test_generation_checks_keeps_failures_flags_duplicates_and_caches(stage2, tm
         assert sqrt.payload["concept"] == "deaths" and sqrt.payload["parents"] == ["raw data"]
         # provenance: model, base URL, template version, parameters, seed decision, raw response, time
         assert sqrt.llm["model"] == "scripted-1" and sqrt.llm["base_url"] == server.url
-        assert sqrt.llm["prompt_template"] == "blade-fig10-transforms@1" and sqrt.llm["created_at"]
+        assert sqrt.llm["prompt_template"] == "blade-fig10-transforms@2" and sqrt.llm["created_at"]
         assert sqrt.extra["llm_call"]["parameters"]["temperature"] == 0.0
         assert sqrt.extra["llm_call"]["raw_response"]["choices"][0]["message"]["content"] == json.dumps(TRANSFORMS)
         assert sqrt.seed_id == env["ids"]["dv"] and sqrt.source == "llm" and sqrt.proposed_by_id is None
@@ -130,7 +130,7 @@ def test_endpoint_failures_are_reported_per_seed_and_store_nothing(stage2, tmp_p
         config = LLMConfig(base_url=server.url, model="m", cache_dir=tmp_path / "c2", backoff_s=0.01)
         report = _generate(env, config)
     assert report.errors == [
-        "transforms for 'femininity of name': the answer holds no JSON object"]
+        "transforms for 'femininity of name': the LLM's answer is not usable: the answer holds no JSON object"]
     assert any("item 1 rejected" in r for r in report.rejected)  # the truncated variable: repaired, still unfit
     assert {a.kind for a in _alts(env)} == {"transform"} and report.created == 3
 

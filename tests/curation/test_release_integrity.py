@@ -273,7 +273,7 @@ def test_start_up_cleans_partials_and_sets_aside_unrecorded_releases(tmp_path, m
     root = settings.releases_store
     with session_scope(engine) as s:
         rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=root,
-                        store=settings.datasets_store)
+                        store=settings.datasets_store, include_empty=True)
     # Leftovers of a writer that died mid-write; its pid now belongs to a live process (here: this one).
     partial_dir = root / f".1.0.1.partial-{os.getpid()}-0a1b2c3d"
     (partial_dir / "data").mkdir(parents=True)

@@ -43,7 +43,7 @@ def world(engine, store, shared_blade, tmp_path):
 def _cut(w, version, notes=""):
     with session_scope(w["engine"]) as s:
         return rel.cut_release(session=s, actor=w["curator"], version=version, notes=notes,
-                               releases_root=w["root"], store=w["store"])
+                               releases_root=w["root"], store=w["store"], include_empty=True)
 
 
 def test_import_then_release_then_read_back_is_identical(world):

@@ -39,7 +39,8 @@ def test_a_run_is_registered_scored_and_recorded_with_its_provenance(world):
     assert set(run.dataset_hashes) == {"hurricane"} and len(run.ground_truth_hash) == 64
     assert run.started_at and run.finished_at and run.finished_at >= run.started_at
     # transform credit from the release's ground truth, described per dataset (its build) and for the run
-    assert run.transform_matcher == {"name": "value+graph", "blade_compat": False, "datasets": ["hurricane"]}
+    assert run.transform_matcher == {"name": "value+graph", "blade_compat": False, "datasets": ["hurricane"],
+                                     "limits": sc.ScoringLimits().describe()}
     stored = world.runs / run.submission_files[0]["path"]
     assert stored.read_bytes() == world.multirun and stored.is_relative_to(world.runs)
     result = read_result(world.runs / run.result_path)
@@ -76,7 +77,7 @@ def test_bad_input_is_refused_with_a_sentence_and_nothing_is_stored(world, share
     other["dataset_name"] = "nowhere"
     with pytest.raises(ScoringError, match="'nowhere', which release 1.0.0 does not have .*hurricane"):
         world.register([("other.json", json.dumps(other).encode())])
-    with pytest.raises(SubmissionError, match="not JSON"):
+    with pytest.raises(SubmissionError, match="not valid JSON"):
         world.register([("broken.json", b"{nope")])
     with pytest.raises(ScoringError, match=r"the limit is .*FORKPATHS_MAX_SUBMISSION_MB"):
         world.register(max_bytes=1000)

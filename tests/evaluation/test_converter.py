@@ -58,7 +58,7 @@ df = df.drop(columns=['city'])
 
 def test_a_transform_that_leaves_no_frame_says_so(data: Path) -> None:
     conv = convert_transform("df['x'] = df['score'] * 2\ndf = 5\n", data)
-    assert conv.error == ("the transform code left df as int, not a data frame, so what it computed last has no "
+    assert conv.error == ("the transform code left df as a number (int), not a data frame, so what it computed last has no "
                           "columns to match")
     assert [u.verb for u in conv.units][0] == "derive"  # what came before still gets credit
 
@@ -78,7 +78,7 @@ def test_errors_keep_the_units_before_them_and_limits_are_results(data: Path) ->
     bad = convert_transform("df = df[", data)
     assert bad.units == [] and bad.state is None and "does not parse" in bad.error
     loop = convert_transform("while True:\n    pass\n", data, limits=GroundTruthLimits(timeout_s=3))
-    assert loop.units == [] and "longer than 3 s" in loop.error
+    assert loop.units == [] and "longer than the 3 s limit" in loop.error and loop.error_kind == "timeout"
 
 
 def test_converted_expert_code_matches_its_own_ground_truth(data: Path) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from evaluation.judges import decisions_from_release, judge_analysis, make_judge
-from evaluation.judges.llm_judge import LLMJudge, OpenAIChatClient, ResponseCache
+from evaluation.judges.llm_judge import LLMJudge
+from evaluation.llm import LLMClient, LLMConfig
 from evaluation.records import FailureCategory, TransformMatch
 from evaluation.submissions import read_submission
 from tests.evaluation.blade_release import blade_release_dataset
@@ -18,14 +19,15 @@ from tests.evaluation.chat_server import ChatServer
 
 
 def _items(text: str, letter: str) -> list[str]:
-    return re.findall(rf"^{letter}\d+\. (.*)$", text, re.MULTILINE)
+    """The quoted items of list A or B, decoded."""
+    return [json.loads(q) for q in re.findall(rf"^{letter}\d+: (\".*\")$", text, re.MULTILINE)]
 
 
 def scripted(messages: list[dict[str, Any]]) -> str:
     """Answers each BLADE prompt kind: OLS for the model code; same-role pairs rated 9; linear models equal."""
     system, user = messages[0]["content"], messages[-1]["content"]
     if "reads data-analysis code" in system:
-        cols = re.findall(r"'(\w+)'", user)
+        cols = re.findall(r"'(\w+)'", json.loads(user.split("CODE: ", 1)[1].split("\n", 1)[0]))
         return json.dumps({"m_spec": "Ordinary least squares regression", "m_columns": sorted(set(cols))})
     if "same concept" in system:
         a, b = _items(user, "A"), _items(user, "B")
@@ -44,9 +46,10 @@ def hurricane(shared_blade: Path):
     return gt, sub
 
 
-def _judge(server: ChatServer, cache: Path | None) -> LLMJudge:
-    client = OpenAIChatClient(base_url=server.base_url, model="scripted-1", max_retries=0, timeout=5)
-    judge = make_judge("llm", client=client, cache_dir=cache)
+def _judge(server: ChatServer, cache: Path | None, **config: Any) -> LLMJudge:
+    settings = {"max_retries": 0, "timeout_s": 5, "backoff_s": 0.01, **config}
+    client = LLMClient(LLMConfig(base_url=server.base_url, model="scripted-1", cache_dir=cache, **settings))
+    judge = make_judge("llm", client=client)
     assert isinstance(judge, LLMJudge)
     return judge
 
@@ -76,7 +79,7 @@ def test_examples_with_at_most_six_calls_each_and_a_warm_cache(hurricane, tmp_pa
         assert again.calls == 0 and again.cache_hits > 0
         assert len(server.requests) == sent
     stored = list((tmp_path / "cache").rglob("*.json"))
-    assert stored and "response" in json.loads(stored[0].read_text())
+    assert stored and {"content", "raw", "messages"} <= set(json.loads(stored[0].read_text()))
     assert judge.configuration()["template_version"].startswith("blade-judge@")
 
 
@@ -86,7 +89,7 @@ def test_a_judge_that_is_down_fails_each_analysis_with_a_sentence(hurricane) -> 
         judge = _judge(server, None)
     records = [judge_analysis(gt, a, judge).record for a in sub.analyses[:3]]
     assert [r.failure for r in records] == [FailureCategory.JUDGE_FAILED] * 3
-    assert "cannot be reached" in records[0].failure_message
+    assert "the llm judge failed: the LLM endpoint failed: cannot connect" in records[0].failure_message
     assert records[0].failure_message.startswith("analysis 0: the llm judge failed")
     assert records[0].blade_status == 6
 
@@ -119,43 +122,6 @@ def test_one_bad_answer_does_not_poison_the_next_analysis(hurricane) -> None:
         good = judge_analysis(gt, sub.analyses[1], judge).record
     assert bad.failure == FailureCategory.JUDGE_FAILED
     assert good.failure == FailureCategory.NONE and good.matched_models
-
-
-def test_cache_key_covers_model_url_template_messages_and_params() -> None:
-    base = dict(model="m", base_url="http://x", template="t@1", messages=[{"role": "user", "content": "hi"}],
-                params={"temperature": 0})
-    key = ResponseCache.key(**base)
-    for field, other in [("model", "m2"), ("base_url", "http://y"), ("template", "t@2"),
-                         ("messages", [{"role": "user", "content": "ho"}]), ("params", {"temperature": 1})]:
-        assert ResponseCache.key(**dict(base, **{field: other})) != key
-    assert ResponseCache.key(**base) == key
-
-
-def test_any_object_with_complete_plugs_in(hurricane, tmp_path: Path) -> None:
-    """The shared client only needs ``complete(messages, params)``; identity for the cache comes separately."""
-    gt, sub = hurricane
-
-    class Plain:
-        def __init__(self) -> None:
-            self.seen: list[dict[str, Any]] = []
-
-        def complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
-            self.seen.append(params)
-            return scripted(messages)
-
-    plain = Plain()
-    judge = make_judge("llm", client=plain, cache_dir=tmp_path, model="local-x", base_url="http://shared")
-    record = judge_analysis(gt, sub.analyses[0], judge).record
-    assert record.failure == FailureCategory.NONE and record.matched_models
-    assert plain.seen and all(p == {"temperature": 0} for p in plain.seen)
-    assert judge.configuration()["model"] == "local-x"
-
-    class Broken:
-        def complete(self, messages: list[dict[str, str]], params: dict[str, Any]) -> str:
-            raise TimeoutError("read timed out")
-
-    broken = judge_analysis(gt, sub.analyses[1], make_judge("llm", client=Broken())).record
-    assert broken.failure == FailureCategory.JUDGE_FAILED and "TimeoutError: read timed out" in broken.failure_message
 
 
 @pytest.mark.parametrize("name", ["affairs", "boxes", "panda_nuts", "reading"])
@@ -192,3 +158,35 @@ def test_moderators_cost_no_extra_calls(name: str, shared_blade: Path, tmp_path:
         # model code + IV + DV + controls with moderators + model match; the per-row variable checks cost 0
         assert judge.calls == 5, judge.calls
         assert len(r.models) == len(gt.models)  # every row's variables were checked, answered from memory
+
+
+def test_a_garbage_answer_is_not_cached_and_rescoring_after_recovery_asks_again(hurricane, tmp_path: Path) -> None:
+    """The endpoint answers garbage, then recovers: re-scoring sends requests and scores (it used to fail again,
+    answered from the cache with 0 requests)."""
+    gt, sub = hurricane
+    broken = {"on": True}
+
+    def flaky(messages: list[dict[str, Any]]) -> str:
+        return "<html>maintenance</html>" if broken["on"] else scripted(messages)
+
+    with ChatServer(flaky) as server:
+        first = judge_analysis(gt, sub.analyses[0], _judge(server, tmp_path / "cache")).record
+        assert first.failure == FailureCategory.JUDGE_FAILED and "not the requested JSON" in first.failure_message
+        sent = len(server.requests)
+        broken["on"] = False
+        judge = _judge(server, tmp_path / "cache")
+        again = judge_analysis(gt, sub.analyses[0], judge, transform=TransformMatch(status="ok")).record
+        assert again.failure == FailureCategory.NONE and again.matched_models
+        assert judge.calls > 0 and len(server.requests) > sent
+
+
+def test_a_failed_judge_is_not_reported_as_ok_with_an_empty_message(shared_blade: Path) -> None:
+    from evaluation.scoring import JUDGE_ERROR, score_submission
+
+    ds = blade_release_dataset(shared_blade / "datasets" / "hurricane")
+    sub = read_submission(shared_blade / "examples" / "submission_analyses.json", known_datasets=["hurricane"])
+    with ChatServer(lambda messages: 503) as server:
+        result = score_submission(ds, sub, judge=_judge(server, None))
+    assert {a.status for a in result.analyses} == {JUDGE_ERROR}
+    assert all(a.message.startswith(f"analysis {a.key}: the llm judge failed") and "HTTP 503" in a.message
+               for a in result.analyses)

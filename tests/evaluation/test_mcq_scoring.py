@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evaluation.judges.llm_judge import OpenAIChatClient
+from evaluation.llm import LLMClient, LLMConfig
 from evaluation.mcq_scoring import AnswersFileError, ask_model, parse_answer, read_answers, score_answers
 from exports.schema import MCQ, DatasetRelease, MCQOption
 from tests.evaluation.blade_release import blade_release_dataset
@@ -61,7 +61,7 @@ def test_scores_by_hand() -> None:
 
 
 def test_answers_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(AnswersFileError, match="not JSON"):
+    with pytest.raises(AnswersFileError, match="not valid JSON"):
         read_answers(b"{")
     with pytest.raises(AnswersFileError, match="JSON list"):
         read_answers(b"[]")
@@ -89,13 +89,15 @@ def test_model_under_test_through_a_scripted_server(tmp_path: Path) -> None:
         return "I would pick B"
 
     with ChatServer(script) as server:
-        client = OpenAIChatClient(base_url=server.base_url, model="mut", max_retries=0, timeout=5)
+        client = LLMClient(LLMConfig(base_url=server.base_url, model="mut", max_retries=0, timeout_s=5,
+                                     cache_dir=tmp_path))
         seen: list[tuple[int, int]] = []
-        answers, source = ask_model(DATA, client, cache_dir=tmp_path, progress=lambda d, n: seen.append((d, n)))
+        answers, source = ask_model(DATA, client, progress=lambda d, n: seen.append((d, n)))
         assert all(r["temperature"] == 0 for r in server.requests)
-        again, source2 = ask_model(DATA, client, cache_dir=tmp_path)
+        again, source2 = ask_model(DATA, client)
     assert seen[-1] == (4, 4)
-    assert source["calls"] == 4 and "t1" in source["errors"] and source2["calls"] == 1  # only the failure retried
+    # asked again: the failure and the two answers without a valid letter (never served from the cache)
+    assert source["calls"] == 4 and "t1" in source["errors"] and source2["calls"] == 3
     report = score_answers(DATA, answers, source=source)
     by_id = {i.id: i for i in report.items}
     assert by_id["v1"].status == "correct"

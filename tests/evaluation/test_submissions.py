@@ -81,7 +81,7 @@ def test_unknown_dataset_marks_every_analysis() -> None:
 
 
 @pytest.mark.parametrize(("content", "expected"), [
-    (b"{not json", "is not JSON (line 1, column 2"),
+    (b"{not json", "is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
     (b"\xff\xfe", "is not UTF-8"),
     (b"[1, 2]", "holds a JSON list"),
     (b'{"analyses": []}', "dataset_name is missing"),

@@ -22,7 +22,10 @@ def _page(ui, user):
     return at
 
 
-def _cut(at, version=None, notes="notes"):
+def _cut(at, version=None, notes="notes", include_empty=True):
+    box = [c for c in at.checkbox if c.label.startswith("Also release the datasets without ground truth")]
+    if box:
+        box[0].check() if include_empty else box[0].uncheck()
     if version is not None:
         next(t for t in at.text_input if t.label.startswith("Version")).input(version)
     next(t for t in at.text_area if t.label == "Release notes").input(notes)
@@ -63,7 +66,7 @@ def test_bad_versions_are_explained_and_nothing_is_cut(ui):
 def _cut_as(ui, version):
     with session_scope(ui.engine) as s:
         cut_release(session=s, actor=ui.curator, version=version, notes="", releases_root=ui.settings.releases_store,
-                    store=ui.settings.datasets_store)
+                    store=ui.settings.datasets_store, include_empty=True)
 
 
 def _two_releases_around_the_analysts_submission(ui):
@@ -107,3 +110,24 @@ def test_set_aside_release_files_are_reported_on_the_page(ui):
     assert at.expander[0].label.startswith("⚠️ 1 problem(s) in the releases folder")
     assert "**1.0.1** was set aside" in texts(at) and "no release record was ever committed" in texts(at)
     assert list(at.dataframe[0].value["version"]) == ["1.0.0"]  # never listed, never served
+
+
+def test_empty_datasets_are_listed_and_left_out_unless_asked_for(ui):
+    at = _page(ui, ui.curator)
+    box = next(c for c in at.checkbox if c.label.startswith("Also release the datasets without ground truth"))
+    assert "storms" in box.label  # the empty dataset is named next to the choice
+    assert next(m for m in at.multiselect if m.label == "Datasets").options == []  # nothing has ground truth yet
+    _cut(at, version="1.0.0", include_empty=False)
+    assert "no dataset has ground truth yet (empty: storms)" in texts(at)
+    _cut(at, version="1.0.0", include_empty=True)
+    assert "Release 1.0.0 cut: 1 dataset" in texts(at)
+
+
+def test_nothing_is_hidden_from_an_assigned_admin_where_there_is_no_peer_work(ui):
+    _cut_as(ui, "1.0.0")  # the admin is assigned to the dataset, which nobody has annotated yet
+    at = _page(ui, ui.admin)
+    assert "cannot be downloaded by you" not in texts(at)
+    buttons = [b for b in at.button if b.key and b.key.startswith("releases.prepare.")]
+    assert buttons and not any(b.disabled for b in buttons)
+    at.button(key="releases.prepare.native").click().run()
+    assert not at.exception and at.get("download_button")
