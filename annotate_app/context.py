@@ -19,7 +19,8 @@ from curation.bootstrap import StartupReport, initialise
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, SessionExpired
 from curation.models import Role, User
-from curation.services.run_worker import RunWorker
+from curation.services.jobs import RunSubmitter
+from curation.services.run_worker import make_submitter
 from curation.services.scoring import JudgeSettings, ScoringLimits
 from curation.services.sessions import end_session, resume_auth_session
 from curation.services.sign_in import sign_in as sign_in_service
@@ -44,10 +45,10 @@ def _startup(database_url: str, data_dir: str) -> StartupReport:
 
 
 @st.cache_resource(show_spinner=False)
-def _run_worker(database_url: str, data_dir: str) -> RunWorker:
+def _run_worker(database_url: str, data_dir: str) -> RunSubmitter:
     s = settings()
-    return RunWorker(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
-                     judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
+    return make_submitter(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
+                          judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
 
 
 def judge_settings() -> JudgeSettings:
@@ -58,8 +59,9 @@ def scoring_limits() -> ScoringLimits:
     return ScoringLimits.from_settings(settings())
 
 
-def run_worker() -> RunWorker:
-    """The app's background scorer (one per database and data folder, shared by every browser session)."""
+def run_worker() -> RunSubmitter:
+    """Where runs go to be scored: the queue's workers on PostgreSQL, the app's own thread pool on SQLite (one per
+    database and data folder, shared by every browser session)."""
     s = settings()
     return _run_worker(s.resolved_database_url, str(s.resolved_data_dir))
 

@@ -16,6 +16,7 @@ from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
 from curation.services.accounts import ensure_first_admin, forget_stale_password_file
 from curation.services.release_store import ReleaseStoreReport, reconcile_release_store
+from curation.services.run_lifecycle import interrupt_dead_runs
 from curation.services.sandbox_setting import configure_sandbox
 from curation.settings import Settings
 
@@ -90,4 +91,6 @@ def initialise(settings: Settings) -> StartupReport:
     starters = _register_starters(engine, settings, admin_id)
     with session_scope(engine) as session:
         releases = reconcile_release_store(session=session, releases_root=settings.releases_store)
+    with session_scope(engine) as session:  # a run whose scorer died does not stay "running"
+        interrupt_dead_runs(session=session)
     return StartupReport(engine, admin_name, generated, password_file, starters, releases)

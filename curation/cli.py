@@ -71,8 +71,20 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     if args.address:
         cmd += ["--server.address", args.address]
     print(f"  Open http://{args.address or 'localhost'}:{args.port} in your browser.\n", flush=True)
-    os.execv(sys.executable, cmd)
-    return 0  # pragma: no cover
+    if args.no_worker or not settings.resolved_database_url.startswith("postgresql"):
+        os.execv(sys.executable, cmd)  # SQLite: the app scores runs in its own process
+        return 0  # pragma: no cover
+    # PostgreSQL: runs are scored by workers; one starts beside the app (more: `forkpaths worker` anywhere)
+    worker = subprocess.Popen([sys.executable, "-m", "curation.cli", "worker"])
+    print(f"  A scoring worker runs beside the app (pid {worker.pid}).\n", flush=True)
+    try:
+        return subprocess.call(cmd)
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
 
 
 def _cmd_init(_args: argparse.Namespace, settings: Settings) -> int:
@@ -502,6 +514,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="start the web app (migrates the database first)")
     run.add_argument("--port", type=int, default=8501)
     run.add_argument("--address", default=None, help="address to listen on (default: all)")
+    run.add_argument("--no-worker", action="store_true",
+                     help="on PostgreSQL, do not start a scoring worker beside the app (run `forkpaths worker` "
+                          "elsewhere)")
     run.add_argument("--no-install", action="store_true",
                      help="do not install bubblewrap when it is missing (it is installed as root with apt-get)")
     run.set_defaults(func=_cmd_run)

@@ -58,8 +58,9 @@ def _operator(session: Any, username: str | None) -> Any:
 
 
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
-    from curation.services.scoring import execute_run, register_run
+    from curation.services.scoring import register_run
 
+    _check_enqueue(args, settings)
     report = initialise(settings)
     files = []
     if kind == "mcq" and args.ask_model:
@@ -81,20 +82,120 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
           f"{'analyses' if kind == 'analyses' else 'answers file'}).", file=sys.stderr)
-    done = execute_run(report.engine, run.id or 0, runs_root=settings.runs_store,
-                       releases_root=settings.releases_store, judges=judge_settings(settings), on_progress=_Bar(),
-                       limits=scoring_limits(settings))
+    if getattr(args, "enqueue", False):
+        _enqueue(report.engine, run.id or 0)
+        print(run.id)
+        return 0
+    return _foreground(report.engine, run.id or 0, settings, args.out)
+
+
+def _enqueue(engine: Any, run_id: int) -> None:
+    from curation.services.jobs import enqueue_run
+
+    enqueue_run(engine, run_id)
+    print(f"Run {run_id} queued: a worker scores it (forkpaths worker); follow it with "
+          f"'forkpaths runs wait {run_id}'.", file=sys.stderr)
+
+
+def _check_enqueue(args: argparse.Namespace, settings: Settings) -> None:
+    """--enqueue needs workers, which need PostgreSQL: refused before anything is registered."""
+    if getattr(args, "enqueue", False) and not settings.resolved_database_url.startswith("postgresql"):
+        raise ScoringError("--enqueue needs the database to be PostgreSQL (FORKPATHS_DATABASE_URL), where "
+                           "'forkpaths worker' takes queued runs; on SQLite, score in the foreground (without "
+                           "--enqueue) or from the app's Runs page.")
+
+
+def _wait(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths runs wait RUN``: follow a run (scored anywhere) to its end, with the progress bar."""
+    import time
+
+    from curation.services.run_lifecycle import interrupt_dead_runs
+    from curation.services.scoring import get_run
+
+    report = initialise(settings)
+    bar = _Bar()
+    seen: tuple[int, int, str] | None = None
+    while True:
+        with session_scope(report.engine) as s:
+            interrupt_dead_runs(session=s)
+            run = get_run(session=s, actor=_operator(s, args.as_user), run_id=args.run)
+        now = (run.progress_done, run.progress_total, run.stage or run.status)
+        if run.status == RunStatus.RUNNING.value and now != seen:
+            bar(*now)
+            seen = now
+        if run.status in (RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value,
+                          RunStatus.INTERRUPTED.value):
+            break
+        time.sleep(args.poll)
+    if run.status != RunStatus.SUCCEEDED.value:
+        print(f"error: run {run.id} {run.status}: {run.message}", file=sys.stderr)
+        return 1
+    print(_summary_line(run))
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(settings.runs_store / (run.result_path or ""), out)
+        print(f"Result written to {out} (kept as run {run.id}).")
+    return 0
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths worker``: score queued runs until stopped (PostgreSQL)."""
+    from curation.services.jobs import run_queue_worker
+    from curation.services.run_lifecycle import this_executor
+
+    if not settings.resolved_database_url.startswith("postgresql"):
+        raise ScoringError("A worker takes jobs from PostgreSQL (set FORKPATHS_DATABASE_URL); on the SQLite "
+                           "default the app scores runs in its own process and needs no worker.")
+    if not 1 <= args.concurrency <= 64:
+        raise ScoringError(f"--concurrency must be between 1 and 64 (got {args.concurrency}).")
+    report = initialise(settings)
+    print(f"Worker {this_executor()} "
+          f"takes scoring runs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
+          f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
+    run_queue_worker(report.engine, runs_root=settings.runs_store, releases_root=settings.releases_store,
+                     judges=judge_settings(settings), limits=scoring_limits(settings),
+                     concurrency=args.concurrency)
+    return 0
+
+
+def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | None) -> int:
+    """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
+    from curation.services.scoring import execute_run
+
+    done = execute_run(engine, run_id, runs_root=settings.runs_store, releases_root=settings.releases_store,
+                       judges=judge_settings(settings), on_progress=_Bar(), limits=scoring_limits(settings))
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
     if done.message:
         print(f"note: {done.message}", file=sys.stderr)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
     print(_summary_line(done))
-    print(f"Result written to {out} (kept as run {done.id}).")
+    if out_path:
+        out = Path(out_path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
+        print(f"Result written to {out} (kept as run {done.id}).")
     return 0
+
+
+def _rescore(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services.scoring import rescore_run
+
+    _check_enqueue(args, settings)
+    report = initialise(settings)
+    with session_scope(report.engine) as s:
+        run = rescore_run(session=s, actor=_operator(s, args.as_user), run_id=args.run, release_version=args.release,
+                          runs_root=settings.runs_store, releases_root=settings.releases_store,
+                          max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
+                          limits=scoring_limits(settings))
+    print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
+          f"{run.progress_total} item(s); run {args.run} is kept).", file=sys.stderr)
+    if args.enqueue:
+        _enqueue(report.engine, run.id or 0)
+        print(run.id)
+        return 0
+    return _foreground(report.engine, run.id or 0, settings, args.out)
 
 
 def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tuple[str, bytes]:
@@ -156,6 +257,10 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import leaderboard as lb
     from curation.services import scoring as sc
 
+    if args.runs_command == "rescore":
+        return _rescore(args, settings)
+    if args.runs_command == "wait":
+        return _wait(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
         actor = _operator(s, args.as_user)
@@ -220,9 +325,12 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--k", type=int, default=10)
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
     sc.add_argument("--model", help="the agent's language model")
-    sc.add_argument("--out", required=True, help="where to copy the result file")
+    sc.add_argument("--out", help="where to copy the result file (required without --enqueue)")
+    sc.add_argument("--enqueue", action="store_true",
+                    help="queue the run for the workers (PostgreSQL), print its id and return")
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
-    sc.set_defaults(func=lambda a, s: _score(a, s, "analyses"))
+    sc.set_defaults(func=lambda a, s: _score(a, s, "analyses") if a.enqueue or a.out else sc.error(
+        "--out is required (where to copy the result file), unless --enqueue"))
     mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter), or a model asked "
                                            "every MCQ, against a release")
     mcq.add_argument("--release", required=True)
@@ -245,6 +353,16 @@ def add_scoring_commands(sub: Any) -> None:
     sh = rs.add_parser("show")
     sh.add_argument("run", type=int)
     sh.add_argument("--json", action="store_true")
+    rsc = rs.add_parser("rescore", help="score a run's submission again as a new run (after it was interrupted, "
+                                        "failed or cancelled, or on another release); the old run is kept")
+    rsc.add_argument("run", type=int)
+    rsc.add_argument("--release", help="the release to score it on (default: the run's own)")
+    rsc.add_argument("--out", help="where to copy the result file")
+    rsc.add_argument("--enqueue", action="store_true", help="queue it for the workers, print its id and return")
+    wt = rs.add_parser("wait", help="follow a run (scored by a worker, the app or another terminal) to its end")
+    wt.add_argument("run", type=int)
+    wt.add_argument("--out", help="where to copy the result file once it succeeded")
+    wt.add_argument("--poll", type=float, default=1.0, help=argparse.SUPPRESS)
     cp = rs.add_parser("compare", help="paired bootstrap comparison of two runs on the same release")
     cp.add_argument("a", type=int)
     cp.add_argument("b", type=int)
@@ -257,3 +375,7 @@ def add_scoring_commands(sub: Any) -> None:
     ex.add_argument("--json", dest="format", action="store_const", const="json")
     ex.add_argument("--out")
     runs.set_defaults(func=_cmd_runs)
+    wk = sub.add_parser("worker", help="score queued runs (PostgreSQL): start one on any machine that reaches the "
+                                       "database and the data folder")
+    wk.add_argument("--concurrency", type=int, default=1, help="runs scored at once by this worker (default 1)")
+    wk.set_defaults(func=_worker)

@@ -18,7 +18,7 @@ from curation.settings import PROJECT_ROOT
 if TYPE_CHECKING:
     from alembic.config import Config
 
-__all__ = ["make_engine", "migrate", "one_snapshot", "session_scope"]
+__all__ = ["include_name", "make_engine", "migrate", "one_snapshot", "session_scope"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,11 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     kwargs.setdefault("max_overflow", PG_MAX_OVERFLOW)
     kwargs.setdefault("pool_timeout", PG_POOL_TIMEOUT_S)
     return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+def include_name(name: str | None, type_: str, _parent_names: Any) -> bool:
+    """What alembic compares with the models: not procrastinate's queue tables (migration 0013_h_queue)."""
+    return not (type_ == "table" and (name or "").startswith("procrastinate_"))
 
 
 def _alembic_config(engine: Engine) -> Config:

@@ -475,6 +475,7 @@ class RunStatus(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"  # the process scoring it died (killed, machine lost); re-score it
 
 
 class ScoringRun(SQLModel, table=True):
@@ -515,6 +516,10 @@ class ScoringRun(SQLModel, table=True):
     started_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     heartbeat_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    executor: str = Field(default="", max_length=256,
+                          description="host/pid/start of the process scoring it (curation.services.run_lifecycle)")
+    attempts: int = Field(default=0, description="how many times a scorer claimed it (more than 1: retried)")
+    job_id: int | None = Field(default=None, description="its procrastinate job, when a worker scores it")
     result_path: str | None = Field(default=None, max_length=512, description="relative to the data dir")
     scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     scores_effective: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))

@@ -4,6 +4,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import curation.models  # noqa: F401  (registers the tables)
+from curation.db import include_name
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -25,6 +26,7 @@ def _run(connection) -> None:  # type: ignore[no-untyped-def]
         target_metadata=target_metadata,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=include_name,
     )
     with context.begin_transaction():
         context.run_migrations()

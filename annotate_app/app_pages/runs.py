@@ -8,6 +8,7 @@ from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.scoring import (
     cancel_run,
+    interrupt_dead_runs,
     list_runs,
     register_run,
     rescore_run,
@@ -60,6 +61,7 @@ if go:
         st.rerun()
 
 ACTIVE = {RunStatus.QUEUED.value, RunStatus.RUNNING.value}
+RETRYABLE = {RunStatus.INTERRUPTED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value}
 
 
 def _table(runs: list) -> pd.DataFrame:
@@ -75,6 +77,7 @@ _active = context.attempt(lambda s: any(r.status in ACTIVE for r in list_runs(se
 
 @st.fragment(run_every=2 if _active else None)  # poll only while something is queued or running
 def runs_panel() -> None:
+    context.attempt(lambda s: interrupt_dead_runs(session=s))  # a run whose scorer died does not stay "running"
     runs = context.attempt(lambda s: list_runs(session=s, actor=user)) or []
     if not runs:
         st.info("No runs yet: upload a submission above.")
@@ -104,19 +107,24 @@ def runs_panel() -> None:
             st.warning(md(run.message))
     else:
         st.error(f"Run {run.id} {run.status}: {md(run.message)}")
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
     latest = versions[0]
-    if run.status not in ACTIVE and run.release_version != latest and c1.button(
-            f"Re-score on release {latest}", key="runs.rescore"):
-        new = context.attempt(lambda s: rescore_run(
-            session=s, actor=user, run_id=pick, release_version=latest, runs_root=cfg.runs_store,
-            releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
-            limits=context.scoring_limits()))
-        if new is not None:
-            worker.submit(new.id or 0)
-            state.choose_run(new.id)
-            state.flash(f"Run {new.id} queued: run {pick} re-scored on release {latest} (run {pick} is kept).")
-            st.rerun()
+    # an interrupted, failed or cancelled run can be scored again on its own release; any ended run on a newer one
+    offers = [v for v in ([run.release_version] if run.status in RETRYABLE else [])
+              + ([latest] if run.status not in ACTIVE and run.release_version != latest else [])]
+    for column, target in zip((c1, c3), offers, strict=False):
+        label = "Re-score" if target == run.release_version else f"Re-score on release {target}"
+        if column.button(label, key=f"runs.rescore.{target}"):
+            new = context.attempt(lambda s, v=target: rescore_run(
+                session=s, actor=user, run_id=pick, release_version=v, runs_root=cfg.runs_store,
+                releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes,
+                judges=context.judge_settings(), limits=context.scoring_limits()))
+            if new is not None:
+                worker.submit(new.id or 0)
+                state.choose_run(new.id)
+                state.flash(f"Run {new.id} queued: run {pick} re-scored on release {new.release_version} "
+                            f"(run {pick} is kept).")
+                st.rerun()
     if user.role in (Role.CURATOR.value, Role.ADMIN.value) and run.status == RunStatus.SUCCEEDED.value:
         label = "Remove the official mark" if run.official else "Mark as official"
         if c2.button(label, key="runs.official") and context.succeeded(

@@ -3,15 +3,14 @@ outside any page's script, so leaving or reloading the page does not stop a run.
 
 Threads rather than processes: the expensive parts (agent code) already run in the sandbox's own subprocesses,
 the rest is judging and numpy. Status, progress and cancellation live in the database, so every page (and every
-app process on PostgreSQL) sees the same state. On start the worker marks runs abandoned by a stopped process as
-failed and picks up runs still queued.
+app process on PostgreSQL) sees the same state. On start the worker marks runs whose scorer died as
+``interrupted`` and picks up runs still queued.
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -19,26 +18,28 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.models import RunStatus, ScoringRun
-from curation.services.scoring import JudgeSettings, ScoringLimits, execute_run, fail_abandoned_runs
+from curation.services.jobs import RunSubmitter, is_postgres, queue_submitter
+from curation.services.run_lifecycle import interrupt_dead_runs
+from curation.services.scoring import JudgeSettings, ScoringLimits, execute_run
 
-__all__ = ["RunWorker"]
+__all__ = ["RunWorker", "make_submitter"]
 
 log = logging.getLogger(__name__)
 
 
 class RunWorker:
     def __init__(self, engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
-                 max_workers: int = 1, stale_after: timedelta = timedelta(minutes=10),
-                 limits: ScoringLimits | None = None) -> None:
+                 max_workers: int = 1, limits: ScoringLimits | None = None) -> None:
         self.engine, self.limits = engine, limits
         self.runs_root, self.releases_root, self.judges = runs_root, releases_root, judges
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-scoring")
         self._futures: dict[int, Future[ScoringRun]] = {}
         with session_scope(engine) as s:
-            failed = fail_abandoned_runs(session=s, stale_after=stale_after)
+            interrupted = interrupt_dead_runs(session=s)
             queued = [r.id for r in s.exec(select(ScoringRun).where(ScoringRun.status == RunStatus.QUEUED.value))]
-        if failed:
-            log.warning("scoring runs %s were abandoned by a stopped process; marked failed", failed)
+        if interrupted:
+            log.warning("scoring runs %s were left running by a process that stopped; marked interrupted",
+                        interrupted)
         for run_id in queued:
             if run_id is not None:
                 self.submit(run_id)
@@ -55,3 +56,12 @@ class RunWorker:
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait)
+
+
+def make_submitter(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+                   limits: ScoringLimits | None = None) -> RunSubmitter:
+    """Where the app hands a registered run: the queue's workers on PostgreSQL (``forkpaths worker``, one started
+    by ``forkpaths run``), this thread pool on SQLite. Both run :func:`execute_run`."""
+    if is_postgres(engine):
+        return queue_submitter(engine)
+    return RunWorker(engine, runs_root=runs_root, releases_root=releases_root, judges=judges, limits=limits)

@@ -23,7 +23,6 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,15 @@ from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import withheld_ground_truth
+from curation.services.run_lifecycle import (
+    Heartbeat,
+    ScoringHere,
+    beat,
+    claim_run,
+    executor_alive,
+    interrupt_dead_runs,
+    this_executor,
+)
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.judges import make_judge
 from evaluation.judges.base import Judge
@@ -61,7 +69,8 @@ __all__ = [
     "cancel_run",
     "dataset_gt_hash",
     "execute_run",
-    "fail_abandoned_runs",
+    "claim_run",
+    "interrupt_dead_runs",
     "get_run",
     "list_runs",
     "register_run",
@@ -81,7 +90,8 @@ log = logging.getLogger(__name__)
 SCORING_ROLES = (Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 MODES = ("default", "blade")
 JUDGE_NAMES = ("offline", "llm")
-FINISHED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value}
+FINISHED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value,
+            RunStatus.INTERRUPTED.value}
 
 
 
@@ -401,6 +411,10 @@ class RunCancelled(Exception):
     """Raised inside a run when an evaluator asked to cancel it."""
 
 
+class RunTakenOver(Exception):
+    """Raised inside a run when another scorer took it over (this one was presumed dead): stop, write nothing."""
+
+
 def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> dict[str, Any]:
     """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs)."""
     p = result.provenance
@@ -414,10 +428,16 @@ def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> 
 
 
 def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
+    """Write the run's outcome, only while this process still holds it (locked: a scorer presumed dead whose run
+    was taken over, or cancelled, writes nothing)."""
     with session_scope(engine) as s:
-        run = s.get(ScoringRun, run_id)
+        run = s.get(ScoringRun, run_id, with_for_update=True)
         if run is None:
             raise NotFoundError(f"There is no scoring run {run_id}.")
+        if run.status != RunStatus.RUNNING.value or run.executor != this_executor():
+            log.warning("scoring run %s is %s, held by %s: this process keeps its outcome to itself", run_id,
+                        run.status, run.executor or "nobody")
+            return run
         for key, value in values.items():
             setattr(run, key, value)
         s.add(run)
@@ -429,6 +449,8 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
         run = s.get(ScoringRun, run_id)
         if run is None:
             raise RunCancelled("the run record disappeared")
+        if run.executor != this_executor() or run.status != RunStatus.RUNNING.value:
+            raise RunTakenOver(f"run {run_id} is now {run.status}, held by {run.executor or 'nobody'}")
         run.progress_done, run.progress_total, run.stage, run.heartbeat_at = done, total, stage[:256], utcnow()
         s.add(run)
         if run.cancel_requested:
@@ -494,18 +516,24 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
     budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s)
     # the ground truth's cache sits in the data folder, beside the runs (as `forkpaths gt build` keeps it)
     gt_cache = gt_cache or runs_root.parent / "cache" / "groundtruth"
-    with session_scope(engine) as s:
-        run = s.get(ScoringRun, run_id)
-        if run is None:
-            raise NotFoundError(f"There is no scoring run {run_id}.")
-        if run.status != RunStatus.QUEUED.value:
-            return run
-        if run.cancel_requested:
-            run.status, run.finished_at, run.message = RunStatus.CANCELLED.value, utcnow(), "Cancelled before it started."
-            s.add(run)
-            return run
-        run.status, run.started_at, run.heartbeat_at, run.stage = RunStatus.RUNNING.value, utcnow(), utcnow(), "starting"
-        s.add(run)
+    run = claim_run(engine, run_id)
+    if run.status != RunStatus.RUNNING.value or run.executor != this_executor():
+        return run  # another process holds it, or it ended (cancelled before it started)
+    try:
+        with ScoringHere(run_id), Heartbeat(lambda: beat(engine, run_id)):
+            return _execute_claimed(engine, run, runs_root=runs_root, releases_root=releases_root, judges=judges,
+                                    gt_cache=gt_cache, on_progress=on_progress, limits=limits, budget=budget)
+    except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
+        _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
+                message="Interrupted from the terminal; no scores were kept.")
+        raise
+
+
+def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releases_root: Path,
+                     judges: JudgeSettings, gt_cache: Path,
+                     on_progress: Callable[[int, int, str], None] | None, limits: ScoringLimits,
+                     budget: RunBudget) -> ScoringRun:
+    run_id = run.id or 0
     try:
         with session_scope(engine) as s:
             release = _release_for_scoring(s, run.release_version, releases_root)
@@ -541,10 +569,10 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
                        result_path=path.relative_to(runs_root).as_posix(), scores=scores, scores_effective=scores,
                        progress_done=done, progress_total=total, stage="done",
                        message=note if run.kind != "mcq" else "")
-    except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
-        _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
-                message="Interrupted from the terminal; no scores were kept.")
-        raise
+    except RunTakenOver as exc:
+        log.warning("scoring run %s stopped here: %s", run_id, exc)
+        with session_scope(engine) as s:
+            return s.get(ScoringRun, run_id) or run
     except RunCancelled:
         with session_scope(engine) as s:
             current = s.get(ScoringRun, run_id)
@@ -578,21 +606,6 @@ def _limits_note(result: EvaluationResult, limits: ScoringLimits) -> str:
         return ""
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
-
-
-def fail_abandoned_runs(*, session: Session, stale_after: timedelta = timedelta(minutes=10)) -> list[int]:
-    """Runs left ``running`` by a process that stopped (no heartbeat for ``stale_after``) are marked failed."""
-    cutoff = utcnow() - stale_after
-    ids = []
-    for run in session.exec(select(ScoringRun).where(ScoringRun.status == RunStatus.RUNNING.value)).all():
-        beat = run.heartbeat_at or run.started_at or run.created_at
-        if beat < cutoff:
-            run.status, run.finished_at = RunStatus.FAILED.value, utcnow()
-            run.message = (f"Interrupted: the process scoring it stopped (no progress since {beat:%Y-%m-%d %H:%M} "
-                           "UTC). Re-score it.")
-            session.add(run)
-            ids.append(run.id or 0)
-    return ids
 
 
 # ------------------------------------------------------------------------------------ queries and actions
@@ -630,12 +643,19 @@ def list_runs(*, session: Session, actor: User, release_version: str | None = No
 
 @judges_actor
 def cancel_run(*, session: Session, actor: User, run_id: int) -> ScoringRun:
+    """Stop a run: a queued one at once; a running one after the analysis it is scoring (the scorer, wherever it
+    runs, reads the flag); one whose scorer died (or was found dead: ``interrupted``) at once."""
     run = get_run(session=session, actor=actor, run_id=run_id)
-    if run.status in FINISHED:
+    if run.status in FINISHED - {RunStatus.INTERRUPTED.value}:
         raise ScoringError(f"Run {run_id} has already {run.status}; there is nothing to cancel.")
     run.cancel_requested = True
+    now = utcnow()
     if run.status == RunStatus.QUEUED.value:
-        run.status, run.finished_at, run.message = RunStatus.CANCELLED.value, utcnow(), "Cancelled before it started."
+        run.status, run.finished_at, run.message = RunStatus.CANCELLED.value, now, "Cancelled before it started."
+    elif run.status == RunStatus.INTERRUPTED.value or not executor_alive(run.executor, run.heartbeat_at, now):
+        run.status, run.finished_at = RunStatus.CANCELLED.value, now
+        run.message = (f"Cancelled after the process scoring it stopped ({run.progress_done} of "
+                       f"{run.progress_total} analyses done); no scores were kept.")
     session.add(run)
     return run
 
@@ -654,11 +674,15 @@ def set_official(*, session: Session, actor: User, run_id: int, official: bool) 
 
 
 @judges_actor
-def rescore_run(*, session: Session, actor: User, run_id: int, release_version: str, runs_root: Path,
-                releases_root: Path, max_bytes: int, judges: JudgeSettings | None = None,
-                limits: ScoringLimits | None = None) -> ScoringRun:
-    """Register the same submission, agent, judge and mode against another release (the old run is kept)."""
+def rescore_run(*, session: Session, actor: User, run_id: int, release_version: str | None = None,
+                runs_root: Path, releases_root: Path, max_bytes: int,
+                judges: JudgeSettings | None = None, limits: ScoringLimits | None = None) -> ScoringRun:
+    """Register the same submission, agent, judge and mode again, as a new queued run (the old run is kept): on
+    another release, or on its own (``release_version`` None) after it was interrupted, failed or cancelled."""
     old = get_run(session=session, actor=actor, run_id=run_id)
+    if old.status not in FINISHED:
+        raise ScoringError(f"Run {run_id} is still {old.status}; cancel it or wait for it before re-scoring it.")
+    release_version = release_version or old.release_version
     judge = str(old.judge.get("name", "offline")) if old.kind == "analyses" else "offline"
     return register_run(session=session, actor=actor, release_version=release_version,
                         files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,

@@ -129,16 +129,17 @@ def test_cancel_and_crash_end_one_run_with_a_sentence_and_leave_the_others(world
         sc.cancel_run(session=s, actor=world.evaluator, run_id=fine.id)
 
 
-def test_abandoned_runs_are_failed_on_restart(world):
-    run = world.register()
+def test_a_run_without_a_heartbeat_past_its_lease_is_interrupted_on_restart(world):
+    run = world.register()  # a run left by a version that did not record its scorer, or a scorer on another host
     with session_scope(world.engine) as s:
         r = s.get(ScoringRun, run.id)
         r.status, r.heartbeat_at = RunStatus.RUNNING.value, utcnow() - timedelta(hours=1)
         s.add(r)
     with session_scope(world.engine) as s:
-        assert sc.fail_abandoned_runs(session=s) == [run.id]
+        assert sc.interrupt_dead_runs(session=s) == [run.id]
     with session_scope(world.engine) as s:
-        assert "Interrupted" in s.get(ScoringRun, run.id).message
+        r = s.get(ScoringRun, run.id)
+        assert r.status == RunStatus.INTERRUPTED.value and "Interrupted" in r.message
 
 
 def _matched_pair(result):

@@ -37,6 +37,10 @@ def scored(ui, shared_blade):
     return evaluator, run
 
 
+def _run_picker(at):
+    return next(sb for sb in at.selectbox if sb.label == "Run")
+
+
 def _open(ui, user, page):
     at = ui.app(user).run()
     assert not at.exception, at.exception
@@ -144,3 +148,42 @@ def test_compare_and_judge_validation_pages(ui, scored):
     assert "agreement, κ" in texts(at)
     at = _open(ui, evaluator, "leaderboard.py")
     assert "agreement, κ" in texts(at) and "BLADE reports" in texts(at)
+
+
+def test_runs_page_marks_a_run_whose_scorer_died_and_offers_rescore_for_interrupted_and_failed(ui, scored):
+    from tests.curation.dead_scorer import claim_in_a_process_that_dies
+
+    evaluator, done = scored
+    s_ = ui.settings
+    data = (s_.runs_store / done.submission_files[0]["path"]).read_bytes()
+
+    def register() -> int:
+        with session_scope(ui.engine) as s:
+            return register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("multi.json", data)],
+                                agent="react", model_name="gpt-x", runs_root=s_.runs_store,
+                                releases_root=s_.releases_store, max_bytes=s_.max_submission_bytes).id
+
+    killed = register()
+    claim_in_a_process_that_dies(ui.engine, killed)  # the app scoring it was killed mid-run
+    at = _open(ui, evaluator, "runs.py")
+    table = at.dataframe[0].value
+    assert dict(zip(table["run"], table["status"], strict=True))[killed] == "interrupted"
+    assert f"Run {killed} interrupted: Interrupted: the process scoring it" in texts(at)
+    assert not [b for b in at.button if b.label == "Cancel this run"]
+    assert _run_picker(at).value == killed
+    next(b for b in at.button if b.label == "Re-score").click().run()
+    assert not at.exception, at.exception
+    with session_scope(ui.engine) as s:
+        again = s.exec(select(ScoringRun).where(ScoringRun.rescore_of_id == killed)).one()
+    assert again.release_version == "1.0.0" and again.status in ("queued", "running", "succeeded")
+
+    failed = register()
+    with session_scope(ui.engine) as s:  # a failed run (its stored submission was changed on disk)
+        run = s.get(ScoringRun, failed)
+        run.status, run.message = "failed", "Scoring failed after 0 of 10 analyses: boom"
+        s.add(run)
+    at = _open(ui, evaluator, "runs.py")
+    _run_picker(at).select(failed).run()
+    assert [b.label for b in at.button if b.label.startswith("Re-score")] == ["Re-score"]
+    _run_picker(at).select(done.id).run()  # a succeeded run on the newest release: nothing to re-score
+    assert not [b for b in at.button if b.label.startswith("Re-score")]

@@ -1,0 +1,195 @@
+"""Long jobs (scoring runs) on procrastinate where the database is PostgreSQL; in the app's process on SQLite.
+
+procrastinate is a distributed task queue that keeps its jobs in PostgreSQL (tables and functions applied by
+migration 0013_h_queue), so a team that runs PostgreSQL runs no broker: ``forkpaths worker`` on any machine that
+reaches the database and the data folder takes jobs, claimed atomically by procrastinate (``SELECT … FOR UPDATE
+SKIP LOCKED``). What each job does is the same function as on SQLite, :func:`curation.services.scoring.execute_run`,
+which keeps status, progress and the cancel flag in the run's own row, so a cancel from the page reaches a job on
+any machine.
+
+A worker killed with ``kill -9`` stops beating (procrastinate's worker heartbeat, and the run's own
+:mod:`curation.services.run_lifecycle` heartbeat); every live worker looks for such stalled jobs every
+:data:`STALLED_CHECK_S` seconds and retries them, and the retried job takes the run over from the dead worker and
+scores it from the start (no partial result is kept, so no item counts twice).
+
+On SQLite, :class:`curation.services.run_worker.RunWorker` (a thread pool in the app) runs the same function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sqlalchemy import update
+from sqlalchemy.engine import Engine
+from sqlmodel import col
+
+from curation.db import session_scope
+from curation.models import RunStatus, ScoringRun, utcnow
+from curation.services.run_lifecycle import executor_alive, orphaned_here, this_executor
+
+if TYPE_CHECKING:
+    import procrastinate
+
+    from curation.services.scoring import JudgeSettings, ScoringLimits
+
+__all__ = ["QUEUE", "RunHeldElsewhere", "RunSubmitter", "enqueue_run", "is_postgres", "procrastinate_app",
+           "queue_submitter", "run_queue_worker"]
+
+log = logging.getLogger(__name__)
+
+QUEUE = "forkpaths"
+SCORE_TASK = "forkpaths.score_run"
+WORKER_HEARTBEAT_S = 2.0  # procrastinate's worker heartbeat
+STALLED_AFTER_S = 10.0  # a worker silent this long is presumed dead: its jobs are retried
+STALLED_CHECK_S = 3.0
+
+
+class RunHeldElsewhere(Exception):
+    """A retried job found its run held by a scorer that may still be alive: retried later (by procrastinate)."""
+
+
+class RunSubmitter(Protocol):
+    def submit(self, run_id: int) -> Any: ...
+
+
+def is_postgres(engine: Engine) -> bool:
+    return engine.dialect.name == "postgresql"
+
+
+def _connection_kwargs(engine: Engine) -> dict[str, Any]:
+    """psycopg's conninfo for the engine's database, with the engine's search_path (a schema of its own, as the
+    tests use, or one set in the URL), so procrastinate's tables sit beside forkpaths' own."""
+    url = engine.url.set(drivername="postgresql")
+    with engine.connect() as conn:
+        path = str(conn.exec_driver_sql("SHOW search_path").scalar() or "")
+    kwargs: dict[str, Any] = {"conninfo": url.render_as_string(hide_password=False)}
+    if path and path.replace(" ", "") != '"$user",public':
+        kwargs["kwargs"] = {"options": "-csearch_path=" + path.replace(" ", "")}
+    return kwargs
+
+
+def procrastinate_app(engine: Engine) -> procrastinate.App:
+    """The queue's app for the engine's database, with forkpaths' tasks."""
+    import procrastinate
+    import sqlalchemy.exc
+
+    conn = _connection_kwargs(engine)
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(**conn, min_size=1, max_size=4))
+    app.task(name=SCORE_TASK, queue=QUEUE, pass_context=True,
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+                 RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_run_task)
+    return app
+
+
+# ------------------------------------------------------------------------------------ submitting
+
+
+def enqueue_run(engine: Engine, run_id: int) -> int | None:
+    """Put a registered run on the queue (PostgreSQL); returns procrastinate's job id (None: already queued)."""
+    import procrastinate.exceptions
+
+    app = procrastinate_app(engine)
+    with app.open():
+        try:
+            job_id = app.configure_task(SCORE_TASK, queueing_lock=f"run-{run_id}").defer(run_id=run_id)
+        except procrastinate.exceptions.AlreadyEnqueued:
+            return None
+    with session_scope(engine) as s:
+        s.connection().execute(update(ScoringRun).where(col(ScoringRun.id) == run_id).values(job_id=job_id))
+    return job_id
+
+
+@dataclass
+class _QueueSubmitter:
+    engine: Engine
+
+    def submit(self, run_id: int) -> int | None:
+        return enqueue_run(self.engine, run_id)
+
+
+def queue_submitter(engine: Engine) -> RunSubmitter:
+    """What the app hands a registered run to on PostgreSQL: the queue (workers score it)."""
+    return _QueueSubmitter(engine)
+
+
+# ------------------------------------------------------------------------------------ the job
+
+
+def _take_over_if_dead(engine: Engine, run_id: int) -> None:
+    """A run left ``running`` (or marked ``interrupted``) by a dead worker, or by this one when its scoring broke
+    off (the database away while it wrote the outcome: the job is retried), goes back to ``queued`` for this
+    job."""
+    with session_scope(engine) as s:
+        run = s.get(ScoringRun, run_id)
+        if run is None:
+            return
+        dead = run.status == RunStatus.INTERRUPTED.value or (
+            run.status == RunStatus.RUNNING.value and (orphaned_here(run.executor, run_id) or (
+                run.executor != this_executor() and not executor_alive(run.executor, run.heartbeat_at, utcnow()))))
+        if dead:
+            s.connection().execute(
+                update(ScoringRun).where(col(ScoringRun.id) == run_id, col(ScoringRun.status) == run.status,
+                                         col(ScoringRun.executor) == run.executor)
+                .values(status=RunStatus.QUEUED.value, progress_done=0, stage="queued again", finished_at=None,
+                        message=f"Its worker ({run.executor or 'unknown'}) stopped; another worker takes it up."))
+
+
+def _score_run_task(context: Any, run_id: int) -> str:
+    from curation.services.scoring import execute_run
+
+    extra = context.additional_context
+    engine: Engine = extra["engine"]
+    _take_over_if_dead(engine, run_id)
+    run = execute_run(engine, run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
+                      judges=extra["judges"], limits=extra["limits"])
+    if run.status == RunStatus.RUNNING.value and run.executor != this_executor():
+        raise RunHeldElsewhere(f"run {run_id} is held by {run.executor}, whose heartbeat has not lapsed yet")
+    return run.status
+
+
+# ------------------------------------------------------------------------------------ the worker
+
+
+async def _retry_stalled(app: procrastinate.App, engine: Engine) -> None:
+    """Retry the jobs of workers that stopped beating (a ``kill -9``, a lost machine)."""
+    from curation.services.run_lifecycle import interrupt_dead_runs
+
+    while True:
+        await asyncio.sleep(STALLED_CHECK_S)
+        try:
+            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_AFTER_S,
+                                                              queue=QUEUE):
+                log.warning("job %s (%s) was held by a worker that stopped; retrying it", job.id, job.task_kwargs)
+                await app.job_manager.retry_job(job)
+
+            def sweep() -> None:
+                with session_scope(engine) as s:
+                    interrupt_dead_runs(session=s)
+
+            await asyncio.to_thread(sweep)
+        except Exception:  # noqa: BLE001 - the database away for a moment: the next round tries again
+            log.exception("looking for stalled jobs failed; trying again")
+
+
+def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+                     limits: ScoringLimits | None = None, concurrency: int = 1) -> None:
+    """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds)."""
+    app = procrastinate_app(engine)
+
+    async def main() -> None:
+        async with app.open_async():
+            watcher = asyncio.create_task(_retry_stalled(app, engine))
+            try:
+                await app.run_worker_async(
+                    queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=WORKER_HEARTBEAT_S,
+                    stalled_worker_timeout=STALLED_AFTER_S, name=this_executor(),
+                    additional_context={"engine": engine, "runs_root": runs_root, "releases_root": releases_root,
+                                        "judges": judges, "limits": limits})
+            finally:
+                watcher.cancel()
+
+    asyncio.run(main())

@@ -1,0 +1,257 @@
+"""Scoring runs on procrastinate's workers against the real PostgreSQL (each run scored once by one of two worker
+processes; a worker killed with SIGKILL mid-run: the other finishes it; a cancel from the app reaches the worker),
+and in the app's own process on SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Engine
+from sqlmodel import select
+
+from curation.db import session_scope
+from curation.models import RunStatus, ScoringRun
+from curation.services import scoring as sc
+from curation.services.jobs import enqueue_run
+from curation.services.run_lifecycle import this_executor
+from curation.services.run_worker import RunWorker, make_submitter
+from curation.settings import PROJECT_ROOT
+from tests.conftest import PG_URL, _pg_schema_engine
+from tests.curation.scoring_world import World, make_world
+
+ENDED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value, RunStatus.INTERRUPTED.value}
+
+
+@pytest.fixture
+def pg_engine() -> Iterator[Engine]:
+    yield from _pg_schema_engine()
+
+
+@pytest.fixture
+def pg_world(pg_engine, tmp_path, shared_blade) -> World:
+    return make_world(pg_engine, tmp_path, shared_blade)
+
+
+def _schema(engine: Engine) -> str:
+    with engine.connect() as conn:
+        return str(conn.execute(text("select current_schema()")).scalar())
+
+
+class Workers:
+    """`forkpaths worker` processes on the test's database schema and data folder."""
+
+    def __init__(self, world: World) -> None:
+        schema = _schema(world.engine)
+        self.env = dict(os.environ, FORKPATHS_DATA_DIR=str(world.runs.parent),
+                        FORKPATHS_DATABASE_URL=f"{PG_URL}?options=-csearch_path%3D{schema}",
+                        FORKPATHS_LOAD_STARTER_DATASETS="false", FORKPATHS_ADMIN_PASSWORD="admin password 1")
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.logs = world.runs.parent
+
+    def start(self, concurrency: int = 1) -> subprocess.Popen[bytes]:
+        log = open(self.logs / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen([sys.executable, "-m", "curation.cli", "worker", "--concurrency", str(concurrency)],
+                                cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def output(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.logs.glob("worker-*.log")))
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def workers(pg_world) -> Iterator[Workers]:
+    w = Workers(pg_world)
+    try:
+        yield w
+    finally:
+        w.stop()
+
+
+def _runs(engine: Engine) -> list[ScoringRun]:
+    with session_scope(engine) as s:
+        return list(s.exec(select(ScoringRun).order_by(ScoringRun.id)).all())
+
+
+def _wait_for(what: Callable[[], bool], workers: Workers, limit_s: float = 300) -> None:
+    """Wait for a state (a bound on the wait, not an assertion about speed)."""
+    deadline = time.monotonic() + limit_s
+    while not what():
+        assert time.monotonic() < deadline, f"the state never came; workers said:\n{workers.output()}"
+        assert all(p.poll() is None for p in workers.procs if p.returncode != -9), workers.output()
+        time.sleep(0.3)
+
+
+def _slow_submission(shared_blade: Path, n: int = 3, sleep_s: float = 2.0) -> bytes:
+    data = json.loads((shared_blade / "examples" / "multirun_analyses.json").read_text())
+    keep = dict(list(data["analyses"].items())[:n])
+    for a in keep.values():
+        a["transform_code"] = a["transform_code"].replace(
+            "-> pd.DataFrame:\n", f"-> pd.DataFrame:\n    __import__('time').sleep({sleep_s})\n", 1)
+    data["analyses"], data["n"] = keep, n
+    return json.dumps(data).encode()
+
+
+@pytest.mark.postgres
+def test_two_workers_score_each_queued_run_exactly_once(pg_world, workers):
+    ids = [pg_world.register(agent=f"agent-{i}").id for i in range(4)]
+    for run_id in ids:
+        assert enqueue_run(pg_world.engine, run_id) is not None
+    assert enqueue_run(pg_world.engine, ids[0]) is None  # queued once, however often it is asked
+    workers.start()
+    workers.start()
+    _wait_for(lambda: all(r.status in ENDED for r in _runs(pg_world.engine)), workers)
+    runs = _runs(pg_world.engine)
+    assert [r.status for r in runs] == ["succeeded"] * 4, [r.message for r in runs]
+    assert [r.attempts for r in runs] == [1] * 4  # each claimed once: no run was executed twice
+    assert {r.executor.split("/")[1] for r in runs} <= {str(p.pid) for p in workers.procs}
+    with pg_world.engine.connect() as conn:
+        jobs = conn.execute(text("select status, attempts from procrastinate_jobs")).all()
+    assert sorted(jobs) == [("succeeded", 1)] * 4  # procrastinate counts the attempt that ended it
+
+
+@pytest.mark.postgres
+def test_a_worker_killed_mid_run_leaves_the_run_to_the_other(pg_world, workers, shared_blade):
+    run_id = pg_world.register([("slow.json", _slow_submission(shared_blade))], agent="slow").id
+    enqueue_run(pg_world.engine, run_id)
+    first = workers.start()
+
+    def scoring_in_first() -> bool:
+        run = _runs(pg_world.engine)[0]
+        return run.status == "running" and run.executor.split("/")[1] == str(first.pid) and run.progress_done >= 1
+
+    _wait_for(scoring_in_first, workers)
+    second = workers.start()
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=60)
+    _wait_for(lambda: _runs(pg_world.engine)[0].status in ENDED, workers)
+    run = _runs(pg_world.engine)[0]
+    assert run.status == "succeeded", run.message
+    assert run.executor.split("/")[1] == str(second.pid) and run.attempts == 2
+    assert run.progress_done == run.progress_total == 3  # scored from the start, each analysis once
+
+
+@pytest.mark.postgres
+def test_a_cancel_from_the_app_reaches_the_worker(pg_world, workers, shared_blade):
+    run_id = pg_world.register([("slow.json", _slow_submission(shared_blade, n=4))], agent="slow").id
+    enqueue_run(pg_world.engine, run_id)
+    worker = workers.start()
+    _wait_for(lambda: _runs(pg_world.engine)[0].progress_done >= 1, workers)
+    with session_scope(pg_world.engine) as s:  # what the Runs page's Cancel button calls
+        asked = sc.cancel_run(session=s, actor=pg_world.evaluator, run_id=run_id)
+    assert asked.status == "running" and asked.executor.split("/")[1] == str(worker.pid)
+    _wait_for(lambda: _runs(pg_world.engine)[0].status in ENDED, workers)
+    run = _runs(pg_world.engine)[0]
+    assert run.status == "cancelled" and run.message.startswith("Cancelled after") and run.scores is None
+    assert worker.poll() is None  # the worker goes on, ready for the next run
+
+
+def test_on_sqlite_runs_are_scored_in_the_apps_own_process(sqlite_engine, tmp_path, shared_blade):
+    world = make_world(sqlite_engine, tmp_path, shared_blade)
+    submitter = make_submitter(world.engine, runs_root=world.runs, releases_root=world.releases,
+                               judges=sc.JudgeSettings())
+    assert isinstance(submitter, RunWorker)
+    try:
+        done = submitter.submit(world.register().id).result(timeout=300)
+    finally:
+        submitter.shutdown()
+    assert done.status == "succeeded" and done.executor == this_executor() and done.job_id is None
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_app_hands_runs_to_the_queue(pg_world):
+    submitter = make_submitter(pg_world.engine, runs_root=pg_world.runs, releases_root=pg_world.releases,
+                               judges=sc.JudgeSettings())
+    run_id = pg_world.register().id
+    job_id = submitter.submit(run_id)
+    run = _runs(pg_world.engine)[0]
+    assert run.status == "queued" and run.job_id == job_id is not None
+    with pg_world.engine.connect() as conn:
+        row = conn.execute(text("select status, args from procrastinate_jobs where id = :id"), {"id": job_id}).one()
+    assert row == ("todo", {"run_id": run_id})
+
+
+@pytest.mark.postgres
+def test_score_enqueue_prints_the_run_and_runs_wait_follows_it_to_the_end(pg_world, workers, shared_blade):
+    sub = shared_blade / "examples" / "multirun_analyses.json"
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=workers.env,
+                              capture_output=True, text=True, timeout=300)
+
+    queued = cli("score", "--release", "1.0.0", "--submission", str(sub), "--agent", "cli-agent", "--enqueue",
+                 "--as", pg_world.evaluator.username)
+    assert queued.returncode == 0, queued.stderr
+    run_id = int(queued.stdout.strip())
+    assert f"runs wait {run_id}" in queued.stderr and _runs(pg_world.engine)[0].status == "queued"
+    workers.start()
+    out = pg_world.runs.parent / "waited.json"
+    waited = cli("runs", "--as", pg_world.evaluator.username, "wait", str(run_id), "--out", str(out))
+    assert waited.returncode == 0, waited.stderr
+    assert f"run {run_id}: weighted" in waited.stdout and json.loads(out.read_text())["provenance"]
+    assert _runs(pg_world.engine)[0].executor.split("/")[1] == str(workers.procs[0].pid)
+
+
+def test_on_sqlite_enqueue_and_worker_say_what_they_need(tmp_path, shared_blade):
+    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
+               FORKPATHS_ADMIN_PASSWORD="admin password 1")
+    env.pop("FORKPATHS_DATABASE_URL", None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    sub = shared_blade / "examples" / "multirun_analyses.json"
+    refused = cli("score", "--release", "1.0.0", "--submission", str(sub), "--enqueue")
+    assert refused.returncode == 2 and "--enqueue needs the database to be PostgreSQL" in refused.stderr
+    worker = cli("worker")
+    assert worker.returncode == 2 and "needs no worker" in worker.stderr
+    no_out = cli("score", "--release", "1.0.0", "--submission", str(sub))
+    assert no_out.returncode == 2 and "--out is required" in no_out.stderr
+
+
+@pytest.mark.postgres
+def test_forkpaths_run_starts_a_worker_beside_the_app_on_postgresql(pg_world, workers):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = subprocess.Popen([sys.executable, "-m", "curation.cli", "run", "--port", str(port), "--address",
+                            "127.0.0.1", "--no-install"], cwd=PROJECT_ROOT, env=workers.env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    workers.procs.append(app)  # stopped (SIGTERM) with the workers
+
+    def registered() -> int:
+        with pg_world.engine.connect() as conn:
+            return int(conn.execute(text("select count(*) from procrastinate_workers")).scalar() or 0)
+
+    try:
+        _wait_for(lambda: registered() == 1, workers)  # one worker, beating
+        run_id = pg_world.register().id
+        enqueue_run(pg_world.engine, run_id)
+        _wait_for(lambda: _runs(pg_world.engine)[0].status in ENDED, workers)
+        assert _runs(pg_world.engine)[0].status == "succeeded"
+    finally:
+        os.killpg(app.pid, signal.SIGTERM)
+        app.wait(timeout=60)
