@@ -62,7 +62,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     app = PROJECT_ROOT / "annotate_app" / "app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--client.toolbarMode", "minimal"]  # no "Deploy" button
+           "--client.toolbarMode", "minimal",  # no "Deploy" button
+           "--server.maxUploadSize", str(settings.server_upload_mb)]  # each uploader states its own limit
     if args.address:
         cmd += ["--server.address", args.address]
     print(f"  Open http://{args.address or 'localhost'}:{args.port} in your browser.\n", flush=True)
