@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from curation.bootstrap import initialise
+from curation.cli_progress import ProgressBar
 from curation.dataset_files import read_blade_folder
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, CurationError
@@ -245,10 +246,6 @@ def _describe_check(check) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
-def _progress(stage: str, fraction: float) -> None:
-    print(f"  [{fraction:>4.0%}] {stage}", flush=True)
-
-
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import releases as rel
 
@@ -259,7 +256,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
         if args.release_command == "create":
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
                                      releases_root=root, store=settings.datasets_store,
-                                     dataset_names=args.dataset or None, progress=_progress)
+                                     dataset_names=args.dataset or None, progress=ProgressBar().fraction)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
             if note := rel.unreviewed_note(record.summary):
                 print(note)
@@ -382,7 +379,7 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         session_scope=lambda: session_scope(report.engine), actor=actor, dataset_id=dataset_id,
         config=settings.llm_config(), store=settings.datasets_store,
         limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
-        progress=lambda done, total, label: print(f"  [{done}/{total}] {label}", flush=True))
+        progress=ProgressBar())
     print(f"{result.created} alternatives stored ({result.duplicates} flagged as duplicates, "
           f"{result.failed_checks} transforms whose code failed, shown with their error); {result.already_stored} "
           f"already stored; {result.calls} LLM answers, {result.cached} from the cache.")
@@ -442,6 +439,8 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="forkpaths", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print progress logs (INFO); accepted anywhere on the command line")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start the web app (migrates the database first)")
     run.add_argument("--port", type=int, default=8501)
@@ -534,8 +533,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+VERBOSE_FLAGS = ("--verbose", "-v")
+
+
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = any(a in VERBOSE_FLAGS for a in argv)  # anywhere on the command line
+    argv = [a for a in argv if a not in VERBOSE_FLAGS]
+    # the libraries' and services' INFO logs only when asked for; warnings and errors always
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args, Settings()))
