@@ -23,6 +23,7 @@ from curation.services.releases import (
 
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 NOTES, NOTES_CLEAR, NOTES_KEPT = "releases.notes", "fp.releases.notes_clear", "fp.releases.notes_kept"
+VERSION = "releases.version"
 
 
 def _keep_notes(text: str) -> None:
@@ -51,16 +52,18 @@ tab_list, tab_cut, tab_diff = st.tabs(["Releases", "Cut a release", "Compare"], 
 
 # Release notes are kept on the server while they are typed (a reload brings them back), so they live outside a
 # form (a form sends nothing before its button), under one stable key: one text area, whatever reruns.
-if state.get(NOTES_CLEAR):  # the last cut used them: an empty box for the next release
+if state.get(NOTES_CLEAR):  # the last cut used them: an empty box and the next version for the next release
     st.session_state.pop(NOTES_CLEAR, None)
     st.session_state[NOTES] = ""
+    st.session_state[VERSION] = next_version(records)
 elif NOTES not in st.session_state:  # a new browser session: what was typed before the reload
     kept = (context.attempt(lambda s: load_draft(session=s, actor=user, name=NOTES)) or {}).get("notes", "")
     st.session_state[NOTES] = st.session_state[NOTES_KEPT] = str(kept)
 
 with tab_cut:
     c1, c2 = st.columns([1, 3])
-    version = c1.text_input("Version (MAJOR.MINOR.PATCH)", value=next_version(records))
+    st.session_state.setdefault(VERSION, next_version(records))  # a stable key: one box through reruns
+    version = c1.text_input("Version (MAJOR.MINOR.PATCH)", key=VERSION)
     chosen = c2.multiselect("Datasets", [d.name for d in datasets], default=[d.name for d in datasets])
     notes = st.text_area("Release notes", placeholder="What changed, and why", height=90, key=NOTES)
     _keep_notes(notes)
