@@ -13,17 +13,20 @@ from sqlmodel import Session
 
 from curation.errors import CurationError
 from curation.models import FormDraft, User, utcnow
+from curation.services.actor import judges_actor
 
 __all__ = ["MAX_DRAFT_BYTES", "discard_draft", "load_draft", "save_draft"]
 
 MAX_DRAFT_BYTES = 512 * 1024
 
 
+@judges_actor
 def load_draft(*, session: Session, actor: User, name: str) -> dict[str, Any] | None:
     row = session.get(FormDraft, (actor.id, name))
     return dict(row.data) if row is not None else None
 
 
+@judges_actor
 def save_draft(*, session: Session, actor: User, name: str, data: dict[str, Any]) -> None:
     """Store (or replace) the actor's draft of form ``name``."""
     try:
@@ -43,6 +46,7 @@ def save_draft(*, session: Session, actor: User, name: str, data: dict[str, Any]
     session.flush()
 
 
+@judges_actor
 def discard_draft(*, session: Session, actor: User, name: str) -> None:
     row = session.get(FormDraft, (actor.id, name))
     if row is not None:
