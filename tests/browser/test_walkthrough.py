@@ -23,12 +23,28 @@ pytestmark = pytest.mark.browser
 # The texts under ``root`` (itself included) that do not fit their box: the box scrolls or hides what overflows
 # (an ellipsis, a button cut at the edge of its group).
 CLIPPED = """(root) => [root, ...root.querySelectorAll('*')]
-  .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible')
-  .map(e => e.innerText.trim() || e.tagName)"""
+  .filter(e => (e.innerText || '').trim() && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX !== 'visible')
+  .map(e => e.innerText.trim())"""
 
 
 def _cut(locator) -> list[str]:
     return locator.evaluate(CLIPPED)
+
+
+def _kept(page, engine, username: str, name: str, field: str, value: str) -> None:
+    """Wait until the server keeps ``value`` in the user's draft ``name`` (what a reload will bring back)."""
+    from sqlmodel import select
+
+    from curation.models import FormDraft, User
+
+    for _ in range(300):
+        with session_scope(engine) as s:
+            user = s.exec(select(User).where(User.username == username)).one()
+            row = s.get(FormDraft, (user.id, name))
+            if row is not None and row.data.get(field) == value:
+                return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"the draft {name} of {username} never held {field}={value!r}")
 
 
 def _sign_in(page, url: str, username: str, landing: str) -> None:
@@ -68,6 +84,8 @@ def test_evaluator_pages_have_addresses_and_run_details_fit_at_1024(browser, liv
         page.get_by_role("heading", name=re.compile("Leaderboard")).wait_for(timeout=60_000)
         idle(page)
         assert page.get_by_text("Page not found").count() == 0
+        for toggle in page.locator("[data-testid=stCheckbox]").all():  # the leaderboard's filters fit at 1024 px
+            assert _cut(toggle) == [], f"clipped at 1024 px: {toggle.inner_text()}"
         shot(page, shots / "01-leaderboard-by-address.png")
 
         page.get_by_role("link", name="Run details").click()
@@ -125,9 +143,8 @@ def test_a_reload_brings_back_a_half_typed_variable_and_release_notes(browser, l
     engine = make_engine(live_app.settings.resolved_database_url)
     ana = f.user(engine, "ana")
     f.user(engine, "cura", Role.CURATOR)
-    f.dataset(engine, live_app.settings.datasets_store, assign=[ana])
-    engine.dispose()
-    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    ds = f.dataset(engine, live_app.settings.datasets_store, assign=[ana])
+    context = browser.new_context(viewport={"width": 1024, "height": 1000})
     page = context.new_page()
     try:
         _sign_in(page, live_app.url, "ana", "Stage-1 progress")
@@ -138,13 +155,33 @@ def test_a_reload_brings_back_a_half_typed_variable_and_release_notes(browser, l
         rationale = page.get_by_label("Rationale", exact=True).filter(visible=True).first
         rationale.fill("stronger storms kill more")
         rationale.blur()  # what reaches the server: a field one has left
-        idle(page)
+        _kept(page, engine, "ana", f"annotate.{ds.id}.var", "rationale", "stronger storms kill more")
         page.reload()
         expect(page.get_by_label("Concept", exact=True).filter(visible=True)).to_have_value("storm strength",
                                                                                            timeout=60_000)
         expect(page.get_by_label("Rationale", exact=True).filter(visible=True).first).to_have_value(
             "stronger storms kill more")
         shot(page, shots / "01-variable-after-reload.png")
+        # saved, then Delete asks before anything is destroyed; its two answers fit at 1024 px
+        page.get_by_label("Columns that operationalise it", exact=True).filter(visible=True).click()
+        page.get_by_role("option", name=re.compile("wind")).first.click()
+        page.keyboard.press("Escape")
+        idle(page)
+        why = page.get_by_label(re.compile("^Why")).filter(visible=True).first
+        why.fill("wind measures strength")
+        why.press("Enter")
+        idle(page)
+        click(page, "Save variable")
+        page.get_by_text("Saved variable 'storm strength'").wait_for(timeout=60_000)
+        page.get_by_role("button", name="Delete", exact=True).filter(visible=True).first.click()
+        confirm = page.get_by_role("button", name="Yes, delete", exact=True)
+        confirm.wait_for(timeout=60_000)
+        idle(page)
+        shot(page, shots / "02-delete-asks.png", confirm)
+        for name in ("Yes, delete", "Keep it"):
+            assert _cut(page.get_by_role("button", name=name, exact=True)) == [], f"'{name}' is clipped"
+        click(page, "Keep it")
+        page.get_by_role("button", name="Delete", exact=True).filter(visible=True).first.wait_for()
         click(page, "Sign out")
 
         _sign_in(page, live_app.url, "cura", "Stage-1 progress")
@@ -153,14 +190,15 @@ def test_a_reload_brings_back_a_half_typed_variable_and_release_notes(browser, l
         notes = page.get_by_label("Release notes", exact=True)
         notes.fill("storms: a first cut")
         notes.blur()
-        idle(page)
+        _kept(page, engine, "cura", "releases.notes", "notes", "storms: a first cut")
         page.reload()
         page.get_by_role("tab", name="Cut a release").click()
         expect(page.get_by_label("Release notes", exact=True)).to_have_value("storms: a first cut", timeout=60_000)
-        shot(page, shots / "02-release-notes-after-reload.png")
+        shot(page, shots / "03-release-notes-after-reload.png")
     except Exception:
         page.screenshot(path=shots / "failure.png")
         print(live_app.log.read_text()[-4000:])
         raise
     finally:
         context.close()
+        engine.dispose()
