@@ -108,3 +108,17 @@ def test_assignment_pickers_offer_only_people_who_annotate(ui):
         assign_analysts(session=s, actor=ui.admin, dataset_id=ui.dataset_id, user_ids=[ui.analyst.id, evie.id])
     with session_scope(ui.engine) as s:
         assert evie.id not in assigned_user_ids(session=s, dataset_id=ui.dataset_id)
+
+
+def test_each_dataset_keeps_its_own_draft_when_the_analyst_switches(ui):
+    other = f.dataset(ui.engine, ui.settings.datasets_store, name="floods", assign=[ui.analyst])
+    at = _annotate(ui, ui.analyst)
+    at.selectbox(key="annotate.dataset").set_value(ui.dataset_id).run()
+    _by_label(at.text_input, "Concept").input("storm strength").run()
+    at.selectbox(key="annotate.dataset").set_value(other.id).run()
+    assert not at.exception, at.exception
+    assert _by_label(at.text_input, "Concept").value == ""  # the other dataset's form is not this one's
+    _by_label(at.text_input, "Concept").input("flood depth").run()
+    at.selectbox(key="annotate.dataset").set_value(ui.dataset_id).run()
+    assert _by_label(at.text_input, "Concept").value == "storm strength"  # back: its own draft
+    assert _drafts(ui) == 2
