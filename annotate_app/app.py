@@ -46,9 +46,13 @@ else:
                                          st.Page(PAGES / "mcqs.py", title="MCQs", icon="❓"),
                                          st.Page(PAGES / "releases.py", title="Releases", icon="📦")]
     if staff or user.role == Role.EVALUATOR.value:
+        if user.role == Role.EVALUATOR.value:
+            # the evaluator's start page: the leaderboard at the app's root, out of the menu, so that the menu's
+            # "Leaderboard" keeps its own address (/leaderboard) for links and bookmarks
+            sections[""] = [st.Page(PAGES / "leaderboard.py", title="Leaderboard", icon="🏆", default=True,
+                                    url_path="start", visibility="hidden")]
         sections["Evaluation"] = [
-            st.Page(PAGES / "leaderboard.py", title="Leaderboard", icon="🏆",
-                    default=user.role == Role.EVALUATOR.value),
+            st.Page(PAGES / "leaderboard.py", title="Leaderboard", icon="🏆"),
             st.Page(PAGES / "runs.py", title="Scoring runs", icon="🏁"),
             st.Page(PAGES / "run_details.py", title="Run details", icon="🔎"),
             st.Page(PAGES / "compare.py", title="Compare runs", icon="🆚"),

@@ -100,9 +100,14 @@ def put(key: str, value: Any) -> None:
 
 
 def reset_drafts() -> None:
-    """Forget half-filled decision forms (e.g. when the analyst switches dataset)."""
+    """Forget half-filled decision forms of this browser session (e.g. when the analyst switches dataset: the
+    forms then start from the server's drafts of the other dataset). Each form gets fresh widgets (a new
+    version in their keys): the browser would otherwise send the old widgets' values back."""
     for key in list(st.session_state.keys()):
-        if str(key).startswith("fp.draft.") or str(key).startswith(FORM_VERSION):
+        text = str(key)
+        if text.startswith("fp.draft."):
+            bump_form(text.removeprefix("fp.draft."))
+        if text.startswith(("fp.draft.", "fp.draft_kept.")):
             del st.session_state[key]
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from curation.bootstrap import initialise
+from curation.cli_progress import ProgressBar
 from curation.db import one_snapshot, session_scope
 from curation.errors import USER_ERRORS, CurationError
 from curation.models import Role
@@ -67,7 +68,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     app = PROJECT_ROOT / "annotate_app" / "app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--client.toolbarMode", "minimal"]  # no "Deploy" button
+           "--client.toolbarMode", "minimal",  # no "Deploy" button
+           "--server.maxUploadSize", str(settings.server_upload_mb)]  # each uploader states its own limit
     if args.address:
         cmd += ["--server.address", args.address]
     print(f"  Open http://{args.address or 'localhost'}:{args.port} in your browser.\n", flush=True)
@@ -268,10 +270,6 @@ def _describe_check(check) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
-def _progress(stage: str, fraction: float) -> None:
-    print(f"  [{fraction:>4.0%}] {stage}", flush=True)
-
-
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import releases as rel
     from curation.services.release_data import RELEASE_TABLES
@@ -287,7 +285,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
                                      releases_root=root, store=settings.datasets_store,
                                      dataset_names=args.dataset or None, include_empty=args.include_empty,
-                                     progress=_progress)
+                                     progress=ProgressBar().fraction)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
             left_out = [n for n in empty if n not in record.summary]
             if left_out:
@@ -448,7 +446,7 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         session_scope=lambda: session_scope(report.engine), actor=actor, dataset_id=dataset_id,
         config=settings.llm_config(), store=settings.datasets_store,
         limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
-        progress=lambda done, total, label: print(f"  [{done}/{total}] {label}", flush=True))
+        progress=ProgressBar())
     print(f"{result.created} alternatives stored ({result.duplicates} flagged as duplicates, "
           f"{result.failed_checks} transforms whose code failed, shown with their error); {result.already_stored} "
           f"already stored; {result.calls} LLM answers, {result.cached} from the cache.")
@@ -510,6 +508,8 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="forkpaths", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also print progress logs (INFO); accepted anywhere on the command line")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="start the web app (migrates the database first)")
     run.add_argument("--port", type=int, default=8501)
@@ -641,11 +641,18 @@ def _take_as(argv: list[str]) -> tuple[list[str], str | None]:
 #: Commands that do not act as a user (they run as the machine's operator), so --as means nothing to them.
 _WITHOUT_ACTOR = ("run", "init", "create-user", "add-dataset", "assign")
 
+VERBOSE_FLAGS = ("--verbose", "-v")
+
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = any(a in VERBOSE_FLAGS for a in argv)  # anywhere on the command line
+    argv = [a for a in argv if a not in VERBOSE_FLAGS]
+    # the libraries' and services' INFO logs only when asked for; warnings and errors always
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
     try:
-        argv, as_user = _take_as(list(sys.argv[1:] if argv is None else argv))
+        argv, as_user = _take_as(argv)
     except CurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from curation.bootstrap import initialise
+from curation.cli_progress import ProgressBar
 from curation.db import session_scope
 from curation.errors import ScoringError
 from curation.models import RunStatus, ScoringRun
@@ -31,24 +32,7 @@ def scoring_limits(settings: Settings) -> Any:
     return ScoringLimits.from_settings(settings)
 
 
-class _Bar:
-    """A one-line progress bar on standard error (redrawn in place on a terminal, one line per 10 % otherwise)."""
-
-    def __init__(self, width: int = 30) -> None:
-        self.width, self.last = width, -1
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int, stage: str) -> None:
-        frac = done / max(total, 1)
-        if not self.tty and int(frac * 10) == self.last and done != total:
-            return
-        self.last = int(frac * 10)
-        filled = int(frac * self.width)
-        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {stage}"
-        print(("\r" + line.ljust(100)) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr,
-              flush=True)
-        if self.tty and done == total:
-            print(file=sys.stderr)
+_Bar = ProgressBar  # one line redrawn on a terminal; elsewhere only the final summary
 
 
 def _operator(session: Any, username: str | None) -> Any:

@@ -24,6 +24,7 @@ __all__ = [
     "ConceptualVariable",
     "Dataset",
     "DatasetAssignment",
+    "FormDraft",
     "Role",
     "StatModel",
     "Alternative",
@@ -575,3 +576,15 @@ class JudgeLabel(SQLModel, table=True):
     expert_id: int | None = Field(default=None, foreign_key="user.id")
     labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     created_at: datetime = _ts()
+
+
+class FormDraft(SQLModel, table=True):
+    """A half-filled form of one user (an annotation form, release notes), kept on the server so that a reload
+    or a new tab brings it back; removed when the form is saved or cancelled."""
+
+    __tablename__ = "form_draft"
+
+    user_id: int = Field(foreign_key="user.id", primary_key=True)
+    name: str = Field(max_length=128, primary_key=True, description="the form, e.g. 'annotate.3.tf'")
+    data: dict[str, Any] = _json(dict)
+    updated_at: datetime = _ts()

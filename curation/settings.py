@@ -6,6 +6,7 @@ them, such as :class:`evaluation.sandbox.SandboxLimits`) as arguments.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -147,6 +148,22 @@ class Settings(BaseSettings):
     @property
     def max_submission_bytes(self) -> int:
         return int(self.max_submission_mb * 1024 * 1024)
+
+    @property
+    def upload_widget_mb(self) -> int:
+        """What the data-file uploaders state (and let through): the limit in whole MB, rounded up."""
+        return max(1, math.ceil(self.max_upload_mb))
+
+    @property
+    def submission_widget_mb(self) -> int:
+        """What the submission uploader states (and lets through): the limit in whole MB, rounded up."""
+        return max(1, math.ceil(self.max_submission_mb))
+
+    @property
+    def server_upload_mb(self) -> int:
+        """Streamlit's own cap on any upload (server.maxUploadSize): at least the larger of the two limits, so
+        the web server never refuses a file the app would accept (each uploader states its own limit)."""
+        return max(self.upload_widget_mb, self.submission_widget_mb)
 
     @property
     def runs_store(self) -> Path:

@@ -16,7 +16,7 @@ from curation.services.accounts import (
     set_user_role,
 )
 from curation.services.checks import sandbox_isolation
-from curation.services.datasets import assign_analysts, assigned_user_ids, list_datasets
+from curation.services.datasets import ANNOTATING_ROLES, assign_analysts, assigned_user_ids, list_datasets
 
 admin = context.require_user(Role.ADMIN)
 st.title("🛡️ Users & assignments")
@@ -87,7 +87,11 @@ with tab_assign:
         names = [u.username for u in users if u.id in current]
         with st.form(f"assign_{ds.id}"):
             st.markdown(f"**{md(ds.name)}** — {md(ds.research_question)}")
-            chosen = st.multiselect("Assigned users", [u.username for u in users if u.is_active or u.id in current],
+            # only people who annotate: evaluators score agents (someone assigned before a role change stays
+            # listed, so the admin can take them off)
+            options = [u.username for u in users
+                       if u.id in current or (u.is_active and u.role in ANNOTATING_ROLES)]
+            chosen = st.multiselect("Assigned users (analysts, curators, admins)", options,
                                     default=names, key=f"assign.{ds.id}")
             if st.form_submit_button("Save assignments"):
                 ids = [by_name[n].id or 0 for n in chosen]

@@ -21,6 +21,7 @@ from curation.services.datasets import (
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
 st.title("🗂️ Datasets")
+CSV_FLASH = "datasets.csv"  # a registration's outcome stays in its tab instead of fading as a toast
 
 
 def _register(build) -> None:  # one helper for both forms: validate, store, report
@@ -32,7 +33,8 @@ def _register(build) -> None:  # one helper for both forms: validate, store, rep
     if ds is not None:
         state.bump_form(FORM)  # fresh, empty upload widgets
         typed = ds.title if ds.title != ds.name else None
-        state.flash(f"{registered_message(ds, typed)} Assign analysts to it on the Users & assignments page.")
+        state.flash(f"{registered_message(ds, typed)} Assign analysts to it on the Users & assignments page.",
+                    where=CSV_FLASH)
         st.rerun()
 
 
@@ -49,7 +51,8 @@ with tab_blade:
     blade_upload_tab(user, cfg)
 
 with tab_csv:
-    upload = st.file_uploader("A CSV file (header row first)", type=["csv"], key=f"ds.csv.file.{version}")
+    upload = st.file_uploader("A CSV file (header row first)", type=["csv"], key=f"ds.csv.file.{version}",
+                              max_upload_size=cfg.upload_widget_mb)
     if upload is not None:
         data = upload.getvalue()
         try:
@@ -71,6 +74,7 @@ with tab_csv:
             _register(lambda: read_csv_with_form(
                 data, filename=upload.name, name=name, research_question=question, description=description,
                 column_descriptions=descriptions, max_bytes=cfg.max_upload_bytes))
+    context.show_flash(CSV_FLASH)
 
 with tab_list:
     datasets = context.attempt(lambda s: list_datasets(session=s, actor=user, include_archived=True)) or []

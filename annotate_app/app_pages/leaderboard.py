@@ -27,7 +27,8 @@ records = context.attempt(lambda s: scorable_releases(session=s, actor=user)) or
 if not records:
     st.info("There is no release yet, so nothing has been scored.")
     st.stop()
-c1, c2, c3, c4 = st.columns([1, 1, 1, 1])
+c1, c2 = st.columns(2)
+c3 = c4 = st.container(horizontal=True, gap="medium")  # the toggles' labels in full, on their own row at 1024 px
 version = c1.selectbox("Release", [r.version for r in records], key="leaderboard.release")
 record = next(r for r in records if r.version == version)
 dataset = c2.selectbox("Dataset", ["all datasets", *sorted(record.summary)], key="leaderboard.dataset")

@@ -8,6 +8,7 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.text import plural
 from curation.models import Role
+from curation.services.drafts import discard_draft, load_draft, save_draft
 from curation.services.release_store import release_store_problems
 from curation.services.releases import (
     cut_release,
@@ -21,6 +22,18 @@ from curation.services.releases import (
 )
 
 user = context.require_user(Role.CURATOR, Role.ADMIN)
+NOTES, NOTES_CLEAR, NOTES_KEPT = "releases.notes", "fp.releases.notes_clear", "fp.releases.notes_kept"
+VERSION = "releases.version"
+
+
+def _keep_notes(text: str) -> None:
+    """Keep the notes being typed on the server when they changed; empty notes leave nothing behind."""
+    if text == st.session_state.get(NOTES_KEPT, ""):
+        return
+    if context.succeeded(lambda s: save_draft(session=s, actor=user, name=NOTES, data={"notes": text}) if text
+                         else discard_draft(session=s, actor=user, name=NOTES)):
+        st.session_state[NOTES_KEPT] = text
+
 cfg = context.settings()
 root = cfg.releases_store
 st.title("📦 Releases")
@@ -37,22 +50,36 @@ if problems:
 with_truth, empty = context.attempt(lambda s: release_candidates(session=s, actor=user)) or ([], [])
 tab_list, tab_cut, tab_diff = st.tabs(["Releases", "Cut a release", "Compare"], key="releases.tab", on_change="rerun")
 
-with tab_cut, st.form(f"cut_release.{state.form_version('cut_release')}"):
+# Release notes are kept on the server while they are typed (a reload brings them back), so they live outside a
+# form (a form sends nothing before its button), under one stable key: one text area, whatever reruns.
+if state.get(NOTES_CLEAR):  # the last cut used them: an empty box and the next version for the next release
+    st.session_state.pop(NOTES_CLEAR, None)
+    st.session_state[NOTES] = ""
+    st.session_state[VERSION] = next_version(records)
+elif NOTES not in st.session_state:  # a new browser session: what was typed before the reload
+    kept = (context.attempt(lambda s: load_draft(session=s, actor=user, name=NOTES)) or {}).get("notes", "")
+    st.session_state[NOTES] = st.session_state[NOTES_KEPT] = str(kept)
+
+with tab_cut:
     c1, c2 = st.columns([1, 3])
-    version = c1.text_input("Version (MAJOR.MINOR.PATCH)", value=next_version(records))
+    st.session_state.setdefault(VERSION, next_version(records))  # a stable key: one box through reruns
+    version = c1.text_input("Version (MAJOR.MINOR.PATCH)", key=VERSION)
     chosen = c2.multiselect("Datasets", with_truth, default=with_truth,
                             help="The datasets that have ground truth (decisions, alternatives, votes or MCQs).")
     add_empty = c2.checkbox(f"Also release the datasets without ground truth yet ({', '.join(empty)}), with their "
                             "data alone", key=f"releases.include_empty.{state.form_version('cut_release')}") if empty else False
-    notes = st.text_area("Release notes", placeholder="What changed, and why", height=90)
-    go = st.form_submit_button("Cut release", type="primary")
+    notes = st.text_area("Release notes", placeholder="What changed, and why", height=90, key=NOTES)
+    _keep_notes(notes)
+    go = st.button("Cut release", type="primary", key="releases.cut")
 if go:
     bar = tab_cut.progress(0.0, text="starting…")
     record = context.attempt(lambda s: cut_release(
         session=s, actor=user, version=version, notes=notes, releases_root=root, store=cfg.datasets_store,
         dataset_names=[*chosen, *(empty if add_empty else [])] if with_truth or add_empty else None, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
     if record is not None:
-        state.bump_form("cut_release")  # an empty form for the next release
+        context.attempt(lambda s: discard_draft(session=s, actor=user, name=NOTES))
+        st.session_state[NOTES_CLEAR] = True  # an empty box for the next release (set before it is drawn)
+        state.bump_form("cut_release")  # and the empty-datasets choice unticked again
         cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "
                f"{record.manifest_sha256[:12]}….")
         pending = unreviewed_note(record.summary)

@@ -57,12 +57,15 @@ if not result.datasets:
 run = next(r for r in runs if r.id == run_id)
 engine_scores, scores = (run.scores or {}).get("overall", {}), (run.scores_effective or {}).get("overall", {})
 figures = [("Weighted score", "weighted", None), *[(f"F1 {label}", "f1", t) for t, label in SCORE_COLUMNS.items()]]
-for column, (label, name, t) in zip(st.columns(len(figures)), figures, strict=True):
+# each figure as wide as its label, wrapping onto a second row when the window is narrow (six equal columns cut
+# "F1 transforms (graph)" to "F1 transfor…" at 1024 px)
+figure_row = st.container(horizontal=True, gap="medium")
+for label, name, t in figures:
     now = scores.get(name, {}).get("point") if t is None else scores.get(name, {}).get(t)
     was = engine_scores.get(name, {}).get("point") if t is None else engine_scores.get(name, {}).get(t)
-    column.metric(label, "undefined" if now is None else f"{now:.3f}",
-                  delta=f"{now - was:+.3f} by overrides" if now is not None and was is not None and now != was
-                  else None)
+    figure_row.metric(label, "undefined" if now is None else f"{now:.3f}", width="content",
+                      delta=f"{now - was:+.3f} by overrides" if now is not None and was is not None and now != was
+                      else None)
 c1, c2, c3 = st.columns(3)
 dataset = c1.selectbox("Dataset", [d.dataset for d in result.datasets], key="details.dataset")
 ds = next(d for d in result.datasets if d.dataset == dataset)

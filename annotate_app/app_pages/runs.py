@@ -34,7 +34,8 @@ with st.expander("Score a submission", expanded=True), st.form(f"score.{state.fo
     kind = st.radio("What to score", ["analyses", "mcq"], horizontal=True, key="runs.kind",
                     format_func=lambda k: {"analyses": "Analyses (BLADE single- or multi-run file, one per dataset)",
                                            "mcq": "MCQ answers (question id → letter)"}[k])
-    files = st.file_uploader("Submission file(s)", type=["json"], accept_multiple_files=True, key="runs.files")
+    files = st.file_uploader("Submission file(s)", type=["json"], accept_multiple_files=True, key="runs.files",
+                             max_upload_size=cfg.submission_widget_mb)
     c1, c2, c3 = st.columns(3)
     agent = c1.text_input("Agent", placeholder="e.g. ReAct agent")
     model_name = c2.text_input("Language model", placeholder="e.g. gpt-4o")

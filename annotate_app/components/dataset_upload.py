@@ -11,6 +11,7 @@ from curation.services.blade_import import UploadOutcome, register_blade_upload
 from curation.settings import Settings
 
 FORM = "datasets"  # the form-version counter shared by the page's upload widgets
+FLASH_HERE = "datasets.upload"  # an upload's outcome is shown in its tab, not as a toast that fades
 
 
 def registered_message(dataset: Dataset, typed_name: str | None = None) -> str:
@@ -21,14 +22,13 @@ def registered_message(dataset: Dataset, typed_name: str | None = None) -> str:
 def outcome_message(outcome: UploadOutcome) -> tuple[str, str]:
     """The flash kind and text that tell the curator what the upload stored and what it left out."""
     text = registered_message(outcome.dataset, outcome.typed_name)
-    kind = "success"
+    kind = "success"  # the dataset is registered: a success, even when its ground truth was left out as asked
     report = outcome.imported
     if report is not None:
         text += (f" Its ground truth was imported: {report.variables} variables, {report.transforms} transforms, "
                  f"{report.models} models, {report.alternatives} reviewed alternatives ({report.votes} votes), "
                  f"{report.mcqs} MCQs.")
     elif outcome.left_out:
-        kind = "warning"
         files = " and ".join(outcome.left_out)
         text += (f" Its {files} {'was' if len(outcome.left_out) == 1 else 'were'} not imported, as asked. To bring "
                  "that ground truth in, upload the folder again under a new name with \"Import its ground truth\" "
@@ -51,7 +51,7 @@ def _submit(user: User, cfg: Settings, version: int) -> None:
     state.put(state.UPLOAD_NAME, "" if outcome is not None else name)  # keep the typed name for another try
     if outcome is not None:
         kind, text = outcome_message(outcome)
-        state.flash(text, kind)
+        state.flash(text, kind, where=FLASH_HERE)  # stays under the form, where the curator looks, until the next run
 
 
 def blade_upload_tab(user: User, cfg: Settings) -> None:
@@ -63,9 +63,11 @@ def blade_upload_tab(user: User, cfg: Settings) -> None:
     with st.form("blade_upload", clear_on_submit=False):
         st.text_input("Name (optional for a .zip)", value=state.get(state.UPLOAD_NAME, ""), key=name_key)
         st.file_uploader("info.json + data.csv, or a .zip", accept_multiple_files=True,
-                         type=["json", "csv", "zip"], key=files_key)
+                         type=["json", "csv", "zip"], key=files_key,
+                         max_upload_size=cfg.upload_widget_mb)
         st.checkbox("Import its ground truth too (annotations.csv, mcq_dataset.json), when the upload has it",
                     value=True, key=truth_key,
                     help="As `forkpaths import-blade` does: the conceptual variables, transforms, models, reviewed "
                          "alternatives and MCQs become the work of the labelled imported annotator.")
         st.form_submit_button("Register dataset", type="primary", on_click=_submit, args=(user, cfg, version))
+    context.show_flash(FLASH_HERE)

@@ -11,15 +11,28 @@ from sqlmodel import Session
 from annotate_app import context, state
 from annotate_app.components.drafts import Draft
 
+PENDING_DELETE = "fp.delete.pending"  # the decision whose Delete waits for a second click
+
 
 def edit_delete(edit_col: Any, delete_col: Any, *, key: str, draft: Draft, values: Callable[[], dict[str, Any]],
                 delete: Callable[[Session], object], deleted: str) -> None:
-    """Edit loads ``values()`` into the form; Delete runs ``delete`` in one transaction."""
+    """Edit loads ``values()`` into the form; Delete asks first, then runs ``delete`` in one transaction."""
+    if st.session_state.get(PENDING_DELETE) == key:
+        edit_col.caption("Delete it for good?")
+        if delete_col.button("Yes, delete", key=f"{key}.del.confirm", type="primary"):
+            st.session_state.pop(PENDING_DELETE, None)
+            if context.succeeded(delete):
+                state.flash(deleted, where=list_flash(key.split(".", 1)[0]))
+                st.rerun()
+        if delete_col.button("Keep it", key=f"{key}.del.cancel"):
+            st.session_state.pop(PENDING_DELETE, None)
+            st.rerun()
+        return
     if edit_col.button("Edit", key=f"{key}.edit"):
         draft.load(values())
         st.rerun()
-    if delete_col.button("Delete", key=f"{key}.del") and context.succeeded(delete):
-        state.flash(deleted, where=list_flash(key.split(".", 1)[0]))
+    if delete_col.button("Delete", key=f"{key}.del"):
+        st.session_state[PENDING_DELETE] = key  # one decision at a time: asking about another forgets this one
         st.rerun()
 
 

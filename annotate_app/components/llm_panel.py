@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate_app import context, state
+from annotate_app import context
 from annotate_app.components.transform_form import limits
+from annotate_app.text import md
 from curation.models import User
 from curation.services.llm_alternatives import generate_alternatives
 
@@ -22,15 +23,26 @@ FORKPATHS_LLM_API_KEY=sk-...                       # only if the endpoint needs 
 Or from a terminal: `forkpaths alternatives generate DATASET`."""
 
 
+SUMMARY = "fp.llm.summary"  # dataset id -> (kind, text) of the last generation, shown until dismissed
+
+
 def render_llm_panel(user: User, dataset_id: int, dataset_name: str) -> None:
     settings = context.settings()
     config = settings.llm_config()
-    with st.expander("LLM alternatives (curators)", expanded=False):
+    summaries: dict[int, tuple[str, str]] = st.session_state.setdefault(SUMMARY, {})
+    last = summaries.get(dataset_id)
+    with st.expander("LLM alternatives (curators)", expanded=last is not None):
         if not config.configured:
             st.info(HOW_TO)
             return
         st.caption(f"Model `{config.model}` at {config.base_url}. Answers are cached: generating again sends "
                    "nothing and adds only what is not stored yet.")
+        if last is not None:  # the last generation's report stays here until the curator dismisses it
+            kind, text = last
+            getattr(st, kind)(md(text))
+            if st.button("Dismiss this report", key="llm.dismiss"):
+                summaries.pop(dataset_id, None)
+                st.rerun()
         if not st.button(f"Generate alternatives for {dataset_name}", key="llm.generate", type="primary"):
             return
         bar = st.progress(0.0, text="Planning…")
@@ -51,5 +63,5 @@ def render_llm_panel(user: User, dataset_id: int, dataset_name: str) -> None:
         details = [*(f"failed: {e}" for e in report.errors), *(f"rejected: {r}" for r in report.rejected)]
         if details:
             message += "  \n" + "  \n".join(details[:12])
-        state.flash(message, "warning" if report.errors else "success")
+        summaries[dataset_id] = ("warning" if report.errors else "success", message)
         st.rerun()

@@ -27,7 +27,10 @@ from curation.services.meetings import (
     set_attendance,
     show_item,
 )
+from curation.services.votes import QUESTIONS
 
+AGENDA_PICK = "meeting.item"  # the agenda item picked in the list view
+CLOSE_ASKED = "fp.meeting.close_asked"  # the meeting whose close waits for the facilitator's confirmation
 BADGE = {"justifiable": "🟢 justifiable", "unjustifiable": "🔴 unjustifiable", "contested": "🟠 contested",
          "unjudged": "⚪ unjudged"}
 
@@ -66,7 +69,9 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
     st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
     names = _names(sorted({v["annotator_id"] for v in i.votes}))
     if i.votes:
-        st.dataframe(pd.DataFrame([{"analyst": names.get(v["annotator_id"], "?"), "question": v["question"],
+        asked = {q.key: q.text for q in QUESTIONS.get(i.kind, ())}  # the words analysts answered, not the ids
+        st.dataframe(pd.DataFrame([{"analyst": names.get(v["annotator_id"], "?"),
+                                    "question": asked.get(v["question"], v["question"]),
                                     "answer": v["answer"] or "skipped", "reason": v["explanation"]}
                                    for v in i.votes]), hide_index=True, width="stretch")
     if a.outcome is not None:
@@ -136,7 +141,10 @@ def render_meeting(user: User, meeting_id: int, analysts: dict[int, str]) -> Non
             st.rerun()
     if not agenda:
         st.info("Nothing to discuss: no item is contested or split.")
-    projector = st.toggle("Projector view (one item at a time)", key=state.MEETING_PROJECTOR)
+    context.show_deferred_error()
+    projector = st.toggle("Projector view (one item at a time)", key=state.MEETING_PROJECTOR,
+                          on_change=_projector_switched,
+                          args=(user, meeting.id or 0, meeting.status == "open", meeting.current, len(agenda)))
     if agenda and projector:
         pos = min(meeting.current, len(agenda) - 1)
         if is_facilitator(user) and meeting.status == "open":
@@ -151,7 +159,7 @@ def render_meeting(user: User, meeting_id: int, analysts: dict[int, str]) -> Non
         render_item(agenda[pos], big=True)
         chosen = agenda[pos]
     elif agenda:
-        pick = st.selectbox("Agenda (most disagreement first)", range(len(agenda)), key="meeting.item",
+        pick = st.selectbox("Agenda (most disagreement first)", range(len(agenda)), key=AGENDA_PICK,
                             format_func=lambda n: item_title(agenda[n]) + ("  ✔" if agenda[n].outcome else ""))
         chosen = agenda[pick]
         render_item(chosen)
@@ -161,12 +169,50 @@ def render_meeting(user: User, meeting_id: int, analysts: dict[int, str]) -> Non
         elif chosen.item.proposer_id != user.id:
             render_vote_revision(user, meeting.id or 0, chosen)
     if meeting.status == "open" and is_facilitator(user):
-        if st.button("Close the meeting", key="meeting.close") and context.succeeded(
-                lambda s: close_meeting(session=s, actor=user, meeting_id=meeting.id or 0)):
-            state.flash(f"Meeting {meeting.id} closed: {decided} of {len(agenda)} items decided.")
-            st.rerun()
+        render_close(user, meeting.id or 0, decided, len(agenda))
     if meeting.status == "closed":
         render_summary(meeting.id or 0)
+
+
+def _projector_switched(user: User, meeting_id: int, is_open: bool, current: int, items: int) -> None:
+    """The projector opens on the item picked in the agenda (and moves everyone's projector there); back in the
+    list view, the agenda picks the item the projector showed."""
+    if st.session_state.get(state.MEETING_PROJECTOR):
+        picked = st.session_state.get(AGENDA_PICK)
+        if (isinstance(picked, int) and 0 <= picked < items and picked != current and is_open
+                and is_facilitator(user)):
+            context.attempt_in_callback(lambda s: show_item(session=s, actor=user, meeting_id=meeting_id,
+                                                            position=picked))
+    elif 0 <= current < items:
+        st.session_state[AGENDA_PICK] = current
+
+
+def render_close(user: User, meeting_id: int, decided: int, total: int) -> None:
+    """Closing is final: with items still undecided the facilitator is asked to confirm, naming how many."""
+    asking = st.session_state.get(CLOSE_ASKED) == meeting_id
+    if not asking:
+        if st.button("Close the meeting", key="meeting.close"):
+            if decided < total:
+                st.session_state[CLOSE_ASKED] = meeting_id
+                st.rerun()
+            _close(user, meeting_id, decided, total)
+        return
+    undecided = total - decided
+    st.warning(f"{undecided} of {total} items have no outcome yet. Closing the meeting is final: they keep their "
+               "votes' status and no outcome can be recorded afterwards.")
+    c1, c2 = st.columns(2)
+    if c1.button(f"Close with {undecided} undecided", key="meeting.close.confirm", type="primary"):
+        st.session_state.pop(CLOSE_ASKED, None)
+        _close(user, meeting_id, decided, total)
+    if c2.button("Keep the meeting open", key="meeting.close.cancel"):
+        st.session_state.pop(CLOSE_ASKED, None)
+        st.rerun()
+
+
+def _close(user: User, meeting_id: int, decided: int, total: int) -> None:
+    if context.succeeded(lambda s: close_meeting(session=s, actor=user, meeting_id=meeting_id)):
+        state.flash(f"Meeting {meeting_id} closed: {decided} of {total} items decided.")
+        st.rerun()
 
 
 def render_summary(meeting_id: int) -> None:

@@ -19,6 +19,7 @@ from curation.services.annotation import (
     AnalysisDecisions,
     ModelInput,
     available_columns,
+    current_check,
     delete_model,
     model_dependencies,
     pending_checks,
@@ -57,7 +58,7 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
     transforms = decisions.transforms if decisions else []
     var_names = {v.id: f"{'Moderator' if v.interaction else v.variable_type}: {v.concept}" for v in variables}
     t_names = {t.id: t.spec_name for t in transforms}
-    draft = Draft("md", DEFAULTS)
+    draft = Draft("md", DEFAULTS, server=(user, f"annotate.{dataset_id}.md"))  # a reload keeps it
     models = decisions.models if decisions else []
     needs = {c.decision_id: c.reason for c in pending_checks(decisions)} if decisions and not locked else {}
     context.show_flash(list_flash("md"))
@@ -78,7 +79,7 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
                                 "family": m.family, "specification": m.specification, "code": m.code,
                                 "rationale": m.rationale, "columns": [column_key(c) for c in m.columns],
                                 "variables": m.variable_ids, "transforms": m.transform_ids,
-                                "tags": ", ".join(m.tags), "editing": m.id, "check": m.last_check},
+                                "tags": ", ".join(m.tags), "editing": m.id, "check": current_check(m)},
                             delete=lambda s, mid=m.id: delete_model(session=s, actor=user, dataset_id=dataset_id,
                                                                     model_id=mid))
     if locked:
@@ -110,6 +111,8 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
         check_result.render_model(draft.data.get("check"))
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
     tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
+    draft.keep({"family": family, "specification": spec, "code": code, "rationale": rationale, "columns": cols,
+                "variables": var_ids, "transforms": t_ids, "tags": tags, "editing": editing})
     save_or_cancel(prefix="md", noun="model", draft=draft, label=lambda saved: saved.specification,
                    # the check is kept by the service only if it ran exactly this code
                    save=lambda s: save_model(session=s, actor=user, dataset_id=dataset_id, model_id=editing,

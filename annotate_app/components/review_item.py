@@ -116,7 +116,8 @@ def render_item(user: User, item: ReviewItem, can_vote: bool, dataset_id: int = 
 def _vote_widgets(user: User, item: ReviewItem) -> None:
     mine = item.my_votes
     pending = state.review_error(item.key) is not None  # keep what the analyst chose until it is saved
-    cols = st.columns(len(QUESTIONS[item.kind]))
+    n = len(QUESTIONS[item.kind])  # two questions a row: four in a row cut "Unsure" and "Unjustifiable" at 1024 px
+    cols = [c for _ in range((n + 1) // 2) for c in st.columns(2)][:n]
     for col, q in zip(cols, QUESTIONS[item.kind], strict=True):
         stored = mine.get(q.key) or {}
         with col:

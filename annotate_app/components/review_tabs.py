@@ -23,7 +23,10 @@ def render_queue(user: User, queue: ReviewQueue) -> None:
         st.warning("Stage 2 of this dataset is closed: votes are final and shown read-only.")
     elif not queue.can_vote:
         st.info("You look at this review as a curator; the analysts who submitted stage 1 vote.")
-    c1, c2, c3 = st.columns([2, 2, 2], vertical_alignment="bottom")
+    # the filters side by side, each as wide as it needs (wrapping when the window is narrow): equal columns
+    # cut "Transforms" off at 1024 px
+    c1 = c3 = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    c2 = st.container() if not queue.source_visible else c1  # the source-blind note goes on its own line
     kind = c1.segmented_control("Kind", ["variable", "transform"], key="review.kind",
                                 format_func=lambda k: {"variable": "Variables", "transform": "Transforms"}[k])
     source = None

@@ -17,6 +17,7 @@ from curation.models import Dataset, Transform, User
 from curation.services.annotation import (
     AnalysisDecisions,
     TransformInput,
+    current_check,
     delete_transform,
     pending_checks,
     save_transform,
@@ -104,7 +105,7 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
     transforms = decisions.transforms if decisions else []
     names = _names(transforms)
     needs = {c.decision_id: c.reason for c in pending_checks(decisions)} if decisions and not locked else {}
-    draft = Draft("tf", DEFAULTS)
+    draft = Draft("tf", DEFAULTS, server=(user, f"annotate.{dataset_id}.tf"))  # a reload keeps it
     context.show_flash(list_flash("tf"))
     if locked and not transforms:
         st.info("Nothing recorded: this analysis was submitted without transforms.")
@@ -127,7 +128,7 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                                 "rationale": t.rationale, "verb": t.verbs[0] if t.verbs else "derive",
                                 "mapping": t.mapping, "branches": [b.get("dependencies", []) for b in t.branches],
                                 "conditions": [b.get("condition", "") for b in t.branches],
-                                "tags": ", ".join(t.tags), "editing": t.id, "check": t.last_check},
+                                "tags": ", ".join(t.tags), "editing": t.id, "check": current_check(t)},
                             delete=lambda s, tid=t.id: delete_transform(session=s, actor=user, dataset_id=dataset_id,
                                                                         transform_id=tid))
     if locked:
@@ -186,6 +187,9 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
         st.session_state[draft.key("mapping_value")] = mapping_df
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
     tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
+    draft.keep({"name": name, "specification": spec, "code": code, "rationale": rationale, "verb": verb,
+                "mapping": [m.model_dump(mode="json") for m in mapping_from_frame(mapping_df)],
+                "branches": chosen_branches, "conditions": chosen_conditions, "tags": tags, "editing": editing})
     save_or_cancel(prefix="tf", noun="transform", draft=draft, label=lambda saved: saved.spec_name,
                    # the check is kept by the service only if it ran exactly this code
                    save=lambda s: save_transform(session=s, actor=user, dataset_id=dataset_id, transform_id=editing,

@@ -38,7 +38,8 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     variables = decisions.variables if decisions else []
     transforms = decisions.transforms if decisions else []
     draft = Draft("var", {"type": "IV", "concept": "", "moderates": "", "rationale": "", "columns": [],
-                          "col_rationales": {}, "random_effect": False, "tags": "", "editing": None})
+                          "col_rationales": {}, "random_effect": False, "tags": "", "editing": None},
+                  server=(user, f"annotate.{dataset_id}.var"))  # a reload brings a half-typed form back
     context.show_flash(list_flash("var"))
     if locked and not variables:
         st.info("Nothing recorded: this analysis was submitted without conceptual variables.")
@@ -87,6 +88,9 @@ def render_variables(user: User, dataset_id: int, decisions: AnalysisDecisions |
     random_effect = c1.checkbox("Random effect", value=draft.value("random_effect"), key=draft.key("random_effect"),
                                 help="Enter it as a random (grouping) effect rather than a fixed effect.")
     tags = c2.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
+    draft.keep({"type": vtype, "concept": concept, "moderates": moderates, "rationale": rationale, "columns": chosen,
+                "col_rationales": {**draft.data["col_rationales"], **col_rationales}, "random_effect": random_effect,
+                "tags": tags, "editing": editing})
     save_or_cancel(prefix="var", noun="variable", draft=draft, label=lambda saved: saved.concept,
                    save=lambda s: save_variable(session=s, actor=user, dataset_id=dataset_id, variable_id=editing,
                                                 data=VariableInput(

@@ -62,6 +62,7 @@ __all__ = [
     "ModelInput",
     "TransformInput",
     "VariableInput",
+    "current_check",
     "ancestor_chain",
     "available_columns",
     "check_fingerprint",
@@ -502,13 +503,23 @@ def save_transform(
 def _check_for(code: str, *candidates: dict[str, Any] | None) -> dict[str, Any] | None:
     """The sanity-check result to keep with saved code: a check vouches only for the code it ran (it records
     that code), so the new check or the one already stored, whichever ran exactly ``code``; else none."""
-    return next((c for c in candidates if c and c.get("code") == code), None)
+    return next((c for c in candidates if c and c.get("code") == code and not c.get("stale")), None)
+
+
+def current_check(row: Transform | StatModel) -> dict[str, Any] | None:
+    """The decision's last sanity check if it ran the decision's current code (what a form shows), else None."""
+    check = row.last_check
+    return check if check and check.get("code") == row.code and not check.get("stale") else None
 
 
 def _keep_check(row: Transform | StatModel, code: str, check: dict[str, Any] | None) -> None:
     """Store the check that ran ``code`` (shown to the analyst) and, when it passed, its fingerprint: the
     submission gate compares that fingerprint with the code and parents the decision has when submitted."""
     kept = _check_for(code, check, row.last_check)
+    if kept is None and row.last_check and row.last_check.get("code") not in (None, code):
+        # edited after a check: remember only that one ran on older code (its output no longer applies), so
+        # the analyst reads "checked on older code" rather than "never checked"
+        kept = {"code": row.last_check["code"], "stale": True}
     row.last_check = kept
     passed = bool(kept and kept.get("ok") and kept.get("fingerprint"))
     row.passed_check_sha256 = str(kept["fingerprint"]) if kept and passed else None
@@ -606,8 +617,10 @@ class CheckNeeded:
 def _check_status(row: Transform | StatModel, parents: Sequence[str], by_id: dict[str, Transform]) -> str | None:
     """Why ``row`` still needs a sanity check, or None when its current code and parents passed one."""
     check = row.last_check or {}
-    if not check or check.get("code") != row.code:
+    if not check:
         return "never checked"
+    if check.get("code") != row.code:  # edited since: the check that ran (passed or not) was on other code
+        return "checked on older code"
     if not check.get("ok"):
         return "its check failed"
     try:

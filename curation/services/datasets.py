@@ -22,7 +22,11 @@ from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from exports.blade_info import dump_info_json
 
+# Who can be assigned to a dataset: the roles that annotate (evaluators score agents).
+ANNOTATING_ROLES = frozenset({Role.ANALYST.value, Role.CURATOR.value, Role.ADMIN.value})
+
 __all__ = [
+    "ANNOTATING_ROLES",
     "archive_dataset",
     "assign_analysts",
     "assigned_user_ids",
@@ -218,14 +222,18 @@ def assign_analysts(
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
     wanted = set(user_ids)
-    for uid in wanted:
-        user = session.get(User, uid)
-        if user is None or user.is_system:
-            raise NotFoundError(f"There is no user with id {uid} to assign.")
     current = {
         a.user_id: a
         for a in session.exec(select(DatasetAssignment).where(DatasetAssignment.dataset_id == dataset_id))
     }
+    for uid in wanted:
+        user = session.get(User, uid)
+        if user is None or user.is_system:
+            raise NotFoundError(f"There is no user with id {uid} to assign.")
+        if uid not in current and user.role not in ANNOTATING_ROLES:
+            raise PermissionDenied(
+                f"'{user.username}' is an {user.role}: evaluators score agents and do not annotate, so they cannot "
+                f"be assigned to '{dataset.name}'. Assign analysts, curators or admins, or change their role first.")
     for uid, row in current.items():
         if uid not in wanted:
             session.delete(row)

@@ -44,7 +44,7 @@ def test_admin_registers_a_dataset_and_visits_every_page(browser, live_app, shot
     idle(page)
     page.get_by_label("Name (optional for a .zip)", exact=True).fill("uploaded storms")
     click(page, "Register dataset")
-    page.get_by_text("Registered 'uploaded_storms'").wait_for()
+    page.get_by_text("Registered 'uploaded_storms'").wait_for(timeout=60_000)  # slow under load
     shot(page, shots / "02-dataset-registered.png")
     no_exception(page)
 

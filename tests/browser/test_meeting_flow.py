@@ -99,10 +99,13 @@ def test_meeting_from_start_to_summary(browser, live_app, shots: Path):
     page.get_by_text("Projector view (one item at a time)").click()
     idle(page)
     click(page, "Close the meeting")
+    page.get_by_text("1 of 2 items have no outcome yet").wait_for(timeout=30_000)  # closing is final: it asks
+    shot(page, shots / "05-close-asks.png", page.get_by_text("1 of 2 items have no outcome yet"))
+    click(page, "Close with 1 undecided")
     page.get_by_text("Meeting 1 closed: 1 of 2 items decided.").wait_for(timeout=30_000)
     idle(page)
     page.get_by_text("Meeting summary").wait_for()
-    shot(page, shots / "05-summary.png", page.get_by_text("Meeting summary"))
+    shot(page, shots / "06-summary.png", page.get_by_text("Meeting summary"))
     page.get_by_text("attendance: ana.").wait_for()  # strict: exactly one such line, or it raises
     assert page.locator("[data-testid='stException']").count() == 0
     engine.dispose()

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from curation.db import make_engine
 from curation.models import Role
@@ -29,27 +30,34 @@ def test_curator_cuts_compares_and_downloads(browser, live_app, shots: Path, tmp
     idle(page)
     page.get_by_text("No releases yet").wait_for()
     page.get_by_role("tab", name="Cut a release").click()
-    page.get_by_label("Release notes", exact=True).fill("first public cut")  # a form reads it on submit
+    notes = page.get_by_label("Release notes", exact=True)
+    notes.fill("first public cut")
     page.get_by_text("Also release the datasets without ground truth yet (storms)").click()  # nothing has any yet
     click(page, "Cut release")
     try:
-        page.get_by_text("Release 1.0.0 cut").wait_for(timeout=60_000)
-        idle(page)  # the flash shows first; let the run finish before the old form is replaced
+        page.get_by_text("Release 1.0.0 cut").first.wait_for(timeout=60_000)
+        # the state the next step needs, waited for rather than assumed: one notes box (it keeps its place
+        # through reruns), emptied for the next release, and the version moved on
+        expect(notes).to_have_count(1, timeout=60_000)
+        expect(notes).to_have_value("", timeout=60_000)
+        expect(page.get_by_label("Version (MAJOR.MINOR.PATCH)", exact=True)).to_have_value("1.0.1", timeout=60_000)
+        idle(page)
     except Exception:
         page.screenshot(path=shots / "failure.png")
         print(live_app.log.read_text()[-3000:])
         raise
-    page.get_by_role("tab", name="Cut a release").click()
-    page.get_by_label("Release notes", exact=True).fill("second cut")
+    notes.fill("second cut")
     page.get_by_text("Also release the datasets without ground truth yet (storms)").click()
     click(page, "Cut release")
-    page.get_by_text("Release 1.0.1 cut").wait_for(timeout=60_000)
+    page.get_by_text("Release 1.0.1 cut").first.wait_for(timeout=60_000)
+    expect(notes).to_have_value("", timeout=60_000)
     idle(page)
     page.get_by_role("tab", name="Releases").click()
-    page.wait_for_timeout(500)
+    expect(page.get_by_role("button", name="Prepare BLADE layout (.zip)")).to_be_visible(timeout=60_000)
     shot(page, shots / "01-releases.png")
     click(page, "Prepare BLADE layout (.zip)")
     button = page.get_by_role("button", name=re.compile(r"Download forkpaths-1\.0\.[01]-blade\.zip"))
+    button.wait_for(timeout=60_000)
     version = re.search(r"1\.0\.[01]", button.inner_text()).group(0)
     with page.expect_download() as info:
         button.click()
@@ -59,7 +67,7 @@ def test_curator_cuts_compares_and_downloads(browser, live_app, shots: Path, tmp
         names = set(zf.namelist())
     assert {f"{version}-blade/storms/info.json", f"{version}-blade/storms/data.csv"} <= names
     page.get_by_role("tab", name="Compare").click()
-    page.get_by_text("Changelog of release 1.0.1").wait_for()
+    page.get_by_text("Changelog of release 1.0.1").wait_for(timeout=60_000)
     shot(page, shots / "02-compare.png", page.get_by_text("Changelog of release 1.0.1"))
     assert page.locator("[data-testid='stException']").count() == 0
     engine.dispose()

@@ -50,10 +50,17 @@ def test_submitting_needs_a_passing_check_of_the_current_code_and_parents(team):
     f.run_checks(e, a, ds.id)  # the real sandbox runs both
     assert _needed(e, a, ds.id) == {}
 
-    # editing the parent transform invalidates its own check and the model's, which ran after it
+    # editing the parent transform invalidates its own check and the model's, which ran after it; the edited
+    # transform says its check ran on older code (not "never checked"), and shows no stale output
     _resave_transform(e, a, ds.id, "df['log_deaths'] = np.log1p(df['deaths'])")
-    assert _needed(e, a, ds.id) == {"log_deaths": "never checked",
+    assert _needed(e, a, ds.id) == {"log_deaths": "checked on older code",
                                     "OLS": "a transform it runs after changed since its check"}
+    with session_scope(e) as s:
+        edited = s.exec(select(Transform).where(Transform.spec_name == "log_deaths")).one()
+        assert ann.current_check(edited) is None
+    # saving the same code again keeps saying so (the marker is not mistaken for a check of this code)
+    _resave_transform(e, a, ds.id, "df['log_deaths'] = np.log1p(df['deaths'])")
+    assert _needed(e, a, ds.id)["log_deaths"] == "checked on older code"
     # a failing check is kept with the draft (drafts may hold unchecked or failing code) but blocks submission
     with session_scope(e) as s:
         t = s.exec(select(Transform).where(Transform.spec_name == "log_deaths")).one()

@@ -167,3 +167,46 @@ def test_two_facilitators_on_the_same_item_get_a_clear_message(ui, closed):
     assert "Outcome recorded: unjustifiable." in texts(adm)
     with session_scope(ui.engine) as s:
         assert s.exec(select(MeetingOutcome)).one().revision == 2
+
+
+def test_the_meeting_shows_questions_opens_the_projector_on_the_picked_item_and_asks_before_closing(ui, closed):
+    from curation.models import Meeting
+
+    with session_scope(ui.engine) as s:  # a second split item: ana votes yes, cid no on bob's IV
+        b = closed["ids"]["bob"]
+        cast_vote(session=s, actor=ui.analyst, target_kind="variable", target_id=b["iv"], question="justifiable",
+                  answer="yes", explanation="")
+        cast_vote(session=s, actor=closed["cid"], target_kind="variable", target_id=b["iv"], question="justifiable",
+                  answer="no", explanation="wind is not strength")
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.CLOSED)
+    at = _page(ui, ui.curator, "consensus")
+    at.multiselect[0].select(ui.analyst.id).select(closed["bob"].id)
+    at = _submit(at, "Start the consensus meeting")
+    agenda = at.selectbox(key="meeting.item")
+    assert len(agenda.options) == 2
+    # the vote table shows the question the analysts answered, not its id
+    questions = set(at.dataframe[0].value["question"])
+    assert questions == {"Overall: is this decision justifiable?"}, questions
+    # the projector opens on the item picked in the agenda, not on item 1
+    second = agenda.format_func(1)
+    agenda.set_value(1).run()
+    at.toggle(key="fp.meeting.projector").set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.get("progress")[0].proto.text == "item 2 of 2"
+    assert second.split("  ")[0] in [h.value for h in at.header]
+    with session_scope(ui.engine) as s:
+        assert s.exec(select(Meeting)).one().current == 1  # everyone's projector follows
+    at.toggle(key="fp.meeting.projector").set_value(False).run()
+    assert at.selectbox(key="meeting.item").value == 1  # and back in the list, the same item is picked
+    # closing with items undecided asks first; "keep open" keeps it open
+    at = _submit(at, "Close the meeting")
+    assert "2 of 2 items have no outcome yet" in texts(at)
+    with session_scope(ui.engine) as s:
+        assert s.exec(select(Meeting)).one().status == "open"
+    at = _submit(at, "Keep the meeting open")
+    assert "have no outcome yet" not in texts(at)
+    at = _submit(at, "Close the meeting")
+    at = _submit(at, "Close with 2 undecided")
+    assert "Meeting 1 closed: 0 of 2 items decided." in texts(at)
+    with session_scope(ui.engine) as s:
+        assert s.exec(select(Meeting)).one().status == "closed"

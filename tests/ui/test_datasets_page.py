@@ -96,7 +96,18 @@ def test_a_zip_with_ground_truth_is_imported_right_there(ui, shared_blade):
 def test_ground_truth_left_out_is_said_so(ui, shared_blade):
     at = _page(ui)
     _submit_blade(at, [("hurricane.zip", _zipped(shared_blade / "datasets" / "hurricane"))], truth=False)
-    warning = texts(at)  # as the browser shows it (Markdown escapes removed)
-    assert "Its annotations.csv and mcq_dataset.json were not imported, as asked" in warning
-    assert "forkpaths import-blade" in warning
+    shown = texts(at)  # as the browser shows it (Markdown escapes removed)
+    assert "Its annotations.csv and mcq_dataset.json were not imported, as asked" in shown
+    assert "forkpaths import-blade" in shown
+    # the dataset is registered: a success (not a warning), shown in the tab rather than as a fading toast
+    assert not at.warning and not at.toast
+    (success,) = at.success
+    assert "Registered 'hurricane'" in success.value
     assert _count(ui, Transform) == 0
+
+
+def test_uploaders_state_the_real_upload_limit(ui, monkeypatch):
+    monkeypatch.setenv("FORKPATHS_MAX_UPLOAD_MB", "30")
+    at = _page(ui)
+    assert at.file_uploader(key="ds.blade.files.0").proto.max_upload_size_mb == 30  # not Streamlit's 200
+    assert at.file_uploader(key="ds.csv.file.0").proto.max_upload_size_mb == 30

@@ -41,6 +41,8 @@ def test_curator_cuts_lists_compares_and_downloads(ui):
     _cut(at, notes="first")
     assert "Release 1.0.0 cut: 1 dataset, manifest" in texts(at)  # pluralised, shown in a toast
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.1"  # suggests the next
+    (notes,) = [t for t in at.text_area if t.label == "Release notes"]  # one box, emptied for the next release
+    assert notes.value == ""
     _cut(at, notes="second")
     assert "Release 1.0.1 cut" in texts(at)
     listing = at.dataframe[0].value

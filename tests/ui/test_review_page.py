@@ -228,6 +228,13 @@ def test_llm_panel_explains_configuration_then_generates_with_progress(ui, stage
         # prompts are too: the second analysis's 3 calls are answered by the cache
         assert len(server.requests) == 3
         assert "3 of 6 answers came from the cache" in texts(at)
+        # the report stays on the page (not a toast that fades), through other reruns, until dismissed
+        assert any("alternatives stored" in el.value for el in [*at.success, *at.warning])
+        assert not any("alternatives stored" in el.value for el in at.toast)
+        at.run()
+        assert "alternatives stored" in texts(at)
+        at.button(key="llm.dismiss").click().run()
+        assert "alternatives stored" not in texts(at)
     with session_scope(ui.engine) as s:
         alts = s.exec(select(Alternative)).all()
     assert {a.source for a in alts} == {"llm"} and any(a.kind == "transform" for a in alts)
