@@ -55,13 +55,15 @@ from evaluation.tasks import (
     ranked_kinds,
 )
 from evaluation.tasks import task_kind as _registered_kind
-from evaluation.tasks.analyses import (
+
+# the BLADE-analysis kind's helpers, re-exported where callers knew them before the kinds moved to evaluation.tasks
+from evaluation.tasks.analyses import (  # noqa: F401
     GROUND_TRUTH_TIMEOUT_S,
     TransformMatching,
     matcher_summary,
     scores_summary,
 )
-from evaluation.tasks.analyses import transform_matching_for as _transform_matching_for
+from evaluation.tasks.analyses import transform_matching_for as _transform_matching_for  # noqa: F401
 from exports.schema import DatasetRelease, Release
 
 __all__ = [
@@ -97,8 +99,6 @@ log = logging.getLogger(__name__)
 
 SCORING_ROLES = (Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 MODES = ("default", "blade")
-# re-exported for callers that knew them here before the kinds moved to evaluation.tasks
-_REEXPORTED = (GROUND_TRUTH_TIMEOUT_S, TransformMatching, matcher_summary, _transform_matching_for)
 FINISHED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value}
 
 
