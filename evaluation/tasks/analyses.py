@@ -29,6 +29,7 @@ from evaluation.tasks.base import (
     ScoringContext,
     ScoringLimits,
     SubmissionCheckError,
+    fmt_score,
 )
 from evaluation.tasks.registry import register_kind
 from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
@@ -263,16 +264,13 @@ def leaderboard_values(run: RunView, dataset: str | None) -> dict[str, Any] | No
     return row
 
 
-def _fmt(x: Any) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
 def summary_line(scores: Mapping[str, Any]) -> str:
     o = scores.get("overall", {})
     f1 = o.get("f1", {})
     w = o.get("weighted", {})
-    return (f"weighted {_fmt(w.get('point'))} [{_fmt(w.get('ci_low'))}, {_fmt(w.get('ci_high'))}]  "
-            + "  ".join(f"F1 {t} {_fmt(f1.get(t))}" for t in ("cvar", "value", "graph", "model", "model_cvar")))
+    point, low, high = (fmt_score(w.get(x)) for x in ("point", "ci_low", "ci_high"))
+    return (f"weighted {point} [{low}, {high}]  "
+            + "  ".join(f"F1 {t} {fmt_score(f1.get(t))}" for t in ("cvar", "value", "graph", "model", "model_cvar")))
 
 
 register_kind(sys.modules[__name__])

@@ -35,7 +35,13 @@ __all__ = [
     "ScoringLimits",
     "SubmissionCheckError",
     "TaskKind",
+    "fmt_score",
 ]
+
+
+def fmt_score(x: Any) -> str:
+    """A score for a terminal line: three decimals, or an em dash when undefined."""
+    return "—" if x is None else f"{x:.3f}"
 
 
 class SubmissionCheckError(EvaluationError):

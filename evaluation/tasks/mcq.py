@@ -19,6 +19,7 @@ from evaluation.tasks.base import (
     ScoredRun,
     ScoringContext,
     SubmissionCheckError,
+    fmt_score,
 )
 from evaluation.tasks.registry import register_kind
 from exports.schema import Release
@@ -78,13 +79,9 @@ def leaderboard_values(run: RunView, dataset: str | None) -> dict[str, Any] | No
     return {"mcq_accuracy": m.get("datasets", {}).get(dataset) if dataset else m.get("accuracy")}
 
 
-def _fmt(x: Any) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
 def summary_line(scores: Mapping[str, Any]) -> str:
     m = scores.get("mcq", {})
-    return f"MCQ accuracy {_fmt(m.get('accuracy'))} (chance {_fmt(m.get('chance'))})"
+    return f"MCQ accuracy {fmt_score(m.get('accuracy'))} (chance {fmt_score(m.get('chance'))})"
 
 
 register_kind(sys.modules[__name__])
