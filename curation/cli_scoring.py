@@ -42,16 +42,18 @@ def _operator(session: Any, username: str | None) -> Any:
 
 
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
-    from curation.services.scoring import register_run
+    """Score the files a command names (``--submission`` or ``--answers``; ``--ask-model`` makes the answers
+    file first) as a run of ``kind``, in the foreground."""
+    from curation.services.scoring import kind_of, register_run
 
     _check_enqueue(args, settings)
     report = initialise(settings)
     files = []
-    if kind == "mcq" and args.ask_model:
+    if getattr(args, "ask_model", None):
         files.append(_ask_model(args, settings, report.engine))
         paths = [Path(files[0][0])]
     else:
-        paths = [Path(p) for p in (args.submission if kind == "analyses" else [args.answers])]
+        paths = [Path(p) for p in (getattr(args, "submission", None) or [args.answers])]
     for p in paths if not files else []:
         try:
             files.append((p.name, p.read_bytes()))
@@ -65,7 +67,7 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
-          f"{'analyses' if kind == 'analyses' else 'answers file'}).", file=sys.stderr)
+          f"{kind_of(kind).item_noun}).", file=sys.stderr)
     if getattr(args, "enqueue", False):
         _enqueue(report.engine, run.id or 0)
         print(run.id)
@@ -222,15 +224,9 @@ def _fmt(x: Any) -> str:
 
 
 def _summary_line(run: ScoringRun) -> str:
-    scores = run.scores_effective or {}
-    if "mcq" in scores:
-        m = scores["mcq"]
-        return f"run {run.id}: MCQ accuracy {_fmt(m.get('accuracy'))} (chance {_fmt(m.get('chance'))})"
-    o = scores.get("overall", {})
-    f1 = o.get("f1", {})
-    w = o.get("weighted", {})
-    return (f"run {run.id}: weighted {_fmt(w.get('point'))} [{_fmt(w.get('ci_low'))}, {_fmt(w.get('ci_high'))}]  "
-            + "  ".join(f"F1 {t} {_fmt(f1.get(t))}" for t in ("cvar", "value", "graph", "model", "model_cvar")))
+    from curation.services.scoring import kind_of
+
+    return f"run {run.id}: {kind_of(run.kind).summary_line(run.scores_effective or {})}"
 
 
 def _run_dict(run: ScoringRun) -> dict[str, Any]:
@@ -304,7 +300,9 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--release", required=True)
     sc.add_argument("--submission", required=True, action="append",
                     help="BLADE single- or multi-run file (repeatable: one per dataset)")
-    sc.add_argument("--judge", choices=["offline", "llm"], default="offline")
+    # judges are registered by name in evaluation.judges; an unknown name is refused at registration with the list
+    # (not with argparse choices, which would import the judges for every command)
+    sc.add_argument("--judge", default="offline", help="a registered judge: offline (no LLM, default) or llm")
     sc.add_argument("--mode", choices=["default", "blade"], default="default")
     sc.add_argument("--k", type=int, default=10)
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
@@ -313,7 +311,9 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--enqueue", action="store_true",
                     help="queue the run for the workers (PostgreSQL), print its id and return")
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
-    sc.set_defaults(func=lambda a, s: _score(a, s, "analyses") if a.enqueue or a.out else sc.error(
+    sc.add_argument("--kind", default="analyses",
+                    help="the task kind of the submission, as registered in evaluation.tasks (default: analyses)")
+    sc.set_defaults(func=lambda a, s: _score(a, s, a.kind) if a.enqueue or a.out else sc.error(
         "--out is required (where to copy the result file), unless --enqueue"))
     mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter), or a model asked "
                                            "every MCQ, against a release")

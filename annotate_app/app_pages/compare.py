@@ -8,13 +8,13 @@ from annotate_app import context
 from annotate_app.components.score_charts import DECISION_LABELS, difference_figure, difference_table
 from curation.models import Role, RunStatus
 from curation.services.leaderboard import compare_run_results
-from curation.services.scoring import list_runs
+from curation.services.scoring import kind_of, list_runs
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
 st.title("🆚 Compare two runs")
-runs = [r for r in context.attempt(lambda s: list_runs(session=s, actor=user, kind="analyses")) or []
-        if r.status == RunStatus.SUCCEEDED.value]
+runs = [r for r in context.attempt(lambda s: list_runs(session=s, actor=user)) or []
+        if r.status == RunStatus.SUCCEEDED.value and kind_of(r.kind).accepts_overrides]
 if len(runs) < 2:
     st.info("Score at least two runs on the same release to compare them.")
     st.stop()

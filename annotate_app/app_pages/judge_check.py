@@ -13,7 +13,7 @@ from curation.services.judge_validation import (
     queue_counts,
     sample_judge_decisions,
 )
-from curation.services.scoring import list_runs
+from curation.services.scoring import kind_of, list_runs
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -21,8 +21,8 @@ st.title("⚖️ Judge validation")
 st.caption("Do the automatic judges agree with experts? Sample decisions from a run, label them without seeing "
            "the judge's answer, and compare: percent agreement, Cohen's κ and the confusion matrix per judge.")
 
-runs = [r for r in context.attempt(lambda s: list_runs(session=s, actor=user, kind="analyses")) or []
-        if r.status == RunStatus.SUCCEEDED.value]
+runs = [r for r in context.attempt(lambda s: list_runs(session=s, actor=user)) or []
+        if r.status == RunStatus.SUCCEEDED.value and kind_of(r.kind).uses_judge]
 if runs:
     c1, c2, c3 = st.columns([3, 1, 1])
     run_id = c1.selectbox("Sample from run", [r.id for r in runs], key="judge.run",

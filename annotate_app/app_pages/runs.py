@@ -9,6 +9,9 @@ from curation.models import Role, RunStatus
 from curation.services.scoring import (
     cancel_run,
     interrupt_dead_runs,
+    judge_names,
+    kind_names,
+    kind_of,
     list_runs,
     register_run,
     rescore_run,
@@ -31,9 +34,8 @@ if not versions:
     st.stop()
 
 with st.expander("Score a submission", expanded=True), st.form(f"score.{state.form_version('score')}"):
-    kind = st.radio("What to score", ["analyses", "mcq"], horizontal=True, key="runs.kind",
-                    format_func=lambda k: {"analyses": "Analyses (BLADE single- or multi-run file, one per dataset)",
-                                           "mcq": "MCQ answers (question id → letter)"}[k])
+    kind = st.radio("What to score", kind_names(), horizontal=True, key="runs.kind",
+                    format_func=lambda k: kind_of(k).label)
     files = st.file_uploader("Submission file(s)", type=["json"], accept_multiple_files=True, key="runs.files",
                              max_upload_size=cfg.submission_widget_mb)
     c1, c2, c3 = st.columns(3)
@@ -41,7 +43,7 @@ with st.expander("Score a submission", expanded=True), st.form(f"score.{state.fo
     model_name = c2.text_input("Language model", placeholder="e.g. gpt-4o")
     version = c3.selectbox("Release", versions)
     c4, c5, c6 = st.columns(3)
-    judge = c4.radio("Judge", ["offline", "llm"], horizontal=True,
+    judge = c4.radio("Judge", judge_names(), horizontal=True,
                      help="offline: no LLM, rules and static analysis; llm: BLADE's prompts (needs FORKPATHS_LLM_*)")
     mode = c5.radio("Mode", ["default", "blade"], horizontal=True,
                     help="default fixes BLADE's metric defects; blade reproduces them to compare with published numbers")

@@ -25,16 +25,17 @@ from curation.services.blinding import blind_datasets, refuse_if_blind, release_
 from curation.services.scoring import (
     SCORING_ROLES,
     get_run,
+    kind_of,
     release_by_record,
     release_gt_hashes,
     scores_summary,
     stored_submissions,
 )
-from evaluation.metrics import DECISION_TYPES
 from evaluation.overrides import OverrideError, OverrideSpec, apply_overrides, find_item, original_value
 from evaluation.paired import PairedComparison, compare_runs
 from evaluation.results import EvaluationResult, read_result
 from evaluation.submissions import SubmittedAnalysis, parse_submission
+from evaluation.tasks import companion_kinds, ranked_kinds
 
 __all__ = [
     "DECISION_LABELS",
@@ -107,20 +108,17 @@ def stale_scores(*, session: Session, runs: list[ScoringRun], releases_root: Pat
     return out
 
 
-def _estimate(scores: dict[str, Any], name: str) -> tuple[float | None, float | None, float | None]:
-    e = scores.get("bootstrap", {}).get(name) or {}
-    return e.get("point"), e.get("ci_low"), e.get("ci_high")
-
-
 @judges_actor
 def leaderboard(*, session: Session, actor: User, release_version: str, releases_root: Path,
                 dataset: str | None = None, official_only: bool = False,
-                include_older: bool = False) -> list[dict[str, Any]]:
-    """One row per succeeded analysis run on ``release_version`` (best weighted score first).
+                include_older: bool = False, kind: str | None = None) -> list[dict[str, Any]]:
+    """One row per succeeded run of a ranked kind (``kind``, default the first registered: BLADE analyses) on
+    ``release_version``, best first by the kind's sort key.
 
-    Columns: run, agent, model, judge, mode, official, overrides, stale, then per decision type F1 with its 95 %
-    bootstrap interval, precision and coverage@k; the weighted score with its interval; failures by category; the
-    agent's latest MCQ accuracy on the same release. ``dataset`` restricts every figure to that dataset.
+    Columns: run, agent, model, judge, mode, official, overrides, stale, then the kind's own leaderboard values
+    (for analyses: per decision type F1 with its 95 % bootstrap interval, precision and coverage@k; the weighted
+    score with its interval; failures by category), then the columns of the companion kinds from the agent's
+    latest run of each on the same release (the MCQ accuracy). ``dataset`` restricts every figure to that dataset.
     ``include_older`` adds the runs scored on older releases, labelled with their release and, where that
     dataset's ground truth differs in ``release_version``, as stale.
     """
@@ -131,45 +129,36 @@ def leaderboard(*, session: Session, actor: User, release_version: str, releases
     runs = [r for r in session.exec(stmt.order_by(col(ScoringRun.id))).all()
             if _semver(r.release_version) <= _semver(release_version)]
     if dataset:
-        runs = [r for r in runs if r.kind == "mcq" or dataset in r.dataset_hashes]
-    mcq = {}
+        runs = [r for r in runs if dataset in r.dataset_hashes]
+    ranked = kind_of(kind) if kind else ranked_kinds()[0]
+    # companion kinds (MCQs): the latest run per (agent, model) on this release adds its columns to the rows
+    companion: dict[tuple[str, str], dict[str, Any]] = {}
+    blanks = {c.key: None for k in companion_kinds() for c in k.leaderboard.columns}
     for r in runs:
-        if r.kind == "mcq" and r.scores_effective and r.release_version == release_version:
-            m = r.scores_effective.get("mcq", {})
-            mcq[(r.agent, r.model_name)] = m.get("datasets", {}).get(dataset) if dataset else m.get("accuracy")
-    analysis_runs = [r for r in runs if r.kind == "analyses" and r.scores_effective]
+        task = kind_of(r.kind)
+        if task.leaderboard.role == "companion" and r.scores_effective and r.release_version == release_version:
+            companion.setdefault((r.agent, r.model_name), {}).update(task.leaderboard_values(r, dataset) or {})
+    ranked_runs = [r for r in runs if r.kind == ranked.name and r.scores_effective]
     if official_only:
-        analysis_runs = [r for r in analysis_runs if r.official]
+        ranked_runs = [r for r in ranked_runs if r.official]
     override_counts: dict[int, int] = {}
-    if analysis_runs:
+    if ranked_runs:
         for o in session.exec(select(ScoreOverride.run_id).where(
-                col(ScoreOverride.run_id).in_([r.id for r in analysis_runs]))).all():
+                col(ScoreOverride.run_id).in_([r.id for r in ranked_runs]))).all():
             override_counts[o] = override_counts.get(o, 0) + 1
-    stale = stale_scores(session=session, runs=analysis_runs, releases_root=releases_root)  # vs the latest
+    stale = stale_scores(session=session, runs=ranked_runs, releases_root=releases_root)  # vs the latest
     rows = []
-    for r in analysis_runs:
-        summary = r.scores_effective or {}
-        scores = summary.get("datasets", {}).get(dataset) if dataset else summary.get("overall")
-        if scores is None:
+    for r in ranked_runs:
+        values = ranked.leaderboard_values(r, dataset)
+        if values is None:
             continue
-        row: dict[str, Any] = {"run": r.id, "release": r.release_version, "agent": r.agent, "model": r.model_name,
-                               "judge": r.judge.get("name", ""), "mode": r.mode, "official": r.official,
-                               "overrides": override_counts.get(r.id or 0, 0),
-                               "stale": stale[r.id or 0].sentence if (r.id or 0) in stale else "",
-                               "transforms_scored": transforms_scored(r.transform_matcher, dataset),
-                               "analyses": sum(d["runs_submitted"] for d in scores.get("datasets", []))}
-        for t in DECISION_TYPES:
-            point, lo, hi = _estimate(scores, f"f1.{t}")
-            row[f"f1.{t}"] = scores["f1"].get(t) if point is None else point
-            row[f"f1.{t}.low"], row[f"f1.{t}.high"] = lo, hi
-            row[f"precision.{t}"] = scores["precision"].get(t)
-            row[f"coverage.{t}"] = scores["coverage"].get(t)
-        w = scores.get("weighted", {})
-        row["weighted"], row["weighted.low"], row["weighted.high"] = w.get("point"), w.get("ci_low"), w.get("ci_high")
-        row["failures"] = ", ".join(f"{k}: {v}" for k, v in sorted(scores.get("failures", {}).items())) or ""
-        row["mcq_accuracy"] = mcq.get((r.agent, r.model_name))
-        rows.append(row)
-    rows.sort(key=lambda x: (x["weighted"] is None, -(x["weighted"] or 0.0), x["run"]))
+        rows.append({"run": r.id, "release": r.release_version, "agent": r.agent, "model": r.model_name,
+                     "judge": r.judge.get("name", ""), "mode": r.mode, "official": r.official,
+                     "overrides": override_counts.get(r.id or 0, 0),
+                     "stale": stale[r.id or 0].sentence if (r.id or 0) in stale else "",
+                     **values, **blanks, **companion.get((r.agent, r.model_name), {})})
+    key = ranked.leaderboard.sort_key
+    rows.sort(key=lambda x: (x.get(key) is None, -(x.get(key) or 0.0), x["run"]))
     return rows
 
 
@@ -192,7 +181,7 @@ def submitted_analyses(*, session: Session, actor: User, run_id: int, runs_root:
     """The run's analyses as submitted (code, variables), keyed by (dataset, analysis key)."""
     run = get_run(session=session, actor=actor, run_id=run_id)
     out: dict[tuple[str, str], SubmittedAnalysis] = {}
-    if run.kind != "analyses":
+    if not kind_of(run.kind).accepts_overrides:
         return out
     for name, data in stored_submissions(run, runs_root):
         sub = parse_submission(data, label=name)
@@ -205,7 +194,7 @@ def submitted_analyses(*, session: Session, actor: User, run_id: int, runs_root:
 def run_result(*, session: Session, actor: User, run_id: int, runs_root: Path) -> EvaluationResult:
     """The engine's result file of a succeeded run, as written (no overrides)."""
     run = get_run(session=session, actor=actor, run_id=run_id)
-    if run.status != RunStatus.SUCCEEDED.value or not run.result_path or run.kind != "analyses":
+    if run.status != RunStatus.SUCCEEDED.value or not run.result_path or not kind_of(run.kind).accepts_overrides:
         raise ScoringError(f"Run {run_id} has no analysis result ({run.kind} run, {run.status}).")
     return read_result(runs_root / run.result_path)
 
@@ -215,15 +204,6 @@ def list_overrides(*, session: Session, actor: User, run_id: int) -> list[ScoreO
     require_role(actor, *SCORING_ROLES)
     stmt = select(ScoreOverride).where(ScoreOverride.run_id == run_id).order_by(col(ScoreOverride.id))
     return list(session.exec(stmt).all())
-
-
-def transforms_scored(matcher: dict[str, Any], dataset: str | None) -> bool:
-    """Whether a run's transform credit was computed (for ``dataset``, or for every dataset of the run): a run
-    where some datasets' ground truth could not be built says which (status ``partial``)."""
-    status = matcher.get("status")
-    if dataset:
-        return status != "not_run" and dataset not in (matcher.get("not_run") or [])
-    return status not in ("not_run", "partial")
 
 
 def _specs(overrides: list[ScoreOverride]) -> list[OverrideSpec]:

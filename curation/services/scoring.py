@@ -9,8 +9,8 @@ calls it in the foreground): it records progress and a heartbeat after every ana
 requested, and ends the run ``succeeded`` (result file written atomically under the data dir), ``cancelled`` or
 ``failed`` with a sentence. A crash of one run never touches another.
 
-Transform credit: :func:`_transform_matching_for` is the ONE place where the transform matcher and the ground
-truth's expanded units are chosen for a release dataset.
+What is specific to a kind of task (its submission format, how it is scored, its result file and scores) is in
+its module under :mod:`evaluation.tasks`, looked up by the run's ``kind``; nothing here names a kind.
 """
 
 from __future__ import annotations
@@ -45,19 +45,33 @@ from curation.services.run_lifecycle import (
     interrupt_dead_runs,
     this_executor,
 )
-from evaluation.groundtruth.runner import GroundTruthLimits
-from evaluation.judges import make_judge
+from evaluation.judges import judge_names, judge_needs_llm, make_judge
 from evaluation.judges.base import Judge
 from evaluation.llm import LLMClient, LLMConfig
-from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
-from evaluation.metrics import DatasetRuns, score_runs
-from evaluation.records import UnitRef
-from evaluation.results import EVALUATOR_VERSION, EvaluationResult, build_result, dump_result
-from evaluation.scoring import RunBudget, TransformMatcher, score_submission
-from evaluation.submissions import Submission, TooManyAnalyses, parse_submission, printable
-from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
-from evaluation.transform_credit import transform_credit
-from exports.native import release_data_path
+from evaluation.results import EVALUATOR_VERSION
+from evaluation.scoring import RunBudget
+from evaluation.submissions import printable
+from evaluation.tasks import (
+    CheckedFile,
+    ScoringContext,
+    ScoringLimits,
+    SubmissionCheckError,
+    TaskKind,
+    UnknownKind,
+    companion_kinds,
+    kind_names,
+    ranked_kinds,
+)
+from evaluation.tasks import task_kind as _registered_kind
+
+# the BLADE-analysis kind's helpers, re-exported where callers knew them before the kinds moved to evaluation.tasks
+from evaluation.tasks.analyses import (  # noqa: F401
+    GROUND_TRUTH_TIMEOUT_S,
+    TransformMatching,
+    matcher_summary,
+    scores_summary,
+)
+from evaluation.tasks.analyses import transform_matching_for as _transform_matching_for  # noqa: F401
 from exports.schema import DatasetRelease, Release
 
 __all__ = [
@@ -68,9 +82,14 @@ __all__ = [
     "TransformMatching",
     "cancel_run",
     "dataset_gt_hash",
+    "kind_of",
     "execute_run",
     "claim_run",
     "interrupt_dead_runs",
+    "companion_kinds",
+    "judge_names",
+    "kind_names",
+    "ranked_kinds",
     "get_run",
     "list_runs",
     "register_run",
@@ -89,66 +108,20 @@ log = logging.getLogger(__name__)
 
 SCORING_ROLES = (Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 MODES = ("default", "blade")
-JUDGE_NAMES = ("offline", "llm")
 FINISHED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value,
             RunStatus.INTERRUPTED.value}
 
 
 
-# ------------------------------------------------------------------------------------ transform matching
+# ------------------------------------------------------------------------------------ kinds
 
 
-@dataclass(frozen=True)
-class TransformMatching:
-    """What scores the transform side of one release dataset: the matcher, the ground truth's expanded units
-    (ROOT excluded) and how to describe both in the result's provenance."""
-
-    matcher: TransformMatcher
-    units: Sequence[UnitRef] = ()
-    description: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ScoringLimits:
-    """What bounds a scoring run (settings ``FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S``, ``_SCORE_RUN_BUDGET_S``,
-    ``_MAX_ANALYSES_PER_SUBMISSION`` and ``_SANDBOX_MEMORY_MB``)."""
-
-    analysis_timeout_s: float = 60.0
-    run_budget_s: float = 7200.0
-    max_analyses: int = 2000
-    memory_mb: int = 4096
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> ScoringLimits:
-        return cls(analysis_timeout_s=settings.score_analysis_timeout_s, run_budget_s=settings.score_run_budget_s,
-                   max_analyses=settings.max_analyses_per_submission, memory_mb=settings.sandbox_memory_mb)
-
-    def describe(self) -> dict[str, Any]:
-        return {"analysis_timeout_s": self.analysis_timeout_s, "run_budget_s": self.run_budget_s,
-                "max_analyses": self.max_analyses, "memory_mb": self.memory_mb}
-
-
-#: How long building a dataset's ground truth (the experts' code, once per release dataset) may take at most.
-GROUND_TRUTH_TIMEOUT_S = 300.0
-
-
-def _transform_matching_for(release_dataset: DatasetRelease, release_folder: Path, *, cache_dir: Path | None,
-                            mode: str, limits: ScoringLimits | None = None,
-                            budget: RunBudget | None = None) -> TransformMatching:
-    """THE seam for transform credit: the dataset's ground truth (built once, then from the cache in the data
-    folder, keyed by its content, the evaluator and library versions) and the value + graph matcher, which
-    converts each analysis's transform code into units in the sandbox, within ``limits``. ``blade`` mode matches
-    as BLADE does (only the last isomorphism class per WL bucket). The ground truth's build counts against the
-    run's ``budget``."""
-    limits = limits or ScoringLimits()
-    left = budget.remaining() if budget is not None else None
-    build = GroundTruthLimits(timeout_s=max(min(GROUND_TRUTH_TIMEOUT_S, left), 0.001) if left is not None
-                              else GROUND_TRUTH_TIMEOUT_S)
-    credit = transform_credit(release_dataset, release_data_path(release_folder, release_dataset),
-                              cache_dir=cache_dir, blade_compat=mode == "blade", limits=build,
-                              analysis_limits=GroundTruthLimits(timeout_s=limits.analysis_timeout_s,
-                                                                memory_mb=limits.memory_mb))
-    return TransformMatching(matcher=credit.match, units=tuple(credit.units), description=credit.description)
+def kind_of(name: str) -> TaskKind:
+    """The registered task kind ``name`` (ScoringError naming the known ones when there is none)."""
+    try:
+        return _registered_kind(name)
+    except UnknownKind as exc:
+        raise ScoringError(str(exc)) from exc
 
 
 # ------------------------------------------------------------------------------------ release access
@@ -188,16 +161,6 @@ def mcq_release(*, session: Session, actor: User, release_version: str, releases
     if not any(d.mcqs for d in release.datasets):
         raise ScoringError(f"Release {release_version} holds no MCQs; generate and accept them before cutting it.")
     return release
-
-
-def _asked_model(data: bytes) -> dict[str, Any]:
-    """The model-under-test provenance an answers file made by ``score-mcq --ask-model`` carries, if any."""
-    try:
-        parsed = json.loads(data)
-    except ValueError:
-        return {}
-    source = parsed.get("source") if isinstance(parsed, dict) else None
-    return {"asked": source} if isinstance(source, dict) and source.get("kind") == "model" else {}
 
 
 def release_by_record(session: Session, record: ReleaseRecord, releases_root: Path) -> Release:
@@ -261,28 +224,29 @@ class JudgeSettings:
         return cls(llm=settings.llm_config())
 
     def configuration(self, name: str) -> dict[str, Any]:
-        if name == "offline":
-            return make_judge("offline").configuration()
-        if name == "llm":
-            if not self.llm.configured:
-                raise ScoringError("The llm judge needs an endpoint: set FORKPATHS_LLM_BASE_URL and "
-                                   "FORKPATHS_LLM_MODEL, or choose the offline judge.")
-            return {"name": "llm", "model": self.llm.model, "base_url": self.llm.base_url}
-        raise ScoringError(f"Unknown judge '{name}'; choose {' or '.join(JUDGE_NAMES)}.")
+        """What a run records about judge ``name`` (registered in :mod:`evaluation.judges`); a judge that asks an
+        LLM records the endpoint and model, and needs them configured."""
+        if name not in judge_names():
+            raise ScoringError(f"Unknown judge '{name}'; choose {' or '.join(judge_names())}.")
+        if not judge_needs_llm(name):
+            return make_judge(name).configuration()
+        if not self.llm.configured:
+            offline = next((n for n in judge_names() if not judge_needs_llm(n)), "offline")
+            raise ScoringError(f"The {name} judge needs an endpoint: set FORKPATHS_LLM_BASE_URL and "
+                               f"FORKPATHS_LLM_MODEL, or choose the {offline} judge.")
+        return {"name": name, "model": self.llm.model, "base_url": self.llm.base_url}
 
     def build(self, name: str) -> Judge:
-        if name == "llm":
-            self.configuration(name)
-            return make_judge("llm", client=LLMClient(self.llm))
-        return make_judge(name)
+        self.configuration(name)
+        return make_judge(name, client=LLMClient(self.llm)) if judge_needs_llm(name) else make_judge(name)
 
 
 def _size(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n / 1024:.0f} kB"
 
 
-def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes: int, kind: str,
-                 max_analyses: int | None = None) -> list[tuple[str, bytes, Submission | None]]:
+def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes: int, kind: TaskKind,
+                 max_analyses: int | None = None) -> list[CheckedFile]:
     if not files:
         raise ScoringError("Choose a submission file to score.")
     total = sum(len(b) for _, b in files)
@@ -290,33 +254,10 @@ def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes
         big = max(files, key=lambda f: len(f[1]))
         raise ScoringError(f"The submission is {_size(total)} (largest file: {big[0]}, {_size(len(big[1]))}); the "
                            f"limit is {_size(max_bytes)} (FORKPATHS_MAX_SUBMISSION_MB). Nothing was stored.")
-    if kind == "mcq":
-        if len(files) != 1:
-            raise ScoringError("An MCQ run takes exactly one answers file (question id → letter).")
-        read_answers(files[0][1], label=files[0][0])
-        return [(files[0][0], files[0][1], None)]
-    names = [d.name for d in release.datasets]
-    out: list[tuple[str, bytes, Submission | None]] = []
-    seen: dict[str, str] = {}
-    for name, data in files:
-        try:
-            sub = parse_submission(data, label=name, max_analyses=max_analyses)  # SubmissionError when unreadable
-        except TooManyAnalyses as exc:
-            raise ScoringError(f"{exc} Split it into several runs, or ask an administrator to raise "
-                               "FORKPATHS_MAX_ANALYSES_PER_SUBMISSION. Nothing was stored.") from exc
-        shown, dataset = printable(name), printable(sub.dataset_name)
-        if sub.dataset_name not in names:
-            raise ScoringError(f"{shown} is a submission for dataset '{dataset}', which release "
-                               f"{release.version} does not have (it has: {', '.join(names) or 'no datasets'}). "
-                               "Nothing was stored.")
-        if sub.dataset_name in seen:
-            raise ScoringError(f"{shown} and {printable(seen[sub.dataset_name])} are both for dataset '{dataset}'; "
-                               "a run holds one submission per dataset.")
-        seen[sub.dataset_name] = name
-        if not sub.analyses:
-            raise ScoringError(f"{shown} has no analyses to score.")
-        out.append((name, data, sub))
-    return out
+    try:
+        return kind.check_files(files, release, max_items=max_analyses)
+    except SubmissionCheckError as exc:
+        raise ScoringError(str(exc)) from exc
 
 
 @judges_actor
@@ -345,42 +286,39 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
                                f"({ascii(text[bad])[1:-1]} at position {bad + 1}); use printable text.")
     if mode not in MODES:
         raise ScoringError(f"Unknown mode '{mode}'; choose default or blade.")
-    if kind not in ("analyses", "mcq"):
-        raise ScoringError(f"Unknown run kind '{kind}'.")
+    task = kind_of(kind)
     if not 1 <= k <= 1000:
         raise ScoringError(f"k must be between 1 and 1000 (got {k}).")
-    judge_config = (judges or JudgeSettings()).configuration(judge) if kind == "analyses" else {}
+    judge_config = (judges or JudgeSettings()).configuration(judge) if task.uses_judge else {}
     release = _release_for_scoring(session, release_version, releases_root)  # refuses a failing release
-    checked = _check_files(files, release, max_bytes, kind, (limits or ScoringLimits()).max_analyses)
+    checked = _check_files(files, release, max_bytes, task, (limits or ScoringLimits()).max_analyses)
     hashes = release_gt_hashes(release)
-    datasets = [s.dataset_name for _, _, s in checked if s is not None] or sorted(hashes)
+    datasets = [c.dataset for c in checked if c.dataset is not None] or sorted(hashes)
     # the result shows the ground truth of every dataset scored: withheld from whoever is blind to it
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version, names=datasets)
     if withheld:
         raise BlindingViolation(f"{withheld} Scoring against it would show it; nothing was stored.")
     used = {d: hashes[d] for d in datasets}
     digest = hashlib.sha256()
-    for _name, data, _ in sorted(checked, key=lambda c: c[0]):
-        digest.update(hashlib.sha256(data).digest())
+    for c in sorted(checked, key=lambda c: c.name):
+        digest.update(hashlib.sha256(c.data).digest())
     run = ScoringRun(
         kind=kind, agent=agent, model_name=model_name, release_version=release.version,
         ground_truth_hash=_combined(used), dataset_hashes=used, submission_sha256=digest.hexdigest(),
         evaluator_version=EVALUATOR_VERSION, judge=judge_config,
         mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
-        progress_total=sum(len(s.analyses) for _, _, s in checked if s is not None) or 1,
+        progress_total=sum(c.items or 0 for c in checked) or 1,
         stage="queued")
     session.add(run)
     session.flush()
     folder = run_dir(runs_root, run.id or 0)
     stored = []
     try:
-        for i, (name, data, sub) in enumerate(checked):
+        for i, c in enumerate(checked):
             rel = f"{run.id}/submission-{i}.json"
-            _write_atomic(runs_root / rel, data)
-            stored.append({"name": Path(name).name, "path": rel, "sha256": hashlib.sha256(data).hexdigest(),
-                           "bytes": len(data), "dataset": sub.dataset_name if sub else None,
-                           "format": sub.format if sub else "answers",
-                           "analyses": len(sub.analyses) if sub else None})
+            _write_atomic(runs_root / rel, c.data)
+            stored.append({"name": Path(c.name).name, "path": rel, "sha256": hashlib.sha256(c.data).hexdigest(),
+                           "bytes": len(c.data), "dataset": c.dataset, "format": c.format, "analyses": c.items})
     except OSError as exc:  # nothing half-stored: the transaction rolls back, the files go too
         shutil.rmtree(folder, ignore_errors=True)
         raise ScoringError(f"The submission could not be stored in {runs_root}: {exc.strerror or exc}.") from exc
@@ -415,18 +353,6 @@ class RunTakenOver(Exception):
     """Raised inside a run when another scorer took it over (this one was presumed dead): stop, write nothing."""
 
 
-def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> dict[str, Any]:
-    """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs)."""
-    p = result.provenance
-    nb = p.n_bootstrap if n_bootstrap is None else n_bootstrap
-    overall = score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses]) for d in result.datasets],
-                         mode=p.mode, k=p.k, n_bootstrap=nb, seed=p.seed)
-    per = {d.dataset: score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses])], mode=p.mode,
-                                 k=p.k, n_bootstrap=nb, seed=p.seed).model_dump(mode="json")
-           for d in result.datasets}
-    return {"overall": overall.model_dump(mode="json"), "datasets": per}
-
-
 def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
     """Write the run's outcome, only while this process still holds it (locked: a scorer presumed dead whose run
     was taken over, or cancelled, writes nothing)."""
@@ -455,51 +381,6 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
         s.add(run)
         if run.cancel_requested:
             raise RunCancelled()
-
-
-def _score_analyses(engine: Engine, run: ScoringRun, release: Release, subs: list[Submission],
-                    judges: JudgeSettings, on_progress: Callable[[int, int, str], None] | None, *,
-                    release_folder: Path, gt_cache: Path | None, limits: ScoringLimits,
-                    budget: RunBudget) -> EvaluationResult:
-    judge = judges.build(run.judge.get("name", "offline"))
-    by_name = {d.name: d for d in release.datasets}
-    total = sum(len(s.analyses) for s in subs)
-    done_before = 0
-    results = []
-    described: dict[str, dict[str, Any]] = {}
-    for sub in subs:
-        ds = by_name[sub.dataset_name]
-        matching = _transform_matching_for(ds, release_folder, cache_dir=gt_cache, mode=run.mode, limits=limits,
-                                           budget=budget)
-        described[ds.name] = matching.description
-
-        def tick(done: int, _total: int, *, base: int = done_before, name: str = ds.name) -> None:
-            stage = f"{name}: analysis {done} of {_total}"
-            _progress(engine, run.id or 0, base + done, total, stage)
-            if on_progress:
-                on_progress(base + done, total, stage)
-
-        scored = score_submission(ds, sub, judge=judge, transform_matcher=matching.matcher, units=matching.units,
-                                  progress=tick, budget=budget)
-        scored.transform_matcher = matching.description
-        results.append(scored)
-        done_before += len(sub.analyses)
-    return build_result(results, release_version=release.version, ground_truth_hash=run.ground_truth_hash,
-                        judge=judge.configuration(),
-                        transform_matcher={**matcher_summary(described, run.mode), "limits": limits.describe()},
-                        mode=run.mode, k=run.k)  # type: ignore[arg-type]
-
-
-def matcher_summary(described: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
-    """The run's transform matcher: its name and mode, and which datasets' transforms could not be scored (each
-    dataset's own description, with its ground-truth build, is in its DatasetResult)."""
-    not_run = sorted(n for n, d in described.items() if d.get("status") == "not_run")
-    out: dict[str, Any] = {"name": TRANSFORM_MATCHER_NAME, "blade_compat": mode == "blade",
-                           "datasets": sorted(described)}
-    if not_run:
-        out |= {"status": "not_run" if len(not_run) == len(described) else "partial", "not_run": not_run,
-                "reason": " ".join(str(described[n].get("reason", "")) for n in not_run)}
-    return out
 
 
 def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
@@ -538,37 +419,26 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
         with session_scope(engine) as s:
             release = _release_for_scoring(s, run.release_version, releases_root)
             release_folder = _releases.release_dir(_releases._record(s, run.release_version), releases_root)
-        files = stored_submissions(run, runs_root)
-        folder = run_dir(runs_root, run_id)
-        if run.kind == "mcq":
-            report = score_answers(release.datasets, read_answers(files[0][1], label=files[0][0]),
-                                   release_version=release.version,
-                                   source={"kind": "answers_file", "file": files[0][0],
-                                           **_asked_model(files[0][1])})
-            path = folder / "mcq-report.json"
-            _write_atomic(path, dump_mcq_report(report).encode("utf-8"))
-            overall = next((g for g in report.groups if g.dataset == "all" and g.kind == "all"), None)
-            scores: dict[str, Any] = {"mcq": {
-                "accuracy": overall.accuracy if overall else None, "chance": overall.chance if overall else None,
-                "unparseable": overall.unparseable if overall else 0,
-                "datasets": {g.dataset: g.accuracy for g in report.groups if g.kind == "all" and g.dataset != "all"}}}
-            done = total = 1
-        else:
-            subs = [parse_submission(data, label=name, known_datasets=[d.name for d in release.datasets])
-                    for name, data in files]
-            result = _score_analyses(engine, run, release, subs, judges, on_progress, release_folder=release_folder,
-                                     gt_cache=gt_cache, limits=limits, budget=budget)
-            path = folder / "result.json"
-            _write_atomic(path, dump_result(result).encode("utf-8"))
-            scores = scores_summary(result)
-            done = total = sum(len(s.analyses) for s in subs)
-            # what scored the transforms is known once the matcher for each dataset was chosen
-            _update(engine, run_id, transform_matcher=result.provenance.transform_matcher)
-            note = _limits_note(result, limits)
+        task = kind_of(run.kind)
+
+        def tick(done: int, total: int, stage: str) -> None:
+            _progress(engine, run_id, done, total, stage)
+            if on_progress:
+                on_progress(done, total, stage)
+
+        scored = task.score(ScoringContext(
+            release=release, release_folder=release_folder, files=stored_submissions(run, runs_root),
+            judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
+            ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache,
+            progress=tick))
+        path = run_dir(runs_root, run_id) / scored.result_name
+        _write_atomic(path, scored.result_bytes)
+        if scored.run_fields:  # provenance known once scoring chose it (e.g. the transform matcher)
+            _update(engine, run_id, **scored.run_fields)
         return _update(engine, run_id, status=RunStatus.SUCCEEDED.value, finished_at=utcnow(),
-                       result_path=path.relative_to(runs_root).as_posix(), scores=scores, scores_effective=scores,
-                       progress_done=done, progress_total=total, stage="done",
-                       message=note if run.kind != "mcq" else "")
+                       result_path=path.relative_to(runs_root).as_posix(), scores=scored.scores,
+                       scores_effective=scored.scores, progress_done=scored.items, progress_total=scored.items,
+                       stage="done", message=scored.message)
     except RunTakenOver as exc:
         log.warning("scoring run %s stopped here: %s", run_id, exc)
         with session_scope(engine) as s:
@@ -589,23 +459,6 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
                        message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
 
 
-def _limits_note(result: EvaluationResult, limits: ScoringLimits) -> str:
-    """A sentence for the run's record when its limits cost analyses their scores ("" otherwise)."""
-    statuses = [a.status for d in result.datasets for a in d.analyses]
-    timed_out, not_reached = statuses.count("timeout"), statuses.count("budget_exhausted")
-    parts = []
-    if timed_out:
-        parts.append(f"{timed_out} {'analysis' if timed_out == 1 else 'analyses'} ran longer than the "
-                     f"{limits.analysis_timeout_s:g} s limit per analysis (FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S) and "
-                     f"{'has' if timed_out == 1 else 'have'} the status 'timeout'")
-    if not_reached:
-        parts.append(f"the run's time budget of {limits.run_budget_s:g} s (FORKPATHS_SCORE_RUN_BUDGET_S) ran out "
-                     f"with {not_reached} of {len(statuses)} analyses not scored (status 'budget_exhausted', "
-                     "counted as scoring 0)")
-    if not parts:
-        return ""
-    text = "; ".join(parts) + "."
-    return text[0].upper() + text[1:]
 
 
 # ------------------------------------------------------------------------------------ queries and actions
@@ -683,7 +536,7 @@ def rescore_run(*, session: Session, actor: User, run_id: int, release_version: 
     if old.status not in FINISHED:
         raise ScoringError(f"Run {run_id} is still {old.status}; cancel it or wait for it before re-scoring it.")
     release_version = release_version or old.release_version
-    judge = str(old.judge.get("name", "offline")) if old.kind == "analyses" else "offline"
+    judge = str(old.judge.get("name", "offline")) if kind_of(old.kind).uses_judge else "offline"
     return register_run(session=session, actor=actor, release_version=release_version,
                         files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,
                         judge=judge, mode=old.mode, k=old.k, kind=old.kind, runs_root=runs_root,

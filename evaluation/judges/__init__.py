@@ -4,7 +4,15 @@
 from evaluation.judges import llm_judge as _llm_judge  # noqa: F401 - registers the llm judge
 from evaluation.judges import offline as _offline  # noqa: F401 - registers the offline judge
 from evaluation.judges.analysis import AnalysisJudgement, agent_variables, judge_analysis
-from evaluation.judges.base import JUDGES, Judge, JudgeContext, JudgeError, make_judge
+from evaluation.judges.base import (
+    JUDGES,
+    Judge,
+    JudgeContext,
+    JudgeError,
+    judge_names,
+    judge_needs_llm,
+    make_judge,
+)
 from evaluation.judges.decisions import GroundTruthDecisions, decisions_from_release, ground_truth_counts
 
 __all__ = [
@@ -18,5 +26,7 @@ __all__ = [
     "decisions_from_release",
     "ground_truth_counts",
     "judge_analysis",
+    "judge_names",
+    "judge_needs_llm",
     "make_judge",
 ]

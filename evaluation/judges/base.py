@@ -30,6 +30,8 @@ __all__ = [
     "ModelJudgement",
     "Role",
     "VariableJudgement",
+    "judge_names",
+    "judge_needs_llm",
     "make_judge",
     "register_judge",
 ]
@@ -130,14 +132,29 @@ class Judge(Protocol):
 JUDGES: dict[str, Callable[..., Judge]] = {}
 
 
-def register_judge(name: str) -> Callable[[Callable[..., Judge]], Callable[..., Judge]]:
-    """Register a judge factory under ``name`` (``offline``, ``llm``)."""
+_NEEDS_LLM: dict[str, bool] = {}
+
+
+def register_judge(name: str, *, needs_llm: bool = False) -> Callable[[Callable[..., Judge]], Callable[..., Judge]]:
+    """Register a judge factory under ``name`` (``offline``, ``llm``). A judge that ``needs_llm`` is built with
+    ``client=`` an :class:`~evaluation.llm.LLMClient` and needs an endpoint configured."""
 
     def deco(factory: Callable[..., Judge]) -> Callable[..., Judge]:
         JUDGES[name] = factory
+        _NEEDS_LLM[name] = needs_llm
         return factory
 
     return deco
+
+
+def judge_names() -> list[str]:
+    """The registered judges, those that need no LLM first (the default is the first)."""
+    return sorted(JUDGES, key=lambda n: (_NEEDS_LLM.get(n, False), n))
+
+
+def judge_needs_llm(name: str) -> bool:
+    """Whether judge ``name`` asks an LLM (and so is built with a client)."""
+    return _NEEDS_LLM.get(name, False)
 
 
 def make_judge(name: str, **params: Any) -> Judge:

@@ -164,7 +164,7 @@ def _model_description(text: str) -> tuple[str, list[str]]:
     return spec.strip(), [str(c) for c in cols]
 
 
-@register_judge("llm")
+@register_judge("llm", needs_llm=True)
 class LLMJudge:
     """BLADE's judging prompts through an :class:`~evaluation.llm.LLMClient`, de-duplicated per pair."""
 

@@ -1,0 +1,52 @@
+"""Page components of the task kinds, found by the ``view`` name a kind declares (evaluation/tasks/).
+
+A kind that shows a drill-down names a module here (``analyses`` → :mod:`annotate_app.components.kinds.analyses`)
+holding ``drilldown(run, user, cfg)`` and, if it ranks runs on the leaderboard, ``leaderboard_notes(rows)`` and
+``leaderboard_charts(rows, container)``. The leaderboard's table itself is drawn from the kinds' column specs by
+:func:`leaderboard_frame`, so a kind's columns need no page code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from annotate_app.components.score_charts import run_label
+from evaluation.tasks import Column
+
+__all__ = ["column_config", "leaderboard_frame", "view_module"]
+
+
+def view_module(view: str) -> ModuleType:
+    """The page component of a kind's ``view``."""
+    return importlib.import_module(f"{__name__}.{view}")
+
+
+def _ci(v: Any, lo: Any, hi: Any) -> str:
+    if v is None:
+        return "undefined"
+    return f"{v:.2f} [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else f"{v:.2f}"
+
+
+def leaderboard_frame(rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> pd.DataFrame:
+    """The leaderboard as shown: the run, its release and marks, then each kind column as its spec says, then
+    how it was scored and whether it is stale."""
+    def shown(r: dict[str, Any], c: Column) -> Any:
+        return _ci(r.get(c.key), r.get(f"{c.key}.low"), r.get(f"{c.key}.high")) if c.format == "ci" else r.get(c.key)
+
+    return pd.DataFrame([{
+        "run": run_label(r), "release": r["release"], "official": r["official"],
+        "overrides": f"✎ {r['overrides']}" if r["overrides"] else "",
+        **{c.label: shown(r, c) for c in columns},
+        "judge": r["judge"], "mode": r["mode"], "stale": r["stale"]} for r in rows])
+
+
+def column_config(columns: Sequence[Column]) -> dict[str, Any]:
+    """Streamlit column formats for the kind columns (numbers with two decimals)."""
+    return {c.label: st.column_config.NumberColumn(format="%.2f", help=c.help or None)
+            for c in columns if c.format == "number"}

@@ -1,0 +1,170 @@
+"""The one small protocol every kind of task implements, and what passes between a kind and the services.
+
+A kind declares (conventions.md, "A kind of task is one module in a registry"):
+
+* its submission format and validation (:meth:`TaskKind.check_files`);
+* how its items are scored and the result file it writes (:meth:`TaskKind.score`);
+* how item results aggregate into the scores stored on the run (metrics with CIs, inside ``score``), and which
+  of them the leaderboard shows (:meth:`TaskKind.leaderboard_values`, :attr:`TaskKind.leaderboard`);
+* what it adds to the leaderboard and run pages, as data (:class:`Column`, :class:`LeaderboardSpec`, and the name
+  of the page component that draws its drill-down, :attr:`TaskKind.view`).
+
+The services, the pages and the CLI look a kind up by name (:func:`evaluation.tasks.task_kind`) and never
+branch on a kind's name. Nothing here touches a database or a UI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from evaluation.errors import EvaluationError
+from evaluation.judges.base import Judge
+from evaluation.scoring import RunBudget
+from exports.schema import Release
+
+__all__ = [
+    "CheckedFile",
+    "Column",
+    "LeaderboardSpec",
+    "RunView",
+    "ScoredRun",
+    "ScoringContext",
+    "ScoringLimits",
+    "SubmissionCheckError",
+    "TaskKind",
+    "fmt_score",
+]
+
+
+def fmt_score(x: Any) -> str:
+    """A score for a terminal line: three decimals, or an em dash when undefined."""
+    return "—" if x is None else f"{x:.3f}"
+
+
+class SubmissionCheckError(EvaluationError):
+    """Submission files a kind cannot score against the release (which file, what is wrong, what to do)."""
+
+
+@dataclass(frozen=True)
+class ScoringLimits:
+    """What bounds a scoring run (settings ``FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S``, ``_SCORE_RUN_BUDGET_S``,
+    ``_MAX_ANALYSES_PER_SUBMISSION`` and ``_SANDBOX_MEMORY_MB``)."""
+
+    analysis_timeout_s: float = 60.0
+    run_budget_s: float = 7200.0
+    max_analyses: int = 2000
+    memory_mb: int = 4096
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ScoringLimits:
+        return cls(analysis_timeout_s=settings.score_analysis_timeout_s, run_budget_s=settings.score_run_budget_s,
+                   max_analyses=settings.max_analyses_per_submission, memory_mb=settings.sandbox_memory_mb)
+
+    def describe(self) -> dict[str, Any]:
+        return {"analysis_timeout_s": self.analysis_timeout_s, "run_budget_s": self.run_budget_s,
+                "max_analyses": self.max_analyses, "memory_mb": self.memory_mb}
+
+
+@dataclass(frozen=True)
+class CheckedFile:
+    """One submission file that passed its kind's checks, and what the run records about it."""
+
+    name: str
+    data: bytes
+    dataset: str | None = None  # the release dataset it is for; None: the whole release
+    format: str = ""
+    items: int | None = None  # how many items it holds (None: not counted per file)
+
+
+@dataclass
+class ScoringContext:
+    """Everything a kind needs to score a run, read by the service and handed over (no database here)."""
+
+    release: Release
+    release_folder: Path
+    files: Sequence[tuple[str, bytes]]
+    judge: Callable[[], Judge]  # built on demand: a kind that needs no judge never builds one
+    mode: str
+    k: int
+    ground_truth_hash: str
+    limits: ScoringLimits
+    budget: RunBudget
+    gt_cache: Path | None = None
+    progress: Callable[[int, int, str], None] = lambda done, total, stage: None
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """What a kind gives back: its result file, the scores stored on the run, and the run's closing note."""
+
+    result_name: str
+    result_bytes: bytes
+    scores: dict[str, Any]
+    items: int
+    message: str = ""
+    run_fields: dict[str, Any] = field(default_factory=dict)  # provenance known only after scoring
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column a kind contributes to the leaderboard, as data a page component renders.
+
+    ``key`` is the field of the leaderboard row; ``format`` says how to show it: ``ci`` (a point with its
+    interval in ``key.low`` / ``key.high``), ``number`` (two decimals), ``count`` or ``text``."""
+
+    key: str
+    label: str
+    format: Literal["ci", "number", "count", "text"] = "number"
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class LeaderboardSpec:
+    """How a kind sits on the leaderboard.
+
+    ``ranked``: each of its runs is a row, sorted by ``sort_key`` (best first). ``companion``: its latest run per
+    (agent, model) on the release adds ``columns`` to the ranked rows of the same agent and model."""
+
+    role: Literal["ranked", "companion"]
+    columns: tuple[Column, ...] = ()
+    sort_key: str = ""
+
+
+class RunView(Protocol):
+    """The parts of a stored run a kind reads to fill its leaderboard values."""
+
+    scores_effective: dict[str, Any] | None
+    transform_matcher: dict[str, Any]
+
+
+@runtime_checkable
+class TaskKind(Protocol):
+    """One kind of task. Implement it in one module under ``evaluation/tasks/`` and register it."""
+
+    name: str
+    label: str  # how a person picks it ("Analyses (BLADE single- or multi-run file, one per dataset)")
+    item_noun: str  # what its run counts ("analyses", "answers file")
+    uses_judge: bool  # its runs record and build a judge
+    accepts_overrides: bool  # its items can be overridden by an evaluator, and its runs compared pairwise
+    view: str | None  # the page component that draws a run's drill-down (annotate_app/components/kinds/)
+    leaderboard: LeaderboardSpec
+
+    def check_files(self, files: Sequence[tuple[str, bytes]], release: Release, *,
+                    max_items: int | None) -> list[CheckedFile]:
+        """The files, checked against ``release``; raises a typed error with a sentence naming the file."""
+        ...
+
+    def score(self, ctx: ScoringContext) -> ScoredRun:
+        """Score the run's files; may raise anything (the service records it on the run)."""
+        ...
+
+    def leaderboard_values(self, run: RunView, dataset: str | None) -> dict[str, Any] | None:
+        """The run's leaderboard fields (for ``dataset``, or overall); None: nothing to show there."""
+        ...
+
+    def summary_line(self, scores: Mapping[str, Any]) -> str:
+        """One line for a terminal, from the scores stored on a run."""
+        ...

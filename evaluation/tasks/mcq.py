@@ -1,0 +1,87 @@
+"""The MCQ kind ("mcq"): one answers file (question id → letter) for the release's multiple-choice questions,
+scored by strict parsing (an unparseable answer is never guessed), with accuracy and chance per dataset and per
+question kind (:mod:`evaluation.mcq_scoring`). On the leaderboard it is a companion: an agent's latest MCQ accuracy
+on the release sits beside its analysis runs."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
+from evaluation.tasks.base import (
+    CheckedFile,
+    Column,
+    LeaderboardSpec,
+    RunView,
+    ScoredRun,
+    ScoringContext,
+    SubmissionCheckError,
+    fmt_score,
+)
+from evaluation.tasks.registry import register_kind
+from exports.schema import Release
+
+__all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary_line"]
+
+name = "mcq"
+label = "MCQ answers (question id → letter)"
+item_noun = "answers file"
+uses_judge = False
+accepts_overrides = False
+view: str | None = None
+leaderboard = LeaderboardSpec(role="companion", columns=(Column("mcq_accuracy", "MCQ accuracy"),))
+
+
+def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
+                max_items: int | None) -> list[CheckedFile]:
+    """Exactly one answers file, a JSON object {question id: letter} (or {"answers": {...}}).
+
+    Raises:
+        SubmissionCheckError: not exactly one file.
+        AnswersFileError: the file is not such an object (with where).
+    """
+    if len(files) != 1:
+        raise SubmissionCheckError("An MCQ run takes exactly one answers file (question id → letter).")
+    read_answers(files[0][1], label=files[0][0])
+    return [CheckedFile(files[0][0], files[0][1], format="answers")]
+
+
+def asked_model(data: bytes) -> dict[str, Any]:
+    """The model-under-test provenance an answers file made by ``score-mcq --ask-model`` carries, if any."""
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return {}
+    source = parsed.get("source") if isinstance(parsed, dict) else None
+    return {"asked": source} if isinstance(source, dict) and source.get("kind") == "model" else {}
+
+
+def score(ctx: ScoringContext) -> ScoredRun:
+    """Accuracy overall, per dataset and per question kind, with the chance level beside it."""
+    fname, data = ctx.files[0]
+    report = score_answers(ctx.release.datasets, read_answers(data, label=fname),
+                           release_version=ctx.release.version,
+                           source={"kind": "answers_file", "file": fname, **asked_model(data)})
+    overall = next((g for g in report.groups if g.dataset == "all" and g.kind == "all"), None)
+    scores: dict[str, Any] = {"mcq": {
+        "accuracy": overall.accuracy if overall else None, "chance": overall.chance if overall else None,
+        "unparseable": overall.unparseable if overall else 0,
+        "datasets": {g.dataset: g.accuracy for g in report.groups if g.kind == "all" and g.dataset != "all"}}}
+    return ScoredRun(result_name="mcq-report.json", result_bytes=dump_mcq_report(report).encode("utf-8"),
+                     scores=scores, items=1)
+
+
+def leaderboard_values(run: RunView, dataset: str | None) -> dict[str, Any] | None:
+    m = (run.scores_effective or {}).get("mcq", {})
+    return {"mcq_accuracy": m.get("datasets", {}).get(dataset) if dataset else m.get("accuracy")}
+
+
+def summary_line(scores: Mapping[str, Any]) -> str:
+    m = scores.get("mcq", {})
+    return f"MCQ accuracy {fmt_score(m.get('accuracy'))} (chance {fmt_score(m.get('chance'))})"
+
+
+register_kind(sys.modules[__name__])

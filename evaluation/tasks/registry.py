@@ -1,0 +1,54 @@
+"""The registry: a kind's name → its module object (lm-evaluation-harness's task registry, inspect_ai's
+tasks found by name)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluation.errors import EvaluationError
+from evaluation.tasks.base import TaskKind
+
+__all__ = ["KINDS", "UnknownKind", "companion_kinds", "kind_names", "ranked_kinds", "register_kind", "task_kind"]
+
+KINDS: dict[str, TaskKind] = {}
+
+
+class UnknownKind(EvaluationError):
+    """A run names a kind no module registered."""
+
+
+def register_kind(kind: Any) -> Any:
+    """Register ``kind`` (a module or object implementing :class:`TaskKind`) under ``kind.name``."""
+    if not isinstance(kind, TaskKind):
+        raise TypeError(f"{kind!r} does not implement the TaskKind protocol")
+    if kind.name in KINDS and KINDS[kind.name] is not kind:
+        raise ValueError(f"a task kind named {kind.name!r} is already registered")
+    KINDS[kind.name] = kind
+    return kind
+
+
+def task_kind(name: str) -> TaskKind:
+    """The kind registered as ``name``.
+
+    Raises:
+        UnknownKind: no kind has that name (the message lists the known ones).
+    """
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise UnknownKind(f"Unknown run kind '{name}'; the known kinds are {', '.join(KINDS)}.") from None
+
+
+def kind_names() -> list[str]:
+    """Every registered kind, in registration order."""
+    return list(KINDS)
+
+
+def ranked_kinds() -> list[TaskKind]:
+    """The kinds whose runs are rows of a leaderboard (the others add columns to those rows)."""
+    return [k for k in KINDS.values() if k.leaderboard.role == "ranked"]
+
+
+def companion_kinds() -> list[TaskKind]:
+    """The kinds whose latest run per agent adds columns to the ranked kinds' rows."""
+    return [k for k in KINDS.values() if k.leaderboard.role == "companion"]
