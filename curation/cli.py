@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from curation.bootstrap import initialise
 from curation.cli_progress import ProgressBar
 from curation.db import one_snapshot, session_scope
@@ -663,7 +665,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         args.as_user = as_user
     try:
-        return int(args.func(args, Settings()))
+        settings = Settings()
+    except ValidationError as exc:  # a setting that does not parse: which variable, what it holds, what is wrong
+        for err in exc.errors():
+            name = "FORKPATHS_" + "_".join(str(p) for p in err.get("loc", ())).upper()
+            print(f"error: {name}={err.get('input')!r} (from the environment or .env): {err.get('msg')}.",
+                  file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(args, settings))
     except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

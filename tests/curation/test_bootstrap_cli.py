@@ -118,3 +118,17 @@ def test_cli_import_blade_and_release_commands(tmp_path, shared_blade):
     assert r.returncode == 2 and "README.md" in r.stderr and "modified after it was cut" in r.stderr
     r = _cli(tmp_path, "import-blade", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_a_bad_setting_gets_a_sentence_naming_the_variable(tmp_path, monkeypatch, capsys):
+    """A setting that does not parse (FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S=abc) printed pydantic's traceback."""
+    from curation.cli import main
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S", "abc")
+    monkeypatch.setenv("FORKPATHS_MAX_ANALYSES_PER_SUBMISSION", "0")
+    assert main(["runs", "list"]) == 2
+    err = capsys.readouterr().err
+    assert "FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S='abc'" in err and "valid number" in err
+    assert "FORKPATHS_MAX_ANALYSES_PER_SUBMISSION='0'" in err and "greater than or equal to 1" in err
+    assert "Traceback" not in err and "pydantic" not in err
