@@ -132,3 +132,15 @@ def test_a_bad_setting_gets_a_sentence_naming_the_variable(tmp_path, monkeypatch
     assert "FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S='abc'" in err and "valid number" in err
     assert "FORKPATHS_MAX_ANALYSES_PER_SUBMISSION='0'" in err and "greater than or equal to 1" in err
     assert "Traceback" not in err and "pydantic" not in err
+
+
+def test_an_argument_that_is_not_utf8_gets_a_sentence(tmp_path, monkeypatch, capsys):
+    """A terminal's non-UTF-8 byte reaches Python as a lone surrogate (surrogateescape): release notes or a
+    display name holding one crashed with UnicodeEncodeError deep in the database or the release writer."""
+    from curation.cli import main
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    assert main(["release", "create", "--version", "0.1.0", "--notes", "notes \udcff"]) == 2
+    err = capsys.readouterr().err
+    assert "error: the argument 'notes \\udcff' is not UTF-8 text" in err and "Traceback" not in err
+    assert not (tmp_path / "data").exists()  # refused before anything was created
