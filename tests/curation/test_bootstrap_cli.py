@@ -144,3 +144,14 @@ def test_an_argument_that_is_not_utf8_gets_a_sentence(tmp_path, monkeypatch, cap
     err = capsys.readouterr().err
     assert "error: the argument 'notes \\udcff' is not UTF-8 text" in err and "Traceback" not in err
     assert not (tmp_path / "data").exists()  # refused before anything was created
+
+
+def test_release_create_of_named_datasets_does_not_list_others_as_left_out(tmp_path, monkeypatch, capsys):
+    """``release create --dataset anes96`` said the datasets nobody asked for were "left out, with no ground
+    truth yet" (add --include-empty), as if they would have been in the release."""
+    from curation.cli import main
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    assert main(["release", "create", "--version", "0.1.0", "--dataset", "anes96"]) == 0
+    out = capsys.readouterr().out
+    assert "Release 0.1.0 cut" in out and "Left out" not in out and "affairs_redbook" not in out
