@@ -118,3 +118,22 @@ def test_score_mcq_asks_a_model_under_test_at_temperature_zero(tmp_path, shared_
     mine = [r for r in runs if r["agent"] == "model-under-test"]
     assert [(r["kind"], r["status"], r["model_name"]) for r in mine] == [("mcq", "succeeded", "model-under-test")] * 2
     assert correct in [r["scores"]["mcq"]["accuracy"] for r in mine]
+
+
+def test_an_out_path_that_cannot_be_written_gets_a_sentence(tmp_path, shared_blade):
+    """``--out`` naming a directory, or a place that cannot be created, ended in IsADirectoryError or
+    FileNotFoundError tracebacks after the whole run."""
+    assert _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    assert _cli(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"hurricane:cvar:0": "A"}))
+    folder = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--answers", str(answers), "--out", str(tmp_path))
+    assert folder.returncode == 2 and "Traceback" not in folder.stderr
+    assert f"--out {tmp_path} is a directory; name the file to write" in folder.stderr
+    assert "No scoring runs yet." in _cli(tmp_path, "runs", "list").stdout  # refused before anything was stored
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder would go")
+    nowhere = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--answers", str(answers),
+                   "--out", str(blocker / "r.json"))
+    assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr
+    assert f"could not be written to {blocker / 'r.json'}" in nowhere.stderr and "kept as run 1" in nowhere.stderr
