@@ -57,7 +57,13 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     else:
         paths = [Path(p) for p in (getattr(args, "submission", None) or [args.answers])]
     for p in paths if not files else []:
-        try:
+        try:  # the size limit is checked before reading: /dev/zero or a pipe would be read without end
+            if p.exists() and not p.is_file():
+                raise ScoringError(f"{printable(str(p))} is not a regular file; give a submission file.")
+            if p.exists() and (size := p.stat().st_size) > settings.max_submission_bytes:
+                raise ScoringError(f"{printable(str(p))} is {size / 2**20:.1f} MB; the limit is "
+                                   f"{settings.max_submission_bytes / 2**20:.1f} MB (FORKPATHS_MAX_SUBMISSION_MB). "
+                                   "Nothing was stored.")
             files.append((p.name, p.read_bytes()))
         except OSError as exc:
             raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc

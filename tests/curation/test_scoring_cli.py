@@ -137,3 +137,21 @@ def test_an_out_path_that_cannot_be_written_gets_a_sentence(tmp_path, shared_bla
                    "--out", str(blocker / "r.json"))
     assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr
     assert f"could not be written to {blocker / 'r.json'}" in nowhere.stderr and "kept as run 1" in nowhere.stderr
+
+
+def test_a_submission_that_is_not_a_regular_file_or_too_big_is_refused_before_reading(tmp_path):
+    """``--submission /dev/zero`` (or a pipe) was read whole before the size limit was checked: memory without
+    end, or a command that never returns. The size limit is checked on the file before it is read."""
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
+               FORKPATHS_ADMIN_PASSWORD="admin password 1", FORKPATHS_MAX_SUBMISSION_MB="1")
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:  # sparse: 2 MB on paper, nothing on disk
+        fh.truncate(2 * 2**20)
+    for path, says in ((pipe, "is not a regular file"), (big, "is 2.0 MB; the limit is 1.0 MB")):
+        r = subprocess.run([sys.executable, "-m", "curation.cli", "score", "--release", "1.0.0", "--submission",
+                            str(path), "--out", str(tmp_path / "r.json")], cwd=PROJECT_ROOT, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and says in r.stderr, r.stderr
