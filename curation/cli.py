@@ -656,6 +656,11 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     try:
         argv, as_user = _take_as(argv)
+        for arg in argv:  # a non-UTF-8 byte from the terminal arrives as a lone surrogate (surrogateescape)
+            if any("\ud800" <= ch <= "\udfff" for ch in arg):
+                shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")
+                raise CurationError(f"the argument '{shown}' is not UTF-8 text; set the terminal to UTF-8 "
+                                    "and type it again.")
     except CurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
