@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from curation.bootstrap import initialise
 from curation.cli_progress import ProgressBar
 from curation.db import one_snapshot, session_scope
@@ -287,7 +289,8 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                                      dataset_names=args.dataset or None, include_empty=args.include_empty,
                                      progress=ProgressBar().fraction)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
-            left_out = [n for n in empty if n not in record.summary]
+            # datasets named with --dataset are the release's whole list: the others were not left out
+            left_out = [n for n in empty if n not in record.summary and (not args.dataset or n in args.dataset)]
             if left_out:
                 print(f"Left out, with no ground truth yet: {', '.join(left_out)} (add --include-empty to release "
                       "their data alone).")
@@ -653,6 +656,11 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     try:
         argv, as_user = _take_as(argv)
+        for arg in argv:  # a non-UTF-8 byte from the terminal arrives as a lone surrogate (surrogateescape)
+            if any("\ud800" <= ch <= "\udfff" for ch in arg):
+                shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")
+                raise CurationError(f"the argument '{shown}' is not UTF-8 text; set the terminal to UTF-8 "
+                                    "and type it again.")
     except CurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -663,7 +671,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         args.as_user = as_user
     try:
-        return int(args.func(args, Settings()))
+        settings = Settings()
+    except ValidationError as exc:  # a setting that does not parse: which variable, what it holds, what is wrong
+        for err in exc.errors():
+            name = "FORKPATHS_" + "_".join(str(p) for p in err.get("loc", ())).upper()
+            print(f"error: {name}={err.get('input')!r} (from the environment or .env): {err.get('msg')}.",
+                  file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(args, settings))
     except USER_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

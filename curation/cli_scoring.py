@@ -47,6 +47,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     from curation.services.scoring import kind_of, register_run
 
     _check_enqueue(args, settings)
+    if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
+        raise ScoringError(f"--out {printable(args.out)} is a directory; name the file to write the result to.")
     report = initialise(settings)
     files = []
     if getattr(args, "ask_model", None):
@@ -55,7 +57,13 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     else:
         paths = [Path(p) for p in (getattr(args, "submission", None) or [args.answers])]
     for p in paths if not files else []:
-        try:
+        try:  # the size limit is checked before reading: /dev/zero or a pipe would be read without end
+            if p.exists() and not p.is_file():
+                raise ScoringError(f"{printable(str(p))} is not a regular file; give a submission file.")
+            if p.exists() and (size := p.stat().st_size) > settings.max_submission_bytes:
+                raise ScoringError(f"{printable(str(p))} is {size / 2**20:.1f} MB; the limit is "
+                                   f"{settings.max_submission_bytes / 2**20:.1f} MB (FORKPATHS_MAX_SUBMISSION_MB). "
+                                   "Nothing was stored.")
             files.append((p.name, p.read_bytes()))
         except OSError as exc:
             raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc
@@ -159,8 +167,12 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
     print(_summary_line(done))
     if out_path:
         out = Path(out_path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
+        except OSError as exc:
+            raise ScoringError(f"The result could not be written to {printable(str(out))}: {exc.strerror or exc}. "
+                               f"It is kept as run {done.id} (forkpaths runs show {done.id}).") from exc
         print(f"Result written to {out} (kept as run {done.id}).")
     return 0
 

@@ -177,6 +177,12 @@ def read_answers(source: Path | str | bytes | Mapping[str, Any], *, label: str =
     return {str(k): v for k, v in data.items()}
 
 
+def _unicode(text: str) -> str:
+    """``text`` with lone surrogates (from a JSON ``\\ud800`` escape) written as escapes, so the report can be
+    written as UTF-8: an answers file is hostile input."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _mcqs(datasets: Iterable[DatasetRelease]) -> list[tuple[str, MCQ]]:
     return [(ds.name, q) for ds in datasets for q in ds.mcqs]
 
@@ -204,6 +210,7 @@ def score_answers(datasets: Sequence[DatasetRelease], answers: Mapping[str, Any]
             parsed, reason = parse_answer(raw, n)
             status = "unparseable" if parsed is None else ("correct" if parsed == correct else "wrong")
         shown = raw if isinstance(raw, str) or raw is None else json.dumps(raw, ensure_ascii=False)
+        shown = None if shown is None else _unicode(shown)
         items.append(MCQItemResult(id=q.id, dataset=dataset, kind=q.kind, mc_type=q.mc_type, options=n,
                                    correct=correct, answer=shown[:500] if shown is not None else None,
                                    parsed=parsed, status=status, reason=reason))
@@ -218,7 +225,7 @@ def score_answers(datasets: Sequence[DatasetRelease], answers: Mapping[str, Any]
             macro[kind] = sum(per) / len(per)
     known = {q.id for _, q in _mcqs(datasets)}
     return MCQReport(release_version=release_version, source=source or {"kind": "answers_file"}, groups=groups,
-                     macro=macro, items=items, unknown_ids=sorted(set(answers) - known))
+                     macro=macro, items=items, unknown_ids=sorted(_unicode(i) for i in set(answers) - known))
 
 
 # ------------------------------------------------------------------------------------- model under test

@@ -464,7 +464,7 @@ def _failed_generation(key: str, raw: list[Any], where: str) -> SubmittedAnalysi
     return SubmittedAnalysis(
         key=key, status=AnalysisStatus.GENERATION_FAILED, blade_status=code, blade_status_name=name,
         message=f"{where}: the agent's run failed before producing an analysis ({name}"
-                + (f": {text.strip()[:300]}" if text.strip() else "") + ").")
+                + (f": {printable(text.strip(), 300)}" if text.strip() else "") + ").")
 
 
 def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "submission",

@@ -86,9 +86,11 @@ def check_new_password(password: str) -> None:
     """
     if (problem := _too_long(password)) is not None:
         raise AccountError(f"{problem} {PASSWORD_RULE}")
-    if len(password) < MIN_PASSWORD_LENGTH:
-        raise AccountError(f"The password has {len(password)} characters; at least {MIN_PASSWORD_LENGTH} are needed. "
-                           f"{PASSWORD_RULE}")
+    core = len(password.strip())  # spaces around it do not count: "password  " is a common one padded
+    if core < MIN_PASSWORD_LENGTH:
+        around = " besides the spaces around it" if core != len(password) else ""
+        raise AccountError(f"The password has {core} characters{around}; at least {MIN_PASSWORD_LENGTH} are "
+                           f"needed. {PASSWORD_RULE}")
     if password.strip().lower() in _common_passwords():
         raise AccountError("This password is one of the most common ones, among the first anyone guessing tries. "
                            f"{PASSWORD_RULE}")

@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -146,7 +147,7 @@ def _write_atomic(path: Path, data: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False)
+            json.dump(data, fh)  # ASCII: a lone surrogate in the raw response is kept as its escape
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -177,6 +178,9 @@ def _describe(exc: Exception, config: LLMConfig) -> str:
     if isinstance(exc, openai.APIStatusError):
         return f"HTTP {exc.status_code}: {str(exc.message)[:300]}"
     return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _completion(status: int, content_type: str, body: str) -> dict[str, Any]:
@@ -295,6 +299,8 @@ class LLMClient:
         content = (first.get("message") or {}).get("content") if isinstance(first.get("message"), dict) else None
         if not isinstance(content, str) or not content.strip():
             raise LLMCallError("The LLM endpoint answered without any text.")
+        # a lone surrogate (JSON "\ud800") cannot be written as UTF-8: not to the cache, not to a result file
+        content = _LONE_SURROGATE.sub("\ufffd", content)
         return LLMResult(content=content, raw=raw, cached=False, cache_key=key, model=config.model or "",
                          base_url=(config.base_url or "").rstrip("/"), template=template, parameters=params,
                          created_at=datetime.now(UTC), attempts=attempt)

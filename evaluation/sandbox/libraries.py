@@ -8,6 +8,7 @@ analysis with a sentence naming the library. Imported inside sandbox jobs: stand
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 __all__ = ["ANALYSIS_LIBRARIES", "MISSING_LIBRARY_MARK", "missing_library", "missing_library_sentence"]
@@ -35,13 +36,17 @@ def missing_library(exc: BaseException) -> str | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, ModuleNotFoundError) and current.name:
-            return current.name.split(".")[0]
+            top = current.name.split(".")[0]
+            # a missing module of a library that is there (sklearn.nonexistent_mod) is not a missing library
+            return top if top == current.name or importlib.util.find_spec(top) is None else None
         current = current.__cause__ or current.__context__
     return None
 
 
 def missing_library_sentence(name: str) -> str:
-    """``the library 'x' is not installed in the sandbox ...``: what to say when ``import x`` failed."""
+    """``the library 'x' is not installed in the sandbox ...``: what to say when ``import x`` failed (the name
+    comes from the code, so control and formatting characters in it are escaped)."""
+    name = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in name[:120])
     if name in ANALYSIS_LIBRARIES:
         return (f"the library '{name}' ({ANALYSIS_LIBRARIES[name]}) should be installed in the sandbox but is "
                 f"missing: an administrator must reinstall forkpaths with its dependencies")

@@ -118,3 +118,40 @@ def test_cli_import_blade_and_release_commands(tmp_path, shared_blade):
     assert r.returncode == 2 and "README.md" in r.stderr and "modified after it was cut" in r.stderr
     r = _cli(tmp_path, "import-blade", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_a_bad_setting_gets_a_sentence_naming_the_variable(tmp_path, monkeypatch, capsys):
+    """A setting that does not parse (FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S=abc) printed pydantic's traceback."""
+    from curation.cli import main
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S", "abc")
+    monkeypatch.setenv("FORKPATHS_MAX_ANALYSES_PER_SUBMISSION", "0")
+    assert main(["runs", "list"]) == 2
+    err = capsys.readouterr().err
+    assert "FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S='abc'" in err and "valid number" in err
+    assert "FORKPATHS_MAX_ANALYSES_PER_SUBMISSION='0'" in err and "greater than or equal to 1" in err
+    assert "Traceback" not in err and "pydantic" not in err
+
+
+def test_an_argument_that_is_not_utf8_gets_a_sentence(tmp_path, monkeypatch, capsys):
+    """A terminal's non-UTF-8 byte reaches Python as a lone surrogate (surrogateescape): release notes or a
+    display name holding one crashed with UnicodeEncodeError deep in the database or the release writer."""
+    from curation.cli import main
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    assert main(["release", "create", "--version", "0.1.0", "--notes", "notes \udcff"]) == 2
+    err = capsys.readouterr().err
+    assert "error: the argument 'notes \\udcff' is not UTF-8 text" in err and "Traceback" not in err
+    assert not (tmp_path / "data").exists()  # refused before anything was created
+
+
+def test_release_create_of_named_datasets_does_not_list_others_as_left_out(tmp_path, monkeypatch, capsys):
+    """``release create --dataset anes96`` said the datasets nobody asked for were "left out, with no ground
+    truth yet" (add --include-empty), as if they would have been in the release."""
+    from curation.cli import main
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    assert main(["release", "create", "--version", "0.1.0", "--dataset", "anes96"]) == 0
+    out = capsys.readouterr().out
+    assert "Release 0.1.0 cut" in out and "Left out" not in out and "affairs_redbook" not in out

@@ -67,6 +67,14 @@ def test_the_rule_when_an_admin_creates_or_resets_an_account(engine):
         assert accounts.authenticate(session=s, username="max", password="z" * 1024).id == longest.id
 
 
+@pytest.mark.parametrize("padded", ["password  ", "  12345678", "qwerty    ", "\tfootball\t", " " * 10, "\t" * 12])
+def test_spaces_around_a_password_do_not_make_it_long_enough(padded: str):
+    """A common password padded with spaces to 10 characters, or a password of spaces only, passed the rule:
+    the common list was cut at 10 characters before the comparison stripped the spaces."""
+    with pytest.raises(AccountError, match="at least 10 are needed"):
+        accounts.check_new_password(padded)
+
+
 def test_the_rule_when_one_changes_ones_own_password(engine):
     ana = f.user(engine, "ana")
     with session_scope(engine) as s:

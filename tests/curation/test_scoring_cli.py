@@ -118,3 +118,40 @@ def test_score_mcq_asks_a_model_under_test_at_temperature_zero(tmp_path, shared_
     mine = [r for r in runs if r["agent"] == "model-under-test"]
     assert [(r["kind"], r["status"], r["model_name"]) for r in mine] == [("mcq", "succeeded", "model-under-test")] * 2
     assert correct in [r["scores"]["mcq"]["accuracy"] for r in mine]
+
+
+def test_an_out_path_that_cannot_be_written_gets_a_sentence(tmp_path, shared_blade):
+    """``--out`` naming a directory, or a place that cannot be created, ended in IsADirectoryError or
+    FileNotFoundError tracebacks after the whole run."""
+    assert _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    assert _cli(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"hurricane:cvar:0": "A"}))
+    folder = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--answers", str(answers), "--out", str(tmp_path))
+    assert folder.returncode == 2 and "Traceback" not in folder.stderr
+    assert f"--out {tmp_path} is a directory; name the file to write" in folder.stderr
+    assert "No scoring runs yet." in _cli(tmp_path, "runs", "list").stdout  # refused before anything was stored
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a folder would go")
+    nowhere = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--answers", str(answers),
+                   "--out", str(blocker / "r.json"))
+    assert nowhere.returncode == 2 and "Traceback" not in nowhere.stderr
+    assert f"could not be written to {blocker / 'r.json'}" in nowhere.stderr and "kept as run 1" in nowhere.stderr
+
+
+def test_a_submission_that_is_not_a_regular_file_or_too_big_is_refused_before_reading(tmp_path):
+    """``--submission /dev/zero`` (or a pipe) was read whole before the size limit was checked: memory without
+    end, or a command that never returns. The size limit is checked on the file before it is read."""
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
+               FORKPATHS_ADMIN_PASSWORD="admin password 1", FORKPATHS_MAX_SUBMISSION_MB="1")
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:  # sparse: 2 MB on paper, nothing on disk
+        fh.truncate(2 * 2**20)
+    for path, says in ((pipe, "is not a regular file"), (big, "is 2.0 MB; the limit is 1.0 MB")):
+        r = subprocess.run([sys.executable, "-m", "curation.cli", "score", "--release", "1.0.0", "--submission",
+                            str(path), "--out", str(tmp_path / "r.json")], cwd=PROJECT_ROOT, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and says in r.stderr, r.stderr

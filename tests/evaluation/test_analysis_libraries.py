@@ -175,17 +175,38 @@ def test_the_ground_truth_cache_is_keyed_by_the_analysis_libraries(shared_blade:
     assert cache_key(source) != installed
 
 
-def test_a_listed_library_that_went_missing_asks_for_a_reinstall() -> None:
+def test_a_listed_library_that_went_missing_asks_for_a_reinstall(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluation.sandbox import libraries
     from evaluation.sandbox.libraries import missing_library, missing_library_sentence
 
+    monkeypatch.setitem(libraries.ANALYSIS_LIBRARIES, "forkpaths_gone_lib", "forkpaths-gone-lib")
     try:
         try:
-            raise ModuleNotFoundError("No module named 'sklearn'", name="sklearn.preprocessing")
+            raise ModuleNotFoundError("No module named 'forkpaths_gone_lib'", name="forkpaths_gone_lib.sub")
         except ModuleNotFoundError as inner:
             raise RuntimeError("while encoding") from inner
     except RuntimeError as exc:
         name = missing_library(exc)
-    assert name == "sklearn"
+    assert name == "forkpaths_gone_lib"
     sentence = missing_library_sentence(name)
-    assert "'sklearn' (scikit-learn) should be installed" in sentence and "reinstall forkpaths" in sentence
+    assert "'forkpaths_gone_lib' (forkpaths-gone-lib) should be installed" in sentence
+    assert "reinstall forkpaths" in sentence
     assert missing_library(KeyError("x")) is None
+
+
+def test_a_missing_module_of_an_installed_library_does_not_ask_for_a_reinstall() -> None:
+    """``import sklearn.nonexistent_mod`` (a typo, or a module of another version) blamed the installation:
+    "the library 'sklearn' should be installed but is missing: reinstall forkpaths". sklearn is there."""
+    from evaluation.sandbox.libraries import missing_library, missing_library_sentence
+
+    try:
+        import sklearn.nonexistent_mod  # type: ignore[import-not-found]  # noqa: F401
+    except ModuleNotFoundError as exc:
+        assert missing_library(exc) is None
+    try:
+        import forkpaths_no_such_lib.sub  # type: ignore[import-not-found]  # noqa: F401
+    except ModuleNotFoundError as exc:
+        assert missing_library(exc) == "forkpaths_no_such_lib"
+    evil = missing_library_sentence("\x1b[2Jevil\u202e")  # importlib.import_module takes any string
+    assert "'\\x1b[2Jevil\\u202e' is not installed" in evil
+    assert not any(ord(c) < 32 or c == "\u202e" for c in evil)

@@ -76,6 +76,19 @@ def test_control_characters_in_names_are_escaped_when_echoed():
     assert printable("x" * 200, 10) == "xxxxxxxxxx…"
 
 
+def test_a_failed_runs_error_text_is_escaped_and_cannot_break_the_result_file():
+    """A multi-run entry [status, text] echoes the agent's text: a lone surrogate there made the result file
+    unwritable (UnicodeEncodeError, the whole run failed) and terminal escapes reached the message raw."""
+    doc = json.dumps({"dataset_name": "hurricane",
+                      "analyses": {"1": [1, "boom \ud800 \x1b[2J\u202e"], "2": GOOD}})
+    sub = parse_submission(doc, label="sub.json")
+    failed, good = sub.analyses
+    assert failed.status == AnalysisStatus.GENERATION_FAILED and good.status == AnalysisStatus.OK
+    assert "boom \\ud800 \\x1b[2J\\u202e" in failed.message
+    assert not any(ord(c) < 32 or c == "\u202e" or "\ud800" <= c <= "\udfff" for c in failed.message)
+    sub.model_dump_json()  # the message can be written as UTF-8
+
+
 # ------------------------------------------------------------------------------------------ one analysis
 
 

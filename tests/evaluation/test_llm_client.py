@@ -169,3 +169,14 @@ def test_structured_output_parsed_repaired_or_rejected():
 def test_parsing_never_raises_anything_but_parse_error(text):
     with contextlib.suppress(ParseError):
         parse_structured(text, Pair)
+
+
+def test_a_lone_surrogate_in_an_answer_cannot_break_what_records_it(tmp_path):
+    """An endpoint can send "\\ud800" in its JSON: the answer then held a lone surrogate, and a judge's rationale
+    or an MCQ reply carrying it made the result file unwritable as UTF-8 (the whole run failed)."""
+    answer = '{"A1-B1": {"rationale": "same \ud800 concept", "similarity": 10}}'
+    with ScriptedLLM(lambda req: answer) as server:
+        result = _ask(_config(server.url, tmp_path))
+        assert result.content == '{"A1-B1": {"rationale": "same \ufffd concept", "similarity": 10}}'
+        result.content.encode("utf-8")
+        assert _ask(_config(server.url, tmp_path)).cached and len(server.requests) == 1

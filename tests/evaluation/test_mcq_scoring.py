@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from evaluation.llm import LLMClient, LLMConfig
-from evaluation.mcq_scoring import AnswersFileError, ask_model, parse_answer, read_answers, score_answers
+from evaluation.mcq_scoring import (
+    AnswersFileError,
+    ask_model,
+    dump_mcq_report,
+    parse_answer,
+    read_answers,
+    score_answers,
+)
 from exports.schema import MCQ, DatasetRelease, MCQOption
 from tests.evaluation.blade_release import blade_release_dataset
 from tests.evaluation.chat_server import ChatServer
@@ -58,6 +65,19 @@ def test_scores_by_hand() -> None:
     by_id = {i.id: i for i in report.items}
     assert by_id["t1"].status == "unparseable" and "Answer: A" in by_id["t1"].reason
     assert by_id["t2"].status == "unanswered"
+
+
+def test_lone_surrogates_in_an_answers_file_cannot_break_the_report() -> None:
+    """An answer or an unknown id holding a lone surrogate made the report unwritable as UTF-8: the whole MCQ
+    run failed with UnicodeEncodeError. They are echoed escaped, and the rest is scored."""
+    answers = read_answers(b'{"v1": "\\ud800", "v2": "A", "x\\udfffy": "B", "t1": {"answer": "\\ud801"}}')
+    report = score_answers(DATA, answers, release_version="1.0.0")
+    dump_mcq_report(report).encode("utf-8")
+    by_id = {i.id: i for i in report.items}
+    assert by_id["v1"].status == "unparseable" and by_id["v1"].answer == "\\ud800"
+    assert by_id["t1"].status == "unparseable" and "\\ud801" in (by_id["t1"].answer or "")
+    assert by_id["v2"].status == "correct"
+    assert report.unknown_ids == ["x\\udfffy"]
 
 
 def test_answers_file_errors(tmp_path: Path) -> None:
