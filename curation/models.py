@@ -605,7 +605,7 @@ class BackgroundJob(SQLModel, table=True):
     kind: str = Field(max_length=32, index=True, description="e.g. llm_alternatives")
     params: dict[str, Any] = _json(dict)
     scope: str = Field(default="", max_length=128, index=True, description="e.g. dataset:3")
-    active_scope: str | None = Field(default=None, max_length=128, unique=True)
+    active_scope: str | None = Field(default=None, max_length=128, unique=True, index=True)
     requested_by_id: int | None = Field(default=None, foreign_key="user.id")
     created_at: datetime = _ts()
     status: str = Field(default=RunStatus.QUEUED.value, max_length=16, index=True)

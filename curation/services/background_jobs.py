@@ -31,7 +31,13 @@ from sqlmodel import Session, col, select
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, JobError, NotFoundError
 from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
-from curation.services.run_lifecycle import Heartbeat, ScoringHere, executor_alive, orphaned_here, this_executor
+from curation.services.run_lifecycle import (
+    Heartbeat,
+    ScoringHere,
+    executor_alive,
+    orphaned_here,
+    this_executor,
+)
 
 if TYPE_CHECKING:
     from curation.settings import Settings

@@ -21,16 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
-
 from sqlmodel import Session, col, select
 
 from curation.db import session_scope as db_scope
 from curation.errors import StageError
 from curation.models import (
     Alternative,
-    BackgroundJob,
     Analysis,
     AnalysisStatus,
+    BackgroundJob,
     ConceptualVariable,
     Dataset,
     Role,
