@@ -176,11 +176,14 @@ class JobControl:
     """What a running job's function reports to (progress) and asks (was a cancel requested?), both through the
     database."""
 
-    def __init__(self, engine: Engine, job_id: int) -> None:
-        self.engine, self.job_id = engine, job_id
+    def __init__(self, engine: Engine, job_id: int,
+                 on_progress: Callable[[int, int, str], None] | None = None) -> None:
+        self.engine, self.job_id, self.on_progress = engine, job_id, on_progress
         self._cancel = False
 
     def progress(self, done: int, total: int, stage: str) -> None:
+        if self.on_progress is not None:  # e.g. the CLI's progress bar
+            self.on_progress(done, total, stage)
         with session_scope(self.engine) as s:
             s.connection().execute(update(BackgroundJob).where(*_held(self.job_id)).values(
                 progress_done=done, progress_total=total, stage=stage[:256], heartbeat_at=utcnow()))
@@ -209,14 +212,15 @@ def _runner(kind: str) -> Callable[[Engine, BackgroundJob, JobControl, Settings]
     return fn
 
 
-def execute_job(engine: Engine, job_id: int, settings: Settings) -> BackgroundJob:
+def execute_job(engine: Engine, job_id: int, settings: Settings,
+                on_progress: Callable[[int, int, str], None] | None = None) -> BackgroundJob:
     """Claim the job and run it here (a worker's task, or the app's thread on SQLite). A job someone else holds
     is left alone. Errors written for people end the job ``failed`` with their sentence; the database going away
     propagates (the queue retries the job, which is then taken over from this process)."""
     job = claim_job(engine, job_id)
     if job.status != RunStatus.RUNNING.value or job.executor != this_executor():
         return job
-    control = JobControl(engine, job_id)
+    control = JobControl(engine, job_id, on_progress)
     with ScoringHere(_key(job_id)), Heartbeat(lambda: _beat(engine, job_id)):
         try:
             outcome = _runner(job.kind)(engine, job, control, settings)
