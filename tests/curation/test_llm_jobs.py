@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -181,12 +182,21 @@ def pg_world(tmp_path) -> Iterator[dict]:
 
 
 @pytest.mark.postgres
-def test_generation_is_queued_and_completed_by_a_worker_process(pg_world):
+def test_generation_is_queued_cancelled_and_completed_by_a_worker_process(pg_world):
+    """A worker process runs the queued generation; a cancel from here (another process, as the page would)
+    reaches it and whole seeds are kept; a second generation completes and stores only what is missing."""
     w = pg_world
     engine = w["engine"]
     with engine.connect() as conn:
         schema = str(conn.execute(text("select current_schema()")).scalar())
-    with ScriptedLLM(responder) as server:
+    gate = threading.Event()
+
+    def held(request):  # every answer after the first waits until the test lets it go
+        gate.wait(timeout=120)
+        return responder(request)
+
+    with ScriptedLLM(held) as server:
+        server.script = [{"content": json.dumps(VARIABLES)}]
         env = dict(os.environ, FORKPATHS_DATA_DIR=str(w["data_dir"]),
                    FORKPATHS_DATABASE_URL=f"{PG_URL}?options=-csearch_path%3D{schema}",
                    FORKPATHS_LOAD_STARTER_DATASETS="false", FORKPATHS_ADMIN_PASSWORD="admin password 1",
@@ -200,13 +210,27 @@ def test_generation_is_queued_and_completed_by_a_worker_process(pg_world):
         log = open(w["data_dir"] / "worker.log", "wb")  # noqa: SIM115 - closed below
         worker = subprocess.Popen([sys.executable, "-m", "curation.cli", "worker"], cwd=PROJECT_ROOT, env=env,
                                   stdout=log, stderr=subprocess.STDOUT)
-        try:
-            def said() -> str:
-                return (w["data_dir"] / "worker.log").read_text(errors="replace")[-3000:]
 
-            _wait(lambda: _job(engine, job_id).status not in ("queued", "running") or worker.poll() is not None,
-                  said)
-            job = _job(engine, job_id)
+        def said() -> str:
+            return (w["data_dir"] / "worker.log").read_text(errors="replace")[-3000:]
+
+        def ended(jid: int) -> Callable[[], bool]:
+            return lambda: _job(engine, jid).status not in ("queued", "running") or worker.poll() is not None
+
+        try:
+            _wait(lambda: _job(engine, job_id).progress_done >= 1 or worker.poll() is not None, said)
+            with session_scope(engine) as s:
+                cancel_job(session=s, actor=w["cur"], job_id=job_id)
+            gate.set()
+            _wait(ended(job_id), said)
+            cancelled = _job(engine, job_id)
+            assert cancelled.status == RunStatus.CANCELLED.value, (cancelled.message, said())
+            kept = len(_alts(engine))
+            assert cancelled.result is not None and cancelled.result["created"] == kept == 2
+            again = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+            runner.submit(again)
+            _wait(ended(again), said)
+            job = _job(engine, again)
             assert job.status == RunStatus.SUCCEEDED.value, (job.message, said())
         finally:
             worker.send_signal(signal.SIGTERM)
@@ -215,6 +239,7 @@ def test_generation_is_queued_and_completed_by_a_worker_process(pg_world):
             except subprocess.TimeoutExpired:
                 worker.kill()
             log.close()
-    assert job.executor.split("/")[1] == str(worker.pid)  # the worker process ran it, not this one
-    assert job.result is not None and job.result["created"] == 3 and len(_alts(engine)) == 3
-    assert len(server.requests) == 3
+    assert {cancelled.executor.split("/")[1], job.executor.split("/")[1]} == {str(worker.pid)}  # not this process
+    assert job.result is not None and job.result["created"] == 1 and job.result["already_stored"] == 2
+    assert len(_alts(engine)) == 3
+    assert len(server.requests) == 3  # the second generation sent only the seed the first never reached
