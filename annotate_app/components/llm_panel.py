@@ -61,6 +61,7 @@ def _show_job(user: User, job: BackgroundJob) -> None:
 def render_llm_panel(user: User, dataset_id: int, dataset_name: str) -> None:
     settings = context.settings()
     config = settings.llm_config()
+    context.job_runner()  # on SQLite: the app's job threads start (and take up generations still queued)
     first = _latest(dataset_id)
     active = first is not None and first.status in ACTIVE
     shown = first is not None and (active or first.dismissed_at is None)
