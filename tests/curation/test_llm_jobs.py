@@ -243,3 +243,59 @@ def test_generation_is_queued_cancelled_and_completed_by_a_worker_process(pg_wor
     assert job.result is not None and job.result["created"] == 1 and job.result["already_stored"] == 2
     assert len(_alts(engine)) == 3
     assert len(server.requests) == 3  # the second generation sent only the seed the first never reached
+
+
+@pytest.mark.postgres
+def test_a_worker_killed_mid_generation_leaves_it_to_another_and_nothing_is_stored_twice(pg_world):
+    w = pg_world
+    engine = w["engine"]
+    with engine.connect() as conn:
+        schema = str(conn.execute(text("select current_schema()")).scalar())
+    gate = threading.Event()
+
+    def held(request):
+        gate.wait(timeout=120)
+        return responder(request)
+
+    with ScriptedLLM(held) as server:
+        server.script = [{"content": json.dumps(VARIABLES)}]
+        env = dict(os.environ, FORKPATHS_DATA_DIR=str(w["data_dir"]),
+                   FORKPATHS_DATABASE_URL=f"{PG_URL}?options=-csearch_path%3D{schema}",
+                   FORKPATHS_LOAD_STARTER_DATASETS="false", FORKPATHS_ADMIN_PASSWORD="admin password 1",
+                   FORKPATHS_LLM_BASE_URL=server.url, FORKPATHS_LLM_MODEL="scripted")
+        job_id = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+        enqueue_job(engine, job_id)
+        procs: list[subprocess.Popen[bytes]] = []
+
+        def start(n: int) -> subprocess.Popen[bytes]:
+            log = open(w["data_dir"] / f"worker-{n}.log", "wb")  # noqa: SIM115 - closed with the process
+            procs.append(subprocess.Popen([sys.executable, "-m", "curation.cli", "worker"], cwd=PROJECT_ROOT,
+                                          env=env, stdout=log, stderr=subprocess.STDOUT))
+            return procs[-1]
+
+        def said() -> str:
+            return "\n".join(p.read_text(errors="replace")[-2000:] for p in w["data_dir"].glob("worker-*.log"))
+
+        try:
+            first = start(0)
+            _wait(lambda: _job(engine, job_id).progress_done >= 1, said)  # seed 1 stored, seed 2 asked
+            assert len(_alts(engine)) == 1
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            second = start(1)
+            gate.set()
+            _wait(lambda: _job(engine, job_id).status not in ("queued", "running") or second.poll() is not None,
+                  said)
+            job = _job(engine, job_id)
+            assert job.status == RunStatus.SUCCEEDED.value, (job.message, said())
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+                    try:
+                        p.wait(timeout=60)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+    assert job.executor.split("/")[1] == str(second.pid) and job.attempts == 2
+    assert job.result is not None and job.result["already_stored"] == 1 and job.result["created"] == 2
+    assert len(_alts(engine)) == 3  # the seed stored before the kill counted once
