@@ -19,6 +19,7 @@ from curation.bootstrap import StartupReport, initialise
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, SessionExpired
 from curation.models import Role, User
+from curation.services.background_jobs import JobSubmitter, make_job_submitter
 from curation.services.jobs import RunSubmitter
 from curation.services.run_worker import make_submitter
 from curation.services.scoring import JudgeSettings, ScoringLimits
@@ -49,6 +50,18 @@ def _run_worker(database_url: str, data_dir: str) -> RunSubmitter:
     s = settings()
     return make_submitter(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
                           judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
+
+
+@st.cache_resource(show_spinner=False)
+def _job_runner(database_url: str, data_dir: str) -> JobSubmitter:
+    return make_job_submitter(engine(), settings)
+
+
+def job_runner() -> JobSubmitter:
+    """Where background jobs (LLM alternative generation, ...) go: the queue's workers on PostgreSQL, the app's
+    own threads on SQLite (one per database and data folder, shared by every browser session)."""
+    s = settings()
+    return _job_runner(s.resolved_database_url, str(s.resolved_data_dir))
 
 
 def judge_settings() -> JudgeSettings:

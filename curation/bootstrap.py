@@ -15,6 +15,7 @@ from curation.db import make_engine, migrate, session_scope
 from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
 from curation.services.accounts import ensure_first_admin, forget_stale_password_file
+from curation.services.background_jobs import interrupt_dead_jobs
 from curation.services.release_store import ReleaseStoreReport, reconcile_release_store
 from curation.services.run_lifecycle import interrupt_dead_runs
 from curation.services.sandbox_setting import configure_sandbox
@@ -91,6 +92,7 @@ def initialise(settings: Settings) -> StartupReport:
     starters = _register_starters(engine, settings, admin_id)
     with session_scope(engine) as session:
         releases = reconcile_release_store(session=session, releases_root=settings.releases_store)
-    with session_scope(engine) as session:  # a run whose scorer died does not stay "running"
+    with session_scope(engine) as session:  # a run (or a job) whose process died does not stay "running"
         interrupt_dead_runs(session=session)
+        interrupt_dead_jobs(session=session)
     return StartupReport(engine, admin_name, generated, password_file, starters, releases)

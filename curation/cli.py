@@ -432,24 +432,39 @@ def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
+    """Generation as a background job (recorded, one per dataset, seen on the Review page): run here in the
+    foreground, or with ``--enqueue`` handed to the workers (PostgreSQL) and followed from the page."""
     from sqlmodel import select
 
-    from curation.models import Dataset
-    from curation.services.llm_alternatives import generate_alternatives
-    from evaluation.sandbox import SandboxLimits
+    from curation.models import Dataset, RunStatus
+    from curation.services.background_jobs import execute_job
+    from curation.services.jobs import enqueue_job, is_postgres
+    from curation.services.llm_alternatives import GenerationReport, start_generation
+    from evaluation.llm import LLMClient
 
+    LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded
     report = initialise(settings)
+    if args.enqueue and not is_postgres(report.engine):
+        raise CurationError("--enqueue hands the generation to `forkpaths worker` processes, which take jobs from "
+                            "PostgreSQL (set FORKPATHS_DATABASE_URL); on SQLite run it without --enqueue.")
     with session_scope(report.engine) as session:
         actor = _operator(session, args.as_user)
         ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
         if ds is None:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
         dataset_id = ds.id or 0
-    result = generate_alternatives(
-        session_scope=lambda: session_scope(report.engine), actor=actor, dataset_id=dataset_id,
-        config=settings.llm_config(), store=settings.datasets_store,
-        limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
-        progress=ProgressBar())
+    job_id = start_generation(report.engine, actor=actor, dataset_id=dataset_id)
+    if args.enqueue:
+        enqueue_job(report.engine, job_id)
+        print(f"Generation job {job_id} queued; a worker runs it (the Review page shows its progress).")
+        return 0
+    job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
+    if job.result is None:
+        print(f"The generation {job.status}: {job.message}", file=sys.stderr)
+        return 1
+    result = GenerationReport(**job.result)
+    if result.cancelled:
+        print(f"Cancelled after {result.seeds_done} of {result.seeds_total} seeds (from the page).")
     print(f"{result.created} alternatives stored ({result.duplicates} flagged as duplicates, "
           f"{result.failed_checks} transforms whose code failed, shown with their error); {result.already_stored} "
           f"already stored; {result.calls} LLM answers, {result.cached} from the cache.")
@@ -457,7 +472,8 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         print(f"  rejected: {line}")
     for line in result.errors:
         print(f"  failed: {line}", file=sys.stderr)
-    return 1 if result.errors and not result.created and not result.already_stored else 0
+    failed = result.errors and not result.created and not result.already_stored
+    return 1 if failed or job.status == RunStatus.FAILED.value else 0
 
 
 def _dataset_id(session, name: str) -> int:  # type: ignore[no-untyped-def]
@@ -595,6 +611,8 @@ def build_parser() -> argparse.ArgumentParser:
     altsub = alt.add_subparsers(dest="alternatives_command", required=True)
     gen = altsub.add_parser("generate", help="generate alternatives seeded by the analysts' decisions (cached)")
     gen.add_argument("dataset")
+    gen.add_argument("--enqueue", action="store_true",
+                     help="PostgreSQL: hand it to the workers, print the job id and return")
     alt.set_defaults(func=_cmd_alternatives)
     mcq = sub.add_parser("mcq", help="MCQs built from the ground-truth statuses, and their audit")
     mcqsub = mcq.add_subparsers(dest="mcq_command", required=True)

@@ -145,11 +145,11 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         raise ScoringError(f"--concurrency must be between 1 and 64 (got {args.concurrency}).")
     report = initialise(settings)
     print(f"Worker {this_executor()} "
-          f"takes scoring runs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
+          f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
     run_queue_worker(report.engine, runs_root=settings.runs_store, releases_root=settings.releases_store,
                      judges=judge_settings(settings), limits=scoring_limits(settings),
-                     concurrency=args.concurrency)
+                     concurrency=args.concurrency, settings=settings)
     return 0
 
 

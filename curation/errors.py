@@ -27,6 +27,7 @@ __all__ = [
     "SubmittedAnalysisLocked",
     "VoteError",
     "USER_ERRORS",
+    "JobError",
 ]
 
 
@@ -96,3 +97,7 @@ class OverrideConflict(ScoringError):
 
 # Errors whose message is written for the user: the domain's own and the analysis engine's (the sandbox).
 USER_ERRORS: tuple[type[Exception], ...] = (CurationError, EvaluationError)
+
+
+class JobError(CurationError):
+    """A background job cannot be started or changed (e.g. one of its kind already runs for that dataset)."""

@@ -1,15 +1,17 @@
-"""Curators generate LLM alternatives for the dataset under review, with a progress bar; without an
-endpoint the panel says how to configure one and the rest of the page works as before."""
+"""Curators generate LLM alternatives for the dataset under review. Generation is a background job (a worker
+on PostgreSQL, a thread of the app on SQLite): the panel shows its live progress and a Cancel button, a reload
+shows it still running, and its report stays on the page until dismissed. Without an endpoint the panel says how
+to configure one and the rest of the page works as before."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from annotate_app import context
-from annotate_app.components.transform_form import limits
 from annotate_app.text import md
-from curation.models import User
-from curation.services.llm_alternatives import generate_alternatives
+from curation.models import BackgroundJob, RunStatus, User
+from curation.services.background_jobs import ACTIVE, cancel_job, dismiss_job, interrupt_dead_jobs, latest_job
+from curation.services.llm_alternatives import JOB_KIND, generation_summary, start_generation
 
 HOW_TO = """No LLM endpoint is configured, so alternatives cannot be generated yet (everything else works).
 Set these in the environment or in `.env` and restart forkpaths:
@@ -22,46 +24,70 @@ FORKPATHS_LLM_API_KEY=sk-...                       # only if the endpoint needs 
 ```
 Or from a terminal: `forkpaths alternatives generate DATASET`."""
 
+POLL_S = 1.0
 
-SUMMARY = "fp.llm.summary"  # dataset id -> (kind, text) of the last generation, shown until dismissed
+
+def _latest(dataset_id: int) -> BackgroundJob | None:
+    def read(s):  # type: ignore[no-untyped-def]
+        interrupt_dead_jobs(session=s)  # a generation whose process died does not stay "running"
+        return latest_job(session=s, kind=JOB_KIND, scope=f"dataset:{dataset_id}")
+
+    return context.attempt(read)
+
+
+def _show_job(user: User, job: BackgroundJob) -> None:
+    if job.status in ACTIVE:
+        done, total = job.progress_done, job.progress_total
+        stopping = " · cancelling after this seed" if job.cancel_requested else ""
+        st.progress(done / total if total else 0.0,
+                    text=f"Generation {job.status}: {done}/{total} · {job.stage or 'queued'}{stopping}")
+        if not job.cancel_requested and st.button("Cancel the generation", key="llm.cancel") and context.succeeded(
+                lambda s: cancel_job(session=s, actor=user, job_id=job.id or 0)):
+            st.rerun()
+        return
+    if job.dismissed_at is not None:
+        return
+    # the last generation's report stays here until the curator dismisses it
+    if job.result and job.status in (RunStatus.SUCCEEDED.value, RunStatus.CANCELLED.value):
+        kind, text = generation_summary(job.result)
+        getattr(st, kind)(md(text))
+    else:
+        st.error(md(f"The generation {job.status}: {job.message}"))
+    if st.button("Dismiss this report", key="llm.dismiss") and context.succeeded(
+            lambda s: dismiss_job(session=s, actor=user, job_id=job.id or 0)):
+        st.rerun()
 
 
 def render_llm_panel(user: User, dataset_id: int, dataset_name: str) -> None:
     settings = context.settings()
     config = settings.llm_config()
-    summaries: dict[int, tuple[str, str]] = st.session_state.setdefault(SUMMARY, {})
-    last = summaries.get(dataset_id)
-    with st.expander("LLM alternatives (curators)", expanded=last is not None):
+    context.job_runner()  # on SQLite: the app's job threads start (and take up generations still queued)
+    first = _latest(dataset_id)
+    active = first is not None and first.status in ACTIVE
+    shown = first is not None and (active or first.dismissed_at is None)
+    with st.expander("LLM alternatives (curators)", expanded=shown):
+
+        @st.fragment(run_every=POLL_S if active else None)  # poll only while a generation is queued or running
+        def job_panel() -> None:
+            job = _latest(dataset_id)
+            if job is not None:
+                _show_job(user, job)
+                if active and job.status not in ACTIVE:  # it ended: redraw the page (stops the polling)
+                    st.rerun()
+
+        job_panel()
         if not config.configured:
             st.info(HOW_TO)
             return
         st.caption(f"Model `{config.model}` at {config.base_url}. Answers are cached: generating again sends "
-                   "nothing and adds only what is not stored yet.")
-        if last is not None:  # the last generation's report stays here until the curator dismisses it
-            kind, text = last
-            getattr(st, kind)(md(text))
-            if st.button("Dismiss this report", key="llm.dismiss"):
-                summaries.pop(dataset_id, None)
-                st.rerun()
+                   "nothing and adds only what is not stored yet. Generation runs in the background: you may leave "
+                   "this page.")
         if not st.button(f"Generate alternatives for {dataset_name}", key="llm.generate", type="primary"):
             return
-        bar = st.progress(0.0, text="Planning…")
-
-        def progress(done: int, total: int, label: str) -> None:
-            bar.progress(done / total if total else 1.0, text=f"{done}/{total} · {label}")
-
         try:
-            report = generate_alternatives(session_scope=context.db, actor=user, dataset_id=dataset_id, config=config,
-                                           store=settings.datasets_store, limits=limits(), progress=progress)
+            job_id = start_generation(context.engine(), actor=user, dataset_id=dataset_id)
+            context.job_runner().submit(job_id)
         except Exception as exc:  # noqa: BLE001 - the one helper shows it
             context.show_error(exc)
             return
-        message = (f"{report.created} alternatives stored ({report.duplicates} flagged as duplicates, "
-                   f"{report.failed_checks} transforms whose code failed: they are in the queue with their error); "
-                   f"{report.already_stored} were already stored; {report.cached} of {report.calls} answers came "
-                   "from the cache.")
-        details = [*(f"failed: {e}" for e in report.errors), *(f"rejected: {r}" for r in report.rejected)]
-        if details:
-            message += "  \n" + "  \n".join(details[:12])
-        summaries[dataset_id] = ("warning" if report.errors else "success", message)
         st.rerun()

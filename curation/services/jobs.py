@@ -1,4 +1,4 @@
-"""Long jobs (scoring runs) on procrastinate where the database is PostgreSQL; in the app's process on SQLite.
+"""Long jobs (scoring runs, and background jobs: LLM alternative generation, ...) on procrastinate where the database is PostgreSQL; in the app's process on SQLite.
 
 procrastinate is a distributed task queue that keeps its jobs in PostgreSQL (tables and functions applied by
 migration 0013_h_queue), so a team that runs PostgreSQL runs no broker: ``forkpaths worker`` on any machine that
@@ -35,14 +35,16 @@ if TYPE_CHECKING:
     import procrastinate
 
     from curation.services.scoring import JudgeSettings, ScoringLimits
+    from curation.settings import Settings
 
-__all__ = ["QUEUE", "RunHeldElsewhere", "RunSubmitter", "enqueue_run", "is_postgres", "procrastinate_app",
+__all__ = ["JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "enqueue_job", "enqueue_run", "is_postgres", "procrastinate_app",
            "queue_submitter", "run_queue_worker"]
 
 log = logging.getLogger(__name__)
 
 QUEUE = "forkpaths"
 SCORE_TASK = "forkpaths.score_run"
+JOB_TASK = "forkpaths.background_job"  # any BackgroundJob (LLM alternative generation, ...): background_jobs.py
 WORKER_HEARTBEAT_S = 2.0  # procrastinate's worker heartbeat
 STALLED_AFTER_S = 10.0  # a worker silent this long is presumed dead: its jobs are retried
 STALLED_CHECK_S = 3.0
@@ -82,6 +84,10 @@ def procrastinate_app(engine: Engine) -> procrastinate.App:
     app.task(name=SCORE_TASK, queue=QUEUE, pass_context=True,
              retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
                  RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_run_task)
+    app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+                 RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(
+        _background_job_task)
     return app
 
 
@@ -101,6 +107,25 @@ def enqueue_run(engine: Engine, run_id: int) -> int | None:
     with session_scope(engine) as s:
         s.connection().execute(update(ScoringRun).where(col(ScoringRun.id) == run_id).values(job_id=job_id))
     return job_id
+
+
+def enqueue_job(engine: Engine, job_id: int) -> int | None:
+    """Put a recorded background job on the queue (PostgreSQL); returns procrastinate's job id (None: already
+    queued)."""
+    import procrastinate.exceptions
+
+    from curation.models import BackgroundJob
+
+    app = procrastinate_app(engine)
+    with app.open():
+        try:
+            queue_id = app.configure_task(JOB_TASK, queueing_lock=f"job-{job_id}").defer(job_id=job_id)
+        except procrastinate.exceptions.AlreadyEnqueued:
+            return None
+    with session_scope(engine) as s:
+        s.connection().execute(update(BackgroundJob).where(col(BackgroundJob.id) == job_id)
+                               .values(job_id=queue_id))
+    return queue_id
 
 
 @dataclass
@@ -151,6 +176,19 @@ def _score_run_task(context: Any, run_id: int) -> str:
     return run.status
 
 
+def _background_job_task(context: Any, job_id: int) -> str:
+    from curation.services.background_jobs import execute_job, take_over_if_dead
+    from curation.settings import Settings
+
+    extra = context.additional_context
+    engine: Engine = extra["engine"]
+    take_over_if_dead(engine, job_id)
+    job = execute_job(engine, job_id, extra.get("settings") or Settings())
+    if job.status == RunStatus.RUNNING.value and job.executor != this_executor():
+        raise RunHeldElsewhere(f"job {job_id} is held by {job.executor}, whose heartbeat has not lapsed yet")
+    return job.status
+
+
 # ------------------------------------------------------------------------------------ the worker
 
 
@@ -167,8 +205,11 @@ async def _retry_stalled(app: procrastinate.App, engine: Engine) -> None:
                 await app.job_manager.retry_job(job)
 
             def sweep() -> None:
+                from curation.services.background_jobs import interrupt_dead_jobs
+
                 with session_scope(engine) as s:
                     interrupt_dead_runs(session=s)
+                    interrupt_dead_jobs(session=s)
 
             await asyncio.to_thread(sweep)
         except Exception:  # noqa: BLE001 - the database away for a moment: the next round tries again
@@ -176,7 +217,8 @@ async def _retry_stalled(app: procrastinate.App, engine: Engine) -> None:
 
 
 def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
-                     limits: ScoringLimits | None = None, concurrency: int = 1) -> None:
+                     limits: ScoringLimits | None = None, concurrency: int = 1,
+                     settings: Settings | None = None) -> None:
     """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds)."""
     app = procrastinate_app(engine)
 
@@ -188,7 +230,8 @@ def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, ju
                     queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=WORKER_HEARTBEAT_S,
                     stalled_worker_timeout=STALLED_AFTER_S, name=this_executor(),
                     additional_context={"engine": engine, "runs_root": runs_root, "releases_root": releases_root,
-                                        "judges": judges, "limits": limits})
+                                        "judges": judges, "limits": limits,
+                                        "settings": settings})
             finally:
                 watcher.cancel()
 

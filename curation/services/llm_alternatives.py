@@ -16,20 +16,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from curation.db import session_scope as db_scope
 from curation.errors import StageError
 from curation.models import (
     Alternative,
     Analysis,
     AnalysisStatus,
+    BackgroundJob,
     ConceptualVariable,
     Dataset,
     Role,
+    RunStatus,
     Stage,
     Transform,
     User,
@@ -44,6 +48,7 @@ from curation.services.alternatives import (
     store_alternative,
     transform_payload,
 )
+from curation.services.background_jobs import JobControl, JobOutcome, start_job
 from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import dataset_data_path, original_columns
 from curation.services.stages import get_review_settings
@@ -62,7 +67,11 @@ from evaluation.llm.prompts import (
 from evaluation.sandbox import SandboxLimits
 from evaluation.specs import ROOT_SPEC_ID
 
-__all__ = ["GenerationJob", "GenerationReport", "generate_alternatives", "plan_generation"]
+if TYPE_CHECKING:
+    from curation.settings import Settings
+
+__all__ = ["JOB_KIND", "GenerationJob", "GenerationReport", "generate_alternatives", "generation_summary",
+           "plan_generation", "run_generation_job", "start_generation"]
 
 log = logging.getLogger(__name__)
 Progress = Callable[[int, int, str], None]
@@ -90,6 +99,9 @@ class GenerationReport:
     failed_checks: int = 0
     rejected: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    seeds_total: int = 0
+    seeds_done: int = 0
+    cancelled: bool = False
 
 
 def _variable_dict(v: ConceptualVariable) -> dict[str, Any]:
@@ -219,11 +231,14 @@ def generate_alternatives(
     store: Path,
     limits: SandboxLimits,
     progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> GenerationReport:
     """Generate, check and store alternatives for a dataset in stage 2; returns what happened, per kind.
 
     ``session_scope`` opens one transaction (the caller's factory); calls and sandbox runs happen between
-    transactions. A failed call is reported and the next seed goes on.
+    transactions. A failed call is reported and the next seed goes on. ``should_stop`` is asked before each
+    seed: when it says yes, generation stops there and what the seeds before stored is kept
+    (``report.cancelled``, ``report.seeds_done``).
     """
     client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
@@ -231,10 +246,15 @@ def generate_alternatives(
         dataset = session.get(Dataset, dataset_id)
         assert dataset is not None
         data_path, columns = dataset_data_path(dataset, store), original_columns(dataset)
-    report = GenerationReport()
+    report = GenerationReport(seeds_total=len(jobs))
     for n, job in enumerate(jobs):
         if progress:
             progress(n, len(jobs), job.label)
+        if should_stop is not None and should_stop():
+            report.cancelled = True
+            if progress:
+                progress(n, len(jobs), "cancelled")
+            return report
         try:
             result = client.ask(template=job.template, messages=job.messages, parse=_parser(job.kind)).result
             report.calls += 1
@@ -262,6 +282,60 @@ def generate_alternatives(
                     report.duplicates += stored.duplicate_of is not None
         except EvaluationError as exc:  # LLM down / unparseable answer: say which seed, go on with the next
             report.errors.append(f"{job.label}: {exc}")
+        report.seeds_done = n + 1
     if progress:
         progress(len(jobs), len(jobs), "done")
     return report
+
+
+# ------------------------------------------------------------------------------------ as a background job
+
+JOB_KIND = "llm_alternatives"
+
+
+def start_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
+    """Record a generation for the dataset as a queued job (checked first: curator, stage 2, not blind), one per
+    dataset at a time; returns the job's id. The caller hands it to a submitter
+    (:func:`curation.services.background_jobs.make_job_submitter`)."""
+    with db_scope(engine) as s:
+        planned = plan_generation(session=s, actor=actor, dataset_id=dataset_id)
+        dataset = s.get(Dataset, dataset_id)
+        name = dataset.name if dataset else str(dataset_id)
+    return start_job(engine, kind=JOB_KIND, params={"dataset_id": dataset_id}, scope=f"dataset:{dataset_id}",
+                     requested_by_id=actor.id, total=len(planned),
+                     what=f"An LLM generation for '{name}'")
+
+
+def generation_summary(result: dict[str, Any]) -> tuple[str, str]:
+    """(streamlit kind, Markdown text) of a generation's report, as the page shows it."""
+    r = GenerationReport(**{k: v for k, v in result.items() if k in GenerationReport.__dataclass_fields__})
+    text = (f"{r.created} alternatives stored ({r.duplicates} flagged as duplicates, "
+            f"{r.failed_checks} transforms whose code failed: they are in the queue with their error); "
+            f"{r.already_stored} were already stored; {r.cached} of {r.calls} answers came from the cache.")
+    if r.cancelled:
+        text = (f"Cancelled after {r.seeds_done} of {r.seeds_total} seeds; the {r.created} alternatives stored "
+                f"before it stopped are kept. " + text)
+    details = [*(f"failed: {e}" for e in r.errors), *(f"rejected: {x}" for x in r.rejected)]
+    if details:
+        text += "  \n" + "  \n".join(details[:12])
+    return ("warning" if r.errors or r.cancelled else "success"), text
+
+
+def run_generation_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
+    """The job's function (background_jobs.KINDS): generation as the person who asked for it, with the
+    endpoint, data folder and sandbox limits of the process that runs it. Each seed's alternatives are stored in
+    one transaction when that seed is done (see the module's docstring), so a cancel or a failure keeps whole
+    seeds only, and a retried job adds nothing twice (cached answers, already-stored items skipped)."""
+    with db_scope(engine) as s:
+        actor = s.get(User, job.requested_by_id) if job.requested_by_id is not None else None
+        if actor is None:
+            raise StageError(f"Job {job.id}: the person who asked for it no longer exists.")
+        s.expunge(actor)
+    report = generate_alternatives(
+        session_scope=lambda: db_scope(engine), actor=actor, dataset_id=int(job.params["dataset_id"]),
+        config=settings.llm_config(), store=settings.datasets_store,
+        limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
+        progress=control.progress, should_stop=control.cancelled)
+    result = asdict(report)
+    status = RunStatus.CANCELLED.value if report.cancelled else RunStatus.SUCCEEDED.value
+    return JobOutcome(status, generation_summary(result)[1], result)

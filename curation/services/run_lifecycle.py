@@ -19,7 +19,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -59,14 +59,16 @@ def _host() -> str:
     return socket.gethostname()[:120]
 
 
-_scoring_here: set[int] = set()  # runs this process is scoring now (an orphan is held here but not in it)
+_scoring_here: set[Hashable] = set()  # runs (ids) and jobs (("job", id)) this process is working on now (an orphan
+# is held here but not in it)
 _scoring_lock = threading.Lock()
 
 
 class ScoringHere:
-    """Marks a run as being scored by this process for the duration of the block."""
+    """Marks a run (its id) or a background job (``("job", id)``) as worked on by this process for the duration of
+    the block."""
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, run_id: Hashable) -> None:
         self.run_id = run_id
 
     def __enter__(self) -> None:
@@ -78,7 +80,7 @@ class ScoringHere:
             _scoring_here.discard(self.run_id)
 
 
-def orphaned_here(executor: str, run_id: int) -> bool:
+def orphaned_here(executor: str, run_id: Hashable) -> bool:
     """Held by this very process, which is not scoring it (its scoring ended without ending the run, e.g. the
     database went away while it wrote the outcome)."""
     with _scoring_lock:

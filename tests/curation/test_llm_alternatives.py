@@ -161,7 +161,8 @@ def test_cli_alternatives_generate(tmp_path):
 
         r = cli("storms")
         assert r.returncode == 0, r.stderr
-        assert "8 alternatives stored" in r.stdout and "[3/3] done" in r.stdout and "3 LLM answers, 0 from" in r.stdout
+        # (the progress bar is drawn on a terminal only)
+        assert "8 alternatives stored" in r.stdout and "3 LLM answers, 0 from" in r.stdout
         r = cli("storms")
         assert "0 alternatives stored" in r.stdout and "8 already stored" in r.stdout and "3 from the cache" in r.stdout
         assert len(server.requests) == 3
@@ -169,3 +170,13 @@ def test_cli_alternatives_generate(tmp_path):
         assert r.returncode == 2 and "FORKPATHS_LLM_BASE_URL" in r.stderr
         r = cli("nope")
         assert r.returncode == 2 and "no dataset called 'nope'" in r.stderr
+        r = cli("storms", "--enqueue")
+        assert r.returncode == 2 and "PostgreSQL" in r.stderr
+    from curation.models import BackgroundJob
+
+    engine = initialise(settings).engine
+    with session_scope(engine) as s:  # the CLI's generations are jobs like the page's (seen there, one at a time)
+        jobs = s.exec(select(BackgroundJob).order_by(BackgroundJob.id)).all()
+    engine.dispose()
+    assert [(j.kind, j.status, j.result["created"]) for j in jobs] == [
+        ("llm_alternatives", "succeeded", 8), ("llm_alternatives", "succeeded", 0)]

@@ -203,6 +203,77 @@ def test_reviewers_see_proposed_text_literally(ui, stage2):
     assert not any("storm :x:" in m for m in shown)  # never raw Markdown: it would become an emoji and LaTeX
 
 
+def _generation(ui):
+    from curation.models import BackgroundJob
+
+    with session_scope(ui.engine) as s:
+        return s.exec(select(BackgroundJob).order_by(BackgroundJob.id.desc())).first()  # type: ignore[union-attr]
+
+
+def _wait_for_generation(ui, until=lambda job: job.status not in ("queued", "running"), limit_s=300):
+    """Wait for the background generation to reach a state (a bound on the wait, not a speed assertion)."""
+    import time
+
+    deadline = time.monotonic() + limit_s
+    while (job := _generation(ui)) is None or not until(job):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    return job
+
+
+def test_llm_panel_shows_live_progress_a_second_click_and_cancel(ui, stage2, monkeypatch):
+    import json
+    import threading
+
+    from tests.llm_server import ScriptedLLM
+
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
+    answer = {"variables": [{"variable_type": "Control", "concept": "storm strength", "columns": ["wind"],
+                             "rationale": "wind kills"}],
+              "transforms": [{"code": "df['d2'] = df['deaths'] * 2", "output_col": "d2", "rationale": "scale"}]}
+    gate = threading.Event()
+
+    def held(req):  # every answer after the first waits until the test lets it go
+        gate.wait(timeout=120)
+        return json.dumps(answer)
+
+    with ScriptedLLM(held) as server:
+        server.script = [{"content": json.dumps(answer)}]
+        monkeypatch.setenv("FORKPATHS_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("FORKPATHS_LLM_MODEL", "scripted")
+        at = _review(ui, ui.curator)
+        at.button(key="llm.generate").click().run(timeout=60)
+        assert not at.exception, at.exception
+        _wait_for_generation(ui, until=lambda job: job.progress_done >= 1)
+        at = _review(ui, ui.curator)  # a reload (a new browser session) shows the running generation
+        bars = [p for p in at.get("progress")]
+        assert any("Generation running: 1/" in (b.proto.text or "") for b in bars), [b.proto.text for b in bars]
+        at.button(key="llm.generate").click().run(timeout=60)  # a second click
+        assert "already running" in " ".join(e.value for e in at.error)
+        at.button(key="llm.cancel").click().run(timeout=60)
+        assert any("cancelling after this seed" in (b.proto.text or "") for b in at.get("progress"))
+        gate.set()
+        job = _wait_for_generation(ui)
+        at.run()
+        assert job.status == "cancelled"
+        kept = len(_alts := list(_all_alternatives(ui)))
+        assert kept == job.result["created"] and 0 < kept < 6, _alts
+        assert f"Cancelled after {job.result['seeds_done']} of 6 seeds; the {kept} alternatives stored" in texts(at)
+        at.button(key="llm.dismiss").click().run()
+        assert "Cancelled after" not in texts(at)
+        at = _review(ui, ui.curator)  # dismissed for good: a reload does not bring it back
+        assert "Cancelled after" not in texts(at)
+    assert {a.source for a in _all_alternatives(ui)} == {"llm"}
+
+
+def _all_alternatives(ui):
+    from curation.models import Alternative
+
+    with session_scope(ui.engine) as s:
+        return list(s.exec(select(Alternative)).all())
+
+
 def test_llm_panel_explains_configuration_then_generates_with_progress(ui, stage2, monkeypatch):
     import json
 
@@ -223,6 +294,8 @@ def test_llm_panel_explains_configuration_then_generates_with_progress(ui, stage
         assert "Model `scripted`" in texts(at)
         at.button(key="llm.generate").click().run(timeout=300)
         assert not at.exception, at.exception
+        _wait_for_generation(ui)  # it runs in the background (a thread of the app on SQLite)
+        at.run()
         assert "alternatives stored" in texts(at)
         # 2 analyses × (1 variable prompt + 2 transform prompts), but the two analyses are identical, so their
         # prompts are too: the second analysis's 3 calls are answered by the cache
