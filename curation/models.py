@@ -612,17 +612,17 @@ class HypothesisTask(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     dataset_id: int = Field(foreign_key="dataset.id", index=True)
-    key: str = Field(max_length=512, unique=True, index=True, description="real/test/<folder>/metadata_<k>/q<qid>")
+    key: str = Field(unique=True, index=True, description="real/test/<folder>/metadata_<k>/q<qid>")
     source: str = Field(max_length=8, description="real or synth")
     split: str = Field(max_length=16, description="train, dev or test")
     metadata_k: int = Field(description="k of metadata_<k>.json (the answer keys' metadataid)")
     qid: int
-    query_field: str = Field(default="", max_length=64, description="JSON path of the query: queries[0][1]")
+    query_field: str = Field(default="", description="JSON path of the query: queries[0][1]")
     question: str
     question_type: str | None = Field(default=None, max_length=16, description="normalised: context, variables...")
-    question_type_raw: str | None = Field(default=None, max_length=64, description="as written (relationhsip)")
+    question_type_raw: str | None = Field(default=None, description="as written (relationhsip)")
     difficulty: int | None = None
-    domain: str | None = Field(default=None, max_length=128)
+    domain: str | None = None
     domain_knowledge: str | None = None
     workflow_tags: str | None = None
     data_files: list[str] = _json()
@@ -633,7 +633,7 @@ class HypothesisTask(SQLModel, table=True):
     gold_variables: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     gold_relationship: str | None = None
     true_hypothesis_expr: str | None = None
-    target_col: str | None = Field(default=None, max_length=256)
+    target_col: str | None = None
     relevant_cols: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
     created_at: datetime = _ts()
