@@ -15,7 +15,13 @@ from sqlalchemy import event
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
-from curation.dataset_files import DatasetBundle, FolderBundle, copy_folder_files, parse_csv, write_blade_folder
+from curation.dataset_files import (
+    DatasetBundle,
+    FolderBundle,
+    copy_folder_files,
+    parse_csv,
+    write_blade_folder,
+)
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import Dataset, DatasetAssignment, Role, User, utcnow
 from curation.services.accounts import require_role
