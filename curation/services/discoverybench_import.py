@@ -113,7 +113,7 @@ def _row_count(path: Path, fmt: str, encoding: str | None, columns: tuple[str, .
         return 0
     try:
         if fmt == "csv":
-            return len(pd.read_csv(path, usecols=[0], encoding=encoding or "utf-8"))
+            return len(pd.read_csv(path, encoding=encoding or "utf-8", low_memory=False))
         if fmt == "stata":
             return len(pd.read_stata(path, columns=[columns[0]]))
     except Exception as exc:  # the header was readable (checked by the format layer); the body is not
@@ -255,9 +255,11 @@ def import_discoverybench(
                             "new import; import the changed folder under another folder name.")
     if problems:
         raise DatasetImportError(" ".join(problems) + " Nothing was imported.")
-    for name, folder, fingerprint in todo:
+    # every bundle (sizes checked, tables read to the end) before the first file is stored
+    bundles = [(_bundle(folder, by_folder.get(folder.relative, []), name=name, fingerprint=fingerprint,
+                        max_bytes=max_bytes), folder) for name, folder, fingerprint in todo]
+    for bundle, folder in bundles:
         tasks = by_folder.get(folder.relative, [])
-        bundle = _bundle(folder, tasks, name=name, fingerprint=fingerprint, max_bytes=max_bytes)
         dataset = register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
         for task in tasks:
             session.add(_task_row(task, dataset.id or 0, actor))

@@ -263,10 +263,10 @@ def test_an_import_whose_transaction_fails_later_leaves_no_dataset_and_no_file(e
 
 def test_a_file_over_the_size_limit_is_refused_naming_it(engine, store, tmp_path):
     tree = tmp_path / "db"
-    make_folder(tree / "real" / "test", "small", {0: real_metadata()})
-    make_folder(tree / "real" / "test", "large", {0: real_metadata()},
+    make_folder(tree / "real" / "test", "a_small", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "z_large", {0: real_metadata()},
                 files={"data.csv": b"AGE,BMI\n" + b"30,22.5\n" * 2000})
-    with pytest.raises(DatasetImportError, match=r"large/data\.csv is .* over the upload limit"), \
+    with pytest.raises(DatasetImportError, match=r"z_large/data\.csv is .* over the upload limit"), \
             session_scope(engine) as s:
         import_discoverybench(session=s, actor=None, path=tree, store=store, max_bytes=4000)
     assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
@@ -347,3 +347,13 @@ def test_listing_tasks_hides_the_gold_from_analysts_and_needs_an_assignment(engi
                 (False, None, None), (False, "B rises.", "Fit a regression.")]
     with session_scope(engine) as s:  # the analyst's view did not blank the stored gold
         assert s.exec(select(HypothesisTask).where(HypothesisTask.qid == 1)).one().gold_hypothesis == "B rises."
+
+
+def test_a_table_unreadable_past_its_header_is_refused_before_anything_is_stored(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "a_ok", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "b_ragged", {0: real_metadata()},
+                files={"data.csv": b"AGE,BMI\n30,22.5\n41,27.1,9,9\n"})
+    with pytest.raises(DatasetImportError, match=r"b_ragged/data\.csv: the data cannot be read to the end"):
+        _import(engine, store, tree)
+    assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
