@@ -722,6 +722,7 @@ class FolderFile(BaseModel):
     format: str = Field(description="csv, stata or other")
     size: int = Field(ge=0)
     columns: list[str] | None = None
+    encoding: str | None = None  # of a CSV: utf-8 or cp1252
 
 
 class FolderBundle(BaseModel):

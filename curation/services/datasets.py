@@ -136,6 +136,7 @@ def register_folder_dataset(*, session: Session, actor: User | None, bundle: Fol
                 "name": file.name, "relpath": f"{folder_name}/{file.name}", "sha256": _sha256(dest / file.name),
                 "size": file.size, "format": file.format, "role": file.role,
                 **({"columns": list(file.columns)} if file.columns is not None else {}),
+                **({"encoding": file.encoding} if file.encoding else {}),
             })
         main = next(f for f in files if f["name"] == bundle.main_file)
         dataset = Dataset(
@@ -320,8 +321,18 @@ def dataset_data_path(dataset: Dataset, store: Path) -> Path:
 
 
 def load_frame(dataset: Dataset, store: Path, *, nrows: int | None = None) -> pd.DataFrame:
-    """Read the dataset's table the way BLADE does (``pd.read_csv`` defaults)."""
-    return pd.read_csv(dataset_data_path(dataset, store), nrows=nrows)
+    """Read the dataset's table the way BLADE does (``pd.read_csv`` defaults).
+
+    A dataset of several files (``Dataset.files``) reads its main table in its own format: a Stata ``.dta``
+    file with :func:`pandas.read_stata`, a CSV in the encoding it was imported in (DiscoveryBench ships cp1252).
+    """
+    path = dataset_data_path(dataset, store)
+    main = next((f for f in dataset.files or [] if f.get("relpath") == dataset.data_relpath), None)
+    if main is not None and main.get("format") == "stata":
+        frame = pd.read_stata(path)
+        return frame.head(nrows) if nrows is not None else frame
+    encoding = str(main.get("encoding") or "utf-8") if main is not None else None
+    return pd.read_csv(path, nrows=nrows, encoding=encoding)
 
 
 def original_columns(dataset: Dataset) -> list[str]:

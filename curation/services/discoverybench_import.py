@@ -108,21 +108,38 @@ def _dictionary(folder: TaskFolder) -> list[dict[str, Any]]:
     return list(entries.values())
 
 
-def _row_count(path: Path, fmt: str, encoding: str | None, columns: tuple[str, ...] | None) -> int:
+def _read_table(path: Path, fmt: str, encoding: str | None, columns: tuple[str, ...] | None) -> tuple[int, str | None]:
+    """Rows of the main table read to the end, and the encoding that reads it (a CSV whose header is ASCII can
+    still hold cp1252 bytes further down)."""
     if not columns:
-        return 0
+        return 0, encoding
     try:
         if fmt == "csv":
-            return len(pd.read_csv(path, encoding=encoding or "utf-8", low_memory=False))
+            for attempt in dict.fromkeys([encoding or "utf-8", "cp1252"]):
+                try:
+                    return len(pd.read_csv(path, encoding=attempt, low_memory=False)), attempt
+                except UnicodeDecodeError:
+                    if attempt == "cp1252":
+                        raise
         if fmt == "stata":
-            return len(pd.read_stata(path, columns=[columns[0]]))
+            return len(pd.read_stata(path, columns=[columns[0]])), None
     except Exception as exc:  # the header was readable (checked by the format layer); the body is not
         raise DatasetImportError(f"{path}: the data cannot be read to the end ({type(exc).__name__}: {exc}); "
                                  "fix or replace the file.") from exc
-    return 0
+    return 0, encoding
 
 
 def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: str, max_bytes: int) -> FolderBundle:
+    for path in [folder.path / m.file_name for m in folder.metadata] + [d.path for d in folder.files]:
+        size = path.stat().st_size
+        if size > max_bytes:  # before any table is read
+            raise DatasetImportError(
+                f"{path} is {size:,} bytes, over the upload limit of {max_bytes:,} bytes; nothing was "
+                f"imported. An administrator can raise the limit with the setting {MAX_UPLOAD_SETTING}.")
+    named = [d for d in folder.files if d.named]
+    first_named = folder.metadata[0].metadata.datasets[0].name
+    main = next((d for d in named if d.name == first_named), named[0] if named else folder.files[0])
+    num_rows, main_encoding = _read_table(main.path, main.format, main.encoding, main.columns)
     files: list[FolderFile] = []
     for meta in folder.metadata:
         path = folder.path / meta.file_name
@@ -131,15 +148,8 @@ def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: st
     for data in folder.files:
         files.append(FolderFile(name=data.name, path=data.path, role="data" if data.named else "other",
                                 format=data.format, size=data.size,
-                                columns=list(data.columns) if data.columns is not None else None))
-    for file in files:
-        if file.size > max_bytes:
-            raise DatasetImportError(
-                f"{file.path} is {file.size:,} bytes, over the upload limit of {max_bytes:,} bytes; nothing was "
-                f"imported. An administrator can raise the limit with the setting {MAX_UPLOAD_SETTING}.")
-    named = [d for d in folder.files if d.named]
-    first_named = folder.metadata[0].metadata.datasets[0].name
-    main = next((d for d in named if d.name == first_named), named[0] if named else folder.files[0])
+                                columns=list(data.columns) if data.columns is not None else None,
+                                encoding=main_encoding if data is main else data.encoding))
     descriptions = list(dict.fromkeys(
         d.description.strip() for m in folder.metadata for d in m.metadata.datasets if d.description and d.description.strip()
     ))
@@ -152,7 +162,7 @@ def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: st
         dictionary=_dictionary(folder),
         files=files,
         main_file=main.name,
-        num_rows=_row_count(main.path, main.format, main.encoding, main.columns),
+        num_rows=num_rows,
         num_columns=len(main.columns or ()),
         source=SOURCE,
         extra={"discoverybench": {

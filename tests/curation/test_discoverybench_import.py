@@ -17,7 +17,7 @@ from sqlmodel import func, select
 from curation.db import make_engine, session_scope
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import Dataset, HypothesisTask, HypothesisTaskStatus, Role
-from curation.services.datasets import assign_analysts
+from curation.services.datasets import assign_analysts, load_frame
 from curation.services.discoverybench_import import import_discoverybench, list_hypothesis_tasks
 from exports.discoverybench import read_discoverybench
 from tests import factories as f
@@ -181,6 +181,8 @@ def test_every_quirk_imports_through_the_cli(tmp_path):
         dictionary = {(e["file"], e["column"]): e["properties"]["description"] for e in ds.dictionary}
         assert dictionary[("wages.dta", "year")] == "Year"
         assert dictionary[("wages.dta", "wage")] == "hourly wage"  # the Stata label where the metadata is silent
+        frame = load_frame(ds, tmp_path / "data" / "datasets")  # the main table, read as Stata
+        assert list(frame.columns) == ["wage", "year"] and len(frame) == 3
         steam_ds = s.exec(select(Dataset).where(Dataset.name == "db_synth_test_steampunk_culture_0_3")).one()
         assert ".ipynb_checkpoints" not in str(steam_ds.files)
         jazz_ds = s.exec(select(Dataset).where(Dataset.name == "db_synth_dev_jazz_music_0_3")).one()
@@ -357,3 +359,14 @@ def test_a_table_unreadable_past_its_header_is_refused_before_anything_is_stored
     with pytest.raises(DatasetImportError, match=r"b_ragged/data\.csv: the data cannot be read to the end"):
         _import(engine, store, tree)
     assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
+
+
+def test_a_cp1252_table_loads_in_its_own_encoding(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "synth" / "test", "astronomy_0_0", {0: synth_metadata()},
+                files={"data.csv": "tempo,sold_out\n5\u00b5,0.5\n".encode("cp1252")})
+    _import(engine, store, tree)
+    with session_scope(engine) as s:
+        ds = s.exec(select(Dataset)).one()
+        assert [e.get("encoding") for e in ds.files if e["role"] == "data"] == ["cp1252"]
+        assert load_frame(ds, store)["tempo"].tolist() == ["5\u00b5"]
