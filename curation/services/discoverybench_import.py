@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from curation.dataset_files import MAX_UPLOAD_SETTING, FolderBundle, FolderFile, slugify
@@ -270,10 +271,16 @@ def import_discoverybench(
                         max_bytes=max_bytes), folder) for name, folder, fingerprint in todo]
     for bundle, folder in bundles:
         tasks = by_folder.get(folder.relative, [])
-        dataset = register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
-        for task in tasks:
-            session.add(_task_row(task, dataset.id or 0, actor))
-        session.flush()
+        try:
+            dataset = register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
+            for task in tasks:
+                session.add(_task_row(task, dataset.id or 0, actor))
+            session.flush()
+        except IntegrityError as exc:  # another import registered the same folder after our check
+            raise DatasetImportError(
+                f"{folder.path} was registered as '{bundle.name}' by another import at the same moment; nothing "
+                "was imported. Run the import again: folders imported meanwhile are skipped when unchanged."
+            ) from exc
         report.datasets += 1
         report.tasks += len(tasks)
         report.needs_curation += sum(1 for t in tasks if t.needs_curation)

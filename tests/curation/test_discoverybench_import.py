@@ -370,3 +370,43 @@ def test_a_cp1252_table_loads_in_its_own_encoding(engine, store, tmp_path):
         ds = s.exec(select(Dataset)).one()
         assert [e.get("encoding") for e in ds.files if e["role"] == "data"] == ["cp1252"]
         assert load_frame(ds, store)["tempo"].tolist() == ["5\u00b5"]
+
+
+def test_two_imports_of_one_folder_at_once_end_in_one_dataset_and_a_sentence(engine, store, tmp_path):
+    if engine.dialect.name != "postgresql":
+        pytest.skip("the race needs PostgreSQL's row locks (SQLite runs one writer at a time)")
+    import threading
+
+    from sqlalchemy import text
+
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "raced", {0: real_metadata()})
+    outcome: list[BaseException | None] = []
+
+    def second() -> None:
+        try:
+            _import(engine, store, tree)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            outcome.append(exc)
+
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=tree, store=store, max_bytes=MB)  # flushed, not committed
+        ours = s.connection().execute(text("select pg_backend_pid()")).scalar()
+        racer = threading.Thread(target=second)
+        racer.start()
+        with engine.connect() as watcher:  # wait until the second import waits on our uncommitted row
+            waiting = 0
+            for _ in range(2400):
+                waiting = watcher.execute(text(
+                    "select count(*) from pg_stat_activity where :ours = any(pg_blocking_pids(pid))"),
+                    {"ours": ours}).scalar() or 0
+                if waiting or not racer.is_alive():
+                    break
+                racer.join(0.05)
+            assert waiting, f"the second import never waited on the first (it ended with {outcome})"
+    racer.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], DatasetImportError)
+    assert "by another import at the same moment" in str(outcome[0])
+    assert _count(engine, Dataset) == 1 and _count(engine, HypothesisTask) == 1
+    assert len(list(store.iterdir())) == 1
