@@ -187,6 +187,27 @@ def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services.discoverybench_import import import_discoverybench
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        r = import_discoverybench(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
+                                  max_bytes=settings.max_upload_bytes)
+    splits = ", ".join(f"{key} {count}" for key, count in sorted(r.by_split.items()))
+    print(f"Read {r.folders} DiscoveryBench folder{'s' if r.folders != 1 else ''}"
+          f"{' and ' + ', '.join(r.answer_keys) if r.answer_keys else ''}.")
+    print(f"Registered {r.datasets} dataset{'s' if r.datasets != 1 else ''} with {r.tasks} hypothesis "
+          f"task{'s' if r.tasks != 1 else ''}{f' ({splits})' if splits else ''}; {r.needs_curation} "
+          f"need{'s' if r.needs_curation == 1 else ''} curation (no gold hypothesis).")
+    if r.unchanged:
+        print(f"Already imported with the same content, skipped: {len(r.unchanged)} folder"
+              f"{'s' if len(r.unchanged) != 1 else ''} ({', '.join(r.unchanged[:5])}"
+              f"{', ...' if len(r.unchanged) > 5 else ''}).")
+    return 0
+
+
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services.datasets import archive_dataset, restore_dataset
 
@@ -573,6 +594,11 @@ def build_parser() -> argparse.ArgumentParser:
     ib = sub.add_parser("import-blade", help="import a BLADE dataset folder, or a folder of them, with its ground truth")
     ib.add_argument("path")
     ib.set_defaults(func=_cmd_import_blade)
+    idb = sub.add_parser("import-discoverybench",
+                         help="import a DiscoveryBench folder or tree (real and synth, all splits, answer keys) as "
+                              "datasets and hypothesis tasks")
+    idb.add_argument("path")
+    idb.set_defaults(func=_cmd_import_discoverybench)
     rel = sub.add_parser("release", help="cut, list, compare and export benchmark releases")
     rel.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     rsub = rel.add_subparsers(dest="release_command", required=True)

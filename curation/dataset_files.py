@@ -44,8 +44,11 @@ __all__ = [
     "GROUND_TRUTH_FILES",
     "BladeUpload",
     "DatasetBundle",
+    "FolderBundle",
+    "FolderFile",
     "bundle_from_upload",
     "collect_blade_upload",
+    "copy_folder_files",
     "frame_to_csv_bytes",
     "parse_csv",
     "read_blade_files",
@@ -703,3 +706,54 @@ def _write_atomically(path: Path, content: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(content)
     tmp.replace(path)
+
+
+# ------------------------------------------------------------------------------- datasets of several files
+
+
+class FolderFile(BaseModel):
+    """One file of a dataset that has several (a DiscoveryBench folder): where it is read from and what it is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1, max_length=255)
+    path: Path
+    role: str = Field(description="data (a table the metadata names), metadata, or other")
+    format: str = Field(description="csv, stata or other")
+    size: int = Field(ge=0)
+    columns: list[str] | None = None
+    encoding: str | None = None  # of a CSV: utf-8 or cp1252
+
+
+class FolderBundle(BaseModel):
+    """A checked dataset of several files, ready to be stored: every file is copied as it is.
+
+    ``main_file`` is the dataset's main table (what ``Dataset.data_relpath`` points at); ``dictionary`` has
+    BLADE's entry shape (``{column, properties: {description}}``) plus the ``file`` each column belongs to.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(pattern=_SLUG_PATTERN, max_length=128)
+    title: str = Field(max_length=256)
+    research_question: str
+    description: str
+    dictionary: list[dict[str, object]]
+    files: list[FolderFile] = Field(min_length=1)
+    main_file: str
+    num_rows: int = Field(ge=0)
+    num_columns: int = Field(ge=0)
+    source: str = Field(max_length=32)
+    extra: dict[str, object] = Field(default_factory=dict)
+
+
+def copy_folder_files(bundle: FolderBundle, dest: Path) -> None:
+    """Copy every file of ``bundle`` into ``dest`` (created), byte for byte; names must not leave ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for file in bundle.files:
+        if "/" in file.name or "\\" in file.name or file.name in {".", ".."}:
+            raise DatasetImportError(f"{file.path}: the file name {file.name!r} cannot be stored; rename the file.")
+        target = dest / file.name
+        with file.path.open("rb") as source, target.open("xb") as out:
+            for chunk in iter(lambda: source.read(1 << 20), b""):
+                out.write(chunk)

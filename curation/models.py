@@ -25,6 +25,8 @@ __all__ = [
     "Dataset",
     "DatasetAssignment",
     "FormDraft",
+    "HypothesisTask",
+    "HypothesisTaskStatus",
     "Role",
     "StatModel",
     "Alternative",
@@ -160,6 +162,12 @@ class Dataset(SQLModel, table=True):
     num_columns: int = 0
     source: str = Field(default="", max_length=32)
     extra: dict[str, Any] = _json(dict)
+    files: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"),
+        description="Every file of a dataset that has more than its one table (a DiscoveryBench folder: metadata "
+        "and data files), each {name, relpath, sha256, size, format, role, columns}; empty for BLADE datasets, "
+        "whose one table is data_relpath. data_relpath is always the dataset's main table.",
+    )
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
     archived_at: datetime | None = Field(
@@ -623,3 +631,45 @@ class BackgroundJob(SQLModel, table=True):
     job_id: int | None = Field(default=None, description="its procrastinate job, when a worker runs it")
     dismissed_at: datetime | None = Field(default=None, sa_type=UTCDateTime,
                                           description="when its summary was dismissed from the page")
+
+
+class HypothesisTaskStatus(StrEnum):
+    NEEDS_CURATION = "needs_curation"  # no gold hypothesis shipped: experts write one (stages 1-3)
+    GOLD = "gold"  # a gold hypothesis came with the import (metadata or answer key)
+
+
+class HypothesisTask(SQLModel, table=True):
+    """One DiscoveryBench query over a registered dataset (folder): the question, what the folder says about it,
+    and its gold hypothesis (natural-language text, workflow, and the decomposition curation fills in)."""
+
+    __tablename__ = "hypothesis_task"
+    __table_args__ = (UniqueConstraint("dataset_id", "metadata_k", "qid"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    key: str = Field(unique=True, index=True, description="real/test/<folder>/metadata_<k>/q<qid>")
+    source: str = Field(max_length=8, description="real or synth")
+    split: str = Field(max_length=16, description="train, dev or test")
+    metadata_k: int = Field(description="k of metadata_<k>.json (the answer keys' metadataid)")
+    qid: int
+    query_field: str = Field(default="", description="JSON path of the query: queries[0][1]")
+    question: str
+    question_type: str | None = Field(default=None, max_length=16, description="normalised: context, variables...")
+    question_type_raw: str | None = Field(default=None, description="as written (relationhsip)")
+    difficulty: int | None = None
+    domain: str | None = None
+    domain_knowledge: str | None = None
+    workflow_tags: str | None = None
+    data_files: list[str] = _json()
+    gold_hypothesis: str | None = None
+    gold_source: str | None = Field(default=None, max_length=16, description="metadata or answer_key")
+    gold_workflow: str | None = None
+    gold_context: str | None = None
+    gold_variables: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    gold_relationship: str | None = None
+    true_hypothesis_expr: str | None = None
+    target_col: str | None = None
+    relevant_cols: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
+    created_at: datetime = _ts()
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")

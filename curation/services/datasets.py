@@ -15,7 +15,13 @@ from sqlalchemy import event
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
-from curation.dataset_files import DatasetBundle, parse_csv, write_blade_folder
+from curation.dataset_files import (
+    DatasetBundle,
+    FolderBundle,
+    copy_folder_files,
+    parse_csv,
+    write_blade_folder,
+)
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import Dataset, DatasetAssignment, Role, User, utcnow
 from curation.services.accounts import require_role
@@ -39,6 +45,7 @@ __all__ = [
     "csv_columns",
     "original_columns",
     "register_dataset",
+    "register_folder_dataset",
     "restore_dataset",
 ]
 
@@ -96,6 +103,66 @@ def register_dataset(*, session: Session, actor: User | None, bundle: DatasetBun
         raise
     _remove_unless_committed(session, dest)
     log.info("registered dataset %s (%s rows)", bundle.name, bundle.num_rows)
+    return dataset
+
+
+@judges_actor
+def register_folder_dataset(*, session: Session, actor: User | None, bundle: FolderBundle, store: Path) -> Dataset:
+    """Store a dataset of several files (a DiscoveryBench folder): every file under one fresh folder of
+    ``store``, each listed with its SHA-256 in ``Dataset.files``; ``data_relpath`` is the main table.
+
+    Curators and admins (``actor`` ``None``: the CLI's operator). As :func:`register_dataset`, the files are
+    removed again when the transaction does not commit.
+
+    Raises:
+        DatasetImportError: the name is taken, or the main table is not among the files.
+    """
+    if actor is not None:
+        require_role(actor, Role.CURATOR, Role.ADMIN)
+    if session.exec(select(Dataset).where(Dataset.name == bundle.name)).first() is not None:
+        raise DatasetImportError(f"A dataset called '{bundle.name}' is already registered; choose another name.")
+    if bundle.main_file not in {f.name for f in bundle.files}:
+        raise DatasetImportError(f"The dataset '{bundle.name}' has no file {bundle.main_file!r} to use as its table.")
+    folder_name = f"{bundle.name[:64]}-{uuid.uuid4().hex[:8]}"
+    dest = store / folder_name
+    store.mkdir(parents=True, exist_ok=True)
+    tmp = store / f".{folder_name}.partial"
+    try:
+        copy_folder_files(bundle, tmp)
+        tmp.rename(dest)
+        files = []
+        for file in bundle.files:
+            files.append({
+                "name": file.name, "relpath": f"{folder_name}/{file.name}", "sha256": _sha256(dest / file.name),
+                "size": file.size, "format": file.format, "role": file.role,
+                **({"columns": list(file.columns)} if file.columns is not None else {}),
+                **({"encoding": file.encoding} if file.encoding else {}),
+            })
+        main = next(f for f in files if f["name"] == bundle.main_file)
+        dataset = Dataset(
+            name=bundle.name,
+            title=bundle.title or bundle.name,
+            research_question=bundle.research_question,
+            description=bundle.description,
+            dictionary=list(bundle.dictionary),
+            info={},
+            data_relpath=str(main["relpath"]),
+            data_sha256=str(main["sha256"]),
+            num_rows=bundle.num_rows,
+            num_columns=bundle.num_columns,
+            source=bundle.source,
+            extra=dict(bundle.extra),
+            files=files,
+            created_by_id=actor.id if actor is not None else None,
+        )
+        session.add(dataset)
+        session.flush()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    _remove_unless_committed(session, dest)
+    log.info("registered dataset %s (%d files)", bundle.name, len(bundle.files))
     return dataset
 
 
@@ -254,8 +321,18 @@ def dataset_data_path(dataset: Dataset, store: Path) -> Path:
 
 
 def load_frame(dataset: Dataset, store: Path, *, nrows: int | None = None) -> pd.DataFrame:
-    """Read the dataset's table the way BLADE does (``pd.read_csv`` defaults)."""
-    return pd.read_csv(dataset_data_path(dataset, store), nrows=nrows)
+    """Read the dataset's table the way BLADE does (``pd.read_csv`` defaults).
+
+    A dataset of several files (``Dataset.files``) reads its main table in its own format: a Stata ``.dta``
+    file with :func:`pandas.read_stata`, a CSV in the encoding it was imported in (DiscoveryBench ships cp1252).
+    """
+    path = dataset_data_path(dataset, store)
+    main = next((f for f in dataset.files or [] if f.get("relpath") == dataset.data_relpath), None)
+    if main is not None and main.get("format") == "stata":
+        frame = pd.read_stata(path)
+        return frame.head(nrows) if nrows is not None else frame
+    encoding = str(main.get("encoding") or "utf-8") if main is not None else None
+    return pd.read_csv(path, nrows=nrows, encoding=encoding)
 
 
 def original_columns(dataset: Dataset) -> list[str]:

@@ -1,0 +1,369 @@
+"""Import DiscoveryBench (Majumder et al. 2024; data under ODC-By 1.0) into the curation database.
+
+A folder or a whole tree is read by :mod:`exports.discoverybench` (every quirk of upstream's files is handled
+there); each task folder becomes a dataset of the registry with all its files and its column descriptions, and
+each query a :class:`~curation.models.HypothesisTask` with its gold hypothesis (from the metadata or the answer
+key), gold workflow and domain knowledge. A query with no gold is a task still to be curated.
+
+Everything is read and checked before anything is stored, and the import is one transaction: a failed import
+stores nothing (no dataset, no task, no file in the store).
+
+Importing a folder a second time is **idempotent**: a folder already imported with the same content (the same
+files byte for byte and the same tasks, gold included) is skipped and counted as such. A folder already
+imported with *different* content is refused, with nothing imported, rather than silently changed: curated work
+may rest on it.
+
+Hypothesis tasks are listed per dataset by :func:`list_hypothesis_tasks`; analysts see only the datasets they
+are assigned to and never the gold (stage 1 is blind).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from curation.dataset_files import MAX_UPLOAD_SETTING, FolderBundle, FolderFile, slugify
+from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
+from curation.models import Dataset, HypothesisTask, HypothesisTaskStatus, Role, User
+from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from curation.services.datasets import is_assigned, register_folder_dataset
+from exports.discoverybench import DiscoveryBenchTree, Task, TaskFolder, read_discoverybench
+from exports.errors import DiscoveryBenchFormatError
+
+__all__ = [
+    "SOURCE",
+    "DiscoveryBenchImportReport",
+    "HypothesisTaskView",
+    "dataset_name_for",
+    "import_discoverybench",
+    "list_hypothesis_tasks",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``Dataset.source`` of an imported DiscoveryBench folder.
+SOURCE = "discoverybench"
+
+
+@dataclass
+class DiscoveryBenchImportReport:
+    """What an import found and stored."""
+
+    folders: int = 0  # task folders read
+    datasets: int = 0  # datasets registered now
+    unchanged: list[str] = field(default_factory=list)  # folders already imported with the same content: skipped
+    tasks: int = 0  # hypothesis tasks stored now
+    needs_curation: int = 0  # of those, tasks with no gold hypothesis
+    by_split: dict[str, int] = field(default_factory=dict)  # "real/test" -> tasks stored now
+    answer_keys: list[str] = field(default_factory=list)
+
+
+def dataset_name_for(folder: TaskFolder) -> str:
+    """The registry name of a task folder: ``db_real_test_archaeology`` (kind, split and folder; cut to 64
+    characters like every dataset name, so an import refuses two folders that would get the same one)."""
+    return slugify(f"db {folder.kind} {folder.split} {folder.name}")
+
+
+def _fingerprint(folder: TaskFolder, tasks: list[Task]) -> str:
+    """The SHA-256 of the folder's files (names and bytes) and of its tasks as read (gold from answer keys too)."""
+    digest = hashlib.sha256()
+    for path in sorted([folder.path / m.file_name for m in folder.metadata] + [f.path for f in folder.files]):
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        digest.update(b"\0")
+    digest.update(json.dumps([t.model_dump(mode="json") for t in tasks], sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _dictionary(folder: TaskFolder) -> list[dict[str, Any]]:
+    """Column descriptions of every data file, from the metadata (first description wins), Stata labels else."""
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    for meta in folder.metadata:
+        for dataset in meta.metadata.datasets:
+            for column in dataset.column_list:
+                key = (dataset.name, column.name)
+                entry = entries.get(key)
+                if entry is None:
+                    entries[key] = {"column": column.name, "file": dataset.name,
+                                    "properties": {"description": column.description or ""}}
+                elif not entry["properties"]["description"] and column.description:
+                    entry["properties"]["description"] = column.description
+    for data in folder.files:
+        for name, label in data.column_labels.items():
+            entry = entries.setdefault((data.name, name), {"column": name, "file": data.name,
+                                                           "properties": {"description": ""}})
+            if not entry["properties"]["description"]:
+                entry["properties"]["description"] = label
+    return list(entries.values())
+
+
+def _read_table(path: Path, fmt: str, encoding: str | None, columns: tuple[str, ...] | None) -> tuple[int, str | None]:
+    """Rows of the main table read to the end, and the encoding that reads it (a CSV whose header is ASCII can
+    still hold cp1252 bytes further down)."""
+    if not columns:
+        return 0, encoding
+    try:
+        if fmt == "csv":
+            for attempt in dict.fromkeys([encoding or "utf-8", "cp1252"]):
+                try:
+                    return len(pd.read_csv(path, encoding=attempt, low_memory=False)), attempt
+                except UnicodeDecodeError:
+                    if attempt == "cp1252":
+                        raise
+        if fmt == "stata":
+            return len(pd.read_stata(path, columns=[columns[0]])), None
+    except Exception as exc:  # the header was readable (checked by the format layer); the body is not
+        raise DatasetImportError(f"{path}: the data cannot be read to the end ({type(exc).__name__}: {exc}); "
+                                 "fix or replace the file.") from exc
+    return 0, encoding
+
+
+def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: str, max_bytes: int) -> FolderBundle:
+    for path in [folder.path / m.file_name for m in folder.metadata] + [d.path for d in folder.files]:
+        size = path.stat().st_size
+        if size > max_bytes:  # before any table is read
+            raise DatasetImportError(
+                f"{path} is {size:,} bytes, over the upload limit of {max_bytes:,} bytes; nothing was "
+                f"imported. An administrator can raise the limit with the setting {MAX_UPLOAD_SETTING}.")
+    named = [d for d in folder.files if d.named]
+    first_named = folder.metadata[0].metadata.datasets[0].name
+    main = next((d for d in named if d.name == first_named), named[0] if named else folder.files[0])
+    num_rows, main_encoding = _read_table(main.path, main.format, main.encoding, main.columns)
+    files: list[FolderFile] = []
+    for meta in folder.metadata:
+        path = folder.path / meta.file_name
+        files.append(FolderFile(name=meta.file_name, path=path, role="metadata", format="json",
+                                size=path.stat().st_size))
+    for data in folder.files:
+        files.append(FolderFile(name=data.name, path=data.path, role="data" if data.named else "other",
+                                format=data.format, size=data.size,
+                                columns=list(data.columns) if data.columns is not None else None,
+                                encoding=main_encoding if data is main else data.encoding))
+    descriptions = list(dict.fromkeys(
+        d.description.strip() for m in folder.metadata for d in m.metadata.datasets if d.description and d.description.strip()
+    ))
+    return FolderBundle(
+        name=name,
+        title=folder.name[:256],
+        research_question=f"DiscoveryBench {folder.kind}/{folder.split} folder {folder.name}: {len(tasks)} "
+        f"quer{'y' if len(tasks) == 1 else 'ies'} (see its hypothesis tasks).",
+        description="\n\n".join(descriptions),
+        dictionary=_dictionary(folder),
+        files=files,
+        main_file=main.name,
+        num_rows=num_rows,
+        num_columns=len(main.columns or ()),
+        source=SOURCE,
+        extra={"discoverybench": {
+            "kind": folder.kind, "split": folder.split, "folder": folder.name, "path": folder.relative,
+            "metadata": [m.k for m in folder.metadata], "fingerprint": fingerprint,
+            "licence": "ODC-By 1.0 (DiscoveryBench, Majumder et al. 2024, allenai/discoverybench)",
+        }},
+    )
+
+
+def _task_row(task: Task, dataset_id: int, actor: User | None) -> HypothesisTask:
+    gold = task.gold
+    return HypothesisTask(
+        dataset_id=dataset_id,
+        key=task.key,
+        source=task.kind,
+        split=task.split,
+        metadata_k=task.metadata_k,
+        qid=task.qid,
+        query_field=task.field,
+        question=task.question,
+        question_type=task.question_type.value if task.question_type is not None else None,
+        question_type_raw=task.question_type_raw,
+        difficulty=task.difficulty,
+        domain=task.domain,
+        domain_knowledge=task.domain_knowledge,
+        workflow_tags=task.workflow_tags,
+        data_files=list(task.datasets),
+        gold_hypothesis=gold.text if gold else None,
+        gold_source=gold.source if gold else None,
+        gold_workflow=gold.workflow if gold else None,
+        gold_context=gold.context if gold else None,
+        gold_variables=list(gold.variables) if gold and gold.variables is not None else None,
+        gold_relationship=gold.relationship if gold else None,
+        true_hypothesis_expr=gold.true_hypothesis_expr if gold else None,
+        target_col=gold.target_col if gold else None,
+        relevant_cols=list(gold.relevant_cols) if gold and gold.relevant_cols is not None else None,
+        status=(HypothesisTaskStatus.NEEDS_CURATION if task.needs_curation else HypothesisTaskStatus.GOLD).value,
+        created_by_id=actor.id if actor is not None else None,
+    )
+
+
+def _read(path: Path) -> DiscoveryBenchTree:
+    if not path.exists():
+        raise DatasetImportError(f"{path} does not exist; give a DiscoveryBench folder or a tree of them.")
+    try:
+        return read_discoverybench(path)
+    except DiscoveryBenchFormatError as exc:
+        raise DatasetImportError(f"{exc}\nNothing was imported.") from exc
+
+
+@judges_actor
+def import_discoverybench(
+    *, session: Session, actor: User | None, path: Path, store: Path, max_bytes: int
+) -> DiscoveryBenchImportReport:
+    """Import a DiscoveryBench task folder or a tree of them (real and synth; train, dev, test; answer keys).
+
+    Curators and admins (``actor`` ``None``: the CLI's operator). Never commits: the caller's one transaction
+    holds the whole import.
+
+    Raises:
+        DatasetImportError: the format layer's problems (each naming the file and field, all of them at once);
+            a file over ``max_bytes``; two folders that would get one registry name; a folder already imported
+            with different content, or whose name a dataset not imported from DiscoveryBench holds.
+    """
+    if actor is not None:
+        require_role(actor, Role.CURATOR, Role.ADMIN)
+    path = Path(path)
+    tree = _read(path)
+    by_folder: dict[str, list[Task]] = {}
+    for task in tree.tasks:
+        by_folder.setdefault(f"{task.kind}/{task.split}/{task.folder}", []).append(task)
+    names: dict[str, TaskFolder] = {}
+    problems: list[str] = []
+    for folder in tree.folders:
+        name = dataset_name_for(folder)
+        if name in names:
+            problems.append(f"{folder.path} and {names[name].path} would both be registered as '{name}'; rename one.")
+        names[name] = folder
+    existing = {d.name: d for d in session.exec(select(Dataset).where(col(Dataset.name).in_(list(names)))).all()}
+    report = DiscoveryBenchImportReport(folders=len(tree.folders), answer_keys=sorted(
+        k.file_name for k in tree.answer_keys.values()))
+    todo: list[tuple[str, TaskFolder, str]] = []
+    for name, folder in names.items():
+        tasks = by_folder.get(folder.relative, [])
+        fingerprint = _fingerprint(folder, tasks)
+        found = existing.get(name)
+        if found is None:
+            todo.append((name, folder, fingerprint))
+            continue
+        known = (found.extra or {}).get("discoverybench", {}) if found.source == SOURCE else {}
+        if not known:
+            problems.append(f"{folder.path}: a dataset called '{name}' is already registered and was not imported "
+                            "from DiscoveryBench; rename or archive it first.")
+        elif known.get("fingerprint") == fingerprint:
+            report.unchanged.append(folder.relative)
+        else:
+            problems.append(f"{folder.path} was imported before (as '{name}') with different content: its files or "
+                            "its tasks' gold hypotheses (answer keys) differ. Imported folders are not changed by a "
+                            "new import; import the changed folder under another folder name.")
+    if problems:
+        raise DatasetImportError(" ".join(problems) + " Nothing was imported.")
+    # every bundle (sizes checked, tables read to the end) before the first file is stored
+    bundles = [(_bundle(folder, by_folder.get(folder.relative, []), name=name, fingerprint=fingerprint,
+                        max_bytes=max_bytes), folder) for name, folder, fingerprint in todo]
+    for bundle, folder in bundles:
+        tasks = by_folder.get(folder.relative, [])
+        try:
+            dataset = register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
+            for task in tasks:
+                session.add(_task_row(task, dataset.id or 0, actor))
+            session.flush()
+        except IntegrityError as exc:  # another import registered the same folder after our check
+            raise DatasetImportError(
+                f"{folder.path} was registered as '{bundle.name}' by another import at the same moment; nothing "
+                "was imported. Run the import again: folders imported meanwhile are skipped when unchanged."
+            ) from exc
+        report.datasets += 1
+        report.tasks += len(tasks)
+        report.needs_curation += sum(1 for t in tasks if t.needs_curation)
+        split = Counter(f"{t.kind}/{t.split}" for t in tasks)
+        for key, count in split.items():
+            report.by_split[key] = report.by_split.get(key, 0) + count
+    log.info("imported DiscoveryBench from %s: %d datasets, %d tasks", path, report.datasets, report.tasks)
+    return report
+
+
+@dataclass(frozen=True)
+class HypothesisTaskView:
+    """A hypothesis task as the caller may see it: ``gold_*`` are ``None`` and ``gold_hidden`` is true for
+    analysts (they write their own hypothesis blind)."""
+
+    id: int
+    key: str
+    dataset_id: int
+    source: str
+    split: str
+    metadata_k: int
+    qid: int
+    question: str
+    question_type: str | None
+    question_type_raw: str | None
+    difficulty: int | None
+    domain: str | None
+    domain_knowledge: str | None
+    workflow_tags: str | None
+    data_files: tuple[str, ...]
+    status: str
+    gold_hidden: bool
+    gold_hypothesis: str | None
+    gold_source: str | None
+    gold_workflow: str | None
+    gold_context: str | None
+    gold_variables: tuple[str, ...] | None
+    gold_relationship: str | None
+    true_hypothesis_expr: str | None
+    target_col: str | None
+
+    @property
+    def needs_curation(self) -> bool:
+        return self.status == HypothesisTaskStatus.NEEDS_CURATION.value
+
+
+def _view(row: HypothesisTask, *, hide_gold: bool) -> HypothesisTaskView:
+    def gold(value: Any) -> Any:
+        return None if hide_gold else value
+
+    return HypothesisTaskView(
+        id=row.id or 0, key=row.key, dataset_id=row.dataset_id, source=row.source, split=row.split,
+        metadata_k=row.metadata_k, qid=row.qid, question=row.question, question_type=row.question_type,
+        question_type_raw=row.question_type_raw, difficulty=row.difficulty, domain=row.domain,
+        domain_knowledge=row.domain_knowledge, workflow_tags=row.workflow_tags, data_files=tuple(row.data_files),
+        status=row.status, gold_hidden=hide_gold, gold_hypothesis=gold(row.gold_hypothesis),
+        gold_source=gold(row.gold_source), gold_workflow=gold(row.gold_workflow), gold_context=gold(row.gold_context),
+        gold_variables=gold(tuple(row.gold_variables) if row.gold_variables is not None else None),
+        gold_relationship=gold(row.gold_relationship), true_hypothesis_expr=gold(row.true_hypothesis_expr),
+        target_col=gold(row.target_col),
+    )
+
+
+@judges_actor
+def list_hypothesis_tasks(*, session: Session, actor: User, dataset_id: int) -> list[HypothesisTaskView]:
+    """The hypothesis tasks of one dataset, in file order (metadata ``k``, then ``qid``).
+
+    Curators, admins and evaluators see every dataset's tasks with their gold. Analysts see the tasks of the
+    datasets they are assigned to, without the gold: stage 1 is blind.
+
+    Raises:
+        NotFoundError: no such dataset.
+        PermissionDenied: an analyst not assigned to it.
+    """
+    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN, Role.EVALUATOR)
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    analyst = actor.role == Role.ANALYST.value
+    if analyst and not is_assigned(session=session, user_id=actor.id or 0, dataset_id=dataset_id):
+        raise PermissionDenied(f"You are not assigned to the dataset '{dataset.name}'.")
+    rows = session.exec(
+        select(HypothesisTask).where(HypothesisTask.dataset_id == dataset_id)
+        .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))
+    ).all()
+    return [_view(row, hide_gold=analyst) for row in rows]

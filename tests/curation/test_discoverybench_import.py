@@ -1,0 +1,412 @@
+"""DiscoveryBench import (issue 17 point 1): the shared data, every quirk through the CLI, nothing half-stored,
+idempotence, and who may import and see the gold. SQLite and PostgreSQL through the ``engine`` fixture."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from sqlmodel import func, select
+
+from curation.db import make_engine, session_scope
+from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
+from curation.models import Dataset, HypothesisTask, HypothesisTaskStatus, Role
+from curation.services.datasets import assign_analysts, load_frame
+from curation.services.discoverybench_import import import_discoverybench, list_hypothesis_tasks
+from exports.discoverybench import read_discoverybench
+from tests import factories as f
+from tests.exports.discoverybench_helpers import dump_upstream, make_folder, real_metadata, synth_metadata
+
+MB = 2**20
+
+
+def _count(engine, model) -> int:  # type: ignore[no-untyped-def]
+    with session_scope(engine) as s:
+        return int(s.exec(select(func.count()).select_from(model)).one())
+
+
+def _import(engine, store: Path, path: Path, actor=None):  # type: ignore[no-untyped-def]
+    with session_scope(engine) as s:
+        return import_discoverybench(session=s, actor=actor, path=path, store=store, max_bytes=200 * MB)
+
+
+# ------------------------------------------------------------------------------------------ the shared data
+
+
+def test_import_of_all_shared_data_matches_the_format_layer(engine, store, shared_discoverybench):
+    tree = read_discoverybench(shared_discoverybench)
+    report = _import(engine, store, shared_discoverybench)
+    assert report.folders == report.datasets == len(tree.folders)
+    assert report.tasks == len(tree.tasks)
+    assert report.needs_curation == sum(t.needs_curation for t in tree.tasks)
+    assert report.by_split == dict(Counter(f"{t.kind}/{t.split}" for t in tree.tasks))
+    assert report.answer_keys == ["answer_key_real.csv", "answer_key_synth.csv"]
+    with session_scope(engine) as s:
+        rows = {r.key: r for r in s.exec(select(HypothesisTask)).all()}
+        datasets = {d.name: d for d in s.exec(select(Dataset)).all()}
+        assert len(datasets) == len(tree.folders) and {d.source for d in datasets.values()} == {"discoverybench"}
+        for task in tree.tasks:
+            row = rows[task.key]
+            assert (row.source, row.split, row.metadata_k, row.qid, row.question) == (
+                task.kind, task.split, task.metadata_k, task.qid, task.question)
+            assert row.question_type == (task.question_type.value if task.question_type else None)
+            assert row.question_type_raw == task.question_type_raw
+            assert row.gold_hypothesis == (task.gold.text if task.gold else None)
+            assert row.status == (HypothesisTaskStatus.NEEDS_CURATION if task.needs_curation
+                                  else HypothesisTaskStatus.GOLD)
+            assert row.domain_knowledge == task.domain_knowledge and row.domain == task.domain
+            assert row.data_files == task.datasets
+            if task.gold is not None:
+                assert row.gold_workflow == task.gold.workflow
+                assert row.true_hypothesis_expr == task.gold.true_hypothesis_expr
+                assert row.target_col == task.gold.target_col
+            assert (row.gold_context, row.gold_variables, row.gold_relationship) == (None, None, None)
+        # test-split gold comes from the answer keys; train gold with the metadata's workflow
+        assert any(r.split == "test" and r.gold_source == "answer_key" for r in rows.values())
+        assert any(r.split == "train" and r.gold_workflow for r in rows.values())
+        # every file of every folder is stored byte for byte and listed with its hash
+        for folder in tree.folders:
+            ds = datasets[f"db_{folder.kind}_{folder.split}_{folder.name}".replace("-", "_").lower()]
+            listed = {entry["name"]: entry for entry in ds.files}
+            expected = [m.file_name for m in folder.metadata] + [d.name for d in folder.files]
+            assert sorted(listed) == sorted(expected), folder.relative
+            for name, entry in listed.items():
+                original = folder.path / name
+                stored = store / entry["relpath"]
+                assert stored.read_bytes() == original.read_bytes()
+                assert entry["sha256"] == hashlib.sha256(original.read_bytes()).hexdigest()
+            assert ds.data_relpath in {e["relpath"] for e in ds.files if e["role"] == "data"}
+            described = {(e["file"], e["column"]) for e in ds.dictionary if e["properties"]["description"]}
+            for meta in folder.metadata:
+                for d in meta.metadata.datasets:
+                    assert {(d.name, c.name) for c in d.column_list if c.description} <= described
+    immigration = datasets.get("db_real_train_immigration_offshoring_effect_on_employment")
+    if immigration is not None:  # three Stata files in one folder
+        assert sorted(e["name"] for e in immigration.files if e["format"] == "stata") == [
+            "immi_popimputed_00_07.dta", "off_shoring_imputed.dta", "offshoring_iv_mar2.dta"]
+
+
+# ---------------------------------------------------------------------------------- quirks, through the CLI
+
+
+def _cli(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
+           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "curation.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=180, input=stdin)
+
+
+def _cli_engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return make_engine(f"sqlite:///{tmp_path / 'data' / 'forkpaths.db'}")
+
+
+def _quirky_tree(root: Path) -> Path:
+    """One hand-made folder per quirk of §1.3, in upstream's layout, with answer keys."""
+    # columns as an object with raw, queries as a list of lists, the typo relationhsip; no answer-key row: to curate
+    make_folder(root / "real" / "test", "typo_folder", {0: real_metadata(
+        queries=[[{"qid": 0, "question_type": "relationhsip", "question": "How does BMI relate to age?"},
+                  {"qid": 1, "question_type": "variable", "question": "Which variables matter?"}]])})
+    # cp1252 bytes (0x92, 0xb5) in a synth file: columns as a list, flat queries, an executable hypothesis
+    cp = dump_upstream(synth_metadata(
+        domain="jazz music",
+        queries=[{"qid": 7, "question": "What drives sell\u2019outs at 5\u00b5?", "question_type": "general",
+                  "difficulty": 2, "true_hypothesis": "Tempo drives sell\u2019outs.",
+                  "true_hypothesis_expr": "df['sold_out'] > 0.5", "target_col": "sold_out",
+                  "relevant_cols": ["tempo"]}])).decode("utf-8").encode("cp1252")
+    make_folder(root / "synth" / "dev", "jazz-music_0_3", {0: cp})
+    # Stata .dta files named by a train file, with a workflow and a true hypothesis
+    stata = root / "real" / "train" / "stata_folder"
+    stata.mkdir(parents=True)
+    pd.DataFrame({"wage": [1.0, 2.0, 3.0], "year": [2000, 2001, 2002]}).to_stata(
+        stata / "wages.dta", write_index=False, variable_labels={"wage": "hourly wage"})
+    pd.DataFrame({"x": [1, 2]}).to_stata(stata / "other.dta", write_index=False)
+    train = real_metadata(
+        datasets=[{"name": "wages.dta", "description": "Wages.", "columns": {"raw": [{"name": "year",
+                                                                                      "description": "Year"}]}},
+                  {"name": "other.dta", "description": "Other.", "columns": {"raw": [{"name": "x",
+                                                                                      "description": "An x"}]}}],
+        workflow="Regress wage on year.",
+        queries=[[{"qid": 0, "question_type": "context", "question": "When do wages rise?",
+                   "true_hypothesis": "Wages rise every year."}]])
+    (stata / "metadata_0.json").write_bytes(dump_upstream(train))
+    # a stray notebook checkpoint that must not become a task
+    synth_test = make_folder(root / "synth" / "test", "steampunk-culture_0_3", {1: synth_metadata(
+        queries=[{"qid": 0, "question": "Q?", "question_type": "general", "difficulty": 1}])})
+    checkpoints = synth_test / ".ipynb_checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "metadata_0-checkpoint.json").write_bytes(dump_upstream(synth_metadata()))
+    (root / "answer_key_synth.csv").write_bytes(
+        b"dataset,metadataid,query_id,gold_hypo\r\nsteampunk-culture_0_3,1,0,Gears beat steam.\r\n")
+    return root
+
+
+def test_every_quirk_imports_through_the_cli(tmp_path):
+    tree = _quirky_tree(tmp_path / "db")
+    r = _cli(tmp_path, "import-discoverybench", str(tree))
+    assert r.returncode == 0, r.stderr
+    assert "Read 4 DiscoveryBench folders and answer_key_synth.csv." in r.stdout
+    assert "Registered 4 datasets with 5 hypothesis tasks" in r.stdout
+    assert "2 need curation" in r.stdout
+    engine = _cli_engine(tmp_path)
+    with session_scope(engine) as s:
+        rows = {r.key: r for r in s.exec(select(HypothesisTask)).all()}
+        assert set(rows) == {"real/test/typo_folder/metadata_0/q0", "real/test/typo_folder/metadata_0/q1",
+                             "synth/dev/jazz-music_0_3/metadata_0/q7", "real/train/stata_folder/metadata_0/q0",
+                             "synth/test/steampunk-culture_0_3/metadata_1/q0"}  # no checkpoint
+        typo = rows["real/test/typo_folder/metadata_0/q0"]
+        assert (typo.question_type, typo.question_type_raw) == ("relationship", "relationhsip")
+        assert rows["real/test/typo_folder/metadata_0/q1"].question_type == "variables"
+        assert typo.status == "needs_curation" and typo.gold_hypothesis is None
+        jazz = rows["synth/dev/jazz-music_0_3/metadata_0/q7"]
+        assert jazz.question == "What drives sell\u2019outs at 5\u00b5?"
+        assert (jazz.gold_hypothesis, jazz.true_hypothesis_expr, jazz.target_col, jazz.relevant_cols) == (
+            "Tempo drives sell\u2019outs.", "df['sold_out'] > 0.5", "sold_out", ["tempo"])
+        assert (jazz.source, jazz.split, jazz.difficulty, jazz.status) == ("synth", "dev", 2, "gold")
+        stata = rows["real/train/stata_folder/metadata_0/q0"]
+        assert (stata.gold_hypothesis, stata.gold_workflow, stata.gold_source) == (
+            "Wages rise every year.", "Regress wage on year.", "metadata")
+        steam = rows["synth/test/steampunk-culture_0_3/metadata_1/q0"]
+        assert (steam.gold_hypothesis, steam.gold_source) == ("Gears beat steam.", "answer_key")
+        ds = s.exec(select(Dataset).where(Dataset.name == "db_real_train_stata_folder")).one()
+        assert {e["name"]: e["format"] for e in ds.files} == {
+            "metadata_0.json": "json", "other.dta": "stata", "wages.dta": "stata"}
+        assert ds.data_relpath.endswith("/wages.dta") and ds.num_rows == 3 and ds.num_columns == 2
+        dictionary = {(e["file"], e["column"]): e["properties"]["description"] for e in ds.dictionary}
+        assert dictionary[("wages.dta", "year")] == "Year"
+        assert dictionary[("wages.dta", "wage")] == "hourly wage"  # the Stata label where the metadata is silent
+        frame = load_frame(ds, tmp_path / "data" / "datasets")  # the main table, read as Stata
+        assert list(frame.columns) == ["wage", "year"] and len(frame) == 3
+        steam_ds = s.exec(select(Dataset).where(Dataset.name == "db_synth_test_steampunk_culture_0_3")).one()
+        assert ".ipynb_checkpoints" not in str(steam_ds.files)
+        jazz_ds = s.exec(select(Dataset).where(Dataset.name == "db_synth_dev_jazz_music_0_3")).one()
+        stored = tmp_path / "data" / "datasets" / next(e["relpath"] for e in jazz_ds.files
+                                                       if e["name"] == "metadata_0.json")
+        assert stored.read_bytes() == (tree / "synth" / "dev" / "jazz-music_0_3" / "metadata_0.json").read_bytes()
+    engine.dispose()
+
+
+def test_the_cli_prints_bad_input_as_sentences_and_stores_nothing(tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "fine", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "lacks_file", {0: real_metadata()}, files={})
+    make_folder(tree / "real" / "test", "no_question", {3: real_metadata(
+        queries=[[{"qid": 0, "question_type": "context"}]])})
+    (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nnowhere,0,0,Gold.\r\n")
+    r = _cli(tmp_path, "import-discoverybench", str(tree))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "lacks_file/metadata_0.json: datasets[0].name names the data file 'data.csv'" in r.stderr
+    assert "no_question/metadata_3.json: queries[0][0].question is missing" in r.stderr
+    assert "answer_key_real.csv: row 1 (dataset 'nowhere', metadataid 0, query_id 0) matches no query" in r.stderr
+    assert "Nothing was imported." in r.stderr
+    engine = _cli_engine(tmp_path)
+    assert _count(engine, Dataset) == 0 and _count(engine, HypothesisTask) == 0
+    engine.dispose()
+    store = tmp_path / "data" / "datasets"
+    assert not store.exists() or list(store.iterdir()) == []
+    r = _cli(tmp_path, "import-discoverybench", str(tmp_path / "absent"))
+    assert r.returncode == 2 and "absent does not exist" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_analyst_cannot_import_through_the_cli(tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "fine", {0: real_metadata()})
+    made = _cli(tmp_path, "create-user", "ana", "--role", "analyst", "--password-stdin",
+                stdin="a long enough password 1\n")
+    assert made.returncode == 0, made.stderr
+    r = _cli(tmp_path, "import-discoverybench", str(tree), "--as", "ana")
+    assert r.returncode == 2 and "needs the curator or admin role" in r.stderr and "Traceback" not in r.stderr
+    engine = _cli_engine(tmp_path)
+    assert _count(engine, Dataset) == 0
+    engine.dispose()
+    made = _cli(tmp_path, "create-user", "cur", "--role", "curator", "--password-stdin",
+                stdin="a long enough password 2\n")
+    assert made.returncode == 0, made.stderr
+    r = _cli(tmp_path, "import-discoverybench", "--as", "cur", str(tree))
+    assert r.returncode == 0, r.stderr
+    engine = _cli_engine(tmp_path)
+    with session_scope(engine) as s:
+        ds = s.exec(select(Dataset)).one()
+        assert ds.created_by_id is not None
+    engine.dispose()
+
+
+# ---------------------------------------------------------------------------------------- nothing half-stored
+
+
+def test_a_failing_import_leaves_nothing_stored(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "good_one", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "bad_one", {0: b"{\"datasets\": ["})  # not JSON
+    with pytest.raises(DatasetImportError, match=r"bad_one/metadata_0\.json") as caught:
+        _import(engine, store, tree)
+    assert "Nothing was imported" in str(caught.value)
+    assert _count(engine, Dataset) == 0 and _count(engine, HypothesisTask) == 0
+    assert list(store.iterdir()) == []
+
+
+def test_an_import_whose_transaction_fails_later_leaves_no_dataset_and_no_file(engine, store, tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    make_folder(first / "real" / "test", "a_folder", {0: real_metadata()})
+    make_folder(second / "real" / "test", "another", {0: real_metadata()}, files={})  # lacks its data file
+    with pytest.raises(DatasetImportError, match="names the data file"), session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=first, store=store, max_bytes=MB)
+        assert len(list(store.iterdir())) == 1  # written, not committed
+        import_discoverybench(session=s, actor=None, path=second, store=store, max_bytes=MB)
+    assert _count(engine, Dataset) == 0 and _count(engine, HypothesisTask) == 0
+    assert list(store.iterdir()) == []
+
+
+def test_a_file_over_the_size_limit_is_refused_naming_it(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "a_small", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "z_large", {0: real_metadata()},
+                files={"data.csv": b"AGE,BMI\n" + b"30,22.5\n" * 2000})
+    with pytest.raises(DatasetImportError, match=r"z_large/data\.csv is .* over the upload limit"), \
+            session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=tree, store=store, max_bytes=4000)
+    assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
+
+
+def test_a_second_import_skips_unchanged_folders_and_refuses_changed_ones(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "kept", {0: real_metadata()})
+    assert _import(engine, store, tree).datasets == 1
+    again = _import(engine, store, tree)
+    assert (again.datasets, again.tasks, again.unchanged) == (0, 0, ["real/test/kept"])
+    make_folder(tree / "real" / "test", "added", {0: real_metadata()})
+    more = _import(engine, store, tree)
+    assert (more.datasets, more.tasks, more.unchanged) == (1, 1, ["real/test/kept"])
+    # the answer key now gives kept's query a gold: its content differs from what was imported
+    (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nkept,0,0,BMI rises.\r\n")
+    make_folder(tree / "real" / "test", "third", {0: real_metadata()})
+    with pytest.raises(DatasetImportError, match=r"kept was imported before \(as 'db_real_test_kept'\) with "
+                                                 "different content"):
+        _import(engine, store, tree)
+    with session_scope(engine) as s:
+        assert sorted(s.exec(select(Dataset.name)).all()) == ["db_real_test_added", "db_real_test_kept"]
+        kept = s.exec(select(HypothesisTask).where(HypothesisTask.key == "real/test/kept/metadata_0/q0")).one()
+        assert kept.gold_hypothesis is None
+    assert len(list(store.iterdir())) == 2
+
+
+def test_a_registry_name_held_by_another_dataset_is_refused(engine, store, tmp_path):
+    f.dataset(engine, store, name="db_real_test_storms")
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "storms", {0: real_metadata()})
+    with pytest.raises(DatasetImportError, match="was not imported from DiscoveryBench"):
+        _import(engine, store, tree)
+    assert _count(engine, HypothesisTask) == 0
+
+
+# ------------------------------------------------------------------------------------------------ roles
+
+
+def test_only_curators_and_admins_import(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "fine", {0: real_metadata()})
+    for role in (Role.ANALYST, Role.EVALUATOR):
+        person = f.user(engine, f"u-{role.value}", role)
+        with pytest.raises(PermissionDenied, match="needs the curator or admin role"):
+            _import(engine, store, tree, actor=person)
+    assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
+    curator = f.user(engine, "cura", Role.CURATOR)
+    assert _import(engine, store, tree, actor=curator).tasks == 1
+
+
+def test_listing_tasks_hides_the_gold_from_analysts_and_needs_an_assignment(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "train", "gold_folder", {0: real_metadata(
+        workflow="Fit a regression.",
+        queries=[[{"qid": 1, "question_type": "relationship", "question": "B?", "true_hypothesis": "B rises."},
+                  {"qid": 0, "question_type": "context", "question": "A?"}]])})
+    _import(engine, store, tree)
+    analyst = f.user(engine, "ana", Role.ANALYST)
+    curator = f.user(engine, "cura", Role.CURATOR)
+    evaluator = f.user(engine, "eva", Role.EVALUATOR)
+    admin = f.user(engine, "adm", Role.ADMIN)
+    with session_scope(engine) as s:
+        dataset_id = s.exec(select(Dataset.id)).one()
+        with pytest.raises(PermissionDenied, match="not assigned"):
+            list_hypothesis_tasks(session=s, actor=analyst, dataset_id=dataset_id)
+        with pytest.raises(NotFoundError):
+            list_hypothesis_tasks(session=s, actor=curator, dataset_id=dataset_id + 99)
+        assign_analysts(session=s, actor=admin, dataset_id=dataset_id, user_ids=[analyst.id])
+    with session_scope(engine) as s:
+        seen = list_hypothesis_tasks(session=s, actor=analyst, dataset_id=dataset_id)
+        assert [t.qid for t in seen] == [0, 1]
+        assert all(t.gold_hidden and t.gold_hypothesis is None and t.gold_workflow is None for t in seen)
+        assert [t.needs_curation for t in seen] == [True, False]
+        for person in (curator, evaluator, admin):
+            full = list_hypothesis_tasks(session=s, actor=person, dataset_id=dataset_id)
+            assert [(t.gold_hidden, t.gold_hypothesis, t.gold_workflow) for t in full] == [
+                (False, None, None), (False, "B rises.", "Fit a regression.")]
+    with session_scope(engine) as s:  # the analyst's view did not blank the stored gold
+        assert s.exec(select(HypothesisTask).where(HypothesisTask.qid == 1)).one().gold_hypothesis == "B rises."
+
+
+def test_a_table_unreadable_past_its_header_is_refused_before_anything_is_stored(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "a_ok", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "b_ragged", {0: real_metadata()},
+                files={"data.csv": b"AGE,BMI\n30,22.5\n41,27.1,9,9\n"})
+    with pytest.raises(DatasetImportError, match=r"b_ragged/data\.csv: the data cannot be read to the end"):
+        _import(engine, store, tree)
+    assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
+
+
+def test_a_cp1252_table_loads_in_its_own_encoding(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "synth" / "test", "astronomy_0_0", {0: synth_metadata()},
+                files={"data.csv": "tempo,sold_out\n5\u00b5,0.5\n".encode("cp1252")})
+    _import(engine, store, tree)
+    with session_scope(engine) as s:
+        ds = s.exec(select(Dataset)).one()
+        assert [e.get("encoding") for e in ds.files if e["role"] == "data"] == ["cp1252"]
+        assert load_frame(ds, store)["tempo"].tolist() == ["5\u00b5"]
+
+
+def test_two_imports_of_one_folder_at_once_end_in_one_dataset_and_a_sentence(engine, store, tmp_path):
+    if engine.dialect.name != "postgresql":
+        pytest.skip("the race needs PostgreSQL's row locks (SQLite runs one writer at a time)")
+    import threading
+
+    from sqlalchemy import text
+
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "raced", {0: real_metadata()})
+    outcome: list[BaseException | None] = []
+
+    def second() -> None:
+        try:
+            _import(engine, store, tree)
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            outcome.append(exc)
+
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=tree, store=store, max_bytes=MB)  # flushed, not committed
+        ours = s.connection().execute(text("select pg_backend_pid()")).scalar()
+        racer = threading.Thread(target=second)
+        racer.start()
+        with engine.connect() as watcher:  # wait until the second import waits on our uncommitted row
+            waiting = 0
+            for _ in range(2400):
+                waiting = watcher.execute(text(
+                    "select count(*) from pg_stat_activity where :ours = any(pg_blocking_pids(pid))"),
+                    {"ours": ours}).scalar() or 0
+                if waiting or not racer.is_alive():
+                    break
+                racer.join(0.05)
+            assert waiting, f"the second import never waited on the first (it ended with {outcome})"
+    racer.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], DatasetImportError)
+    assert "by another import at the same moment" in str(outcome[0])
+    assert _count(engine, Dataset) == 1 and _count(engine, HypothesisTask) == 1
+    assert len(list(store.iterdir())) == 1
