@@ -220,7 +220,8 @@ def test_a_stored_sanity_check_vouches_only_for_the_code_it_ran(team):
         kept = ann.save_transform(session=s, actor=a, dataset_id=ds.id, transform_id=t.id,
                                   data=data.model_copy(update={"rationale": "skewed"}))
         assert kept.last_check == {"ok": True, "code": code}
-    with session_scope(e) as s:  # changing the code without checking again drops it
-        changed = ann.save_transform(session=s, actor=a, dataset_id=ds.id, transform_id=t.id,
-                                     data=data.model_copy(update={"code": "df['ld'] = df['deaths'] * 2"}))
-        assert changed.last_check is None
+    with session_scope(e) as s:  # changing the code without checking again drops its verdict: only a note
+        changed = ann.save_transform(session=s, actor=a, dataset_id=ds.id, transform_id=t.id,   # that older
+                                     data=data.model_copy(update={"code": "df['ld'] = df['deaths'] * 2"}))  # code
+        assert changed.last_check == {"code": code, "stale": True}  # was checked ("checked on older code")
+        assert ann.current_check(changed) is None and changed.passed_check_sha256 is None
