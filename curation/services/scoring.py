@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from curation.db import session_scope
-from curation.errors import BlindingViolation, NotFoundError, ScoringError
+from curation.errors import BlindingViolation, NotFoundError, ReleaseError, ScoringError
 from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
@@ -334,10 +334,17 @@ def stored_submissions(run: ScoringRun, runs_root: Path) -> list[tuple[str, byte
     """The run's submission files as stored at registration (checked against their recorded hashes)."""
     out = []
     for f in run.submission_files:
-        data = (runs_root / f["path"]).read_bytes()
+        path = runs_root / f["path"]
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} is missing from {path} "
+                               f"({exc.strerror or exc}); it was removed after the run was registered. Register "
+                               "the submission again.") from exc
         if hashlib.sha256(data).hexdigest() != f["sha256"]:
-            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} no longer matches its hash; "
-                               "it was changed on disk.")
+            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} ({path}) no longer matches the "
+                               f"sha256 recorded when the run was registered ({f['sha256'][:12]}…); it was changed "
+                               "on disk. Register the submission again.")
         out.append((f["name"], data))
     return out
 
@@ -450,6 +457,10 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                        message=f"Cancelled{where}; no scores were kept.")
+    except (ScoringError, ReleaseError) as exc:  # an artifact missing or altered: its own sentence, as it is
+        log.warning("scoring run %s failed: %s", run_id, exc)
+        return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
+                       message=f"Scoring failed: {exc}"[:2000])
     except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
         log.exception("scoring run %s crashed", run_id)
         with session_scope(engine) as s:
