@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import col, select
 
 from curation.db import session_scope
@@ -166,8 +167,8 @@ def _score_one(engine: Engine, task: TaskKind, ctx: ScoringContext, part: Scorin
         with Heartbeat(lambda: _beat_part(engine, part.id or 0)):
             text = task.score_part(ctx, part.idx, progress=tick)  # type: ignore[attr-defined]
         _finish_part(engine, part, PART_DONE, text)
-    except (RunCancelled, RunTakenOver, PartLost):
-        raise
+    except (RunCancelled, RunTakenOver, PartLost, OperationalError, InterfaceError):
+        raise  # the database away: the job is retried when it is back, and the part scored again
     except Exception as exc:  # noqa: BLE001 - the part's crash ends the run, with its sentence
         log.exception("part %s of run %s crashed", part.idx, part.run_id)
         _finish_part(engine, part, PART_FAILED, f"{part.label}: {type(exc).__name__}: {exc}")

@@ -161,7 +161,7 @@ def _score_run_task(context: Any, run_id: int) -> str:
     _take_over_if_dead(engine, run_id)
     fan_out = None if extra.get("no_fan_out") else (lambda rid, n: defer_part_jobs(engine, rid, n))
     run = execute_run(engine, run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
-                      judges=extra["judges"], limits=extra["limits"], fan_out=fan_out)
+                      judges=extra["judges"], limits=extra["limits"], fan_out=fan_out, raise_when_database_lost=True)
     if run.status == RunStatus.RUNNING.value and run.executor != this_executor():
         raise RunHeldElsewhere(f"run {run_id} is held by {run.executor}, whose heartbeat has not lapsed yet")
     return run.status

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import Session, col, select
 
 from curation.db import session_scope
@@ -394,8 +395,13 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
 def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
                 judges: JudgeSettings | None = None, gt_cache: Path | None = None,
                 on_progress: Callable[[int, int, str], None] | None = None,
-                limits: ScoringLimits | None = None, fan_out: Callable[[int, int], Any] | None = None) -> ScoringRun:
+                limits: ScoringLimits | None = None, fan_out: Callable[[int, int], Any] | None = None,
+                raise_when_database_lost: bool = False) -> ScoringRun:
     """Score a queued run to the end; never raises for what happens inside the run (the record says it).
+
+    ``raise_when_database_lost`` (a queue worker's): when the database goes away mid-run, the error is raised
+    instead of recorded (it could not be), so the queue retries the job once the database is back; the retry
+    takes the run over from this process (:func:`curation.services.jobs._take_over_if_dead`).
 
     ``fan_out`` (a queue worker's): the run is scored in parts (:mod:`curation.services.fanout`), and
     ``fan_out(run_id, n)`` asks for ``n`` helper jobs that score parts on other workers.
@@ -415,7 +421,7 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
         with ScoringHere(run_id), Heartbeat(lambda: beat(engine, run_id)):
             return _execute_claimed(engine, run, runs_root=runs_root, releases_root=releases_root, judges=judges,
                                     gt_cache=gt_cache, on_progress=on_progress, limits=limits, budget=budget,
-                                    fan_out=fan_out)
+                                    fan_out=fan_out, raise_when_database_lost=raise_when_database_lost)
     except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
         _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                 message="Interrupted from the terminal; no scores were kept.")
@@ -425,7 +431,8 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
 def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releases_root: Path,
                      judges: JudgeSettings, gt_cache: Path,
                      on_progress: Callable[[int, int, str], None] | None, limits: ScoringLimits,
-                     budget: RunBudget, fan_out: Callable[[int, int], Any] | None = None) -> ScoringRun:
+                     budget: RunBudget, fan_out: Callable[[int, int], Any] | None = None,
+                     raise_when_database_lost: bool = False) -> ScoringRun:
     run_id = run.id or 0
     try:
         with session_scope(engine) as s:
@@ -469,17 +476,26 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                        message=f"Cancelled{where}; no scores were kept.")
+    except (OperationalError, InterfaceError) as exc:
+        if raise_when_database_lost:  # the database went away: the queue retries the job when it is back
+            log.warning("scoring run %s: the database went away (%s); the job is retried", run_id, exc)
+            raise
+        return _record_crash(engine, run_id, exc)
     except (ScoringError, ReleaseError) as exc:  # an artifact missing or altered: its own sentence, as it is
         log.warning("scoring run %s failed: %s", run_id, exc)
         return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                        message=f"Scoring failed: {exc}"[:2000])
     except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
-        log.exception("scoring run %s crashed", run_id)
-        with session_scope(engine) as s:
-            current = s.get(ScoringRun, run_id)
-            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
-        return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
-                       message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
+        return _record_crash(engine, run_id, exc)
+
+
+def _record_crash(engine: Engine, run_id: int, exc: Exception) -> ScoringRun:
+    log.exception("scoring run %s crashed", run_id)
+    with session_scope(engine) as s:
+        current = s.get(ScoringRun, run_id)
+        where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+    return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
+                   message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
 
 
 
