@@ -12,6 +12,12 @@ A worker killed with ``kill -9`` stops beating (procrastinate's worker heartbeat
 :data:`STALLED_CHECK_S` seconds and retries them, and the retried job takes the run over from the dead worker and
 scores it from the start (no partial result is kept, so no item counts twice).
 
+A run of several dataset files fans out (:mod:`curation.services.fanout`): its job coordinates, ``score_part``
+helper jobs let idle workers score its other parts, and the result is combined in the files' order. When the
+database goes away mid-job, the job raises (``sqlalchemy.exc.OperationalError``) instead of recording a failure
+it could not write, and procrastinate retries it once the database answers; the retry takes the run over.
+Workers name their connections ``forkpaths-worker/PID`` (``application_name``, seen in ``pg_stat_activity``).
+
 On SQLite, :class:`curation.services.run_worker.RunWorker` (a thread pool in the app) runs the same function.
 """
 
