@@ -114,7 +114,9 @@ def _slow_submission(shared_blade: Path, n: int = 3, sleep_s: float = 2.0) -> by
 
 @pytest.mark.postgres
 def test_two_workers_score_each_queued_run_exactly_once(pg_world, workers):
-    ids = [pg_world.register(agent=f"agent-{i}").id for i in range(4)]
+    data = json.loads(pg_world.multirun)  # small runs (2 analyses each), so 20 of them stay cheap
+    small = json.dumps(dict(data, n=2, analyses=dict(list(data["analyses"].items())[:2]))).encode()
+    ids = [pg_world.register([("small.json", small)], agent=f"agent-{i}").id for i in range(20)]
     for run_id in ids:
         assert enqueue_run(pg_world.engine, run_id) is not None
     assert enqueue_run(pg_world.engine, ids[0]) is None  # queued once, however often it is asked
@@ -122,12 +124,13 @@ def test_two_workers_score_each_queued_run_exactly_once(pg_world, workers):
     workers.start()
     _wait_for(lambda: all(r.status in ENDED for r in _runs(pg_world.engine)), workers)
     runs = _runs(pg_world.engine)
-    assert [r.status for r in runs] == ["succeeded"] * 4, [r.message for r in runs]
-    assert [r.attempts for r in runs] == [1] * 4  # each claimed once: no run was executed twice
+    assert [r.status for r in runs] == ["succeeded"] * 20, [r.message for r in runs]
+    assert [r.attempts for r in runs] == [1] * 20  # each claimed once: no run was executed twice
+    assert [r.progress_done for r in runs] == [2] * 20  # and each of its analyses counted once
     assert {r.executor.split("/")[1] for r in runs} <= {str(p.pid) for p in workers.procs}
     with pg_world.engine.connect() as conn:
         jobs = conn.execute(text("select status, attempts from procrastinate_jobs")).all()
-    assert sorted(jobs) == [("succeeded", 1)] * 4  # procrastinate counts the attempt that ended it
+    assert sorted(jobs) == [("succeeded", 1)] * 20  # procrastinate counts the attempt that ended it
 
 
 @pytest.mark.postgres
