@@ -8,6 +8,7 @@ truth's expanded units are chosen for a release dataset.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -214,21 +215,29 @@ def combine(ctx: ScoringContext, parts: Sequence[str]) -> ScoredRun:
                           transform_matcher={**matcher_summary(described, ctx.mode), "limits": ctx.limits.describe()},
                           mode=ctx.mode, k=ctx.k)  # type: ignore[arg-type]
     return ScoredRun(result_name="result.json", result_bytes=dump_result(result).encode("utf-8"),
-                     scores=scores_summary(result), items=sum(len(r.analyses) for r in results),
+                     scores=scores_summary(result, fresh_overall=True), items=sum(len(r.analyses) for r in results),
                      message=limits_note(result, ctx.limits),
                      run_fields={"transform_matcher": result.provenance.transform_matcher})
 
 
-def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> dict[str, Any]:
-    """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs)."""
+def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None, *,
+                   fresh_overall: bool = False) -> dict[str, Any]:
+    """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs).
+
+    ``fresh_overall``: ``result.scores`` were just computed from these very analyses with the result's own
+    parameters (:func:`build_result`), so they are the overall scores and are not bootstrapped again. A result
+    of one dataset has the overall scores as that dataset's own (the same inputs)."""
     p = result.provenance
     nb = p.n_bootstrap if n_bootstrap is None else n_bootstrap
-    overall = score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses]) for d in result.datasets],
-                         mode=p.mode, k=p.k, n_bootstrap=nb, seed=p.seed)
-    per = {d.dataset: score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses])], mode=p.mode,
-                                 k=p.k, n_bootstrap=nb, seed=p.seed).model_dump(mode="json")
-           for d in result.datasets}
-    return {"overall": overall.model_dump(mode="json"), "datasets": per}
+
+    def scored(datasets: list[Any]) -> dict[str, Any]:
+        return score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses]) for d in datasets],
+                          mode=p.mode, k=p.k, n_bootstrap=nb, seed=p.seed).model_dump(mode="json")
+
+    reuse = fresh_overall and nb == p.n_bootstrap
+    overall = result.scores.model_dump(mode="json") if reuse else scored(list(result.datasets))
+    per = {d.dataset: copy.deepcopy(overall) if len(result.datasets) == 1 else scored([d]) for d in result.datasets}
+    return {"overall": overall, "datasets": per}
 
 
 def limits_note(result: EvaluationResult, limits: ScoringLimits) -> str:
