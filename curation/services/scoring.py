@@ -344,9 +344,9 @@ def stored_submissions(run: ScoringRun, runs_root: Path) -> list[tuple[str, byte
                                f"({exc.strerror or exc}); it was removed after the run was registered. Register "
                                "the submission again.") from exc
         if hashlib.sha256(data).hexdigest() != f["sha256"]:
-            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} ({path}) no longer matches the "
-                               f"sha256 recorded when the run was registered ({f['sha256'][:12]}…); it was changed "
-                               "on disk. Register the submission again.")
+            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} ({path}) no longer matches its "
+                               f"hash (the sha256 recorded when the run was registered, {f['sha256'][:12]}…); it "
+                               "was changed on disk. Register the submission again.")
         out.append((f["name"], data))
     return out
 

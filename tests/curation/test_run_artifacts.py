@@ -38,7 +38,7 @@ def test_a_run_whose_stored_submission_was_altered_fails_saying_so(sqlite_engine
     path.write_bytes(path.read_bytes().replace(b'"n"', b'"n" ', 1))
     done = _execute(world, run.id)
     assert done.status == "failed" and done.scores is None
-    assert "no longer matches the sha256 recorded when the run was registered" in done.message
+    assert "no longer matches its hash (the sha256 recorded when the run was registered" in done.message
     assert run.submission_files[0]["sha256"][:12] in done.message
 
 
