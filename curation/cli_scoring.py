@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -143,6 +144,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
                            "default the app scores runs in its own process and needs no worker.")
     if not 1 <= args.concurrency <= 64:
         raise ScoringError(f"--concurrency must be between 1 and 64 (got {args.concurrency}).")
+    # every connection of this worker (its jobs' and procrastinate's) names it in pg_stat_activity
+    os.environ.setdefault("PGAPPNAME", f"forkpaths-worker/{os.getpid()}")
     report = initialise(settings)
     print(f"Worker {this_executor()} "
           f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, TypeDecorator, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Text, TypeDecorator, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -535,6 +535,30 @@ class ScoringRun(SQLModel, table=True):
     official: bool = False
     official_by_id: int | None = Field(default=None, foreign_key="user.id")
     official_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class ScoringRunPart(SQLModel, table=True):
+    """One part of a fanned-out run (one dataset's file): scored by whichever worker claims it, its result kept
+    here until the last part is in and the run's result is combined from all of them, in the files' order.
+
+    A part is claimed by one conditional UPDATE (queued -> running, with the claimer's ``executor``), and its
+    result is accepted only from the process holding it, once (``done``): a part retried after its worker died is
+    scored again from its start, and never counted twice."""
+
+    __tablename__ = "scoring_run_part"
+    __table_args__ = (UniqueConstraint("run_id", "idx"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="scoring_run.id", index=True)
+    idx: int
+    label: str = Field(default="", max_length=128)
+    status: str = Field(default=RunStatus.QUEUED.value, max_length=16)
+    executor: str = Field(default="", max_length=256)
+    heartbeat_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    attempts: int = 0
+    progress_done: int = 0
+    progress_total: int = 0
+    result: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class ScoreOverride(SQLModel, table=True):

@@ -12,6 +12,12 @@ A worker killed with ``kill -9`` stops beating (procrastinate's worker heartbeat
 :data:`STALLED_CHECK_S` seconds and retries them, and the retried job takes the run over from the dead worker and
 scores it from the start (no partial result is kept, so no item counts twice).
 
+A run of several dataset files fans out (:mod:`curation.services.fanout`): its job coordinates, ``score_part``
+helper jobs let idle workers score its other parts, and the result is combined in the files' order. When the
+database goes away mid-job, the job raises (``sqlalchemy.exc.OperationalError``) instead of recording a failure
+it could not write, and procrastinate retries it once the database answers; the retry takes the run over.
+Workers name their connections ``forkpaths-worker/PID`` (``application_name``, seen in ``pg_stat_activity``).
+
 On SQLite, :class:`curation.services.run_worker.RunWorker` (a thread pool in the app) runs the same function.
 """
 
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
     from curation.services.scoring import JudgeSettings, ScoringLimits
     from curation.settings import Settings
 
-__all__ = ["JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "enqueue_job", "enqueue_run", "is_postgres", "procrastinate_app",
+__all__ = ["JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "defer_part_jobs", "enqueue_job", "enqueue_run", "is_postgres", "procrastinate_app",
            "queue_submitter", "run_queue_worker"]
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,7 @@ log = logging.getLogger(__name__)
 QUEUE = "forkpaths"
 SCORE_TASK = "forkpaths.score_run"
 JOB_TASK = "forkpaths.background_job"  # any BackgroundJob (LLM alternative generation, ...): background_jobs.py
+PART_TASK = "forkpaths.score_part"  # a helper of a fanned-out run: scores its queued parts (see .fanout)
 WORKER_HEARTBEAT_S = 2.0  # procrastinate's worker heartbeat
 STALLED_AFTER_S = 10.0  # a worker silent this long is presumed dead: its jobs are retried
 STALLED_CHECK_S = 3.0
@@ -88,6 +95,9 @@ def procrastinate_app(engine: Engine) -> procrastinate.App:
              retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
                  RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(
         _background_job_task)
+    app.task(name=PART_TASK, queue=QUEUE, pass_context=True,
+             retry=procrastinate.RetryStrategy(max_attempts=5, wait=5, retry_exceptions={
+                 sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_part_task)
     return app
 
 
@@ -163,14 +173,26 @@ def _take_over_if_dead(engine: Engine, run_id: int) -> None:
                         message=f"Its worker ({run.executor or 'unknown'}) stopped; another worker takes it up."))
 
 
+def defer_part_jobs(engine: Engine, run_id: int, n: int) -> None:
+    """Ask for ``n`` helper jobs on a fanned-out run: idle workers take them and score its parts."""
+    if n <= 0:
+        return
+    app = procrastinate_app(engine)
+    with app.open():
+        task = app.configure_task(PART_TASK)
+        for _ in range(n):
+            task.defer(run_id=run_id)
+
+
 def _score_run_task(context: Any, run_id: int) -> str:
     from curation.services.scoring import execute_run
 
     extra = context.additional_context
     engine: Engine = extra["engine"]
     _take_over_if_dead(engine, run_id)
+    fan_out = None if extra.get("no_fan_out") else (lambda rid, n: defer_part_jobs(engine, rid, n))
     run = execute_run(engine, run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
-                      judges=extra["judges"], limits=extra["limits"])
+                      judges=extra["judges"], limits=extra["limits"], fan_out=fan_out, raise_when_database_lost=True)
     if run.status == RunStatus.RUNNING.value and run.executor != this_executor():
         raise RunHeldElsewhere(f"run {run_id} is held by {run.executor}, whose heartbeat has not lapsed yet")
     return run.status
@@ -187,6 +209,14 @@ def _background_job_task(context: Any, job_id: int) -> str:
     if job.status == RunStatus.RUNNING.value and job.executor != this_executor():
         raise RunHeldElsewhere(f"job {job_id} is held by {job.executor}, whose heartbeat has not lapsed yet")
     return job.status
+
+
+def _score_part_task(context: Any, run_id: int) -> int:
+    from curation.services.scoring import score_parts
+
+    extra = context.additional_context
+    return score_parts(extra["engine"], run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
+                       judges=extra["judges"], limits=extra["limits"])
 
 
 # ------------------------------------------------------------------------------------ the worker

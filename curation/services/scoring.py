@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import Session, col, select
 
 from curation.db import session_scope
-from curation.errors import BlindingViolation, NotFoundError, ScoringError
+from curation.errors import BlindingViolation, NotFoundError, ReleaseError, ScoringError
 from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
@@ -97,6 +98,7 @@ __all__ = [
     "release_by_record",
     "release_gt_hashes",
     "rescore_run",
+    "score_parts",
     "run_dir",
     "scorable_releases",
     "scores_summary",
@@ -334,10 +336,17 @@ def stored_submissions(run: ScoringRun, runs_root: Path) -> list[tuple[str, byte
     """The run's submission files as stored at registration (checked against their recorded hashes)."""
     out = []
     for f in run.submission_files:
-        data = (runs_root / f["path"]).read_bytes()
+        path = runs_root / f["path"]
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} is missing from {path} "
+                               f"({exc.strerror or exc}); it was removed after the run was registered. Register "
+                               "the submission again.") from exc
         if hashlib.sha256(data).hexdigest() != f["sha256"]:
-            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} no longer matches its hash; "
-                               "it was changed on disk.")
+            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} ({path}) no longer matches its "
+                               f"hash (the sha256 recorded when the run was registered, {f['sha256'][:12]}…); it "
+                               "was changed on disk. Register the submission again.")
         out.append((f["name"], data))
     return out
 
@@ -386,8 +395,16 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
 def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
                 judges: JudgeSettings | None = None, gt_cache: Path | None = None,
                 on_progress: Callable[[int, int, str], None] | None = None,
-                limits: ScoringLimits | None = None) -> ScoringRun:
+                limits: ScoringLimits | None = None, fan_out: Callable[[int, int], Any] | None = None,
+                raise_when_database_lost: bool = False) -> ScoringRun:
     """Score a queued run to the end; never raises for what happens inside the run (the record says it).
+
+    ``raise_when_database_lost`` (a queue worker's): when the database goes away mid-run, the error is raised
+    instead of recorded (it could not be), so the queue retries the job once the database is back; the retry
+    takes the run over from this process (:func:`curation.services.jobs._take_over_if_dead`).
+
+    ``fan_out`` (a queue worker's): the run is scored in parts (:mod:`curation.services.fanout`), and
+    ``fan_out(run_id, n)`` asks for ``n`` helper jobs that score parts on other workers.
 
     ``limits`` bound it: each analysis's code runs at most ``analysis_timeout_s`` (status ``timeout``), and
     once ``run_budget_s`` has passed since the start the analyses not reached get ``budget_exhausted``; the run
@@ -403,7 +420,8 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
     try:
         with ScoringHere(run_id), Heartbeat(lambda: beat(engine, run_id)):
             return _execute_claimed(engine, run, runs_root=runs_root, releases_root=releases_root, judges=judges,
-                                    gt_cache=gt_cache, on_progress=on_progress, limits=limits, budget=budget)
+                                    gt_cache=gt_cache, on_progress=on_progress, limits=limits, budget=budget,
+                                    fan_out=fan_out, raise_when_database_lost=raise_when_database_lost)
     except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
         _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                 message="Interrupted from the terminal; no scores were kept.")
@@ -413,7 +431,8 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
 def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releases_root: Path,
                      judges: JudgeSettings, gt_cache: Path,
                      on_progress: Callable[[int, int, str], None] | None, limits: ScoringLimits,
-                     budget: RunBudget) -> ScoringRun:
+                     budget: RunBudget, fan_out: Callable[[int, int], Any] | None = None,
+                     raise_when_database_lost: bool = False) -> ScoringRun:
     run_id = run.id or 0
     try:
         with session_scope(engine) as s:
@@ -426,11 +445,18 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
             if on_progress:
                 on_progress(done, total, stage)
 
-        scored = task.score(ScoringContext(
+        ctx = ScoringContext(
             release=release, release_folder=release_folder, files=stored_submissions(run, runs_root),
             judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
             ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache,
-            progress=tick))
+            progress=tick)
+        if fan_out is not None:
+            from curation.services.fanout import can_fan_out, score_fanned_out
+
+            scored = (score_fanned_out(engine, run, task, ctx, fan_out) if can_fan_out(task, ctx)
+                      else task.score(ctx))
+        else:
+            scored = task.score(ctx)
         path = run_dir(runs_root, run_id) / scored.result_name
         _write_atomic(path, scored.result_bytes)
         if scored.run_fields:  # provenance known once scoring chose it (e.g. the transform matcher)
@@ -450,15 +476,52 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                        message=f"Cancelled{where}; no scores were kept.")
-    except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
-        log.exception("scoring run %s crashed", run_id)
-        with session_scope(engine) as s:
-            current = s.get(ScoringRun, run_id)
-            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+    except (OperationalError, InterfaceError) as exc:
+        if raise_when_database_lost:  # the database went away: the queue retries the job when it is back
+            log.warning("scoring run %s: the database went away (%s); the job is retried", run_id, exc)
+            raise
+        return _record_crash(engine, run_id, exc)
+    except (ScoringError, ReleaseError) as exc:  # an artifact missing or altered: its own sentence, as it is
+        log.warning("scoring run %s failed: %s", run_id, exc)
         return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
-                       message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
+                       message=f"Scoring failed: {exc}"[:2000])
+    except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
+        return _record_crash(engine, run_id, exc)
 
 
+def _record_crash(engine: Engine, run_id: int, exc: Exception) -> ScoringRun:
+    log.exception("scoring run %s crashed", run_id)
+    with session_scope(engine) as s:
+        current = s.get(ScoringRun, run_id)
+        where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+    return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
+                   message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
+
+
+
+
+def score_parts(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
+                judges: JudgeSettings | None = None, limits: ScoringLimits | None = None) -> int:
+    """A helper job of a fanned-out run: score its queued parts here (see :mod:`curation.services.fanout`).
+    Returns how many parts it scored; a part's crash is recorded on the part, and the run fails with it."""
+    from curation.services.fanout import help_score_parts
+
+    judges = judges or JudgeSettings()
+    limits = limits or ScoringLimits()
+    gt_cache = runs_root.parent / "cache" / "groundtruth"
+
+    def build(run: ScoringRun) -> tuple[TaskKind, ScoringContext]:
+        with session_scope(engine) as s:
+            release = _release_for_scoring(s, run.release_version, releases_root)
+            release_folder = _releases.release_dir(_releases._record(s, run.release_version), releases_root)
+        elapsed = (utcnow() - run.started_at).total_seconds() if run.started_at else 0.0
+        budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s - elapsed)
+        return kind_of(run.kind), ScoringContext(
+            release=release, release_folder=release_folder, files=stored_submissions(run, runs_root),
+            judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
+            ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache)
+
+    return help_score_parts(engine, run_id, build)
 
 
 # ------------------------------------------------------------------------------------ queries and actions

@@ -8,8 +8,9 @@ truth's expanded units are chosen for a release dataset.
 
 from __future__ import annotations
 
+import copy
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ from typing import Any
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.metrics import DECISION_TYPES, DatasetRuns, score_runs
 from evaluation.records import UnitRef
-from evaluation.results import EvaluationResult, build_result, dump_result
+from evaluation.results import DatasetResult, EvaluationResult, build_result, dump_result
 from evaluation.scoring import RunBudget, TransformMatcher, score_submission
-from evaluation.submissions import Submission, TooManyAnalyses, parse_submission, printable
+from evaluation.submissions import TooManyAnalyses, parse_submission, printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
@@ -41,10 +42,13 @@ __all__ = [
     "GROUND_TRUTH_TIMEOUT_S",
     "TransformMatching",
     "check_files",
+    "combine",
     "leaderboard_values",
     "limits_note",
     "matcher_summary",
+    "part_count",
     "score",
+    "score_part",
     "scores_summary",
     "summary_line",
     "transform_matching_for",
@@ -157,54 +161,83 @@ def matcher_summary(described: dict[str, dict[str, Any]], mode: str) -> dict[str
 
 
 def score(ctx: ScoringContext) -> ScoredRun:
-    """Score every analysis of every file, dataset after dataset, reporting progress after each analysis."""
-    release = ctx.release
-    subs = [parse_submission(data, label=fname, known_datasets=[d.name for d in release.datasets])
-            for fname, data in ctx.files]
-    result = _score_submissions(ctx, subs)
+    """Score every analysis of every file, dataset after dataset, reporting progress after each analysis: the
+    same parts a fanned-out run scores on several workers (:func:`score_part`), combined the same way
+    (:func:`combine`), so both give the same result file."""
+    total = sum(_count(data) for _, data in ctx.files)
+    parts: list[str] = []
+    done_before = 0
+    for index in range(len(ctx.files)):
+        def tick(done: int, _total: int, stage: str, *, base: int = done_before) -> None:
+            ctx.progress(base + done, total, stage)
+
+        parts.append(score_part(ctx, index, progress=tick))
+        done_before += _count(ctx.files[index][1])
+    return combine(ctx, parts)
+
+
+def _count(data: bytes) -> int:
+    return len(parse_submission(data, label="submission").analyses)
+
+
+def part_count(ctx: ScoringContext) -> int:
+    """How many parts a run of this kind fans out into: one per submission file (one dataset each)."""
+    return len(ctx.files)
+
+
+def score_part(ctx: ScoringContext, index: int,
+               progress: Callable[[int, int, str], None] | None = None) -> str:
+    """Score the run's ``index``-th file (one dataset) on its own: what one worker does for a fanned-out run.
+    Returns the part's result as text (its DatasetResult), which :func:`combine` reads back."""
+    fname, data = ctx.files[index]
+    sub = parse_submission(data, label=fname, known_datasets=[d.name for d in ctx.release.datasets])
+    ds = next(d for d in ctx.release.datasets if d.name == sub.dataset_name)
+    report = progress or ctx.progress
+    matching = transform_matching_for(ds, ctx.release_folder, cache_dir=ctx.gt_cache, mode=ctx.mode,
+                                      limits=ctx.limits, budget=ctx.budget)
+
+    def tick(done: int, total: int) -> None:
+        report(done, total, f"{ds.name}: analysis {done} of {total}")
+
+    scored = score_submission(ds, sub, judge=ctx.judge(), transform_matcher=matching.matcher, units=matching.units,
+                              progress=tick, budget=ctx.budget)
+    scored.transform_matcher = matching.description
+    return scored.model_dump_json()
+
+
+def combine(ctx: ScoringContext, parts: Sequence[str]) -> ScoredRun:
+    """The run's result from its parts, taken in the order of its files whatever order they were scored in."""
+    results = [DatasetResult.model_validate_json(p) for p in parts]
+    judge = ctx.judge()
+    described = {r.dataset: r.transform_matcher for r in results}
+    result = build_result(results, release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
+                          judge=judge.configuration(),
+                          transform_matcher={**matcher_summary(described, ctx.mode), "limits": ctx.limits.describe()},
+                          mode=ctx.mode, k=ctx.k)  # type: ignore[arg-type]
     return ScoredRun(result_name="result.json", result_bytes=dump_result(result).encode("utf-8"),
-                     scores=scores_summary(result), items=sum(len(s.analyses) for s in subs),
+                     scores=scores_summary(result, fresh_overall=True), items=sum(len(r.analyses) for r in results),
                      message=limits_note(result, ctx.limits),
                      run_fields={"transform_matcher": result.provenance.transform_matcher})
 
 
-def _score_submissions(ctx: ScoringContext, subs: list[Submission]) -> EvaluationResult:
-    judge = ctx.judge()
-    by_name = {d.name: d for d in ctx.release.datasets}
-    total = sum(len(s.analyses) for s in subs)
-    done_before = 0
-    results = []
-    described: dict[str, dict[str, Any]] = {}
-    for sub in subs:
-        ds = by_name[sub.dataset_name]
-        matching = transform_matching_for(ds, ctx.release_folder, cache_dir=ctx.gt_cache, mode=ctx.mode,
-                                          limits=ctx.limits, budget=ctx.budget)
-        described[ds.name] = matching.description
+def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None, *,
+                   fresh_overall: bool = False) -> dict[str, Any]:
+    """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs).
 
-        def tick(done: int, _total: int, *, base: int = done_before, dname: str = ds.name) -> None:
-            ctx.progress(base + done, total, f"{dname}: analysis {done} of {_total}")
-
-        scored = score_submission(ds, sub, judge=judge, transform_matcher=matching.matcher, units=matching.units,
-                                  progress=tick, budget=ctx.budget)
-        scored.transform_matcher = matching.description
-        results.append(scored)
-        done_before += len(sub.analyses)
-    return build_result(results, release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
-                        judge=judge.configuration(),
-                        transform_matcher={**matcher_summary(described, ctx.mode), "limits": ctx.limits.describe()},
-                        mode=ctx.mode, k=ctx.k)  # type: ignore[arg-type]
-
-
-def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None) -> dict[str, Any]:
-    """What the leaderboard reads: the overall scores and each dataset's own scores (with bootstrap CIs)."""
+    ``fresh_overall``: ``result.scores`` were just computed from these very analyses with the result's own
+    parameters (:func:`build_result`), so they are the overall scores and are not bootstrapped again. A result
+    of one dataset has the overall scores as that dataset's own (the same inputs)."""
     p = result.provenance
     nb = p.n_bootstrap if n_bootstrap is None else n_bootstrap
-    overall = score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses]) for d in result.datasets],
-                         mode=p.mode, k=p.k, n_bootstrap=nb, seed=p.seed)
-    per = {d.dataset: score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses])], mode=p.mode,
-                                 k=p.k, n_bootstrap=nb, seed=p.seed).model_dump(mode="json")
-           for d in result.datasets}
-    return {"overall": overall.model_dump(mode="json"), "datasets": per}
+
+    def scored(datasets: list[Any]) -> dict[str, Any]:
+        return score_runs([DatasetRuns(counts=d.counts, runs=[a.record for a in d.analyses]) for d in datasets],
+                          mode=p.mode, k=p.k, n_bootstrap=nb, seed=p.seed).model_dump(mode="json")
+
+    reuse = fresh_overall and nb == p.n_bootstrap
+    overall = result.scores.model_dump(mode="json") if reuse else scored(list(result.datasets))
+    per = {d.dataset: copy.deepcopy(overall) if len(result.datasets) == 1 else scored([d]) for d in result.datasets}
+    return {"overall": overall, "datasets": per}
 
 
 def limits_note(result: EvaluationResult, limits: ScoringLimits) -> str:

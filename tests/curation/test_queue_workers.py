@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
@@ -114,7 +114,9 @@ def _slow_submission(shared_blade: Path, n: int = 3, sleep_s: float = 2.0) -> by
 
 @pytest.mark.postgres
 def test_two_workers_score_each_queued_run_exactly_once(pg_world, workers):
-    ids = [pg_world.register(agent=f"agent-{i}").id for i in range(4)]
+    data = json.loads(pg_world.multirun)  # small runs (2 analyses each), so 20 of them stay cheap
+    small = json.dumps(dict(data, n=2, analyses=dict(list(data["analyses"].items())[:2]))).encode()
+    ids = [pg_world.register([("small.json", small)], agent=f"agent-{i}").id for i in range(20)]
     for run_id in ids:
         assert enqueue_run(pg_world.engine, run_id) is not None
     assert enqueue_run(pg_world.engine, ids[0]) is None  # queued once, however often it is asked
@@ -122,12 +124,13 @@ def test_two_workers_score_each_queued_run_exactly_once(pg_world, workers):
     workers.start()
     _wait_for(lambda: all(r.status in ENDED for r in _runs(pg_world.engine)), workers)
     runs = _runs(pg_world.engine)
-    assert [r.status for r in runs] == ["succeeded"] * 4, [r.message for r in runs]
-    assert [r.attempts for r in runs] == [1] * 4  # each claimed once: no run was executed twice
+    assert [r.status for r in runs] == ["succeeded"] * 20, [r.message for r in runs]
+    assert [r.attempts for r in runs] == [1] * 20  # each claimed once: no run was executed twice
+    assert [r.progress_done for r in runs] == [2] * 20  # and each of its analyses counted once
     assert {r.executor.split("/")[1] for r in runs} <= {str(p.pid) for p in workers.procs}
     with pg_world.engine.connect() as conn:
         jobs = conn.execute(text("select status, attempts from procrastinate_jobs")).all()
-    assert sorted(jobs) == [("succeeded", 1)] * 4  # procrastinate counts the attempt that ended it
+    assert sorted(jobs) == [("succeeded", 1)] * 20  # procrastinate counts the attempt that ended it
 
 
 @pytest.mark.postgres
@@ -255,3 +258,49 @@ def test_forkpaths_run_starts_a_worker_beside_the_app_on_postgresql(pg_world, wo
     finally:
         os.killpg(app.pid, signal.SIGTERM)
         app.wait(timeout=60)
+
+
+def _terminate(app_name: str) -> int:
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            return len(conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                         "WHERE application_name = :n"), {"n": app_name}).all())
+    finally:
+        admin.dispose()
+
+
+@pytest.mark.postgres
+def test_the_database_going_away_mid_job_the_run_is_retried_and_ends_correctly(pg_world, workers, shared_blade):
+    """The database going away for one worker (its connections, which it names forkpaths-worker/PID, terminated
+    mid-run): the job fails cleanly, is retried when the database answers, and the run ends succeeded with each
+    analysis counted once."""
+    run_id = pg_world.register([("slow.json", _slow_submission(shared_blade, n=4, sleep_s=1.5))], agent="cut").id
+    enqueue_run(pg_world.engine, run_id)
+    worker = workers.start()
+    _wait_for(lambda: _runs(pg_world.engine)[0].progress_done >= 1, workers)
+    name = f"forkpaths-worker/{worker.pid}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with pg_world.engine.connect() as holder:  # hold the run's row: the worker's next write waits on it
+            holder.execute(text("select id from scoring_run where id = :id for update"), {"id": run_id})
+
+            def worker_waits_on_the_row() -> bool:
+                with admin.connect() as conn:
+                    return bool(conn.execute(text("select count(*) from pg_stat_activity where application_name = "
+                                                  ":n and wait_event_type = 'Lock'"), {"n": name}).scalar())
+
+            _wait_for(worker_waits_on_the_row, workers)
+            assert _terminate(name) >= 1  # the database goes away in the middle of the worker's write
+            holder.rollback()
+    finally:
+        admin.dispose()
+    _wait_for(lambda: _runs(pg_world.engine)[0].status in ENDED, workers)
+    run = _runs(pg_world.engine)[0]
+    assert run.status == "succeeded", (run.message, workers.output())
+    assert run.progress_done == run.progress_total == 4  # each analysis counted once, however often it was tried
+    assert worker.poll() is None  # the worker itself survived and goes on
+    with pg_world.engine.connect() as conn:
+        jobs = conn.execute(text("select status, attempts from procrastinate_jobs")).all()
+    assert jobs == [("succeeded", 2)], workers.output()  # the attempt cut short, then procrastinate's retry
+    assert run.attempts == 2  # ... which took the run over from the failed attempt and scored it from the start
