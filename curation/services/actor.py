@@ -13,8 +13,10 @@ import functools
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from curation.db import session_scope as db_scope
 from curation.errors import PermissionDenied, SessionExpired
 from curation.models import User
 
@@ -69,8 +71,8 @@ def _judged(session: Session, actor: User) -> User:
 def judges_actor(fn: Callable[P, R]) -> Callable[P, R]:
     """Wrap a service (keyword-only ``session`` and ``actor``): the body gets the actor's current row.
 
-    A long-running service that opens its own transactions takes ``session_scope=`` instead of ``session=``:
-    the actor is judged in a transaction of its own before the body starts (the body's own calls to other
+    A long-running service that opens its own transactions takes ``session_scope=`` (or an engine as its first
+    argument) instead of ``session=``: the actor is judged in a transaction of its own before the body starts (the body's own calls to other
     services judge it again in theirs). ``actor=None`` (the CLI's first start, imports with no signed-in user)
     passes through unchanged.
     """
@@ -84,6 +86,9 @@ def judges_actor(fn: Callable[P, R]) -> Callable[P, R]:
                 kwargs["actor"] = _judged(session, actor)
             elif callable(scope):
                 with scope() as own:
+                    current_actor(own, actor)
+            elif args and isinstance(args[0], Engine):  # a service that starts a job takes the engine first
+                with db_scope(args[0]) as own:
                     current_actor(own, actor)
             else:
                 raise TypeError(f"{fn.__qualname__} needs a keyword-only session= to judge its actor")

@@ -31,6 +31,7 @@ from sqlmodel import Session, col, select
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, JobError, NotFoundError
 from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
+from curation.services.actor import judges_actor
 from curation.services.run_lifecycle import (
     Heartbeat,
     ScoringHere,
@@ -105,6 +106,7 @@ def _get(session: Session, job_id: int) -> BackgroundJob:
     return job
 
 
+@judges_actor
 def cancel_job(*, session: Session, actor: User, job_id: int) -> BackgroundJob:
     """Ask a job to stop. A queued job ends ``cancelled`` at once; a running one stops at its next step (it reads
     the flag from the database, wherever it runs) and keeps what it stored."""
@@ -121,6 +123,7 @@ def cancel_job(*, session: Session, actor: User, job_id: int) -> BackgroundJob:
     return job
 
 
+@judges_actor
 def dismiss_job(*, session: Session, actor: User, job_id: int) -> None:
     """The page no longer shows this ended job's summary."""
     job = _get(session, job_id)

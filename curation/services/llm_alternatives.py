@@ -293,6 +293,7 @@ def generate_alternatives(
 JOB_KIND = "llm_alternatives"
 
 
+@judges_actor
 def start_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
     """Record a generation for the dataset as a queued job (checked first: curator, stage 2, not blind), one per
     dataset at a time; returns the job's id. The caller hands it to a submitter
