@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from curation.db import make_engine, session_scope
 from curation.models import Role
@@ -73,6 +74,9 @@ def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Pa
         page.get_by_label("Reason (kept with the run)", exact=True).fill("The agent's variable is a different concept")
         click(page, "Flip this match")
         page.get_by_text("Override saved").wait_for(timeout=60_000)
+        # the figures are redrawn by the rerun after the flash: wait for the recomputed one, then read it
+        expect(page.locator('[data-testid="stMetric"]').filter(has_text="F1 variables").first).to_contain_text(
+            "by overrides", timeout=60_000)
         idle(page)
         after = _metric(page, "F1 variables")
         shot(page, shots / "07-after-override.png")
