@@ -24,6 +24,7 @@ from curation.services.releases import (
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 NOTES, NOTES_CLEAR, NOTES_KEPT = "releases.notes", "fp.releases.notes_clear", "fp.releases.notes_kept"
 VERSION = "releases.version"
+TAB, CUT, CUT_SHOWN = "releases.tab", "Cut a release", "fp.releases.cut_shown"
 
 
 def _keep_notes(text: str) -> None:
@@ -48,7 +49,7 @@ if problems:
         st.caption("Nothing set aside is served. Move a folder back only once its release record is restored; "
                    "otherwise delete it from the quarantine folder.")
 with_truth, empty = context.attempt(lambda s: release_candidates(session=s, actor=user)) or ([], [])
-tab_list, tab_cut, tab_diff = st.tabs(["Releases", "Cut a release", "Compare"], key="releases.tab", on_change="rerun")
+tab_list, tab_cut, tab_diff = st.tabs(["Releases", CUT, "Compare"], key=TAB, on_change="rerun")
 
 # Release notes are kept on the server while they are typed (a reload brings them back), so they live outside a
 # form (a form sends nothing before its button), under one stable key: one text area, whatever reruns.
@@ -60,9 +61,17 @@ elif NOTES not in st.session_state:  # a new browser session: what was typed bef
     kept = (context.attempt(lambda s: load_draft(session=s, actor=user, name=NOTES)) or {}).get("notes", "")
     st.session_state[NOTES] = st.session_state[NOTES_KEPT] = str(kept)
 
+st.session_state.setdefault(VERSION, next_version(records))  # a stable key: one box through reruns
+# A value put in session_state reaches the browser only on the run that put it there. When the tab is opened while
+# that run is still arriving (a slow server, just after a reload), the browser drops the rest of it and draws the
+# box from the next run at its empty default, and would send "" back, discarding the kept notes. So on the run that
+# opens this tab, give the browser the boxes' values again.
+if state.get(TAB) == CUT and state.get(CUT_SHOWN) != CUT:
+    for key in (NOTES, VERSION):
+        st.session_state[key] = st.session_state[key]
+
 with tab_cut:
     c1, c2 = st.columns([1, 3])
-    st.session_state.setdefault(VERSION, next_version(records))  # a stable key: one box through reruns
     version = c1.text_input("Version (MAJOR.MINOR.PATCH)", key=VERSION)
     chosen = c2.multiselect("Datasets", with_truth, default=with_truth,
                             help="The datasets that have ground truth (decisions, alternatives, votes or MCQs).")
@@ -71,6 +80,7 @@ with tab_cut:
     notes = st.text_area("Release notes", placeholder="What changed, and why", height=90, key=NOTES)
     _keep_notes(notes)
     go = st.button("Cut release", type="primary", key="releases.cut")
+st.session_state[CUT_SHOWN] = state.get(TAB)  # set once the tab's boxes were drawn (a run cut short sets nothing)
 if go:
     bar = tab_cut.progress(0.0, text="starting…")
     record = context.attempt(lambda s: cut_release(
