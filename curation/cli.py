@@ -518,7 +518,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     if args.mcq_command == "generate":
         with session_scope(report.engine) as session:
-            actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+            actor = _operator(session, getattr(args, "as_user", None))
             result = generate_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset),
                                    settings=MCQSettings(seed=args.seed))
         counts = ", ".join(f"{n} {k}" for k, n in result.counts().items())
@@ -528,7 +528,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  not built: {note}")
         return 0
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        actor = _operator(session, getattr(args, "as_user", None))
         audit = audit_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset))
     if args.json:
         print(json.dumps(dataclasses.asdict(audit) | {"flagged": audit.flagged, "flag_counts": audit.flag_counts()},

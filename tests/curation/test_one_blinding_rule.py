@@ -195,3 +195,19 @@ def test_as_user_is_taken_wherever_it_stands():
 def test_as_user_on_a_command_that_acts_as_nobody_is_refused(capsys):
     assert main(["init", "--as", "cass"]) == 2
     assert "does not act as a user" in capsys.readouterr().err
+
+
+def test_mcq_commands_without_as_act_as_the_operator_and_follow_the_blinding_rule(tmp_path, shared_blade):
+    """``mcq audit`` / ``mcq generate`` used to run as nobody without ``--as``, skipping the blinding rule that
+    every other command applies to the operator (the first admin)."""
+    assert _fresh_cli(tmp_path, "init").returncode == 0
+    assert _fresh_cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    audit = _fresh_cli(tmp_path, "mcq", "audit", "hurricane", "--json")
+    assert audit.returncode == 0, audit.stderr  # the admin annotates nothing here: nothing is hidden
+    assert _fresh_cli(tmp_path, "assign", "hurricane", "admin").returncode == 0
+    for args in (("mcq", "audit", "hurricane", "--json"), ("mcq", "generate", "hurricane")):
+        refused = _fresh_cli(tmp_path, *args)
+        assert refused.returncode == 2, refused.stdout
+        assert "assigned to annotate 'hurricane'" in refused.stderr, refused.stderr
+        with_as = _fresh_cli(tmp_path, *args, "--as", "admin")
+        assert with_as.returncode == 2 and with_as.stderr == refused.stderr
