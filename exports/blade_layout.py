@@ -42,6 +42,7 @@ __all__ = [
     "find_blade_datasets",
     "read_blade_dataset",
     "read_data_header",
+    "swap_into_place",
     "write_blade_dataset",
     "write_blade_folder",
 ]
@@ -244,14 +245,16 @@ def write_blade_folder(
             _write_file(partial / DATA_FILE, data_source)
         else:
             shutil.copyfile(data_source, partial / DATA_FILE)
-        _swap_into_place(partial, dest, overwrite=overwrite)
+        swap_into_place(partial, dest, overwrite=overwrite)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return dest
 
 
-def _swap_into_place(partial: Path, dest: Path, *, overwrite: bool) -> None:
+def swap_into_place(partial: Path, dest: Path, *, overwrite: bool) -> None:
+    """Put the finished folder ``partial`` at ``dest`` atomically (an existing ``dest`` only with ``overwrite``;
+    it is restored if the swap fails). Every release-format writer ends with it."""
     if not dest.exists() or (dest.is_dir() and not any(dest.iterdir())):
         # rename() replaces an empty folder atomically and fails on a non-empty one (a concurrent writer).
         os.rename(partial, dest)

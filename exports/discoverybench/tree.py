@@ -34,6 +34,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from exports.blade_layout import swap_into_place
 from exports.discoverybench.answer_key import AnswerKey, parse_answer_key, write_answer_key
 from exports.discoverybench.metadata import METADATA_NAME, MetadataFile, dump_metadata, parse_metadata
 from exports.discoverybench.models import ColumnGroups, QuestionType
@@ -483,27 +484,10 @@ def write_discoverybench(
             target = partial / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
-        _swap_into_place(partial, dest)
+        swap_into_place(partial, dest, overwrite=True)  # refused earlier unless overwrite
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return dest
 
-
-def _swap_into_place(partial: Path, dest: Path) -> None:
-    if not dest.exists() or (dest.is_dir() and not any(dest.iterdir())):
-        os.rename(partial, dest)
-        return
-    backup = dest.parent / f".{dest.name}.old-{uuid.uuid4().hex[:12]}"
-    os.rename(dest, backup)
-    try:
-        os.rename(partial, dest)
-    except BaseException:
-        os.rename(backup, dest)
-        raise
-    if backup.is_dir():
-        shutil.rmtree(backup, ignore_errors=True)
-    else:
-        backup.unlink(missing_ok=True)
-    log.debug("replaced %s", dest)
 
