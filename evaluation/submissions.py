@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluation.errors import EvaluationError
-from exports.jsontext import JsonTextError, load_json
+from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
 
 __all__ = [
     "BLADE_RUN_STATUS",
@@ -113,18 +113,6 @@ def _first_surrogate(value: Any, path: str) -> str | None:
             stack.extend((v, f"{where}[{i}]") for i, v in reversed(list(enumerate(node))))
     return None
 
-
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
 
 
 class _Model(BaseModel):
@@ -488,10 +476,10 @@ def parse_submission(content: bytes | str | Mapping[str, Any], *, label: str = "
         data: Any = dict(content)
     else:
         try:
-            data = load_json(content, label=shown, object_pairs_hook=_no_duplicate_keys)
+            data = load_json(content, label=shown, object_pairs_hook=refuse_repeated_keys)
         except JsonTextError as exc:
             raise SubmissionError(f"{shown} {exc.reason}; expected BLADE's submission format.") from exc
-        except _DuplicateKey as exc:
+        except RepeatedKey as exc:
             raise SubmissionError(f"{shown}: the key '{printable(str(exc.args[0]))}' appears twice in one object; "
                                   "a submission names each field once. Nothing was read.") from exc
     if not isinstance(data, dict):

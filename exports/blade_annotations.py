@@ -35,7 +35,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import networkx as nx
 
@@ -64,7 +64,7 @@ from exports.blade_rows import (
     spec_name_from_specification,
 )
 from exports.errors import BladeFormatError, BladeProblem
-from exports.jsontext import JsonTextError, load_json
+from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
 
 __all__ = [
     "ANNOTATION_COLUMNS",
@@ -95,21 +95,6 @@ __all__ = [
 
 # ---------------------------------------------------------------------------------------------- reading
 
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads would keep the last of two equal keys and silently drop the first: refuse instead.
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
 
 
 def _ensure_large_csv_fields() -> None:
@@ -291,7 +276,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
         column = filled[0]
         cell = cells[index_of[column]]
         try:
-            data = load_json(cell, label="the cell", object_pairs_hook=_no_duplicate_keys)
+            data = load_json(cell, label="the cell", object_pairs_hook=refuse_repeated_keys)
         except JsonTextError as exc:
             cause = exc.__cause__
             reason = (
@@ -310,7 +295,7 @@ def parse_annotations(content: bytes, *, label: str = "annotations.csv") -> Blad
                 )
             )
             continue
-        except _DuplicateKey as exc:
+        except RepeatedKey as exc:
             problems.append(
                 located_problem(
                     label,

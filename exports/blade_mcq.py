@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from exports.errors import BladeFormatError, BladeProblem
-from exports.jsontext import JsonTextError, load_json
+from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
 from exports.ordered import SourceOrdered
 
 __all__ = [
@@ -186,18 +186,6 @@ def _describe(error: Mapping[str, Any]) -> str:
     return f"{error['msg']} (got {got})"
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
-
 
 def parse_mcqs(content: bytes | str, *, label: str = "mcq_dataset.json") -> BladeMCQs:
     """Validate the text of an ``mcq_dataset.json``.
@@ -208,10 +196,10 @@ def parse_mcqs(content: bytes | str, *, label: str = "mcq_dataset.json") -> Blad
             ``coneptual_var_str``, or a ``correct_answer`` equal to none of its options.
     """
     try:
-        data = load_json(content, label=label, object_pairs_hook=_no_duplicate_keys)
+        data = load_json(content, label=label, object_pairs_hook=refuse_repeated_keys)
     except JsonTextError as exc:
         raise BladeFormatError(BladeProblem(label, f"{label}: {exc.reason.removeprefix('is ')}.")) from exc
-    except _DuplicateKey as exc:
+    except RepeatedKey as exc:
         raise BladeFormatError(
             BladeProblem(label, f"{label}: the key {exc.args[0]!r} appears twice in one object.")
         ) from exc

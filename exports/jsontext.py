@@ -20,7 +20,7 @@ from typing import Any
 
 from exports.errors import FormatError
 
-__all__ = ["MAX_DEPTH", "JsonTextError", "load_json"]
+__all__ = ["MAX_DEPTH", "JsonTextError", "RepeatedKey", "load_json", "refuse_repeated_keys"]
 
 #: Deepest nesting of objects and lists accepted in any JSON file.
 MAX_DEPTH = 100
@@ -75,6 +75,25 @@ def _depth_reason(text: str, limit: int) -> str:
         f"nests objects and lists more than {limit} levels deep{where}; no BLADE or forkpaths file does that, "
         "so this is probably not the file you meant"
     )
+
+
+class RepeatedKey(ValueError):
+    """An object names ``key`` twice (raised by :func:`refuse_repeated_keys`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An ``object_pairs_hook`` for :func:`load_json`: ``json.loads`` would keep the last of two equal keys and
+    silently drop the first, so refuse instead."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise RepeatedKey(key)
+        result[key] = value
+    return result
 
 
 class _HookRaised(Exception):

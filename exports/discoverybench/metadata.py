@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from exports.discoverybench.models import Metadata
 from exports.errors import DiscoveryBenchFormatError, DiscoveryBenchProblem
-from exports.jsontext import JsonTextError, load_json
+from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
 
 __all__ = [
     "DEFAULT_STYLE",
@@ -70,20 +70,6 @@ class MetadataFile(BaseModel):
     def file_name(self) -> str:
         return f"metadata_{self.k}.json"
 
-
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
 
 
 def _problem(label: str, message: str, field: str | None = None) -> DiscoveryBenchFormatError:
@@ -236,8 +222,8 @@ def parse_metadata(content: bytes, *, k: int, label: str = "metadata.json") -> M
     """
     text, style = _decode(content, label)
     try:
-        data = load_json(text, label=label, object_pairs_hook=_no_duplicate_keys)
-    except _DuplicateKey as exc:
+        data = load_json(text, label=label, object_pairs_hook=refuse_repeated_keys)
+    except RepeatedKey as exc:
         raise _problem(
             label, f"{label} repeats the key {exc.key!r} in one object; a JSON reader would silently keep only "
             "the last one, so remove the other.", field=exc.key
