@@ -94,7 +94,7 @@ CHANGELOG_NAME = "CHANGELOG.md"
 DATA_DIR = "data"
 
 #: Format versions :func:`read_release` understands.
-SUPPORTED_FORMAT_VERSIONS: tuple[str, ...] = ("1.0", FORMAT_VERSION)  # 1.1 only adds optional fields
+SUPPORTED_FORMAT_VERSIONS: tuple[str, ...] = ("1.0", "1.1", FORMAT_VERSION)  # later ones only add optional fields
 
 #: The stage names :func:`write_release` reports, in order.
 STAGES: tuple[str, ...] = (

@@ -22,12 +22,17 @@ __all__ = [
     "Annotator",
     "ConsensusRecord",
     "DatasetRelease",
+    "HypothesisCandidate",
+    "HypothesisGold",
+    "HypothesisTaskRelease",
+    "HypothesisVariable",
     "LLMProvenance",
     "MCQ",
     "MCQOption",
     "MeetingRecord",
     "Release",
     "ReleaseColumn",
+    "ReleaseFile",
     "ReleaseMapping",
     "ReleaseBranch",
     "ReleaseModel",
@@ -36,7 +41,10 @@ __all__ = [
     "Vote",
 ]
 
-FORMAT_VERSION = "1.1"  # 1.1: contested/unjudged statuses with basis and tally, meetings, MCQ review
+FORMAT_VERSION = "1.2"
+# 1.1: contested/unjudged statuses with basis and tally, meetings, MCQ review
+# 1.2: a dataset's files (DiscoveryBench folders), hypothesis tasks with their candidates and gold; the kind
+#      "hypothesis" for alternatives, votes and consensus
 
 Answer = Literal["yes", "no", "unsure"]
 
@@ -126,7 +134,7 @@ class Alternative(_Strict):
     """A decision proposed for review: by an LLM seeded from a decision, or by a peer."""
 
     id: str
-    kind: Literal["variable", "transform"]
+    kind: Literal["variable", "transform", "hypothesis"]
     source: Literal["llm", "peer"]
     proposed_by: str | None = Field(default=None, description="annotator pseudonym for peers")
     llm: LLMProvenance | None = None
@@ -136,7 +144,7 @@ class Alternative(_Strict):
 
 
 class Vote(_Strict):
-    target_kind: Literal["alternative", "variable", "transform", "model"]
+    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis"]
     target_id: str
     annotator: str
     question: str = Field(description="e.g. justifiable, can_derive_from_data, is_suited_to_cv")
@@ -150,7 +158,7 @@ class ConsensusRecord(_Strict):
     """An item's ground-truth status. ``contested`` is a final state (voters heard, no rule threshold met, or a
     meeting left it open); ``unjudged``: nobody voted. ``split``/``unresolved`` are format-1.0 values."""
 
-    target_kind: Literal["alternative", "variable", "transform", "model"]
+    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis"]
     target_id: str
     status: Literal["justifiable", "unjustifiable", "contested", "unjudged", "split", "unresolved"]
     basis: str = Field(default="", description="rule | meeting | imported")
@@ -201,6 +209,80 @@ class MeetingRecord(_Strict):
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ReleaseFile(_Strict):
+    """One file of a dataset with more than one table (a DiscoveryBench folder), copied into the release."""
+
+    name: str = Field(description="its name inside the dataset folder, e.g. metadata_0.json or data/x.csv")
+    path: str = Field(description="path inside the release, e.g. data/<dataset>/<name>")
+    sha256: str
+    size: int
+    role: str = Field(default="data", description="data | metadata | other")
+    format: str = Field(default="", description="csv, tsv, dta, json, ...")
+    columns: list[dict[str, Any]] = Field(default_factory=list, description="column descriptions, as imported")
+
+
+class HypothesisVariable(_Strict):
+    """One variable of a hypothesis, grounded in the data dictionary (``column``) or a derived column."""
+
+    name: str
+    column: str | None = Field(default=None, description="the data column it is, when it is one")
+    derived: str = Field(default="", description="how it is derived, when it is not a column as is")
+    description: str = ""
+
+
+class HypothesisCandidate(_Strict):
+    """A stage-1 hypothesis an analyst wrote for a query (blind), decomposed, with its workflow and code."""
+
+    id: str
+    author: str | None = Field(default=None, description="annotator pseudonym")
+    hypothesis: str
+    context: str = ""
+    variables: list[HypothesisVariable] = Field(default_factory=list)
+    relationship: str = ""
+    workflow: str = ""
+    code: str = ""
+    check: dict[str, Any] | None = Field(default=None, description="the sandbox run of its code, as kept")
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class HypothesisGold(_Strict):
+    """A query's gold hypothesis: imported, or what the decision rule made justifiable (with provenance)."""
+
+    hypothesis: str
+    context: str | None = None
+    variables: list[str] | None = None
+    relationship: str | None = None
+    workflow: str | None = None
+    source: Literal["metadata", "answer_key", "consensus"]
+    candidate_id: str | None = Field(default=None, description="consensus: the candidate or alternative chosen")
+    provenance: dict[str, Any] = Field(default_factory=dict, description="rule, tally, meeting, decided_by/at")
+
+
+class HypothesisTaskRelease(_Strict):
+    """One DiscoveryBench query over the dataset, with everything needed to write the folder back."""
+
+    key: str = Field(description="real/test/<folder>/metadata_<k>/q<qid>")
+    source: Literal["real", "synth"]
+    split: str
+    metadata_k: int
+    qid: int
+    query_field: str = ""
+    question: str
+    question_type: str | None = None
+    question_type_raw: str | None = None
+    difficulty: int | None = None
+    domain: str | None = None
+    domain_knowledge: str | None = None
+    workflow_tags: str | None = None
+    data_files: list[str] = Field(default_factory=list)
+    true_hypothesis_expr: str | None = None
+    target_col: str | None = None
+    relevant_cols: list[str] | None = None
+    gold: HypothesisGold | None = None
+    candidates: list[HypothesisCandidate] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
 class DatasetRelease(_Strict):
     name: str
     title: str = ""
@@ -221,6 +303,9 @@ class DatasetRelease(_Strict):
     consensus: list[ConsensusRecord] = Field(default_factory=list)
     meetings: list[MeetingRecord] = Field(default_factory=list)
     mcqs: list[MCQ] = Field(default_factory=list)
+    files: list[ReleaseFile] = Field(default_factory=list, description="format 1.2: every file of a multi-file "
+                                     "dataset (data_file stays its main table)")
+    hypothesis_tasks: list[HypothesisTaskRelease] = Field(default_factory=list, description="format 1.2")
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

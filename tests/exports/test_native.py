@@ -631,7 +631,7 @@ def test_a_data_file_that_changed_since_registration_is_refused(tmp_path: Path, 
     [
         ({"version": "1.0"}, "not a semantic version"),
         ({"previous_version": "0.9.0"}, "pass that release as previous="),
-        ({"format_version": "0.1"}, "writes format 1.1 only"),
+        ({"format_version": "0.1"}, "writes format 1.2 only"),
     ],
 )
 def test_invalid_releases_are_refused_before_writing(
