@@ -8,6 +8,7 @@ component in ``annotate_app/components/kinds/``.
 from __future__ import annotations
 
 from evaluation.tasks import analyses as _analyses  # noqa: F401 - registers the kind
+from evaluation.tasks import hypotheses as _hypotheses  # noqa: F401 - registers the kind
 from evaluation.tasks import mcq as _mcq  # noqa: F401 - registers the kind
 from evaluation.tasks.base import (
     CheckedFile,
