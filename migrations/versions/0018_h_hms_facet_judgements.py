@@ -25,7 +25,7 @@ def upgrade() -> None:
     with op.batch_alter_table("judge_label") as batch:
         batch.add_column(sa.Column("judge_label", S(length=128), nullable=True))
         batch.add_column(sa.Column("expert_label", S(length=128), nullable=True))
-        batch.add_column(sa.Column("reason", sa.Text(), nullable=True))
+        batch.add_column(sa.Column("reason", S(), nullable=True))
         batch.alter_column("analysis_key", type_=S(length=256), existing_type=S(length=64), existing_nullable=False)
 
 
