@@ -9,7 +9,8 @@ import streamlit as st
 from annotate_app.components.score_charts import confusion_figure
 from evaluation.agreement import AgreementReport
 
-KIND_LABELS = {"variable": "variable matching", "model": "model matching"}
+KIND_LABELS = {"variable": "variable matching", "model": "model matching", "context": "HMS context matching",
+               "variables": "HMS variable overlap", "relationship": "HMS relationship level"}
 
 
 def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True) -> None:
