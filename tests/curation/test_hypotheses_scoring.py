@@ -105,8 +105,9 @@ def test_bad_submissions_name_the_file_and_the_answer(world):
     with pytest.raises(ScoringError, match="Unknown mode 'blade' for hypotheses runs"):
         world.register(mode="blade")
     with session_scope(world.engine) as s:
-        from curation.models import ScoringRun
         from sqlmodel import select
+
+        from curation.models import ScoringRun
 
         assert s.exec(select(ScoringRun)).all() == []  # nothing half-stored
 
