@@ -13,12 +13,12 @@ KIND_LABELS = {"variable": "variable matching", "model": "model matching", "cont
                "variables": "HMS variable overlap", "relationship": "HMS relationship level"}
 
 
-def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True) -> None:
+def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True, empty: str | None = None) -> None:
     with st.container(border=True):
         st.markdown("**Judge validation**")
         if not reports:
-            st.caption("No expert labels yet. Sample judge decisions on the Judge validation page and label them; "
-                       "agreement with the experts shows here.")
+            st.caption(empty or "No expert labels yet. Sample judge decisions on the Judge validation page and label "
+                       "them; agreement with the experts shows here.")
             return
         for r in reports:
             kappa = "undefined" if r.kappa is None else f"{r.kappa:.2f}"

@@ -404,22 +404,29 @@ def score(ctx: ScoringContext) -> ScoredRun:
         ctx.progress(n + 1, len(todo), f"query {n + 1} of {len(todo)}")
     notes = []
     if no_gold:
-        notes.append(f"{len(no_gold)} queries of the datasets answered have no gold hypothesis yet and were not "
-                     "scored.")
+        notes.append(f"{_n(len(no_gold), 'query', 'queries')} of the datasets answered "
+                     f"{'has' if len(no_gold) == 1 else 'have'} no gold hypothesis yet and "
+                     f"{'was' if len(no_gold) == 1 else 'were'} not scored.")
     unknown_answers = [k for k in answers if tasks[k][1].gold is None]
     if unknown_answers:
-        notes.append(f"{len(unknown_answers)} answers are for queries without gold and were not scored.")
+        notes.append(f"{_n(len(unknown_answers), 'answer is', 'answers are')} for queries without gold and "
+                     "not scored.")
     result = HypothesesResult(release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
                               mode=mode, judge=judge.configuration(), items=items,
                               scores=aggregate(items), notes=notes)
     errors = sum(1 for i in items if i.status == "judge_error")
-    message = " ".join(notes + ([f"{errors} of {len(items)} queries are judge errors (not in HMS); an evaluator "
-                                 "can judge them on the run's page."] if errors else []))
+    message = " ".join(notes + ([f"{errors} of {_n(len(items), 'query', 'queries')} "
+                                 f"{'is a judge error' if errors == 1 else 'are judge errors'} (not in HMS); an "
+                                 "evaluator can judge them on Run details."] if errors else []))
     return ScoredRun(result_name="hms-result.json", result_bytes=dump_result(result).encode("utf-8"),
                      scores=result.scores, items=len(items), message=message)
 
 
 # ------------------------------------------------------------------------------------ aggregation
+
+
+def _n(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _mean(values: list[float]) -> float | None:

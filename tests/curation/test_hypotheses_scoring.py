@@ -44,7 +44,7 @@ def test_a_run_is_scored_recorded_and_ranked(world):
     assert result.judge["templates"]["default"] == "hms@1" and result.mode == "default"
     crops = next(i for i in result.items if i.task == CROPS)
     assert crops.calls == 5 and crops.contexts[0].how == "judge" and crops.matched[0].relationship.level == "B"
-    assert "1 queries of the datasets answered have no gold" in run.message
+    assert "1 query of the datasets answered has no gold" in run.message
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="2.0.0",
                               releases_root=world.releases, kind="hypotheses")
@@ -136,7 +136,7 @@ def test_judge_faults_leave_the_rest_scored(world):
     assert items[CROPS].status == "judge_error" and "could not be read" in items[CROPS].message
     assert items["real/test/survey/metadata_0/q0"].status == "scored"
     assert run.scores["overall"]["judge_errors"] == 1
-    assert "1 of 4 queries are judge errors" in run.message
+    assert "1 of 4 queries is a judge error" in run.message
     # the endpoint down altogether: every answered query is a judge error, the run still ends with a sentence
     world.server.responder = lambda _r: 503
     world.cache = world.cache.parent / "other-cache"

@@ -56,7 +56,7 @@ def test_leaderboard_ranks_hypotheses_runs(ui, hms_run):
     assert list(board["run"]) == [f"#{run.id} react · gpt-x"]
     assert board["HMS"][0].startswith("0.33 [") and board["unanswered"][0] == 1
     assert "bootstrap intervals resampling whole dataset folders" in texts(at)
-    assert "No expert labels yet" in texts(at)  # the hms judge's card, per facet, empty so far
+    assert "Judge a facet of a query on Run details" in texts(at)  # the hms judge's card, empty so far
 
 
 def test_drilldown_shows_decompositions_side_by_side_and_records_a_judgement(ui, hms_run):
@@ -90,7 +90,8 @@ def test_drilldown_shows_decompositions_side_by_side_and_records_a_judgement(ui,
     at = _open(ui, evaluator, "run_details.py")
     assert any("by experts" in (m.proto.delta or "") for m in at.metric)
     _select(at, "Query", CROPS)
-    assert "relationship of P0|G0 → {'level': 'A'} by evie" in texts(at)
+    assert "relationship of P0|G0: A · very similar (1) by evie" in texts(at)
+    assert "HMS = context recall 1/1 × mean accuracy (1.000) / 1 predicted = 1.000 × 1.000 = **1.000**" in texts(at)
     at = _open(ui, evaluator, "leaderboard.py")
     _select(at, "Kind of task", "hypotheses")
     assert "HMS relationship level: **0%** agreement" in texts(at)

@@ -22,6 +22,20 @@ __all__ = ["breakdown_table", "contexts_table", "decomposition_table", "drilldow
            "judge_reports", "leaderboard_charts", "leaderboard_notes", "queries_table"]
 
 LEVELS = {"A": "A · very similar (1)", "B": "B · similar but more general (0.5)", "C": "C · different (0)"}
+_SOURCES = {"given": "Decomposition given (curated gold, or the answer's own fields)",
+            "judge": "Decomposed by the judge", "fallback": "The judge's decomposition was unusable: whole text, "
+            "context None (as upstream)", "expert": "Not decomposed: judged as a whole by an expert",
+            "none": "Not decomposed (judge error)"}
+JUDGE_CARD_EMPTY = ("No expert labels yet. Judge a facet of a query on Run details; the hms judge's agreement with "
+                    "the experts, per facet, shows here.")
+
+
+def _value(facet: str, value: Mapping[str, Any]) -> str:
+    if facet == "context":
+        return "match" if value.get("match") else "no match"
+    if facet == "variables":
+        return f"{value.get('intersection')} of {value.get('size_gold')} gold, {value.get('size_pred')} predicted"
+    return LEVELS.get(str(value.get("level")), str(value.get("level")))
 
 
 def _f(x: Any) -> str:
@@ -32,7 +46,8 @@ def breakdown_table(groups: Mapping[str, Mapping[str, Any]], what: str) -> pd.Da
     """One row per domain (or question type): HMS with its clustered CI, facet means and counts."""
     return pd.DataFrame([{
         what: name, "HMS": _f(g["hms"].get("point")),
-        "95 % CI": "" if g["hms"].get("ci_low") is None else f"[{g['hms']['ci_low']:.2f}, {g['hms']['ci_high']:.2f}]",
+        "95 % CI": "— (one folder)" if g["hms"].get("ci_low") is None
+        else f"[{g['hms']['ci_low']:.2f}, {g['hms']['ci_high']:.2f}]",
         "context recall": g.get("context"), "variables F1": g.get("variables_f1"),
         "relationship": g.get("relationship"), "queries": g.get("queries"), "judge errors": g.get("judge_errors"),
         "unanswered": g.get("unanswered")} for name, g in groups.items()])
@@ -82,6 +97,10 @@ def facets_table(item: ItemResult) -> pd.DataFrame:
             "variables by": v.source if v else "", "variables explanation": v.explanation if v else "",
             "relationship": "not judged" if r is None else (LEVELS.get(r.level or "", f"sentinel ({r.score:g})")),
             "relationship by": r.source if r else "", "relationship explanation": r.explanation if r else "",
+            "judge said": "; ".join(x for x in (
+                f"F1 {v.original_f1:.2f}" if v is not None and v.source == "expert" and v.original_f1 is not None
+                else "", f"relationship {r.original_score:g}" if r is not None and r.source == "expert"
+                and r.original_score is not None else "") if x),
             "accuracy": m.accuracy})
     return pd.DataFrame(rows)
 
@@ -90,7 +109,7 @@ def _formula(item: ItemResult) -> str:
     if item.status == "unanswered":
         return "Not answered: counts as HMS 0."
     if item.hms is None:
-        return f"Judge error: {item.message}"
+        return f"Judge error: {md(item.message)}"
     n_pred = len(item.predicted.sub_hypo) if item.predicted else 0
     n_gold = len(item.gold.sub_hypo) if item.gold else 0
     accs = " + ".join(_f(m.accuracy) for m in item.matched) or "0"
@@ -159,10 +178,12 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     st.caption(f"Judge {result.judge.get('name')} · {result.judge.get('model')} · mode {result.mode} · "
                f"{result.scores.get('calls', 0)} judge calls" + "".join(f" · {n}" for n in result.notes))
     by_domain, by_type = st.tabs(["By domain", "By question type"])
+    numbers = {c: st.column_config.NumberColumn(format="%.2f")
+               for c in ("context recall", "variables F1", "relationship")}
     by_domain.dataframe(breakdown_table(result.scores["domains"], "domain"), hide_index=True, width="stretch",
-                        key="hms.domains")
+                        key="hms.domains", column_config=numbers)
     by_type.dataframe(breakdown_table(result.scores["question_types"], "question type"), hide_index=True,
-                      width="stretch", key="hms.types")
+                      width="stretch", key="hms.types", column_config=numbers)
     if not result.items:
         return
     table = queries_table(result.items)
@@ -180,7 +201,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
 
 
 def _query(item: ItemResult, run_id: int | None, user: User, cfg: Any) -> None:
-    st.markdown(f"**Question:** {md(item.question)}  \n{md(_formula(item))}")
+    st.markdown(f"**Question:** {md(item.question)}  \n{_formula(item)}")
     if item.status == "judge_error":
         st.error(md(item.message), icon="⚠️")
     gold_col, pred_col = st.columns(2)
@@ -190,8 +211,7 @@ def _query(item: ItemResult, run_id: int | None, user: User, cfg: Any) -> None:
         if item.gold_workflow:
             with st.expander("Gold workflow"):
                 st.markdown(md(item.gold_workflow))
-        src = item.gold.source if item.gold else "none"
-        st.caption(f"Decomposition: {src}")
+        st.caption(_SOURCES[item.gold.source if item.gold else "none"])
         st.dataframe(decomposition_table(item.gold), hide_index=True, width="stretch", key="hms.gold")
     with pred_col:
         st.subheader("Predicted")
@@ -199,9 +219,8 @@ def _query(item: ItemResult, run_id: int | None, user: User, cfg: Any) -> None:
         if item.predicted_workflow:
             with st.expander("Predicted workflow"):
                 st.markdown(md(item.predicted_workflow))
-        src = item.predicted.source if item.predicted else "none"
-        st.caption(f"Decomposition: {src}" + (f" · {item.predicted.note}" if item.predicted and
-                                              item.predicted.note else ""))
+        st.caption(_SOURCES[item.predicted.source if item.predicted else "none"]
+                   + (f" · {item.predicted.note}" if item.predicted and item.predicted.note else ""))
         st.dataframe(decomposition_table(item.predicted), hide_index=True, width="stretch", key="hms.pred")
     st.subheader("Context matching")
     st.dataframe(contexts_table(item), hide_index=True, width="stretch", key="hms.contexts")
@@ -222,9 +241,9 @@ def _query(item: ItemResult, run_id: int | None, user: User, cfg: Any) -> None:
             st.dataframe(pd.DataFrame(item.llm)[["step", "template", "model", "cached", "attempts", "cache_key"]],
                          hide_index=True, width="stretch", key="hms.llm")
     if item.overrides:
-        st.caption("Expert judgements: " + "; ".join(
-            f"{o['facet']} of {o['pair']} → {o['value']} by {o.get('author') or '?'} ({o.get('reason', '')})"
-            for o in item.overrides))
+        st.caption(md("Expert judgements: " + "; ".join(
+            f"{o['facet']} of {o['pair']}: {_value(o['facet'], o['value'])} by {o.get('author') or '?'} "
+            f"({o.get('reason', '')})" for o in item.overrides)))
     if item.status != "unanswered":
         _judge_form(item, run_id, user, cfg)
 
