@@ -173,10 +173,11 @@ def _discoverybench(item: ItemResult, gold: GoldHypothesis, pred: Prediction, ju
             elif _is_none(p.context, "discoverybench") or _is_none(g.context, "discoverybench"):
                 check = ContextCheck(pred=i, gold=j, match=False, how="none")
             else:
+                def ask(g: SubHypothesis = g, p: SubHypothesis = p) -> Answer[bool]:
+                    return judge.context_one(datasets=datasets, query=item.question, gold=g.context, pred=p.context)
+
                 try:
-                    ans = _ask("context", f"the context of {pair_key(i, j)}",
-                               lambda g=g, p=p: judge.context_one(datasets=datasets, query=item.question,
-                                                                  gold=g.context, pred=p.context), calls, retries=5)
+                    ans = _ask("context", f"the context of {pair_key(i, j)}", ask, calls, retries=5)
                 except _JudgeFailed:
                     item.contexts.append(ContextCheck(pred=i, gold=j, match=None, how="judge_error"))
                     raise

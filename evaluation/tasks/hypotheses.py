@@ -154,7 +154,8 @@ def _folder(key: str) -> str:
 def _json_values(text: str) -> list[Any]:
     """Every JSON value in ``text``: one document, JSON lines, or upstream's stream of pretty-printed objects."""
     decoder = json.JSONDecoder()
-    values, pos = [], 0
+    values: list[Any] = []
+    pos = 0
     while True:
         while pos < len(text) and text[pos] in " \t\r\n,":
             pos += 1
@@ -202,12 +203,12 @@ def _rows_layout(rows: list[dict[str, Any]], label: str, tasks: Mapping[str, Any
         if not isinstance(hypo, str) or not hypo.strip():
             raise SubmissionCheckError(f"{label}: row {n} ({ident[0]}, metadata {ident[1]}, query {ident[2]}) has "
                                        "no hypothesis (hypothesis, gen_hypo or pred_hypo).")
-        key = by_id.get(ident)
-        if key is None:
+        found = by_id.get(ident)
+        if found is None:
             raise SubmissionCheckError(f"{label}: row {n} is for {printable(ident[0])}, metadata {ident[1]}, query "
                                        f"{ident[2]}, which the release does not have.")
         wf = next((row[k] for k in ("workflow", "gen_workflow", "pred_workflow", "WorkflowB") if row.get(k)), "")
-        out.append(HypothesisAnswer(task=key, hypothesis=hypo, workflow=str(wf)))
+        out.append(HypothesisAnswer(task=found, hypothesis=hypo, workflow=str(wf)))
     return out
 
 
@@ -304,7 +305,8 @@ def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
     if not _tasks(release):
         raise SubmissionCheckError(f"Release {release.version} holds no hypothesis tasks; a hypotheses run needs a "
                                    "release cut with DiscoveryBench queries.")
-    out, where = [], {}
+    out: list[CheckedFile] = []
+    where: dict[str, str] = {}
     for fname, data in files:
         answers = read_answers(data, label=fname, release=release)
         if max_items is not None and len(answers) > max_items:
