@@ -62,7 +62,7 @@ def settle(item: ItemResult, mode: HMSMode) -> ItemResult:
 
     An item whose judge failed before any facet existed stays a judge error with its message. ``discoverybench``
     lets the sentinels (-1) flow into the products as upstream does; ``default`` never has them."""
-    if item.status == "unanswered":
+    if item.status in ("unanswered", "budget_exhausted"):
         return item
     gold, pred = _subs(item.gold), _subs(item.predicted)
     if not gold or not pred:
@@ -129,6 +129,8 @@ def check_override(item: ItemResult, o: FacetOverride) -> str:
     """Raises :class:`OverrideRefused` when ``o`` does not fit ``item``; returns a description of the change."""
     if item.status == "unanswered":
         raise OverrideRefused(f"query {item.task} was not answered; there is nothing to judge.")
+    if item.status == "budget_exhausted":
+        raise OverrideRefused(f"query {item.task} was not scored (the run's time budget ran out); re-score the run.")
     _parse_pair(o.pair, item)
     v = o.value
     if o.facet == "context":

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 HMSMode = Literal["default", "discoverybench"]
-Status = Literal["scored", "judge_error", "unanswered"]
+Status = Literal["scored", "judge_error", "unanswered", "budget_exhausted"]
 #: relationship levels (DiscoveryBench: A very similar, B similar but more general than the gold, C different)
 LEVEL_SCORES = {"A": 1.0, "B": 0.5, "C": 0.0}
 

@@ -391,6 +391,11 @@ def score(ctx: ScoringContext) -> ScoredRun:
         if a is None:
             item.status, item.hms, item.message = "unanswered", 0.0, "No answer was submitted for this query."
             item.gold_hypothesis = t.gold.hypothesis
+        elif ctx.budget.exhausted():
+            item.status, item.gold_hypothesis, item.predicted_hypothesis = "budget_exhausted", t.gold.hypothesis, \
+                a.hypothesis
+            item.message = (f"Not scored: the run's time budget of {ctx.limits.run_budget_s:g} s "
+                            "(FORKPATHS_SCORE_RUN_BUDGET_S) ran out first.")
         else:
             gold = GoldHypothesis(hypothesis=t.gold.hypothesis, workflow=t.gold.workflow or "",
                                   context=t.gold.context, variables=t.gold.variables,
@@ -416,6 +421,11 @@ def score(ctx: ScoringContext) -> ScoredRun:
     result = HypothesesResult(release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
                               mode=mode, judge=judge.configuration(), items=items,
                               scores=aggregate(items), notes=notes)
+    out_of_time = sum(1 for i in items if i.status == "budget_exhausted")
+    if out_of_time:
+        notes.append(f"The run's time budget of {ctx.limits.run_budget_s:g} s (FORKPATHS_SCORE_RUN_BUDGET_S) ran out "
+                     f"with {_n(out_of_time, 'query', 'queries')} of {len(items)} not scored (status "
+                     "'budget_exhausted', left out of HMS).")
     errors = sum(1 for i in items if i.status == "judge_error")
     message = " ".join(notes + ([f"{errors} of {_n(len(items), 'query', 'queries')} "
                                  f"{'is a judge error' if errors == 1 else 'are judge errors'} (not in HMS); an "
@@ -444,6 +454,7 @@ def _group(items: list[ItemResult], n_bootstrap: int, seed: int) -> dict[str, An
     return {"hms": est.model_dump(mode="json"), "queries": len(items), "scored": len(scored),
             "judge_errors": sum(1 for i in items if i.status == "judge_error"),
             "unanswered": sum(1 for i in items if i.status == "unanswered"),
+            "not_scored": sum(1 for i in items if i.status == "budget_exhausted"),
             "context": _mean([i.recall_context for i in scored if i.recall_context is not None]),
             "variables_f1": _mean([m.variables.f1 for m in pairs if m.variables is not None]),
             "relationship": _mean([m.relationship.score for m in pairs if m.relationship is not None]),

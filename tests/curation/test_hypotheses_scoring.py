@@ -210,3 +210,15 @@ def test_the_expression_facet_runs_the_code_in_the_sandbox(world, os_sandbox):
         run = world.score(answers_file(code=code))
         synth = next(i for i in result_of(world, run).items if i.task.startswith("synth/"))
         assert synth.expression.status == "error" and words in synth.expression.message, synth.expression
+
+
+def test_a_run_whose_time_budget_runs_out_says_so(world):
+    from curation.services.scoring import ScoringLimits
+
+    run = world.register()
+    run = execute_run(world.engine, run.id, runs_root=world.runs, releases_root=world.releases, judges=world.judges,
+                      limits=ScoringLimits(run_budget_s=0.000001))
+    assert run.status == "succeeded"
+    o = run.scores["overall"]
+    assert o["not_scored"] == 3 and o["unanswered"] == 1 and world.server.requests == []
+    assert "ran out with 3 queries of 4 not scored" in run.message
