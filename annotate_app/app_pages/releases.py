@@ -117,8 +117,8 @@ with tab_list:
         for kind, columns, caption in [
             ("BLADE analyses", ["dataset", "decisions", "votes", "MCQs"], None),
             ("DiscoveryBench hypotheses", ["dataset", "files", "tasks", "with gold", "to curate", "candidates", "votes"],
-             "Hypothesis tasks: every query of each folder is released; one without a gold hypothesis is still to "
-             "curate (stages 1-3) and is left out of scoring until it has one.")]:
+             "Every query of each folder is released as a hypothesis task; one without a gold hypothesis is still "
+             "to curate (stages 1-3): there is no gold to score it against yet.")]:
             rows = [r for r in contents if r["kind"] == kind]
             if rows:
                 st.caption(f"{kind}: {plural(len(rows), 'dataset')}" + (f". {caption}" if caption else ""))

@@ -521,9 +521,10 @@ def _layout_skips(summary: Mapping[str, Mapping[str, int]], fmt: str) -> dict[st
     hypotheses = {name for name, counts in summary.items() if "files" in counts}
     if fmt == "blade":
         return {name: f"'{name}' is a dataset of hypothesis tasks (DiscoveryBench), which BLADE's layout has no "
-                      "place for; export the release with --format discoverybench to get it." for name in hypotheses}
+                      "place for; export the release with --format discoverybench to get it."
+                for name in sorted(hypotheses)}
     return {name: f"'{name}' is not a DiscoveryBench folder (a BLADE dataset of analysis decisions); export the "
-                  "release with --format blade or native to get it." for name in summary if name not in hypotheses}
+                  "release with --format blade or native to get it." for name in sorted(set(summary) - hypotheses)}
 
 
 @judges_actor
@@ -541,7 +542,7 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
     one. A count that does not apply is ``None``."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     rows = []
-    for name, c in _record(session, version).summary.items():
+    for name, c in sorted(_record(session, version).summary.items()):
         tasks = "files" in c
         rows.append({
             "dataset": name,
