@@ -133,9 +133,10 @@ with tab_list:
             if len(skips) == len(contents) and skips:
                 col.caption(f"No {label.split(' (')[0]}: none of this release's datasets fits it.")
                 continue
+            prepare = col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld))
             if skips:
                 col.caption(f"Leaves out {', '.join(f'`{n}`' for n in skips)} (named in NOT_EXPORTED.md).")
-            if col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld)):
+            if prepare:
                 archive = context.attempt(lambda s, f=fmt: release_archive(session=s, actor=user, version=pick,
                                                                            fmt=f, releases_root=root))
                 if archive is not None:
