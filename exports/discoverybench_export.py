@@ -131,7 +131,8 @@ def _task_folder(ds: DatasetRelease, release_dir: Path) -> TaskFolder:
     assert source is not None
     kind, split, name = source
     home = f"data/{ds.name}"
-    stray = [f.path for f in ds.files if f.path != f"{home}/{f.name}"]
+    # a DiscoveryBench folder is flat: a file in a subfolder (or elsewhere) would be silently left behind
+    stray = [f.path for f in ds.files if f.path != f"{home}/{f.name}" or "/" in f.name]
     if stray:
         raise FormatError(f"dataset {ds.name!r}: file(s) {', '.join(stray)} are not where a DiscoveryBench folder "
                           f"keeps them ({home}/<name>); this release cannot be written in DiscoveryBench's layout.")

@@ -167,6 +167,8 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
     release = read_release(world["root"] / record.path)
     task = next(t for d in release.datasets for t in d.hypothesis_tasks if t.key.endswith("bmi/metadata_0/q1"))
     assert task.candidates[0].author == f"A{ana.id}"  # a pseudonym, never the user name
+    bmi = next(d for d in release.datasets if d.name == "db_real_test_bmi")
+    assert [a.id for a in bmi.annotators] == [f"A{ana.id}"]
     assert task.gold is not None and task.gold.source == "consensus"
     assert "ana-seam" not in (world["root"] / record.path / "release.json").read_text()
     out = _export(world, "1.0.0", "discoverybench", tmp_path / "out")

@@ -328,3 +328,19 @@ def test_a_task_that_is_not_a_query_of_its_folder_is_refused(tree: Path, tmp_pat
                                           r"metadata_0\.json \(no qid 9\)"):
         write_discoverybench_release(changed, folder, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_file_outside_the_flat_folder_is_refused_by_the_export(tree: Path, tmp_path: Path) -> None:
+    release, data_files, dataset_files = release_of_tree(tree)
+    bmi = _bmi(release)
+    extra = tmp_path / "nested.csv"
+    extra.write_bytes(b"a\n1\n")
+    nested = ReleaseFile(name="sub/nested.csv", path=f"data/{bmi.name}/sub/nested.csv", sha256=_sha(extra.read_bytes()),
+                         size=4)
+    changed = _with(release, bmi.name, files=[*bmi.files, nested])
+    files = {**dataset_files, bmi.name: {**dataset_files[bmi.name], "sub/nested.csv": extra}}
+    folder = write_release(changed, data_files, tmp_path / "rel", dataset_files=files)
+    assert read_release(folder) == changed  # the native format holds it
+    with pytest.raises(FormatError, match=r"data/db_real_test_bmi/sub/nested\.csv are not where a DiscoveryBench "
+                                          r"folder keeps them"):
+        write_discoverybench_release(changed, folder, tmp_path / "out")
