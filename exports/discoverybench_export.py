@@ -12,8 +12,9 @@ puts the folder back at ``<kind>/<split>/<folder>/`` and writes the answer keys:
   gets the gold the experts decided);
 - a task still to be curated (no gold) keeps its query and gets no answer-key row.
 
-Answer-key rows are written in upstream's order (dataset, ``metadataid``, ``query_id``, compared as text, as
-in upstream's files) with CRLF line ends; an export of an unchanged import therefore equals upstream's files.
+Answer-key rows are written in the order the import read them (recorded per dataset in its ``extra``), else in
+upstream's order (dataset, ``metadataid``, ``query_id``, compared as text), with CRLF line ends and upstream's
+four columns; an export of an unchanged import therefore equals upstream's files.
 Datasets that are not DiscoveryBench folders (BLADE datasets) are not part of this layout: they are named in
 ``NOT_EXPORTED.md`` at the top of the export. ``ATTRIBUTION.md`` carries the release's licence and
 attribution (DiscoveryBench's data is ODC-By: the attribution travels with it).
@@ -143,6 +144,18 @@ def _task_folder(ds: DatasetRelease, release_dir: Path) -> TaskFolder:
     return read.model_copy(update={"name": name})
 
 
+def _in_order(rows: list[AnswerKeyRow], recorded: Mapping[tuple[str, int, int], int]) -> list[AnswerKeyRow]:
+    """Answer-key rows in the order they were read where the import recorded it (each dataset's rows together,
+    from its first recorded row), else upstream's: dataset, ``metadataid``, ``query_id`` compared as text. A row
+    with no recorded place (gold decided by consensus) goes after its dataset's recorded rows."""
+    first: dict[str, int] = {}
+    for (dataset, _, _), row in recorded.items():
+        first[dataset] = min(row, first.get(dataset, row))
+    never = 1 << 62
+    return sorted(rows, key=lambda r: (first.get(r.dataset, never), r.dataset, recorded.get(r.key, never),
+                                       str(r.metadataid), str(r.query_id)))
+
+
 def write_discoverybench_release(release: Release, release_dir: Path, out: Path) -> DiscoveryBenchExport:
     """Write the DiscoveryBench datasets of an (unpacked, verified) release in DiscoveryBench's layout at ``out``.
 
@@ -171,6 +184,7 @@ def write_discoverybench_release(release: Release, release_dir: Path, out: Path)
         rows: dict[str, list[AnswerKeyRow]] = {}
         rewritten: list[str] = []
         places: dict[str, str] = {}
+        order: dict[str, dict[tuple[str, int, int], int]] = {}
         problems: list[str] = []
         for ds in datasets:
             folder = _task_folder(ds, release_dir)
@@ -179,6 +193,11 @@ def write_discoverybench_release(release: Release, release_dir: Path, out: Path)
                                   f"folder {folder.relative}; a tree holds it once.")
             places[folder.relative] = ds.name
             folders.append(folder)
+            recorded = (ds.extra.get("discoverybench") or {}).get("answer_key_rows") or {}
+            for place, row in recorded.items():
+                k, _, qid = str(place).removeprefix("metadata_").partition("/q")
+                if isinstance(row, int) and k.isdigit() and qid.isdigit():
+                    order.setdefault(folder.kind, {})[(folder.name, int(k), int(qid))] = row
             changed: set[int] = set()
             for task in ds.hypothesis_tasks:
                 query = _query(folder, task)
@@ -199,8 +218,7 @@ def write_discoverybench_release(release: Release, release_dir: Path, out: Path)
             rewritten += [f"{folder.relative}/metadata_{k}.json" for k in sorted(changed)]
         if problems:
             raise FormatError("; ".join(problems))
-        keys = {kind: AnswerKey(kind=kind, rows=sorted(found, key=lambda r: (r.dataset, str(r.metadataid),  # type: ignore[arg-type]
-                                                                               str(r.query_id))))
+        keys = {kind: AnswerKey(kind=kind, rows=_in_order(found, order.get(kind, {})))  # type: ignore[arg-type]
                 for kind, found in rows.items()}
         notices = []
         attribution = _attribution(release)

@@ -215,3 +215,19 @@ def test_the_command_line_exports_discoverybench_and_says_what_blade_cannot_hold
     err = capsys.readouterr().err
     assert "holds only datasets of hypothesis tasks (DiscoveryBench), which BLADE's layout has no place for" in err
     assert not (tmp_path / "b" / "1.0.0-blade").exists()
+
+
+def test_answer_key_rows_come_back_in_the_order_they_were_read(world, tmp_path):  # type: ignore[no-untyped-def]
+    from tests.exports.discoverybench_helpers import make_folder, real_metadata
+
+    tree = make_tree(tmp_path / "tree")
+    make_folder(tree / "real" / "test", "alpha", {0: real_metadata(), 10: real_metadata(), 9: real_metadata()})
+    # not upstream's (text) order: bmi before alpha, metadata 10 before 9
+    key = (ANSWER_KEY + b"alpha,10,0,Ten.\r\nalpha,9,0,Nine.\r\n")
+    (tree / "answer_key_real.csv").write_bytes(key)
+    _import(world["engine"], world["store"], tree)
+    ana = f.user(world["engine"], "ana-order")
+    _cut(world, "1.0.0", hypothesis_parts=_parts(ana.id))  # plus one consensus row for bmi (no recorded place)
+    out = _export(world, "1.0.0", "discoverybench", tmp_path / "out")
+    assert (out / "answer_key_real.csv").read_bytes() == (
+        ANSWER_KEY + b"bmi,0,1,Age and income explain BMI.\r\nalpha,10,0,Ten.\r\nalpha,9,0,Nine.\r\n")
