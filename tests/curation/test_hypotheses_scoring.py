@@ -222,3 +222,47 @@ def test_a_run_whose_time_budget_runs_out_says_so(world):
     o = run.scores["overall"]
     assert o["not_scored"] == 3 and o["unanswered"] == 1 and world.server.requests == []
     assert "ran out with 3 queries of 4 not scored" in run.message
+
+
+def test_a_release_cut_from_imported_discoverybench_folders_is_scored(sqlite_engine, tmp_path, os_sandbox):
+    """The whole path: DiscoveryBench folders imported, a release cut by the service (its hypothesis tasks with
+    gold from the answer key, the metadata and the synthetic expression), then an agent's answers scored."""
+    from curation.models import Role
+    from curation.services import releases as rel
+    from curation.services.discoverybench_import import import_discoverybench
+    from tests import factories as f
+    from tests.curation.hms_world import HMSWorld
+    from tests.evaluation.hms_script import HMSScript, sub
+    from tests.exports.test_release_hypotheses import make_tree
+
+    store = tmp_path / "store"
+    with session_scope(sqlite_engine) as s:
+        import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "db"), store=store,
+                              max_bytes=200 * 2**20)
+    curator = f.user(sqlite_engine, "cura-db", Role.CURATOR)
+    with session_scope(sqlite_engine) as s:
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=tmp_path / "releases",
+                        store=store)
+    script = HMSScript(decompositions={
+        "BMI rises with age, then falls.": [sub("g", "adults", ["BMI", "age"], "rises then falls")],
+        "BMI goes up with age.": [sub("p", "adults", ["BMI", "age"], "positive")],
+        "Tempo drives sell-outs.": [sub("g", "concerts", ["tempo", "sell-outs"], "drives")],
+        "Fast songs sell out.": [sub("p", "concerts", ["tempo", "sell-outs"], "positive")]},
+        variables={"P0|G0": [[1, 1], [2, 2]]}, relationships={"P0|G0": "B"})
+    answers = {"format": "forkpaths-hypotheses", "format_version": "1.0", "answers": [
+        {"task": "real/test/bmi/metadata_0/q0", "hypothesis": "BMI goes up with age.", "workflow": "regress"},
+        {"task": "synth/dev/jazz_0_0/metadata_0/q7", "hypothesis": "Fast songs sell out.", "workflow": "t-test",
+         "code": "hypothesis_values = (df['sold_out'] > 0.5).astype(float)"}]}
+    with ScriptedLLM(script) as server:
+        world = HMSWorld(engine=sqlite_engine, releases=tmp_path / "releases", runs=tmp_path / "runs",
+                         server=server, cache=tmp_path / "llm", curator=curator,
+                         evaluator=f.user(sqlite_engine, "eva-db", Role.EVALUATOR), evaluator2=curator,
+                         analyst=curator, script=script)
+        run = world.score(json.dumps(answers).encode(), version="1.0.0")
+    assert run.status == "succeeded", run.message
+    items = {i.task: i for i in result_of(world, run).items}
+    # bmi: q0 scored (0.5), q1 and q2 have no gold (still to curate): not items; jazz q7: scored, expression passed
+    assert set(items) == {"real/test/bmi/metadata_0/q0", "synth/dev/jazz_0_0/metadata_0/q7"}
+    assert items["real/test/bmi/metadata_0/q0"].hms == 0.5
+    assert items["synth/dev/jazz_0_0/metadata_0/q7"].expression.status == "passed"
+    assert "2 queries of the datasets answered have no gold hypothesis yet" in run.message
