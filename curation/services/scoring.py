@@ -182,6 +182,8 @@ def dataset_gt_hash(ds: DatasetRelease) -> str:
     payload = {"data_sha256": ds.data_sha256, "variables": [v.model_dump(mode="json") for v in ds.variables],
                "transforms": [t.model_dump(mode="json") for t in ds.transforms],
                "models": [m.model_dump(mode="json") for m in ds.models]}
+    if ds.programmatic_tasks:  # only when present, so the hashes of releases without them are unchanged
+        payload["programmatic_tasks"] = [t.model_dump(mode="json") for t in ds.programmatic_tasks]
     return hashlib.sha256(_canonical(payload)).hexdigest()
 
 
