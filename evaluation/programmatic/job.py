@@ -317,3 +317,45 @@ def run_checks(ctx: JobContext) -> dict[str, Any]:
             _restore([outputs, gt], expected)
         results.append(result)
     return {"ok": True, "checks": results}
+
+
+SOLUTION_JOB = "programmatic.run_solution"
+MAX_SOLUTION_OUTPUT_BYTES = 50 * 1024 * 1024
+
+
+@sandbox_job(SOLUTION_JOB)
+def run_solution(ctx: JobContext) -> dict[str, Any]:
+    """Run a candidate solution's code in a folder holding the task's input files; hand back the files it wrote
+    (new or changed, bounded). The code runs in a child process; the measurer reads the folder afterwards."""
+    payload = ctx.payload
+    ctx.close_data()
+    folder = ctx.work / "task"
+    folder.mkdir(parents=True, exist_ok=True)
+    inputs: dict[str, bytes] = {}
+    for rel, encoded in (payload.get("inputs") or {}).items():
+        name = os.path.basename(str(rel))
+        data = base64.b64decode(encoded)
+        (folder / name).write_bytes(data)
+        inputs[str(folder / name)] = data
+    check = {"code": "def _forkpaths_solution(_gt):\n    import runpy\n    runpy.run_path('solution.py', "
+                     "run_name='__main__')\n    return True\n", "timeout_s": payload.get("timeout_s", 60)}
+    (ctx.work / "solution.py").write_text(str(payload.get("code") or ""), encoding="utf-8")
+    # the child runs in the task folder with the solution beside it; writes are allowed there (its outputs)
+    os.replace(ctx.work / "solution.py", folder / "solution.py")
+    inputs[str(folder / "solution.py")] = (folder / "solution.py").read_bytes()
+    result = _run_one(ctx, check, folder, folder, folder)
+    files: dict[str, str] = {}
+    total = 0
+    for dirpath, _dirs, filenames in os.walk(folder):
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            data = Path(path).read_bytes()
+            if inputs.get(path) == data:
+                continue
+            total += len(data)
+            if total > MAX_SOLUTION_OUTPUT_BYTES:
+                return {"ok": True, "run": result, "files": {}, "too_large": True}
+            files[os.path.relpath(path, folder)] = base64.b64encode(data).decode("ascii")
+    return {"ok": True, "run": result, "files": files}
