@@ -148,7 +148,7 @@ class Alternative(_Strict):
 
 
 class Vote(_Strict):
-    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis"]
+    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis", "prog_check", "prog_artifact"]
     target_id: str
     annotator: str
     question: str = Field(description="e.g. justifiable, can_derive_from_data, is_suited_to_cv")
@@ -162,7 +162,7 @@ class ConsensusRecord(_Strict):
     """An item's ground-truth status. ``contested`` is a final state (voters heard, no rule threshold met, or a
     meeting left it open); ``unjudged``: nobody voted. ``split``/``unresolved`` are format-1.0 values."""
 
-    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis"]
+    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis", "prog_check", "prog_artifact"]
     target_id: str
     status: Literal["justifiable", "unjustifiable", "contested", "unjudged", "split", "unresolved"]
     basis: str = Field(default="", description="rule | meeting | imported")
