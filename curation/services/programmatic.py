@@ -262,9 +262,11 @@ def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_i
                                           source="imported", payload=a.model_dump(), position=pos))
         for pos, c in enumerate(t.checks):
             payload = _check_payload(c.model_dump())
+            # evidence the gate left with the task (a release, the starter tree): about exactly this code
+            kept = {**c.gate, "code_hash": code_hash(payload)} if c.gate and not run_gate else None
             items.append(ProgrammaticItem(task_id=task.id or 0, dataset_id=dataset_id, kind="check",
                                           source="imported", payload=payload, position=len(t.artifacts) + pos,
-                                          extra={"imported_id": c.id, "provenance": c.provenance}))
+                                          gate=kept, extra={"imported_id": c.id, "provenance": c.provenance}))
         for item in items:
             session.add(item)
         session.flush()

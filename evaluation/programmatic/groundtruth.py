@@ -275,7 +275,8 @@ def ask_checks(client: LLMClient, task: ProgrammaticTaskRelease, artifacts: Sequ
 
 
 def wrong_outputs(artifacts: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]:
-    """Known wrong outputs made from the accepted artifacts: each table with its last row dropped, with its
+    """Known wrong outputs made from the accepted artifacts: each table with its first row duplicated, with its
+    last row dropped, with its
     numbers shifted by 10 %, with a missing value in its first cell; each JSON/text with its numbers shifted;
     each image replaced by a blank one. Labelled by what was changed."""
     out: dict[str, dict[str, bytes]] = {}
@@ -289,6 +290,9 @@ def wrong_outputs(artifacts: Mapping[str, bytes]) -> dict[str, dict[str, bytes]]
                 frame = pd.read_csv(io.BytesIO(data), sep=sep)
             except Exception:  # noqa: BLE001 - not a table pandas reads: no table mutation
                 continue
+            if len(frame):
+                doubled = pd.concat([frame, frame.iloc[:1]], ignore_index=True)
+                out[f"{path}: first row duplicated"] = {**artifacts, path: doubled.to_csv(index=False, sep=sep).encode()}
             if len(frame) > 1:
                 out[f"{path}: last row dropped"] = {**artifacts, path: frame.iloc[:-1].to_csv(index=False, sep=sep).encode()}
             shifted = frame.copy()

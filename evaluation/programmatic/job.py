@@ -210,7 +210,8 @@ def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
 _STATUSES = {"value", "syntax", "no_function", "raised", "refused", "rule_error", "not_boolean", "memory"}
 
 
-def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, scratch: Path) -> dict[str, Any]:
+def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, scratch: Path,
+             writable: Path | None = None) -> dict[str, Any]:
     from evaluation.sandbox import namespaces
     from evaluation.sandbox.guard import Guard
 
@@ -232,7 +233,7 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
             import tempfile
 
             tempfile.tempdir = str(scratch)
-            ctx.guard = Guard(str(scratch))
+            ctx.guard = Guard(str(writable or scratch))
             ctx.untrusted()
             sys.addaudithook(_pickle_guard)
             _child(check, gt_path, write_fd)
@@ -343,7 +344,9 @@ def run_solution(ctx: JobContext) -> dict[str, Any]:
     # the child runs in the task folder with the solution beside it; writes are allowed there (its outputs)
     os.replace(ctx.work / "solution.py", folder / "solution.py")
     inputs[str(folder / "solution.py")] = (folder / "solution.py").read_bytes()
-    result = _run_one(ctx, check, folder, folder, folder)
+    scratch = ctx.work / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    result = _run_one(ctx, check, folder, folder, scratch, writable=ctx.work)
     files: dict[str, str] = {}
     total = 0
     for dirpath, _dirs, filenames in os.walk(folder):

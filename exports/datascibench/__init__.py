@@ -43,6 +43,7 @@ __all__ = ["DataSciBenchError", "DataSciBenchTask", "normalise_task_type", "read
            "write_task", "write_tree"]
 
 MAX_ARTIFACT_BYTES = 20 * 1024 * 1024
+REFERENCE_SOLUTION = "test_gt.py"  # the reference solution DataSciBench keeps in gt/: not an artifact
 _KEYWORDS = (("clean", 0), ("preprocess", 0), ("explor", 1), ("statistic", 1), ("visual", 2), ("plot", 2),
              ("predict", 3), ("model", 3), ("mining", 4), ("pattern", 4), ("interpret", 5), ("report", 5))
 _TASK_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -124,10 +125,12 @@ def _parse_metric(text: str, *, label: str) -> tuple[str, list[ProgrammaticCheck
             raise DataSciBenchError(f"{where}: task_name {entry['task_name']!r} is none of DataSciBench's six task "
                                     f"types ({'; '.join(PROGRAMMATIC_TASK_TYPES)}).")
         rule = entry.get("rule")
+        gate = entry.get("gate")
         checks.append(ProgrammaticCheck(
             id=str(entry.get("id") or f"c{i + 1}"), task_type=task_type, function=str(entry["function"]),
             metric=str(entry["metric"]), code=str(entry["code"]), rule=str(rule) if rule not in (None, "") else None,
             ground_truth=_safe_rel(str(entry.get("ground_truth") or ""), where=where),
+            gate=gate if isinstance(gate, dict) else {},
             provenance={"source": "datascibench", "task_name": str(entry["task_name"])}))
     ids = [c.id for c in checks]
     if len(set(ids)) != len(ids):
@@ -164,6 +167,7 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
     prompt, checks = _parse_metric(text, label=label)
     extra: dict[str, Any] = {}
     data_source_type = ""
+    named_inputs: Any = None
     prompt_path = data_dir / "prompt.json"
     if prompt_path.is_file():
         try:
@@ -175,6 +179,7 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
         prompt = str(pj.get("prompt") or prompt)
         data_source_type = str(pj.get("data_source_type") or "")
         extra = {"prompt_json": {k: v for k, v in pj.items() if k not in ("prompt", "data_source_type")}}
+        named_inputs = pj.get("input_files")
     if not prompt.strip():
         raise DataSciBenchError(f"task {key}: neither data/{key}/prompt.json nor {label} has a prompt.")
     artifacts, inputs = [], {}
@@ -183,7 +188,9 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
         for path in sorted(gt_dir.rglob("*")):
             if path.is_symlink():
                 raise DataSciBenchError(f"data/{key}/gt/{path.relative_to(gt_dir)} is a symbolic link.")
-            if path.is_file():
+            if path.is_file() and path.name == REFERENCE_SOLUTION:
+                extra["reference_solution"] = path.read_text(encoding="utf-8", errors="replace")
+            elif path.is_file():
                 artifacts.append(_artifact(path, path.relative_to(gt_dir).as_posix()))
     if data_dir.is_dir():
         for path in sorted(data_dir.iterdir()):
@@ -193,7 +200,10 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
         if c.ground_truth and c.ground_truth not in {a.path for a in artifacts} and not (gt_dir / c.ground_truth).is_dir():
             raise DataSciBenchError(f"{label}: check {c.id} names ground_truth {c.ground_truth!r}, which data/{key}/gt/ "
                                     "does not have.")
-    task = ProgrammaticTaskRelease(key=key, prompt=prompt, input_files=sorted(inputs),
+    input_files = sorted(inputs)
+    if isinstance(named_inputs, list):  # forkpaths: the task reads files of a registered dataset (not copied)
+        input_files = [str(n) for n in named_inputs]
+    task = ProgrammaticTaskRelease(key=key, prompt=prompt, input_files=input_files,
                                    data_source_type=data_source_type, artifacts=artifacts, checks=checks, extra=extra)
     return DataSciBenchTask(task=task, inputs=inputs)
 
@@ -248,12 +258,16 @@ def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, byte
             entry["ground_truth"] = c.ground_truth
         if c.rule:
             entry["rule"] = c.rule
+        if c.gate:
+            entry["gate"] = c.gate
         entries.append(entry)
     doc = {"prompt": _Literal(task.prompt), "TMC-list": entries}
     (metric_dir / "metric.yaml").write_text(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
                                                       width=120), encoding="utf-8")
     pj = {"prompt": task.prompt, "data_source_type": task.data_source_type,
           **(task.extra.get("prompt_json") or {})}
+    if task.extra.get("reference_solution"):
+        (data_dir / "gt" / REFERENCE_SOLUTION).write_text(task.extra["reference_solution"], encoding="utf-8")
     (data_dir / "prompt.json").write_text(json.dumps(pj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for a in task.artifacts:
         target = data_dir / "gt" / _safe_rel(a.path, where=f"task {task.key}")
