@@ -34,9 +34,9 @@ def format_outcome(outcome: Any) -> str:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from curation.errors import CurationError
+    from curation.services.sandbox_setting import configure_sandbox
     from evaluation.programmatic.outputs import OutputsError, read_output_folder
     from evaluation.programmatic.runner import CheckLimits, run_checks
-    from curation.services.sandbox_setting import configure_sandbox
 
     try:
         files = read_output_folder(Path(args.outputs))

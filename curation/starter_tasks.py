@@ -220,8 +220,8 @@ def build_starter_tasks(datasets_dir: Path) -> list[ProgrammaticTaskRelease]:
     Raises:
         RuntimeError: a reference solution failed, or a check did not pass the release gate.
     """
-    from exports.datascibench import write_task
     from evaluation.programmatic.groundtruth import gate, run_solution
+    from exports.datascibench import write_task
 
     root = starter_task_tree(datasets_dir)
     if root.exists():

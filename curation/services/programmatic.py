@@ -64,6 +64,7 @@ __all__ = [
     "generate_candidates",
     "import_programmatic_tasks",
     "list_programmatic_tasks",
+    "programmatic_run_details",
     "propose_artifact",
     "propose_check",
     "release_programmatic_tasks",
@@ -474,3 +475,47 @@ def task_for_scoring(*, session: Session, actor: User, key: str) -> Programmatic
         known = session.exec(select(ProgrammaticTask.key)).all()
         raise NotFoundError(f"There is no programmatic task {key!r} (known: {', '.join(known) or 'none'}).")
     return _release_task(session, task)
+
+
+@dataclass
+class RunDetails:
+    """A programmatic run's result and the output files it scored: {(run label, task): {path: bytes}}."""
+
+    result: Any
+    outputs: dict[tuple[str, str], dict[str, bytes]]
+
+
+@judges_actor
+def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs_root: Path) -> RunDetails:
+    """The result file and the submitted output folders of a succeeded programmatic run (evaluators, curators,
+    admins; refused to whoever is blind to the release's ground truth, which the result quotes).
+
+    Raises:
+        NotFoundError / ScoringError: no such run, not a programmatic run, or its files are gone or altered.
+    """
+    from curation.errors import ScoringError
+    from curation.services.blinding import withheld_ground_truth
+    from curation.services.scoring import get_run, stored_submissions
+    from evaluation.programmatic.outputs import read_outputs_zip, split_by_task
+    from evaluation.tasks.programmatic import read_result
+
+    run = get_run(session=session, actor=actor, run_id=run_id)
+    if run.kind != "programmatic" or not run.result_path:
+        raise NotFoundError(f"Run {run_id} is not a scored programmatic run.")
+    _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=run.release_version,
+                                        names=sorted(run.dataset_hashes))
+    if withheld:
+        from curation.errors import BlindingViolation
+
+        raise BlindingViolation(f"{withheld} The run's details show it.")
+    try:
+        result = read_result((runs_root / run.result_path).read_bytes())
+    except (OSError, ValueError) as exc:
+        raise ScoringError(f"Run {run_id}: its result file {run.result_path} cannot be read ({exc}).") from exc
+    keys = {o.task for o in result.outcomes}
+    outputs: dict[tuple[str, str], dict[str, bytes]] = {}
+    for index, (name, data) in enumerate(stored_submissions(run, runs_root)):
+        label = f"run {index + 1} ({name})"
+        for task, files in split_by_task(read_outputs_zip(data, label=name), keys, label=name).items():
+            outputs[(label, task)] = files
+    return RunDetails(result, outputs)

@@ -41,7 +41,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from evaluation.llm import DATA_NOTICE, LLMClient, ParseError, quote
 from evaluation.llm.parsing import extract_json
-from evaluation.programmatic.runner import CheckLimits, TaskOutcome, check_code_problem, run_checks
+from evaluation.programmatic.runner import (
+    DEFAULT_CHECK_LIMITS,
+    CheckLimits,
+    TaskOutcome,
+    check_code_problem,
+    run_checks,
+)
 from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticCheck, ProgrammaticTaskRelease
 
 __all__ = ["Agreement", "GateResult", "ProposedCheck", "SolutionRun", "agree", "ask_checks", "ask_solutions",
@@ -345,7 +351,7 @@ def _brief(outcome: TaskOutcome) -> dict[str, Any]:
 
 def gate(task: ProgrammaticTaskRelease, check: ProgrammaticCheck, accepted: Mapping[str, bytes], *,
          gt: Mapping[str, bytes] | None = None, wrong: Mapping[str, Mapping[str, bytes]] | None = None,
-         limits: CheckLimits = CheckLimits()) -> GateResult:
+         limits: CheckLimits = DEFAULT_CHECK_LIMITS) -> GateResult:
     """Run ``check`` on the accepted artifacts (as the output folder) and on known wrong outputs (default:
     :func:`wrong_outputs` of the accepted ones, plus any given). Released only when it passes on the accepted
     artifacts and fails (anything but True) on at least one wrong output; a check that passes on everything is

@@ -20,6 +20,7 @@ else into ``interfered``. This module imports nothing heavy at import time.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -66,7 +67,7 @@ def _materialise(root: Path, files: dict[str, str]) -> dict[str, bytes]:
 
 
 def _seal(root: Path) -> None:
-    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+    for dirpath, _dirnames, filenames in os.walk(root, topdown=False):
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), 0o444)
         os.chmod(dirpath, 0o555)
@@ -200,7 +201,8 @@ def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
             value = ruled
         vtype = f"{type_(value).__module__}.{type_(value).__qualname__}"
         if vtype in ("builtins.bool", "numpy.bool", "numpy.bool_"):
-            send({"status": "value", "value": True if value else False, "type": vtype})
+            # not bool(value): the check may have replaced builtins.bool
+            send({"status": "value", "value": True if value else False, "type": vtype})  # noqa: SIM210
             return
         send({"status": "not_boolean", "type": vtype, "repr": _short(repr(value), 300)})
     except BaseException as exc:  # noqa: BLE001 - a failure of the wrapper itself, still an error outcome
@@ -264,10 +266,8 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
     finally:
         os.close(read_fd)
     if timed_out:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     _, status = os.waitpid(pid, 0)
     seconds = time.perf_counter() - started
     if timed_out:

@@ -27,6 +27,7 @@ from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
 
 __all__ = [
     "ERROR_STATUSES",
+    "DEFAULT_CHECK_LIMITS",
     "CheckLimits",
     "CheckResult",
     "TaskOutcome",
@@ -54,6 +55,9 @@ class CheckLimits:
 
     def describe(self) -> dict[str, Any]:
         return {"check_timeout_s": self.check_timeout_s, "memory_mb": self.memory_mb, "workers": self.workers}
+
+
+DEFAULT_CHECK_LIMITS = CheckLimits()
 
 
 class CheckResult(BaseModel):
@@ -154,7 +158,7 @@ def _error_results(checks: Sequence[ProgrammaticCheck], status: Status, sentence
 
 def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | None, *,
                checks: Sequence[ProgrammaticCheck] | None = None, gt: Mapping[str, bytes] | None = None,
-               limits: CheckLimits = CheckLimits(), run: str = "") -> TaskOutcome:
+               limits: CheckLimits = DEFAULT_CHECK_LIMITS, run: str = "") -> TaskOutcome:
     """Run ``checks`` (default: the task's accepted checks) on one output folder, all in one sandbox job.
 
     ``outputs`` None means the run has no folder for the task: every check scores 0 with status ``no_output``.
@@ -198,7 +202,7 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
 
 
 def run_many(jobs: Sequence[tuple[ProgrammaticTaskRelease, Mapping[str, bytes] | None, str]], *,
-             limits: CheckLimits = CheckLimits(),
+             limits: CheckLimits = DEFAULT_CHECK_LIMITS,
              progress: Callable[[int, int], None] = lambda done, total: None) -> list[TaskOutcome]:
     """Run many (task, output folder, run label) jobs, ``limits.workers`` sandbox jobs at a time, in order."""
     out: list[TaskOutcome | None] = [None] * len(jobs)

@@ -37,7 +37,12 @@ from typing import Any
 import yaml
 
 from exports.errors import FormatError
-from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticArtifact, ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.schema import (
+    PROGRAMMATIC_TASK_TYPES,
+    ProgrammaticArtifact,
+    ProgrammaticCheck,
+    ProgrammaticTaskRelease,
+)
 
 __all__ = ["DataSciBenchError", "DataSciBenchTask", "normalise_task_type", "read_task", "read_tree",
            "write_task", "write_tree"]
