@@ -259,7 +259,7 @@ def test_attacks_through_check_code_with_the_audit_hook_off(tmp_path) -> None:
     assert got["after"] == ("true", 2) and got["gtafter"] == ("true", 2)  # restored before they ran
     assert got["read"] == ("missing_file", 0)
     assert got["patch"][1] == 0 and got["honest"] == ("false", 1)
-    assert got["honest2"] == ("false", 1) and len(got) == 13
+    assert got["honest2"] == ("false", 1) and len(got) == 12
     assert got["fork"][1] == 0 and got["loop"] == ("timeout", 0)
     by_id = {c.check_id: c for c in outcome.checks}
     assert "clean.csv" in by_id["write"].sentence and "extra.csv" in by_id["add"].sentence
