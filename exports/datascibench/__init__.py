@@ -143,6 +143,11 @@ def _parse_metric(text: str, *, label: str) -> tuple[str, list[ProgrammaticCheck
     return str(data.get("prompt") or ""), checks
 
 
+def _parse_metric_prompt(text: str) -> str:
+    data = yaml.safe_load(text)
+    return str(data.get("prompt") or "") if isinstance(data, dict) else ""
+
+
 def _artifact(path: Path, rel: str) -> ProgrammaticArtifact:
     data = path.read_bytes()
     if len(data) > MAX_ARTIFACT_BYTES:
@@ -185,6 +190,9 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
         data_source_type = str(pj.get("data_source_type") or "")
         extra = {"prompt_json": {k: v for k, v in pj.items() if k not in ("prompt", "data_source_type")}}
         named_inputs = pj.get("input_files")
+    metric_prompt = _parse_metric_prompt(text)
+    if metric_prompt and metric_prompt != prompt:
+        extra["metric_prompt"] = metric_prompt  # kept to write the file back as it was
     if not prompt.strip():
         raise DataSciBenchError(f"task {key}: neither data/{key}/prompt.json nor {label} has a prompt.")
     artifacts, inputs = [], {}
@@ -257,7 +265,7 @@ def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, byte
     for c in task.checks:
         if c.status != "accepted":
             continue
-        entry: dict[str, Any] = {"id": c.id, "task_name": c.task_type, "function": c.function, "metric": c.metric,
+        entry: dict[str, Any] = {"id": c.id, "task_name": str(c.provenance.get("task_name") or c.task_type), "function": c.function, "metric": c.metric,
                                  "code": _Literal(c.code.rstrip("\n") + "\n")}
         if c.ground_truth:
             entry["ground_truth"] = c.ground_truth
@@ -266,7 +274,7 @@ def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, byte
         if c.gate:
             entry["gate"] = c.gate
         entries.append(entry)
-    doc = {"prompt": _Literal(task.prompt), "TMC-list": entries}
+    doc = {"prompt": _Literal(str(task.extra.get("metric_prompt") or task.prompt)), "TMC-list": entries}
     (metric_dir / "metric.yaml").write_text(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
                                                       width=120), encoding="utf-8")
     pj = {"prompt": task.prompt, "data_source_type": task.data_source_type,
