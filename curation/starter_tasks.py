@@ -1,7 +1,8 @@
 """Starter programmatic tasks: six DataSciBench-style tasks on the bundled starter datasets, one per task type.
 
 They live in the repository as a DataSciBench tree under ``datasets/programmatic/`` (``metric/<task>/metric.yaml``,
-``data/<task>/prompt.json``, ``data/<task>/gt/``), each ``prompt.json`` naming the starter dataset it reads
+``data/<task>/prompt.json``, ``data/<task>/gt/``; the reference solution as ``gt/test_gt.py.txt``: ``datasets/``
+holds no Python files), each ``prompt.json`` naming the starter dataset it reads
 (``"dataset"``) and the files (``"input_files": ["data.csv"]``). The artifacts in ``gt/`` are what the reference
 solution (``gt/test_gt.py``) writes, run in the sandbox; every check carries the release gate's evidence (its
 outcome on the artifacts and on the known wrong outputs made from them). :func:`build_starter_tasks` makes the
@@ -249,7 +250,7 @@ def build_starter_tasks(datasets_dir: Path) -> list[ProgrammaticTaskRelease]:
                 outcome.pop("detail", None)
             checks.append(check.model_copy(update={"gate": evidence}))
         task = task.model_copy(update={"checks": checks})
-        write_task(root, task)
+        write_task(root, task, reference_name="test_gt.py.txt")  # datasets/ holds no Python files
         out.append(task)
     return out
 

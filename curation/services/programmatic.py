@@ -497,10 +497,11 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs
     from curation.services.blinding import withheld_ground_truth
     from curation.services.scoring import get_run, stored_submissions
     from evaluation.programmatic.outputs import read_outputs_zip, split_by_task
+    from evaluation.tasks import programmatic as kind
     from evaluation.tasks.programmatic import read_result
 
     run = get_run(session=session, actor=actor, run_id=run_id)
-    if run.kind != "programmatic" or not run.result_path:
+    if run.kind != kind.name or not run.result_path:
         raise NotFoundError(f"Run {run_id} is not a scored programmatic run.")
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=run.release_version,
                                         names=sorted(run.dataset_hashes))

@@ -49,6 +49,7 @@ __all__ = ["DataSciBenchError", "DataSciBenchTask", "normalise_task_type", "read
 
 MAX_ARTIFACT_BYTES = 20 * 1024 * 1024
 REFERENCE_SOLUTION = "test_gt.py"  # the reference solution DataSciBench keeps in gt/: not an artifact
+REFERENCE_NAMES = (REFERENCE_SOLUTION, REFERENCE_SOLUTION + ".txt")  # .txt where Python files may not be (datasets/)
 _KEYWORDS = (("clean", 0), ("preprocess", 0), ("explor", 1), ("statistic", 1), ("visual", 2), ("plot", 2),
              ("predict", 3), ("model", 3), ("mining", 4), ("pattern", 4), ("interpret", 5), ("report", 5))
 _TASK_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -201,7 +202,7 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
         for path in sorted(gt_dir.rglob("*")):
             if path.is_symlink():
                 raise DataSciBenchError(f"data/{key}/gt/{path.relative_to(gt_dir)} is a symbolic link.")
-            if path.is_file() and path.name == REFERENCE_SOLUTION:
+            if path.is_file() and path.name in REFERENCE_NAMES:
                 extra["reference_solution"] = path.read_text(encoding="utf-8", errors="replace")
             elif path.is_file():
                 artifacts.append(_artifact(path, path.relative_to(gt_dir).as_posix()))
@@ -253,8 +254,10 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_representer(_Literal, _literal)
 
 
-def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, bytes] | None = None) -> None:
-    """Write one task into a DataSciBench tree at ``root`` (accepted checks only)."""
+def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, bytes] | None = None, *,
+               reference_name: str = REFERENCE_SOLUTION) -> None:
+    """Write one task into a DataSciBench tree at ``root`` (accepted checks only); the reference solution, when
+    the task has one, as ``gt/<reference_name>``."""
     root = Path(root)
     if not _TASK_KEY.match(task.key):
         raise DataSciBenchError(f"{task.key!r} cannot be a DataSciBench task folder name.")
@@ -280,7 +283,9 @@ def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, byte
     pj = {"prompt": task.prompt, "data_source_type": task.data_source_type,
           **(task.extra.get("prompt_json") or {})}
     if task.extra.get("reference_solution"):
-        (data_dir / "gt" / REFERENCE_SOLUTION).write_text(task.extra["reference_solution"], encoding="utf-8")
+        if reference_name not in REFERENCE_NAMES:
+            raise DataSciBenchError(f"the reference solution is named one of {', '.join(REFERENCE_NAMES)}")
+        (data_dir / "gt" / reference_name).write_text(task.extra["reference_solution"], encoding="utf-8")
     (data_dir / "prompt.json").write_text(json.dumps(pj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for a in task.artifacts:
         target = data_dir / "gt" / _safe_rel(a.path, where=f"task {task.key}")

@@ -60,9 +60,8 @@ def team(engine, store, tmp_path):
             submit_analysis(session=s, actor=u, dataset_id=ds.id)
     task = ProgrammaticTaskRelease(key="storms_clean", prompt="Drop storms with no deaths count; write clean.csv.",
                                    input_files=["data.csv"])
-    with session_scope(engine) as s:
-        with pytest.raises(PermissionDenied):
-            import_programmatic_tasks(session=s, actor=ana, dataset_id=ds.id, tasks=[task])
+    with pytest.raises(PermissionDenied), session_scope(engine) as s:
+        import_programmatic_tasks(session=s, actor=ana, dataset_id=ds.id, tasks=[task])
     with session_scope(engine) as s:
         (stored,) = import_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id, tasks=[task], accept=False)
         task_id = stored.id
@@ -87,9 +86,8 @@ def _zip(folders: dict[str, dict[str, bytes]]) -> bytes:
 
 def test_candidates_are_voted_gated_released_and_scored(team) -> None:
     t, engine = team, team["engine"]
-    with session_scope(engine) as s:  # stage 1: nobody reviews yet
-        with pytest.raises(StageError):
-            propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=GOOD)
+    with pytest.raises(StageError), session_scope(engine) as s:  # stage 1: nobody reviews yet
+        propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=GOOD)
     with session_scope(engine) as s:
         set_stage(session=s, actor=t["cur"], dataset_id=t["ds"].id, stage=Stage.REVIEW)
     with session_scope(engine) as s:
