@@ -64,7 +64,8 @@ def render_artifact(user: User, item: CandidateView, voting: bool) -> None:
     p = item.item.payload
     support = item.item.extra.get("support")
     agreed = f" · agreed by {support} of {item.item.extra.get('ok_samples')} samples" if support else ""
-    with st.expander(f"{STATUS.get(item.status, item.status)} · 📄 {p['path']} · {item.item.source}{agreed}"):
+    with st.container(key=f"prog-item-{item.item.id}"), \
+            st.expander(f"{STATUS.get(item.status, item.status)} · 📄 {p['path']} · {item.item.source}{agreed}"):
         st.caption(item.why)
         show_output_file(p["path"], base64.b64decode(p["content_b64"]))
         _vote(user, item, voting)
@@ -74,8 +75,9 @@ def render_check(user: User, view: TaskView, item: CandidateView, voting: bool, 
     p, gate = item.item.payload, item.item.gate or {}
     released = "🚀 released" if item.released else STATUS.get(item.status, item.status)
     edited = f" · edit of {item.item.seed_id[:8]}" if item.item.seed_id else ""
-    with st.expander(f"{released} · {p['function']} / {p['metric']} · {item.item.source}{edited}",
-                     expanded=not item.released):
+    with st.container(key=f"prog-item-{item.item.id}"), \
+            st.expander(f"{released} · {p['function']} / {p['metric']} · {item.item.source}{edited}",
+                        expanded=not item.released):
         st.caption(f"[{p['task_type']}] ground truth: gt/{p.get('ground_truth') or ''} · status: {item.why}")
         st.code(p["code"], language="python")
         if p.get("rule"):

@@ -125,7 +125,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     if outcome.checks:
         st.dataframe(checks_frame(outcome.checks), hide_index=True, key="details.programmatic.checks")
     for c in (c for c in outcome.checks if c.score < 2):
-        with st.expander(f"{STATUS_ICON.get(c.status, '⚠️')} {c.function} / {c.metric}: {c.status}"):
+        with st.expander(f"{STATUS_ICON.get(c.status, '⚠️')} {c.function} / {c.metric}: {c.status}", expanded=True):
             st.write(c.sentence)
             if c.detail:
                 st.code(c.detail, language="text")
