@@ -221,3 +221,18 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     assert [c["status"] for c in outcome["checks"]] == ["false", "false", "false"]
     assert main(["checks", "run", "nope", "--outputs", str(out)]) == 2
     assert "There is no programmatic task 'nope'" in capsys.readouterr().err
+    # forkpaths score --kind programmatic: the reference outputs of every starter task, as one agent run
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", releases_root=settings.releases_store,
+                        store=settings.datasets_store)
+    tree = REPO / "datasets" / "programmatic" / "data"
+    folders = {k: {p.name: p.read_bytes() for p in (tree / k / "gt").iterdir() if not p.name.endswith(".txt")}
+               for k in (t.key for t in tasks)}
+    zipped = tmp_path / "reference.zip"
+    zipped.write_bytes(_zip(folders))
+    result = tmp_path / "result.json"
+    assert main(["score", "--kind", "programmatic", "--release", "1.0.0", "--submission", str(zipped),
+                 "--out", str(result)]) == 0
+    scores = json.loads(result.read_text())["scores"]["programmatic"]
+    assert scores["success_rate"]["point"] == 1.0 and scores["tasks"] == 6 and scores["errors"] == 0
+    assert set(scores["task_types"]) == {i.payload["task_type"] for i in items if i.kind == "check"}
