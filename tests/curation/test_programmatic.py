@@ -236,3 +236,40 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     scores = json.loads(result.read_text())["scores"]["programmatic"]
     assert scores["success_rate"]["point"] == 1.0 and scores["tasks"] == 6 and scores["errors"] == 0
     assert set(scores["task_types"]) == {i.payload["task_type"] for i in items if i.kind == "check"}
+
+
+def test_the_llm_proposes_candidates_by_self_consistency_and_garbage_stores_nothing(team) -> None:
+    from evaluation.llm import LLMAnswerError, LLMClient, LLMConfig
+    from tests.llm_server import ScriptedLLM
+
+    t = team
+    keep = "import pandas as pd\npd.read_csv('data.csv').query('deaths > 0').to_csv('clean.csv', index=False)\n"
+    other = "import pandas as pd\npd.read_csv('data.csv').to_csv('clean.csv', index=False)\n"
+    checks = {"checks": [{"task_type": CLEAN, "function": "Data Completeness", "metric": "deaths above zero",
+                          "code": "import pandas as pd\ndef f(gt):\n    return bool((pd.read_csv('clean.csv')"
+                                  "['deaths'] > 0).all())", "ground_truth": "clean.csv"}]}
+    with ScriptedLLM() as server:
+        server.script += [{"content": json.dumps({"code": c})} for c in (keep, keep, other)]
+        server.script += [{"content": json.dumps(checks)}]
+        llm = LLMClient(LLMConfig(base_url=server.url, model="m", max_retries=0))
+        with session_scope(t["engine"]) as s, pytest.raises(PermissionDenied):
+            from curation.services.programmatic import generate_candidates
+
+            generate_candidates(session=s, actor=t["ana"], task_id=t["task_id"], client=llm, samples=3,
+                                store=t["store"])
+        with session_scope(t["engine"]) as s:
+            summary = generate_candidates(session=s, actor=t["cur"], task_id=t["task_id"], client=llm, samples=3,
+                                          store=t["store"])
+        assert summary["ran"] == 3 and summary["agreed"] == {"clean.csv": 2} and summary["checks"] == 1
+        with session_scope(t["engine"]) as s:
+            items = s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == t["task_id"])).all()
+            art = next(i for i in items if i.kind == "artifact")
+            assert art.source == "agreement" and art.extra["support"] == 2 and art.extra["ok_samples"] == 3
+            assert next(i for i in items if i.kind == "check").source == "llm"
+            before = len(items)
+        server.script += [{"content": json.dumps({"code": keep})}] * 2 + [{"content": "no idea, sorry"}]
+        with pytest.raises(LLMAnswerError), session_scope(t["engine"]) as s:
+            generate_candidates(session=s, actor=t["cur"], task_id=t["task_id"], client=llm, samples=2,
+                                store=t["store"])
+        with session_scope(t["engine"]) as s:
+            assert len(s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == t["task_id"])).all()) == before
