@@ -76,7 +76,7 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as session:
         views = list_programmatic_tasks(session=session, actor=_operator(session, getattr(args, "as_user", None)))
-        rows = [{"task": v.task.key, "dataset": v.dataset,
+        rows: list[dict[str, Any]] = [{"task": v.task.key, "dataset": v.dataset,
                  "checks": [{"id": c.item.id, "status": c.status, "released": c.released,
                              "function": c.item.payload.get("function")} for c in v.checks],
                  "artifacts": [{"id": a.item.id, "path": a.item.payload.get("path"), "status": a.status}

@@ -138,9 +138,9 @@ def _status(session: Session, items: Sequence[ProgrammaticItem], dataset_id: int
             o = outcomes[item.id]
             out.append(CandidateView(item, o.outcome, f"meeting {o.meeting_id}: {o.outcome} ({o.reason})", rows))
             continue
-        c = consensus.get(item.id)
-        if not vs and c is not None and c.rule == "imported":
-            out.append(CandidateView(item, c.status, c.note or "imported as accepted ground truth", rows))
+        record = consensus.get(item.id)
+        if not vs and record is not None and record.rule == "imported":
+            out.append(CandidateView(item, record.status, record.note or "imported as accepted ground truth", rows))
             continue
         verdicts = verdicts_by_voter(item.kind, ((str(v.annotator_id), v.question, v.answer) for v in vs))
         result = apply_rule(rule, list(verdicts.values()))

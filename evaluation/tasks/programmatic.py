@@ -60,7 +60,7 @@ RESULT_VERSION = "1.0"
 class ProgrammaticResult(BaseModel):
     """The result file of a programmatic run: every (task, run) outcome and the scores."""
 
-    format: Literal["forkpaths-programmatic-result"] = RESULT_FORMAT
+    format: Literal["forkpaths-programmatic-result"] = "forkpaths-programmatic-result"
     format_version: str = RESULT_VERSION
     release_version: str
     ground_truth_hash: str

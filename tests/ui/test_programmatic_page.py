@@ -50,8 +50,8 @@ def test_analysts_are_told_why_they_cannot_review_yet_and_evaluators_are_refused
     assert not at.exception
     assert "still in stage 1" in texts(at) and not [b for b in at.button if b.label == "Save vote"]
     page = AppTest.from_file(str(APP.parent / "app_pages" / "programmatic.py"), default_timeout=60)
-    from tests import factories as f
     from curation.models import Role
+    from tests import factories as f
 
     evaluator = f.user(ui.engine, "eve", Role.EVALUATOR)
     page.session_state["fp.session_token"] = ui.token_for(evaluator)
