@@ -29,7 +29,8 @@ class OutputsError(EvaluationError):
 
 @dataclass(frozen=True)
 class OutputLimits:
-    """What an agent's outputs may hold (settings ``FORKPATHS_PROGRAMMATIC_MAX_*``)."""
+    """What an agent's outputs may hold (fixed defaults; the whole upload is also bounded by
+    ``FORKPATHS_MAX_SUBMISSION_MB``)."""
 
     max_files: int = 2000
     max_total_mb: float = 200.0

@@ -47,7 +47,9 @@ ERROR_STATUSES: tuple[str, ...] = ("syntax", "no_function", "raised", "missing_f
 
 @dataclass(frozen=True)
 class CheckLimits:
-    """Per check: wall clock; per folder: the sandbox job's memory (settings ``FORKPATHS_PROGRAMMATIC_*``)."""
+    """Per check: wall clock; per folder: the sandbox job's memory; sandbox jobs at a time. A scoring run takes
+    them from its scoring limits (``FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S`` capped at 30 s per check,
+    ``FORKPATHS_SANDBOX_MEMORY_MB``), with two workers."""
 
     check_timeout_s: float = 10.0
     memory_mb: int = 2048
