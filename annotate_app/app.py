@@ -40,6 +40,7 @@ else:
             st.Page(PAGES / "annotate.py", title="Annotate", icon="✍️"),
             st.Page(PAGES / "review.py", title="Review", icon="⚖️"),
             st.Page(PAGES / "consensus.py", title="Consensus", icon="🤝"),
+            st.Page(PAGES / "programmatic.py", title="Programmatic checks", icon="🧮"),
         ]
         if staff:
             sections["Ground truth"] += [st.Page(PAGES / "datasets.py", title="Datasets", icon="🗂️"),

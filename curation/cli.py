@@ -660,6 +660,9 @@ def build_parser() -> argparse.ArgumentParser:
     from curation.cli_scoring import add_scoring_commands
 
     add_scoring_commands(sub)
+    from curation.cli_checks import add_checks_commands
+
+    add_checks_commands(sub)
     return p
 
 

@@ -50,6 +50,8 @@ __all__ = [
     "MeetingEvent",
     "MeetingOutcome",
     "MCQReview",
+    "ProgrammaticItem",
+    "ProgrammaticTask",
     "new_spec_id",
     "utcnow",
 ]
@@ -704,3 +706,40 @@ class HypothesisTask(SQLModel, table=True):
     status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class ProgrammaticTask(SQLModel, table=True):
+    """A programmatic task over a registered dataset (DataSciBench style): a prompt, the dataset files it reads;
+    its checks and ground-truth artifacts are :class:`ProgrammaticItem` rows, reviewed like any decision."""
+
+    __tablename__ = "programmatic_task"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    key: str = Field(unique=True, index=True, max_length=128, description="the task id, also its outputs folder")
+    prompt: str
+    input_files: list[str] = _json()
+    data_source_type: str = ""
+    extra: dict[str, Any] = _json(dict)
+    created_at: datetime = _ts()
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class ProgrammaticItem(SQLModel, table=True):
+    """A candidate check or ground-truth artifact of a programmatic task. Votes and consensus are the usual
+    :class:`Vote` / :class:`Consensus` rows with ``target_kind`` ``prog_check`` or ``prog_artifact``."""
+
+    __tablename__ = "programmatic_item"
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    task_id: int = Field(foreign_key="programmatic_task.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    kind: str = Field(max_length=16, description="check | artifact")
+    source: str = Field(max_length=16, description="llm | peer | imported | agreement")
+    proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    seed_id: str | None = Field(default=None, max_length=64, description="the item it is an edit of")
+    payload: dict[str, Any] = _json(dict)
+    gate: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    extra: dict[str, Any] = _json(dict)
+    position: int = 0
+    created_at: datetime = _ts()

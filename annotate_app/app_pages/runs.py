@@ -37,7 +37,7 @@ if not versions:
 with st.expander("Score a submission", expanded=True), st.form(f"score.{state.form_version('score')}"):
     kind = st.radio("What to score", kind_names(), horizontal=True, key="runs.kind",
                     format_func=lambda k: kind_of(k).label)
-    files = st.file_uploader("Submission file(s)", type=["json", "jsonl", "csv"], accept_multiple_files=True,
+    files = st.file_uploader("Submission file(s)", type=["json", "jsonl", "csv", "zip"], accept_multiple_files=True,
                              key="runs.files",
                              max_upload_size=cfg.submission_widget_mb)
     c1, c2, c3 = st.columns(3)

@@ -205,6 +205,9 @@ def dataset_release(session: Session, dataset: Dataset, *,
                 id=m.id, annotator=author, family=m.family, specification=m.specification, spec_name=m.spec_name,
                 code=m.code, rationale=m.rationale, columns=m.columns, variable_ids=m.variable_ids,
                 transform_ids=m.transform_ids, tags=m.tags, extra=m.extra))
+    from curation.services.programmatic import release_programmatic_tasks
+
+    ds.programmatic_tasks = release_programmatic_tasks(session, dataset.id or 0)
     for a in _rows(session, Alternative, dataset_id=dataset.id):
         ds.alternatives.append(ReleaseAlternative(
             id=a.id, kind=a.kind, source=a.source, proposed_by=who(a.proposed_by_id),

@@ -199,6 +199,8 @@ def dataset_gt_hash(ds: DatasetRelease) -> str:
         payload["hypotheses"] = [{"key": t.key, "gold": t.gold.model_dump(mode="json", exclude={"provenance"})
                                   if t.gold else None, "expr": t.true_hypothesis_expr, "target": t.target_col}
                                  for t in ds.hypothesis_tasks]
+    if ds.programmatic_tasks:  # only when present, so the hashes of releases without them are unchanged
+        payload["programmatic_tasks"] = [t.model_dump(mode="json") for t in ds.programmatic_tasks]
     return hashlib.sha256(_canonical(payload)).hexdigest()
 
 

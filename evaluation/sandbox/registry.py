@@ -22,6 +22,7 @@ ENGINE_MODULES: tuple[str, ...] = (
     "evaluation.groundtruth.jobs",
     "evaluation.groundtruth.convert_job",
     "evaluation.hms.expression",
+    "evaluation.programmatic.job",
 )
 """Modules whose ``@sandbox_job`` functions may run in the sandbox. Add a module here to register its jobs."""
 
