@@ -20,6 +20,8 @@ from curation.models import (
     Consensus,
     Dataset,
     GroundTruthSetting,
+    HypothesisProposal,
+    HypothesisTask,
     MCQReview,
     Meeting,
     MeetingEvent,
@@ -59,7 +61,7 @@ IMPORTED_USERNAME = "blade-experts"
 #: meetings' summaries): what must hold still while a release is read (:func:`curation.db.one_snapshot`).
 RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (
     Dataset, Analysis, Transform, ConceptualVariable, StatModel, Alternative, Vote, Consensus, GroundTruthSetting,
-    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview))
+    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview, HypothesisTask, HypothesisProposal))
 
 
 def imported_annotator(session: Session) -> User:
