@@ -48,15 +48,23 @@ def make_folder_tree(root: Path) -> Path:
     return root
 
 
-def build(engine: Engine, store: Path, root: Path) -> HypothesisWorld:
+def import_folder(engine: Engine, store: Path, root: Path, admin: User, analysts: list[User]) -> tuple[Dataset, dict[str, HypothesisTask]]:
+    """Import the hand-made folder and assign ``analysts`` to it; the dataset and its tasks by "q<qid>"."""
     tree = make_folder_tree(root)
     with session_scope(engine) as s:
         import_discoverybench(session=s, actor=None, path=tree, store=store, max_bytes=50 * 2**20)
+    with session_scope(engine) as s:
+        ds = s.exec(select(Dataset).where(Dataset.name == "db_real_test_bmi_survey")).one()
+        assign_analysts(session=s, actor=admin, dataset_id=ds.id or 0, user_ids=[u.id or 0 for u in analysts])
+        tasks = {f"q{t.qid}": t for t in s.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == ds.id))}
+        s.expunge_all()
+    return ds, tasks
+
+
+def build(engine: Engine, store: Path, root: Path) -> HypothesisWorld:
     ana, bob, cur = f.user(engine, "ana"), f.user(engine, "bob"), f.user(engine, "cur", Role.CURATOR)
     with session_scope(engine) as s:
         admin = create_user(session=s, actor=None, username="adm", password=f.PASSWORD, role=Role.ADMIN)
-        ds = s.exec(select(Dataset).where(Dataset.source == "discoverybench")).one()
-        assign_analysts(session=s, actor=admin, dataset_id=ds.id or 0, user_ids=[ana.id or 0, bob.id or 0])
-        tasks = {f"q{t.qid}": t for t in s.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == ds.id))}
-        s.expunge_all()
+        s.expunge(admin)
+    ds, tasks = import_folder(engine, store, root, admin, [ana, bob])
     return HypothesisWorld(engine, store, ds, tasks, ana, bob, cur, admin)

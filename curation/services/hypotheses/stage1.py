@@ -15,6 +15,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
 from sqlmodel import Session, col, select
 
 from curation.errors import DecisionValidationError, NotFoundError, SandboxError
@@ -37,9 +38,10 @@ from curation.services.hypotheses.common import (
     task_of,
     validated_payload,
 )
-from evaluation.sandbox import MappedJobHandle, SandboxLimits, start_model_check
+from evaluation.sandbox import MappedJobHandle, ModelCheck, SandboxLimits, start_model_check
 
 __all__ = [
+    "HypothesisCheck",
     "OwnHypotheses",
     "check_hypothesis_code",
     "code_fingerprint",
@@ -50,6 +52,13 @@ __all__ = [
     "submit_hypotheses",
     "task_data_path",
 ]
+
+
+class HypothesisCheck(ModelCheck):
+    """A model check of a hypothesis' supporting code: what it printed and the summary of its result."""
+
+    fingerprint: str = Field(description="code_fingerprint of the code this check ran")
+    data_file: str = Field(description="the query's data file the code ran on, as df")
 
 
 def code_fingerprint(code: str) -> str:
@@ -113,7 +122,7 @@ def task_data_path(dataset: Dataset, task: HypothesisTask, store: Path) -> tuple
 
 @judges_actor
 def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code: str, store: Path,
-                           limits: SandboxLimits) -> MappedJobHandle[dict[str, Any]]:
+                           limits: SandboxLimits) -> MappedJobHandle[HypothesisCheck]:
     """Start running the supporting code of a hypothesis on the query's data file (``df``) in the sandbox.
 
     The result (JSON) is what a model check reports: the summary of the fitted result or the value of the last
@@ -127,17 +136,16 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     path, name = task_data_path(dataset, task, store)
     ensure_fast_copy(path)
     handle = start_model_check(data_path=path, transform_codes=[], code=code, limits=limits)
-    return handle.then(lambda result: {**result.model_dump(mode="json"), "code": code.rstrip(),
-                                       "fingerprint": code_fingerprint(code), "data_file": name})
+    return handle.then(lambda result: HypothesisCheck.model_validate(
+        {**result.model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code), "data_file": name}))
 
 
 @judges_actor
 def check_hypothesis_code(*, session: Session, actor: User, task_id: int, code: str, store: Path,
                           limits: SandboxLimits) -> dict[str, Any]:
     """:func:`start_hypothesis_check` and wait for it."""
-    result: dict[str, Any] = start_hypothesis_check(session=session, actor=actor, task_id=task_id, code=code,
-                                                    store=store, limits=limits).result()
-    return result
+    return start_hypothesis_check(session=session, actor=actor, task_id=task_id, code=code, store=store,
+                                  limits=limits).result().model_dump(mode="json")
 
 
 def _kept_check(task: HypothesisTask, code: str, check: dict[str, Any] | None) -> dict[str, Any] | None:
