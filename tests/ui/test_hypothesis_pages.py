@@ -133,6 +133,8 @@ def test_consensus_page_decides_the_gold(ui, hw):
     assert not any(b.key and b.key.startswith("gold.") for b in analyst.button)
     at = _pick_dataset(_page(ui, ui.curator, "consensus"), "consensus.dataset", hw["ds"].id)
     assert "Gold hypotheses" in [t.label for t in at.tabs]
+    at.session_state["consensus.tab"] = "Gold hypotheses"
+    at.run()
     shown = texts(at)
     assert "BMI rises with age." in shown and "justifiable" in shown
     at.button(key=f"gold.{hw['tasks']['q0'].id}.decide").click().run()
