@@ -17,14 +17,14 @@ def _tally(t: dict[str, int]) -> str:
     return f"{t.get('justifiable', 0)} ✓ · {t.get('unjustifiable', 0)} ✗ · {t.get('unsure', 0)} ?"
 
 
-def _decided(tg: TaskGold) -> None:
+def _decided(tg: TaskGold, names: dict[int, str]) -> None:
     task, prov = tg.task, tg.task.gold_provenance or {}
     st.success(f"**Gold hypothesis:** {md(task.gold_hypothesis or '')}  \n**Context:** {md(task.gold_context or '')}"
                f"  \n**Variables:** {md(', '.join(task.gold_variables or []))}  \n"
                f"**Relationship:** {md(task.gold_relationship or '')}", icon="🏅")
     meeting = prov.get("meeting")
     how = f"meeting {meeting['meeting_id']} ({md(meeting['reason'])})" if meeting else f"rule {prov.get('rule')}"
-    st.caption(f"Decided {prov.get('decided_at', '')[:16].replace('T', ' ')} UTC by user {prov.get('decided_by_id')} "
+    st.caption(f"Decided {prov.get('decided_at', '')[:16].replace('T', ' ')} UTC by {md(names.get(prov.get('decided_by_id') or 0, 'an unknown user'))} "
                f"· basis: {how} · tally {_tally(prov.get('tally') or {})}"
                + (f" · note: {md(prov['note'])}" if prov.get("note") else ""))
 
@@ -73,7 +73,7 @@ def render_gold_board(user: User, board: GoldBoard) -> None:
             st.markdown(f"#### Query {tg.task.metadata_k}/q{tg.task.qid}: {md(tg.task.question)}")
             context.show_flash(f"gold.{tg.task.id}")
             if tg.decided:
-                _decided(tg)
+                _decided(tg, board.names)
                 continue
             _candidates(tg)
             _decide(user, tg, board)

@@ -139,7 +139,7 @@ def test_consensus_page_decides_the_gold(ui, hw):
     assert "BMI rises with age." in shown and "justifiable" in shown
     at.button(key=f"gold.{hw['tasks']['q0'].id}.decide").click().run()
     assert not at.exception
-    assert "is now the gold hypothesis" in texts(at)
+    assert "is now the gold hypothesis" in texts(at) and "by cura" in texts(at)
     with session_scope(ui.engine) as s:
         task = s.get(HypothesisTask, hw["tasks"]["q0"].id)
         assert task.gold_source == "consensus" and task.gold_hypothesis == "BMI rises with age."

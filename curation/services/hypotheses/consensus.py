@@ -37,7 +37,7 @@ from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
 from curation.services.ground_truth import GroundTruthItem, dataset_rule, ground_truth
 from curation.services.hypotheses.common import task_label
-from curation.services.meetings import open_meeting
+from curation.services.meetings import display_names, open_meeting
 from curation.services.release_data import pseudonym
 from curation.services.stages import get_review_settings, lock_for_review_write
 from exports.schema import HypothesisCandidate, HypothesisGold, HypothesisVariable
@@ -78,6 +78,7 @@ class GoldBoard:
     rule: str
     meeting_open: bool
     tasks: list[TaskGold]
+    names: dict[int, str] = field(default_factory=dict)  # who decided a gold, by user id
 
 
 def _payloads(session: Session, items: list[GroundTruthItem]) -> dict[str, dict[str, Any]]:
@@ -121,8 +122,12 @@ def gold_board(*, session: Session, actor: User, dataset_id: int) -> GoldBoard:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
     refuse_if_blind(session, actor, dataset.name, "The consensus shows peers' hypotheses.")
     review = get_review_settings(session=session, dataset_id=dataset_id)
+    board = _board(session, dataset_id)
+    deciders = [int(t.task.gold_provenance["decided_by_id"]) for t in board
+                if t.task.gold_provenance and t.task.gold_provenance.get("decided_by_id") is not None]
     return GoldBoard(dataset_id, review.stage, dataset_rule(session=session, dataset_id=dataset_id).key,
-                     open_meeting(session=session, dataset_id=dataset_id) is not None, _board(session, dataset_id))
+                     open_meeting(session=session, dataset_id=dataset_id) is not None, board,
+                     display_names(session=session, user_ids=deciders))
 
 
 def _tally(item: GroundTruthItem) -> dict[str, int]:
