@@ -39,6 +39,7 @@ from curation.services.hypotheses import (
 from curation.services.hypotheses.llm import generate_hypotheses, start_hypothesis_generation
 from curation.services.meetings import close_meeting, record_outcome, start_meeting
 from curation.services.release_data import dataset_release
+from curation.services.releases import DEFAULT_HYPOTHESIS_PARTS
 from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
@@ -259,7 +260,7 @@ def test_stage_three_gold_from_the_rule_and_a_meeting_with_provenance(world):
         with pytest.raises(DecisionValidationError, match="already has its gold"):
             decide_gold(session=s, actor=w.cur, task_id=q0, target_kind="hypothesis", target_id=a_id)
         parts = hypothesis_release_parts(session=s, dataset_id=w.dataset.id)
-        release = dataset_release(s, s.get(type(w.dataset), w.dataset.id))
+        release = dataset_release(s, s.get(type(w.dataset), w.dataset.id), hypothesis_parts=DEFAULT_HYPOTHESIS_PARTS)
     candidates, gold = parts[w.tasks["q0"].key]
     assert {c.id for c in candidates} == {a_id, b_id} and {c.author for c in candidates} == {
         f"A{w.ana.id}", f"A{w.bob.id}"}
@@ -271,6 +272,13 @@ def test_stage_three_gold_from_the_rule_and_a_meeting_with_provenance(world):
     records = {c.target_id: c for c in release.consensus if c.target_kind == "hypothesis"}
     assert records[a_id].status == "justifiable" and records[a_id].decided_by == f"A{w.cur.id}"
     assert "gold hypothesis of this query" in records[a_id].note
+    # what a cut release carries (the default hook of cut_release): candidates and the consensus gold per task
+    released = {t.key: t for t in release.hypothesis_tasks}
+    q0 = released[w.tasks["q0"].key]
+    assert q0.gold is not None and q0.gold.source == "consensus" and q0.gold.candidate_id == a_id
+    assert q0.gold.provenance["decided_by"] == f"A{w.cur.id}" and {c.id for c in q0.candidates} == {a_id, b_id}
+    assert released[w.tasks["q2"].key].gold.source == "metadata" and released[w.tasks["q1"].key].gold is None
+    assert {a.id for a in release.annotators} >= {f"A{w.ana.id}", f"A{w.bob.id}", f"A{w.cur.id}"}
 
 
 def test_a_contested_hypothesis_goes_to_the_meeting_whose_outcome_makes_it_gold(world):

@@ -13,6 +13,7 @@ the votes it rested on; all in one transaction.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +43,7 @@ from curation.services.release_data import pseudonym
 from curation.services.stages import get_review_settings, lock_for_review_write
 from exports.schema import HypothesisCandidate, HypothesisGold, HypothesisVariable
 
-__all__ = ["GoldBoard", "TaskGold", "decide_gold", "gold_board", "hypothesis_release_parts"]
+__all__ = ["GoldBoard", "TaskGold", "decide_gold", "gold_board", "hypothesis_release_parts", "task_release_parts"]
 
 
 @dataclass
@@ -210,42 +211,59 @@ def _who(session: Session, user_id: Any) -> str | None:
     return pseudonym(user).id if user is not None else None
 
 
-def _release_provenance(session: Session, provenance: dict[str, Any]) -> dict[str, Any]:
+def _release_provenance(provenance: dict[str, Any], who: Callable[[int | None], str | None]) -> dict[str, Any]:
     out = {k: v for k, v in provenance.items() if k != "decided_by_id"}
-    out["decided_by"] = _who(session, provenance.get("decided_by_id"))
+    decided_by = provenance.get("decided_by_id")
+    out["decided_by"] = who(int(decided_by)) if decided_by is not None else None
     return out
+
+
+def _candidates_of(session: Session, task: HypothesisTask,
+                   who: Callable[[int | None], str | None]) -> list[HypothesisCandidate]:
+    owners = {a.id: a.annotator_id for a in session.exec(select(Analysis).where(
+        Analysis.dataset_id == task.dataset_id, Analysis.status == "submitted")).all()}
+    rows = session.exec(select(HypothesisProposal).where(
+        HypothesisProposal.task_id == task.id, col(HypothesisProposal.analysis_id).in_(list(owners)))
+        .order_by(col(HypothesisProposal.created_at), col(HypothesisProposal.id))).all() if owners else []
+    return [HypothesisCandidate(
+        id=h.id, author=who(owners[h.analysis_id]), hypothesis=h.hypothesis, context=h.context,
+        variables=[HypothesisVariable(name=str(v.get("name", "")), column=v.get("column") or None,
+                                      derived=str(v.get("derived", "")), description=str(v.get("description", "")))
+                   for v in h.variables],
+        relationship=h.relationship, workflow=h.workflow, code=h.code, check=h.check) for h in rows]
+
+
+def _gold_of(task: HypothesisTask, who: Callable[[int | None], str | None], *,
+             imported: bool) -> HypothesisGold | None:
+    sources = ("metadata", "answer_key", "consensus") if imported else ("consensus",)
+    if not task.gold_hypothesis or task.gold_source not in sources:
+        return None
+    provenance = task.gold_provenance or {}
+    return HypothesisGold(
+        hypothesis=task.gold_hypothesis, context=task.gold_context, variables=task.gold_variables,
+        relationship=task.gold_relationship, workflow=task.gold_workflow,
+        source=task.gold_source,  # type: ignore[arg-type]
+        candidate_id=(provenance.get("candidate") or {}).get("target_id"),
+        provenance=_release_provenance(provenance, who) if provenance else {})
+
+
+def task_release_parts(session: Session, task: HypothesisTask,
+                       who: Callable[[int | None], str | None]) -> tuple[list[HypothesisCandidate], HypothesisGold | None]:
+    """The release builder's hook (:data:`curation.services.release_data.HypothesisParts`): one task's stage-1
+    hypotheses of submitted analyses, authors as the release's pseudonyms, and its consensus gold (None unless
+    stage 3 decided one: an imported gold is the builder's)."""
+    return _candidates_of(session, task, who), _gold_of(task, who, imported=False)
 
 
 def hypothesis_release_parts(
     *, session: Session, dataset_id: int,
 ) -> dict[str, tuple[list[HypothesisCandidate], HypothesisGold | None]]:
     """Per task key of the dataset: its stage-1 hypotheses of submitted analyses (authors pseudonymised) and its
-    gold (imported, or decided at the consensus with its provenance), for the release builder."""
+    gold (imported, or decided at the consensus with its provenance)."""
     tasks = list(session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == dataset_id)
                               .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all())
-    submitted = {a.id: a.annotator_id for a in session.exec(select(Analysis).where(
-        Analysis.dataset_id == dataset_id, Analysis.status == "submitted")).all()}
-    rows = list(session.exec(select(HypothesisProposal).where(
-        HypothesisProposal.dataset_id == dataset_id, col(HypothesisProposal.analysis_id).in_(list(submitted)))
-        .order_by(col(HypothesisProposal.created_at), col(HypothesisProposal.id))).all()) if submitted else []
-    by_task: dict[int, list[HypothesisCandidate]] = defaultdict(list)
-    for h in rows:
-        by_task[h.task_id].append(HypothesisCandidate(
-            id=h.id, author=_who(session, submitted[h.analysis_id]), hypothesis=h.hypothesis, context=h.context,
-            variables=[HypothesisVariable(name=str(v.get("name", "")), column=v.get("column") or None,
-                                          derived=str(v.get("derived", "")), description=str(v.get("description", "")))
-                       for v in h.variables],
-            relationship=h.relationship, workflow=h.workflow, code=h.code, check=h.check))
-    out: dict[str, tuple[list[HypothesisCandidate], HypothesisGold | None]] = {}
-    for task in tasks:
-        gold = None
-        if task.gold_hypothesis and task.gold_source in ("metadata", "answer_key", "consensus"):
-            provenance = task.gold_provenance or {}
-            gold = HypothesisGold(
-                hypothesis=task.gold_hypothesis, context=task.gold_context, variables=task.gold_variables,
-                relationship=task.gold_relationship, workflow=task.gold_workflow,
-                source=task.gold_source,  # type: ignore[arg-type]
-                candidate_id=(provenance.get("candidate") or {}).get("target_id"),
-                provenance=_release_provenance(session, provenance) if provenance else {})
-        out[task.key] = (by_task.get(task.id or 0, []), gold)
-    return out
+
+    def who(user_id: int | None) -> str | None:
+        return _who(session, user_id)
+
+    return {t.key: (_candidates_of(session, t, who), _gold_of(t, who, imported=True)) for t in tasks}
