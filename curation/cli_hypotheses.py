@@ -67,7 +67,7 @@ def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as session:
         actor = _operator(session, args.as_user)
         board = gold_board(session=session, actor=actor, dataset_id=_dataset(session, args.dataset).id or 0)
-        rows = [{"task": tg.task.key, "question": tg.task.question, "status": tg.task.status,
+        rows: list[dict[str, Any]] = [{"task": tg.task.key, "question": tg.task.question, "status": tg.task.status,
                  "gold": tg.task.gold_hypothesis if tg.decided else None,
                  "provenance": tg.task.gold_provenance if tg.decided else None,
                  "candidates": [{"target_kind": c.target_kind, "target_id": c.target_id, "status": c.status,

@@ -133,7 +133,7 @@ def _normal(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", (text or "").lower()).strip()
 
 
-def same_hypothesis_as(session: Session, dataset_id: int, payload: dict[str, Any], analysis_ids: Sequence[int],
+def same_hypothesis_as(session: Session, dataset_id: int, payload: dict[str, Any], analysis_ids: Sequence[int | None],
                        alternatives: Sequence[Alternative]) -> dict[str, str] | None:
     """The stage-1 hypothesis or hypothesis alternative of the same query stating the same thing, if any."""
     key, task_id = _normal(str(payload.get("hypothesis", ""))), int(payload.get("task_id") or 0)
