@@ -20,7 +20,7 @@ from curation.errors import (
     SubmittedAnalysisLocked,
     VoteError,
 )
-from curation.models import Alternative, Consensus, HypothesisProposal, HypothesisTask, Stage
+from curation.models import Alternative, Consensus, HypothesisProposal, HypothesisTask, Role, Stage
 from curation.services.agreement import agreement_report
 from curation.services.background_jobs import execute_job
 from curation.services.hypotheses import (
@@ -46,6 +46,7 @@ from curation.services.votes import cast_vote
 from curation.settings import Settings
 from evaluation.llm import LLMConfig
 from evaluation.sandbox import SandboxLimits
+from tests import factories as f
 from tests.curation.hypothesis_world import CODE, HypothesisWorld, build
 from tests.llm_server import ScriptedLLM
 
@@ -315,6 +316,13 @@ def test_a_contested_hypothesis_goes_to_the_meeting_whose_outcome_makes_it_gold(
 
 def test_unknown_items_and_roles(world):
     w = world
+    eve = f.user(w.engine, "eve", Role.EVALUATOR)
+    carl = f.user(w.engine, "carl")  # an analyst not assigned to the dataset
+    for actor in (eve, carl, w.cur):
+        with pytest.raises(PermissionDenied), session_scope(w.engine) as s:
+            save_hypothesis(session=s, actor=actor, task_id=w.tasks["q0"].id, data=_input())
+    with pytest.raises(PermissionDenied), session_scope(w.engine) as s:
+        gold_board(session=s, actor=w.ana, dataset_id=w.dataset.id)
     with session_scope(w.engine) as s:
         with pytest.raises(NotFoundError):
             save_hypothesis(session=s, actor=w.ana, task_id=99999, data=_input())
