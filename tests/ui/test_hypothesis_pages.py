@@ -165,3 +165,24 @@ def test_every_role_sees_the_pages_of_a_hypothesis_dataset_without_error(ui, hw,
             shown = texts(_pick_dataset(at, "annotate.dataset", hw["ds"].id))
             assert "You submitted your hypotheses" in shown and "BMI rises with age." in shown
             assert not any(b.key and b.key.endswith(".save") for b in at.button)
+
+
+def test_a_contested_hypothesis_is_discussed_at_the_meeting(ui, hw):
+    ana_h, bob_h = _through_stage_two(ui, hw)
+    with session_scope(ui.engine) as s:
+        cast_vote(session=s, actor=hw["bob"], target_kind="hypothesis", target_id=ana_h, question="justifiable",
+                  answer="no", explanation="age alone is confounded")
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=hw["ds"].id, stage=Stage.CLOSED)
+    from curation.services.ground_truth import set_rule
+    from curation.services.meetings import start_meeting
+
+    with session_scope(ui.engine) as s:
+        set_rule(session=s, actor=ui.curator, dataset_id=hw["ds"].id, rule="unanimous@1")
+    with session_scope(ui.engine) as s:
+        start_meeting(session=s, actor=ui.curator, dataset_id=hw["ds"].id, attendee_ids=[ui.analyst.id])
+    at = _pick_dataset(_page(ui, ui.curator, "consensus"), "consensus.dataset", hw["ds"].id)
+    shown = texts(at)
+    assert "hypothesis · BMI rises with age." in shown and "Query:" in shown and "How does BMI relate" in shown
+    assert "age alone is confounded" in at.dataframe[0].value.to_string()
+    assert not at.exception
