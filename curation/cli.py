@@ -657,12 +657,14 @@ def build_parser() -> argparse.ArgumentParser:
     ma.add_argument("dataset")
     ma.add_argument("--json", action="store_true")
     mcq.set_defaults(func=_cmd_mcq)
+    from curation.cli_hypotheses import add_hypothesis_commands
     from curation.cli_scoring import add_scoring_commands
 
     add_scoring_commands(sub)
     from curation.cli_checks import add_checks_commands
 
     add_checks_commands(sub)
+    add_hypothesis_commands(sub)
     return p
 
 

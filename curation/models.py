@@ -25,6 +25,7 @@ __all__ = [
     "Dataset",
     "DatasetAssignment",
     "FormDraft",
+    "HypothesisProposal",
     "HypothesisTask",
     "HypothesisTaskStatus",
     "Role",
@@ -668,7 +669,7 @@ class BackgroundJob(SQLModel, table=True):
 
 class HypothesisTaskStatus(StrEnum):
     NEEDS_CURATION = "needs_curation"  # no gold hypothesis shipped: experts write one (stages 1-3)
-    GOLD = "gold"  # a gold hypothesis came with the import (metadata or answer key)
+    GOLD = "gold"  # a gold hypothesis came with the import (metadata or answer key), or stage 3 decided one
 
 
 class HypothesisTask(SQLModel, table=True):
@@ -706,6 +707,35 @@ class HypothesisTask(SQLModel, table=True):
     status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    gold_provenance: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True),
+        description="gold_source consensus: how stage 3 decided it (rule, tally, meeting, candidate, by, at)")
+
+
+class HypothesisProposal(SQLModel, table=True):
+    """One analyst's stage-1 hypothesis for one DiscoveryBench query, written blind, decomposed into context,
+    variables (each a data-dictionary column or a derived column with how it is derived) and relationship, with
+    a workflow and optional supporting code whose sandbox run is kept (``check``).
+
+    It belongs to the analyst's :class:`Analysis` of the dataset: submitting that analysis submits every
+    hypothesis in it at once, and the stage-1 blinding rule that holds for BLADE decisions holds for these."""
+
+    __tablename__ = "hypothesis_proposal"
+    __table_args__ = (UniqueConstraint("analysis_id", "task_id"),)
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    analysis_id: int = Field(foreign_key="analysis.id", index=True)
+    task_id: int = Field(foreign_key="hypothesis_task.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    hypothesis: str
+    context: str = ""
+    variables: list[dict[str, Any]] = _json()
+    relationship: str = ""
+    workflow: str = ""
+    code: str = ""
+    check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
 
 
 class ProgrammaticTask(SQLModel, table=True):

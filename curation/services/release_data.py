@@ -21,6 +21,7 @@ from curation.models import (
     Consensus,
     Dataset,
     GroundTruthSetting,
+    HypothesisProposal,
     HypothesisTask,
     MCQReview,
     Meeting,
@@ -76,7 +77,7 @@ IMPORTED_USERNAME = "blade-experts"
 #: meetings' summaries): what must hold still while a release is read (:func:`curation.db.one_snapshot`).
 RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (
     Dataset, Analysis, Transform, ConceptualVariable, StatModel, Alternative, Vote, Consensus, GroundTruthSetting,
-    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview, HypothesisTask))
+    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview, HypothesisTask, HypothesisProposal))
 
 #: ``who(user_id)``: the annotator pseudonym of an account in this release (``None`` for no account).
 Pseudonym = Callable[[int | None], str | None]

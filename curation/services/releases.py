@@ -41,6 +41,7 @@ from curation.services.blinding import (
     refusal_sentences,
     summary_holding,
 )
+from curation.services.hypotheses.consensus import task_release_parts
 from curation.services.release_data import (
     RELEASE_TABLES,
     HypothesisParts,
@@ -97,7 +98,7 @@ WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternati
 EXPORT_FORMATS = ("native", "blade", "discoverybench")
 #: Stage-1 to 3 curation of hypothesis tasks (candidates, consensus gold) for every cut that is not given its own
 #: (see :data:`curation.services.release_data.HypothesisParts`); ``None``: tasks carry their imported gold.
-DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = None
+DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = task_release_parts
 
 
 @dataclass(frozen=True)
