@@ -43,6 +43,7 @@ def leaderboard_frame(rows: Sequence[dict[str, Any]], columns: Sequence[Column])
         "run": run_label(r), "release": r["release"], "official": r["official"],
         "overrides": f"✎ {r['overrides']}" if r["overrides"] else "",
         **{c.label: shown(r, c) for c in columns},
+        "strategy": r.get("strategy") or "", "cost (USD)": r.get("cost"),
         "judge": r["judge"], "mode": r["mode"], "stale": r["stale"]} for r in rows])
 
 
