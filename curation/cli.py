@@ -652,6 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
     from curation.cli_scoring import add_scoring_commands
 
     add_scoring_commands(sub)
+    from curation.cli_agent import add_agent_commands
+
+    add_agent_commands(sub)
     return p
 
 
