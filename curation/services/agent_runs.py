@@ -67,7 +67,7 @@ from evaluation.submissions import printable
 if TYPE_CHECKING:
     from curation.settings import Settings
 
-__all__ = ["AGENT_JOB", "COVERAGE_RUNS", "agent_kinds", "cancel_agent_run", "get_agent_run", "list_agent_runs",
+__all__ = ["ACTIVE", "AGENT_JOB", "COVERAGE_RUNS", "MAX_RUNS_PER_TASK", "agent_kinds", "cancel_agent_run", "get_agent_run", "list_agent_runs",
            "resume_agent_run", "run_agent_job", "start_agent_run", "submission_download", "task_runs",
            "transcript"]
 
