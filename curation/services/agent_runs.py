@@ -363,7 +363,8 @@ def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, setti
     base = LLMConfig(base_url=run.base_url, model=run.model, api_key=key, temperature=run.temperature,
                      timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
                      cache_dir=settings.llm_cache_dir)
-    clients = {r: LLMClient(base.model_copy(update={"seed": run.seed + r})) for r in range(run.runs_per_task)}
+    first = LLMClient(base)
+    clients = {r: first.with_config(seed=run.seed + r) for r in range(run.runs_per_task)}
     todo = [(r, t) for r in range(run.runs_per_task) for t in tasks if (t.key, r) not in done]
     finished = total - len(todo)
     control.progress(finished, total, f"{finished} of {total} task runs done")
