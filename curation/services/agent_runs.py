@@ -33,7 +33,7 @@ from sqlmodel import Session, col, select
 
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, BlindingViolation, JobError, NotFoundError, ScoringError
-from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, ScoringRun, User, utcnow
+from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
@@ -390,6 +390,9 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
         assert run is not None
         rows = list(s.exec(select(AgentTaskRun).where(AgentTaskRun.agent_run_id == run_id)).all())
         creator = s.get(User, run.created_by_id) if run.created_by_id else None
+        if creator is None:
+            raise ScoringError(f"Agent run {run_id} has no one who started it on record, so its submission "
+                               "cannot be scored in their name.")
         s.expunge_all()
     tally = _tally(rows)
     hook = agent_kind(run.kind)

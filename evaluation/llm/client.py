@@ -377,14 +377,16 @@ class LLMClient:
                 time.sleep(wait)
         choices = raw.get("choices") or []
         first = choices[0] if choices and isinstance(choices[0], dict) else {}
-        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        found = first.get("message")
+        message: dict[str, Any] = found if isinstance(found, dict) else {}
         content = message.get("content")
         calls = _tool_calls(message.get("tool_calls")) if allow_tools else []
         if not calls and (not isinstance(content, str) or not content.strip()):
             raise LLMCallError("The LLM endpoint answered without any text.")
         # a lone surrogate (JSON "\ud800") cannot be written as UTF-8: not to the cache, not to a result file
         content = _LONE_SURROGATE.sub("\ufffd", content if isinstance(content, str) else "")
-        usage = raw.get("usage") if isinstance(raw.get("usage"), dict) else {}
+        given = raw.get("usage")
+        usage: dict[str, Any] = given if isinstance(given, dict) else {}
         tokens = {k: int(v) for k, v in usage.items()
                   if k in ("prompt_tokens", "completion_tokens") and isinstance(v, int) and v >= 0}
         return LLMResult(content=content, raw=raw, cached=False, cache_key=key, model=config.model or "",

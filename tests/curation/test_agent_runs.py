@@ -162,3 +162,76 @@ def test_roles_choices_and_blinding_are_checked_before_anything_is_stored(world)
     with session_scope(world.engine) as s:
         assert s.exec(select(AgentRun)).all() == []
     _ = BlindingViolation  # blinding: an analyst of the dataset cannot start runs at all (role check above)
+
+
+_WORK_THEN_DIE = """
+import sys
+from curation.db import make_engine
+from curation.services.background_jobs import execute_job
+from curation.settings import Settings
+url, schema, job_id, data_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+engine = make_engine(url, **({"connect_args": {"options": f"-csearch_path={schema}"}} if schema else {}))
+execute_job(engine, job_id, Settings(data_dir=data_dir, llm_max_retries=0))
+"""
+
+
+def test_a_crash_keeps_the_finished_tasks_and_resume_does_the_rest(world, tmp_path):
+    """The process running the job is killed with SIGKILL while the model answers its third task run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from curation.services.background_jobs import interrupt_dead_jobs
+    from tests.curation.dead_scorer import PROJECT_ROOT
+
+    child: dict[str, subprocess.Popen] = {}
+
+    def respond(_req):
+        if len(llm.requests) == 3:
+            os.kill(child["p"].pid, signal.SIGKILL)
+        return json.dumps(ANALYSIS)
+
+    with ScriptedLLM(responder=respond) as llm:
+        run = _start(world, llm.url, runs=4)
+        url = world.engine.url.render_as_string(hide_password=False)
+        schema = ""
+        if world.engine.dialect.name == "postgresql":
+            with world.engine.connect() as conn:
+                schema = conn.exec_driver_sql("select current_schema()").scalar() or ""
+        child["p"] = subprocess.Popen([sys.executable, "-c", _WORK_THEN_DIE, url, schema, str(run.job_id),
+                                       str(tmp_path)], cwd=PROJECT_ROOT, env=dict(os.environ))
+        assert child["p"].wait(timeout=120) == -9
+        with session_scope(world.engine) as s:
+            interrupt_dead_jobs(session=s)
+        with session_scope(world.engine) as s:
+            crashed = ar.get_agent_run(session=s, actor=world.evaluator, run_id=run.id)
+            assert crashed.status == RunStatus.INTERRUPTED.value and crashed.tasks_done == 2, crashed.message
+            assert "stopped after 2 of 4" in crashed.message
+            resumed = ar.resume_agent_run(session=s, actor=world.evaluator, run_id=run.id)
+            job_id = resumed.job_id
+        execute_job(world.engine, job_id, _settings(tmp_path))
+        # the two stored task runs were kept; the third (cut off) and the fourth were asked
+        assert len(llm.requests) == 5
+    with session_scope(world.engine) as s:
+        done = s.get(AgentRun, run.id)
+        assert done.status == RunStatus.SUCCEEDED.value and done.tasks_done == 4, done.message
+        assert sorted(r.replicate for r in s.exec(select(AgentTaskRun).where(
+            AgentTaskRun.agent_run_id == run.id)).all()) == [0, 1, 2, 3]
+
+
+def test_mcqs_are_asked_through_the_same_machinery(world, tmp_path):
+    from curation.models import ReleaseRecord
+
+    with session_scope(world.engine) as s:
+        record = s.exec(select(ReleaseRecord)).first()
+        assert record is not None
+    with ScriptedLLM(responder=lambda _r: '{"answer": "A", "rationale": "first"}') as llm:
+        done = _run(world, _start(world, llm.url, runs=1, kind="mcq"), _settings(tmp_path))
+        asked = len(llm.requests)
+    assert done.status == RunStatus.SUCCEEDED.value, done.message
+    assert asked == done.tasks_total > 0
+    with session_scope(world.engine) as s:
+        scored = s.get(ScoringRun, done.scoring_run_ids[0])
+        assert scored.kind == "mcq" and scored.status == RunStatus.SUCCEEDED.value, scored.message
+        assert scored.scores["mcq"]["accuracy"] is not None

@@ -72,5 +72,5 @@ def test_a_finished_run_shows_cost_tasks_and_transcript(ui, released):
     shown = texts(at)
     assert "Agent run 1 succeeded" in shown and "1 of 1 task runs answered" in shown
     assert "300 tokens in · 30 out · cost $0.0004" in shown
-    assert any("Transcript of" == sb.label for sb in at.selectbox)
+    assert any(sb.label == "Transcript of" for sb in at.selectbox)
     assert "Prompt" in shown and "Model" in shown
