@@ -119,6 +119,8 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
     if strategy not in hook.strategies:
         raise ScoringError(f"Unknown strategy '{printable(strategy)}' for {hook.label}; choose "
                            f"{' or '.join(hook.strategies)}.")
+    if len(agent) > 128 or not agent.isprintable():
+        raise ScoringError(f"The agent name '{printable(agent)}' must be printable text of at most 128 characters.")
     if not model or len(model) > 128 or not model.isprintable():
         raise ScoringError("Name the model under test (printable text, at most 128 characters), e.g. gpt-4o.")
     if not base_url.startswith(("http://", "https://")) or len(base_url) > 512 or not base_url.isprintable():

@@ -149,8 +149,11 @@ def _react(client: LLMClient, kind: AgentKind, task: AgentTask, settings: AgentS
                 return tally.end("step_limit", f"The model used its {settings.max_steps} tool calls and kept "
                                  "calling the tool instead of answering.")
             for call in reply.tool_calls:
-                steps += 1
-                obs = _observe(call.name, call.arguments, task, settings, tally)
+                if steps >= settings.max_steps:  # many calls in one turn: those past the limit are not run
+                    obs = f"Not run: the limit of {settings.max_steps} tool calls was reached."
+                else:
+                    steps += 1
+                    obs = _observe(call.name, call.arguments, task, settings, tally)
                 msg = {"role": "tool", "tool_call_id": call.id, "content": obs}
                 messages.append(msg)
                 tally.say(msg | {"name": call.name})

@@ -154,7 +154,8 @@ def test_roles_choices_and_blinding_are_checked_before_anything_is_stored(world)
         _start(world, "http://127.0.0.1:1/v1", actor=world.analyst)
     for kw, words in [({"strategy": "plan"}, "Unknown strategy"), ({"runs": 0}, "between 1 and"),
                       ({"only": ["nope"]}, "no BLADE analyses task for nope"),
-                      ({"temperature": 3.0}, "temperature"), ({"kind": "poems"}, "cannot answer")]:
+                      ({"temperature": 3.0}, "temperature"), ({"kind": "poems"}, "cannot answer"),
+                      ({"agent": "bad\x1bname"}, "printable text")]:
         with pytest.raises(ScoringError, match=words):
             _start(world, "http://127.0.0.1:1/v1", **kw)
     with pytest.raises(ScoringError, match="not an http"):

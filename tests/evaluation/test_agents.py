@@ -153,6 +153,16 @@ def test_a_model_that_calls_the_tool_forever(tmp_path, task, os_sandbox):
     assert "tools" not in llm.requests[-1]  # the last turn is offered no tool
 
 
+def test_many_tool_calls_in_one_turn_stop_at_the_limit(tmp_path, task, os_sandbox):
+    many = {"tool_calls": [{"name": "run_python", "arguments": {"code": f"print({i})"}} for i in range(6)]}
+    with ScriptedLLM() as llm:
+        llm.script = [many, {"content": json.dumps(ANALYSIS)}]
+        out = run_task(_client(llm.url, tmp_path), KIND, task, AgentSettings(strategy="react", max_steps=2))
+    obs = [m["content"] for m in out.transcript if m["role"] == "tool"]
+    assert out.tool_calls == 2 and len(obs) == 6 and obs[2].startswith("Not run: the limit of 2")
+    assert out.status == "answered" and "tools" not in llm.requests[1]
+
+
 def test_an_unknown_tool_or_bad_arguments_are_observations(tmp_path, task):
     with ScriptedLLM() as llm:
         llm.script = [{"tool_calls": [{"name": "shell", "arguments": {"cmd": "ls"}}]},
