@@ -236,3 +236,59 @@ def test_mcqs_are_asked_through_the_same_machinery(world, tmp_path):
         scored = s.get(ScoringRun, done.scoring_run_ids[0])
         assert scored.kind == "mcq" and scored.status == RunStatus.SUCCEEDED.value, scored.message
         assert scored.scores["mcq"]["accuracy"] is not None
+
+
+@pytest.mark.postgres
+def test_a_queued_agent_run_is_answered_and_scored_by_a_worker_process(tmp_path, shared_blade):
+    """PostgreSQL: the run goes on procrastinate's queue and a `forkpaths worker` process (not this one) runs it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from sqlalchemy import text
+
+    from curation.services.background_jobs import make_job_submitter
+    from tests.conftest import PG_URL, _pg_schema_engine
+    from tests.curation.dead_scorer import PROJECT_ROOT
+
+    gen = _pg_schema_engine()
+    engine = next(gen)
+    try:
+        world = make_world(engine, tmp_path, shared_blade)
+        with engine.connect() as conn:
+            schema = str(conn.execute(text("select current_schema()")).scalar())
+        with ScriptedLLM(responder=lambda _r: json.dumps(ANALYSIS)) as llm:
+            run = _start(world, llm.url, runs=2)
+            assert make_job_submitter(engine, lambda: _settings(tmp_path)).submit(run.job_id) is not None
+            env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path), FORKPATHS_LOAD_STARTER_DATASETS="false",
+                       FORKPATHS_DATABASE_URL=f"{PG_URL}?options=-csearch_path%3D{schema}",
+                       FORKPATHS_ADMIN_PASSWORD="admin password 1")
+            log = open(tmp_path / "worker.log", "wb")  # noqa: SIM115 - closed below
+            worker = subprocess.Popen([sys.executable, "-m", "curation.cli", "worker"], cwd=PROJECT_ROOT, env=env,
+                                      stdout=log, stderr=subprocess.STDOUT)
+            try:
+                deadline = time.monotonic() + 300
+                while True:  # a bound on the wait, not a speed assertion
+                    with session_scope(engine) as s:
+                        current = ar.get_agent_run(session=s, actor=world.evaluator, run_id=run.id)
+                    if current.status not in ar.ACTIVE or worker.poll() is not None:
+                        break
+                    assert time.monotonic() < deadline, (tmp_path / "worker.log").read_text()[-3000:]
+                    time.sleep(0.5)
+            finally:
+                worker.send_signal(signal.SIGTERM)
+                try:
+                    worker.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                log.close()
+        assert current.status == RunStatus.SUCCEEDED.value, (current.message,
+                                                              (tmp_path / "worker.log").read_text()[-3000:])
+        with session_scope(engine) as s:
+            assert s.get(ScoringRun, current.scoring_run_ids[0]).status == RunStatus.SUCCEEDED.value
+            from curation.models import BackgroundJob
+            assert s.get(BackgroundJob, current.job_id).executor.split("/")[1] == str(worker.pid)
+    finally:
+        next(gen, None)
