@@ -79,7 +79,8 @@ def runs_panel() -> None:
         st.info("No agent run yet: start one above.")
         return
     st.dataframe(agent_runs_frame(runs), hide_index=True, width="stretch", key="agent.table", column_config={
-        "progress": st.column_config.ProgressColumn(min_value=0, max_value=1, format="percent"),
+        "status": st.column_config.TextColumn(width="small"),
+        "progress": st.column_config.ProgressColumn(min_value=0, max_value=1, format="percent", width="small"),
         "cost (USD)": st.column_config.NumberColumn(format="$%.4f"),
         "created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
     ids = [r.id for r in runs]
