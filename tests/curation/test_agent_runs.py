@@ -11,8 +11,9 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.errors import BlindingViolation, PermissionDenied, ScoringError
-from curation.models import AgentRun, AgentTaskRun, RunStatus, ScoringRun
+from curation.models import AgentRun, AgentTaskRun, Role, RunStatus, ScoringRun
 from curation.services import agent_runs as ar
+from curation.services import releases as rel
 from curation.services.background_jobs import execute_job
 from curation.services.leaderboard import leaderboard
 from curation.settings import Settings
@@ -292,3 +293,55 @@ def test_a_queued_agent_run_is_answered_and_scored_by_a_worker_process(tmp_path,
             assert s.get(BackgroundJob, current.job_id).executor.split("/")[1] == str(worker.pid)
     finally:
         next(gen, None)
+
+
+def test_a_discoverybench_task_is_answered_with_the_hypotheses_submission(engine, tmp_path, shared_discoverybench,
+                                                                          os_sandbox):
+    """A DiscoveryBench folder imported and released: a ReAct agent reads the task's own data file in the sandbox
+    and answers; the run's submission is the hypotheses format, scored when the hypotheses kind is installed."""
+    from curation.services.discoverybench_import import import_discoverybench
+    from curation.services.scoring import kind_names
+    from tests import factories as f
+
+    store = tmp_path / "data" / "datasets"
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=shared_discoverybench / "real" / "test" /
+                              "worldbank_education_gdp", store=store, max_bytes=200 * 2**20)
+    curator = f.user(engine, "cura-h", Role.CURATOR)
+    evaluator = f.user(engine, "eva-h", Role.EVALUATOR)
+    settings = _settings(tmp_path / "data")
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=settings.releases_store,
+                        store=store)
+    key = "real/test/worldbank_education_gdp/metadata_0/q0"
+    reply = {"hypothesis": "Education spending goes with GDP growth in most regions.",
+             "workflow": "Group by region, correlate spending with growth."}
+
+    def respond(req):
+        if req["messages"][-1]["role"] == "tool":
+            return json.dumps(reply)
+        return {"tool_calls": [{"name": "run_python", "arguments": {"code": "print(list(df.columns)[:5], len(df))"}}]}
+
+    with ScriptedLLM(responder=respond) as llm:
+        with session_scope(engine) as s:
+            run = ar.start_agent_run(session=s, actor=evaluator, release_version="1.0.0", model="scripted",
+                                     base_url=llm.url, strategy="react", kind="hypotheses", only=[key],
+                                     releases_root=settings.releases_store)
+        execute_job(engine, run.job_id, settings)
+        prompt = llm.requests[0]["messages"][1]["content"]
+        observation = llm.requests[1]["messages"][-1]["content"]
+    assert "education" in prompt.lower() and "worldbank_education_gdp.csv" in prompt
+    import re  # the task's table was loaded as df: its first columns and its row count were printed
+    assert "Traceback" not in observation and re.fullmatch(r"\[('[^']*', ){4}'[^']*'\] [1-9]\d*", observation.strip())
+    with session_scope(engine) as s:
+        done = ar.get_agent_run(session=s, actor=evaluator, run_id=run.id)
+        assert done.tasks_total == 1 and done.tasks_done == 1
+        name, data, _ = ar.submission_download(session=s, actor=evaluator, run_id=run.id,
+                                               runs_root=settings.runs_store)
+    assert name == "hypotheses-run0.json"
+    assert json.loads(data) == {"format": "forkpaths-hypotheses", "format_version": "1.0",
+                                "answers": [{"task": key, **reply}]}
+    if "hypotheses" in kind_names():
+        assert done.scoring_run_ids and done.status == RunStatus.SUCCEEDED.value, done.message
+    else:
+        assert done.status == RunStatus.SUCCEEDED.value and "not installed here" in done.message
