@@ -665,6 +665,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_checks_commands(sub)
     add_hypothesis_commands(sub)
+    from curation.cli_agent import add_agent_commands
+
+    add_agent_commands(sub)
     return p
 
 
