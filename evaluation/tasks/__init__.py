@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from evaluation.tasks import analyses as _analyses  # noqa: F401 - registers the kind
 from evaluation.tasks import mcq as _mcq  # noqa: F401 - registers the kind
+from evaluation.tasks import reproducibility as _reproducibility  # noqa: F401 - registers the kind
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
