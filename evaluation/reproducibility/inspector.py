@@ -47,6 +47,17 @@ _INSPECTOR_FAULTS = {"syntax", "timeout", "memory", "network", "filesystem", "fo
                      "cancelled"}
 
 
+_CLOCK = (re.compile(r"(Date:\s+)\w{3}, \d{2} \w{3} \d{4}"), re.compile(r"(Time:\s+)\d{2}:\d{2}:\d{2}"))
+
+
+def _steady(output: str) -> str:
+    """An output as the inspector sees it: the date and time statsmodels prints in a summary left out, so the
+    same analysis gives the same prompt (and its cached answer) on any day."""
+    for pattern in _CLOCK:
+        output = pattern.sub(r"\1(time left out)", output)
+    return output
+
+
 class _Code(BaseModel):
     code: str
 
@@ -145,7 +156,7 @@ class Inspector:
 
     def conclude(self, item: ReproItem, code: str, output: str) -> str:
         user = (f"Question: {quote(item.question)}\nYour code: {quote(code, limit=CODE_CHARS)}\n"
-                f"Its output: {quote(output, limit=OUTPUT_CHARS)}\n\n"
+                f"Its output: {quote(_steady(output), limit=OUTPUT_CHARS)}\n\n"
                 'From this output alone, answer the question in one or two sentences. Answer '
                 '{"conclusion": "<text>"}.')
         messages = [self._system("State the conclusion your own analysis supports."),
@@ -155,9 +166,9 @@ class Inspector:
     def compare(self, item: ReproItem, original: tuple[str, str, str], own: tuple[str, str, str]) -> _Comparison:
         (c1, o1, a1), (c2, o2, a2) = original, own
         user = (f"Question: {quote(item.question)}\n"
-                f"Analysis 1 code: {quote(c1, limit=CODE_CHARS)}\nAnalysis 1 output: {quote(o1, limit=OUTPUT_CHARS)}\n"
+                f"Analysis 1 code: {quote(c1, limit=CODE_CHARS)}\nAnalysis 1 output: {quote(_steady(o1), limit=OUTPUT_CHARS)}\n"
                 f"Analysis 1 answer: {quote(a1)}\n"
-                f"Analysis 2 code: {quote(c2, limit=CODE_CHARS)}\nAnalysis 2 output: {quote(o2, limit=OUTPUT_CHARS)}\n"
+                f"Analysis 2 code: {quote(c2, limit=CODE_CHARS)}\nAnalysis 2 output: {quote(_steady(o2), limit=OUTPUT_CHARS)}\n"
                 f"Analysis 2 answer: {quote(a2)}\n\n"
                 "Do the two analyses compute the same statistics, with the same values, and reach the same "
                 'conclusion? Answer {"thoughts": "<your reasoning>", "same_statistics": true|false, '
