@@ -9,7 +9,8 @@ import streamlit as st
 from annotate_app.components.score_charts import confusion_figure
 from evaluation.agreement import AgreementReport
 
-KIND_LABELS = {"variable": "variable matching", "model": "model matching"}
+KIND_LABELS = {"variable": "variable matching", "model": "model matching",
+               "reproducibility": "reproducibility verdicts (inspector)"}
 
 
 def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True) -> None:
