@@ -29,11 +29,14 @@ GOLD = "y rises with x: a positive linear relationship (slope about 2)."
 CODES = {
     "good": "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('slope', round(df['y'].cov(df['x']) / "
             "df['x'].var(), 2))\n",
-    "differ": "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('mean y', df['y'].mean())\n",
+    "differ": "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('rows', len(df))\n",
     "crash": "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint(df['no such column'].mean())\n",
     "attack": "import os\nos.system('cat /etc/passwd')\n",
     "loop": "while True:\n    pass\n",
 }
+#: for BLADE's hurricane data (tests/curation): the slope of deaths on the name's femininity
+HURRICANE_GOOD = ("import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('slope', round(df['alldeaths'].cov("
+                  "df['masfem']) / df['masfem'].var(), 3))\n")
 ORIGINAL = CODES["good"].replace("df = ", "frame = ").replace("df[", "frame[")
 
 
@@ -89,7 +92,8 @@ def inspector_responder(request: dict[str, Any]) -> str:
         scenario = _scenario(user, r"\[scenario: (\w+)\]")
         if scenario == "garbage":
             return "I would rather not write code today."
-        return json.dumps({"code": f"# scenario: {scenario}\n" + CODES[scenario]})
+        code = HURRICANE_GOOD if scenario == "good" and "masfem" in user else CODES[scenario]
+        return json.dumps({"code": f"# scenario: {scenario}\n" + code})
     if "State the conclusion" in system:
         return json.dumps({"conclusion": "y rises with x (slope about 2)."})
     if "Compare two analyses" in system:
