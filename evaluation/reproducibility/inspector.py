@@ -254,6 +254,7 @@ def judge_item(item: ReproItem, *, inspector: Inspector, runner: Runner, release
     if verdict.same_statistics and verdict.same_conclusion:
         return done(Outcome.REPRODUCIBLE, "Both codes ran; the inspector found the same statistics with the same "
                     "values and the same conclusion.")
-    differ = [w for w, same in (("statistics", verdict.same_statistics), ("conclusion", verdict.same_conclusion))
-              if not same]
-    return done(Outcome.NOT_REPRODUCIBLE, f"Both codes ran; the inspector found a different {' and '.join(differ)}.")
+    differ = [w for w, same in (("the statistics", verdict.same_statistics),
+                                ("the conclusion", verdict.same_conclusion)) if not same]
+    return done(Outcome.NOT_REPRODUCIBLE, f"Both codes ran; the inspector found that {' and '.join(differ)} "
+                f"{'differ' if len(differ) > 1 else 'differs'}.")

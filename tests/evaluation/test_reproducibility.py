@@ -65,7 +65,8 @@ def test_each_outcome_and_each_fault_with_its_sentence(tmp_path, llm, os_sandbox
     assert outcome == {"toy/0": "reproducible", "toy/1": "not_reproducible", "toy/2": "not_reproducible",
                        "toy/3": "inspector_failed", "toy/4": "inspector_failed", "toy/5": "inspector_failed",
                        "toy/6": "not_reproducible", "toy/7": "not_reproducible", TASK_KEY: "reproducible"}
-    assert "different statistics and conclusion" in items["toy/1"]["sentence"]
+    assert items["toy/1"]["sentence"] == ("Both codes ran; the inspector found that the statistics and the "
+                                          "conclusion differ.")
     assert "raised KeyError" in items["toy/2"]["sentence"] and "did not run" in items["toy/2"]["sentence"]
     assert "run another program" in items["toy/3"]["sentence"]
     assert "ran past the 3 s limit" in items["toy/4"]["sentence"]
