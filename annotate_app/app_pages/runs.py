@@ -6,6 +6,7 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.text import md
 from curation.models import Role, RunStatus
+from curation.services.reproducibility import reproduce_run
 from curation.services.scoring import (
     cancel_run,
     interrupt_dead_runs,
@@ -48,13 +49,16 @@ with st.expander("Score a submission", expanded=True), st.form(f"score.{state.fo
     mode = c5.radio("Mode", ["default", "blade"], horizontal=True,
                     help="default fixes BLADE's metric defects; blade reproduces them to compare with published numbers")
     k = c6.number_input("k (coverage@k)", min_value=1, max_value=1000, value=10)
+    llm_model = st.text_input("Inspector model (reproducibility runs)", placeholder=cfg.llm_model or "FORKPATHS_LLM_MODEL",
+                              help="the model that redoes each analysis from its workflow; any model at the "
+                                   "configured endpoint (default: FORKPATHS_LLM_MODEL)")
     go = st.form_submit_button("Score", type="primary")
 if go:
     run = context.attempt(lambda s: register_run(
         session=s, actor=user, release_version=version, files=[(f.name, f.getvalue()) for f in files or []],
         agent=agent, model_name=model_name, judge=judge, mode=mode, k=int(k), kind=kind, runs_root=cfg.runs_store,
         releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
-        limits=context.scoring_limits()))
+        limits=context.scoring_limits(), llm_model=llm_model))
     if run is not None:
         worker.submit(run.id or 0)
         state.bump_form("score")
@@ -128,6 +132,19 @@ def runs_panel() -> None:
                 state.flash(f"Run {new.id} queued: run {pick} re-scored on release {new.release_version} "
                             f"(run {pick} is kept).")
                 st.rerun()
+    if run.status == RunStatus.SUCCEEDED.value and c1.button(
+            "Check reproducibility", key="runs.reproduce",
+            help="an inspector model redoes each analysis that carries a workflow from the workflow alone (needs "
+                 "FORKPATHS_LLM_*); an imported AIRepr run is re-judged"):
+        new = context.attempt(lambda s: reproduce_run(
+            session=s, actor=user, run_id=pick, runs_root=cfg.runs_store, releases_root=cfg.releases_store,
+            max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(), limits=context.scoring_limits()))
+        if new is not None:
+            worker.submit(new.id or 0)
+            state.choose_run(new.id)
+            state.flash(f"Run {new.id} queued: the reproducibility of run {pick} ({new.progress_total} item(s) "
+                        "with a workflow).")
+            st.rerun()
     if user.role in (Role.CURATOR.value, Role.ADMIN.value) and run.status == RunStatus.SUCCEEDED.value:
         label = "Remove the official mark" if run.official else "Mark as official"
         if c2.button(label, key="runs.official") and context.succeeded(

@@ -192,7 +192,7 @@ Runner = Callable[[str, Sequence[tuple[str, Path]], str], dict[str, Any]]
 def _run(runner: Runner, code: str, files: Sequence[tuple[str, Path]], who: str) -> CodeRun:
     r = runner(code, files, who)
     return CodeRun(ok=r["ok"], stdout=r.get("stdout", ""), error_kind=r.get("error_kind"), error=r.get("error", ""),
-                   seconds=r.get("seconds", 0.0))
+                   seconds=r.get("seconds", 0.0), code_seconds=r.get("code_seconds", 0.0))
 
 
 def _accuracy(item: ReproItem, inspector: Inspector | None) -> Accuracy | None:

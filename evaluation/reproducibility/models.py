@@ -80,7 +80,8 @@ class CodeRun(BaseModel):
     stdout: str = ""
     error_kind: str | None = None
     error: str = ""
-    seconds: float = 0.0
+    seconds: float = Field(default=0.0, description="wall time of the sandbox job")
+    code_seconds: float = Field(default=0.0, description="of which the code itself ran")
     ran: bool = Field(default=True, description="False: imported, the output is the published one")
 
 

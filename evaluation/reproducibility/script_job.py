@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,10 +65,12 @@ def run_script_job(ctx: JobContext) -> dict[str, Any]:
                 "line": line}
     ctx.untrusted()
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    started = time.perf_counter()
     try:
         exec(compiled, namespace)
     except BaseException as exc:  # noqa: BLE001 - the code's failure is the result
         info = _failure_info(exc, 0, {filename: 0}, ctx.guard, namespace, ctx.output_limit)
+        info["code_seconds"] = time.perf_counter() - started
         if isinstance(exc, FileNotFoundError):
             info["missing_file"] = str(exc.filename or "")
             info["files"] = names
@@ -77,8 +80,8 @@ def run_script_job(ctx: JobContext) -> dict[str, Any]:
         return info
     finally:
         ctx.output.flush()
-    return {"ok": True, "violations": [{"kind": v.kind, "action": v.action, "target": v.target}
-                                       for v in ctx.guard.violations]}
+    return {"ok": True, "code_seconds": time.perf_counter() - started,
+            "violations": [{"kind": v.kind, "action": v.action, "target": v.target} for v in ctx.guard.violations]}
 
 
 def _sentence(result: dict[str, Any], who: str, timeout_s: float) -> str:
@@ -127,7 +130,8 @@ def run_script(code: str, files: Sequence[tuple[str, Path]], *, limits: Any, who
     finally:
         Path(bundle).unlink(missing_ok=True)
     out = {"ok": bool(result.get("ok")), "stdout": str(result.get("stdout", "")),
-           "error_kind": result.get("error_kind"), "seconds": float(result.get("seconds", 0.0)), "error": ""}
+           "error_kind": result.get("error_kind"), "seconds": float(result.get("seconds", 0.0)), "error": "",
+           "code_seconds": float(result.get("code_seconds") or 0.0)}
     if not out["ok"]:
         out["error"] = _sentence(result, who, float(limits.timeout_s))
     return out
