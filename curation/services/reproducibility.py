@@ -104,7 +104,7 @@ def reproduce_run(*, session: Session, actor: User, run_id: int, runs_root: Path
     hypotheses run, an imported AIRepr run to re-judge), for the same agent, model and release; it is then
     executed like any run. ``inspector_model``: the model to ask (default: the configured one)."""
     old = get_run(session=session, actor=actor, run_id=run_id)
-    if old.status not in (RunStatus.SUCCEEDED.value,) and old.kind != KIND:
+    if old.status != RunStatus.SUCCEEDED.value:
         raise ScoringError(f"Run {run_id} has {old.status}; check the reproducibility of a run that succeeded.")
     return register_run(session=session, actor=actor, release_version=old.release_version,
                         files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,

@@ -93,19 +93,24 @@ def score(ctx: ScoringContext) -> ScoredRun:
     def runner(code: str, files: Any, who: str) -> dict[str, Any]:
         return run_script(code, files, limits=limits, who=who)
 
-    results = []
+    results, unjudged = [], []
     for n, item in enumerate(items):
         ctx.progress(n, len(items), f"item {n + 1} of {len(items)}: {item.key}")
+        if ctx.budget.exhausted():  # not an outcome of the item: it was never judged, and the run says so
+            unjudged.append(f"{item.key}: not judged, the run's time budget ran out")
+            continue
         results.append(judge_item(item, inspector=inspector, runner=runner, release_folder=ctx.release_folder))
     ctx.progress(len(items), len(items), "done")
     result = ReproResult(release_version=ctx.release.version, inspector=inspector.describe(),
                          limits={"timeout_s": limits.timeout_s, "memory_mb": limits.memory_mb},
-                         items=results, skipped=[s for p in parts for s in p.skipped])
+                         items=results, skipped=[s for p in parts for s in p.skipped] + unjudged)
     calls = sum(r.calls for r in results)
+    budget_note = (f" The run's time budget of {ctx.limits.run_budget_s:g} s (FORKPATHS_SCORE_RUN_BUDGET_S) ran "
+                   f"out: {len(unjudged)} of {len(items)} items were not judged." if unjudged else "")
     return ScoredRun(result_name="reproducibility.json", result_bytes=result.model_dump_json(indent=1).encode(),
                      scores=scores_of(result), items=len(results),
                      message=f"{calls} inspector call(s) sent, {sum(r.cached for r in results)} answered from the "
-                             "cache.",
+                             "cache." + budget_note,
                      run_fields={"judge": {"name": llm_role, **inspector.describe()}})
 
 
