@@ -124,7 +124,7 @@ class ItemResult(BaseModel):
 class ReproResult(BaseModel):
     """A reproducibility run's result file."""
 
-    format: Literal["forkpaths-reproducibility"] = RESULT_FORMAT
+    format: Literal["forkpaths-reproducibility"] = "forkpaths-reproducibility"
     format_version: str = RESULT_FORMAT_VERSION
     release_version: str = ""
     inspector: dict[str, Any] = Field(default_factory=dict, description="model, base URL, parameters, templates")
