@@ -23,6 +23,7 @@ from curation.services import scoring as sc
 from curation.services.scoring import JudgeSettings, execute_run
 from curation.settings import PROJECT_ROOT
 from evaluation.llm import LLMConfig
+from evaluation.reproducibility.models import Outcome
 from tests.curation.scoring_world import make_world
 from tests.evaluation.repro_world import inspector_responder
 from tests.llm_server import ScriptedLLM
@@ -237,3 +238,47 @@ def test_import_airepr_cli(tmp_path, shared_blade):
     assert "original code does not run 1" in done.stdout
     bad = cli("import-airepr", str(tmp_path / "nowhere"))
     assert bad.returncode != 0 and "nowhere does not exist" in bad.stderr
+
+
+def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, tmp_path, llm, os_sandbox):
+    """A release cut from imported DiscoveryBench folders: a hypotheses submission with code is judged on the
+    task's own data files with its gold answer, and an AIRepr sample whose ground truth is a task's gold is
+    re-judged on that task's data."""
+    from curation.services import releases as rel
+    from curation.services.discoverybench_import import import_discoverybench
+    from tests import factories as fx
+    from tests.evaluation.repro_world import hypotheses_file
+    from tests.exports.test_release_hypotheses import make_tree
+
+    curator = fx.user(engine, "cura-db", fx.Role.CURATOR)
+    evaluator = fx.user(engine, "eva-db", fx.Role.EVALUATOR)
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "db"), store=store,
+                              max_bytes=200 * 2**20)
+    runs, releases = tmp_path / "runs", tmp_path / "releases"
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=releases, store=store)
+    code = "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('slope', round(df['BMI'].cov(df['AGE']), 2))\n"
+    sub = hypotheses_file([
+        {"task": "real/test/bmi/metadata_0/q0", "hypothesis": "BMI rises with age, then falls (positive at first).",
+         "workflow": "Read data.csv; report the covariance of BMI and AGE. [scenario: differ]", "code": code},
+        {"task": "real/test/bmi/metadata_0/q1", "hypothesis": "Age explains BMI.", "workflow": "w",
+         "code": "import pandas as pd\npd.read_csv('bmi_survey.csv')\n"},
+        {"task": "real/test/bmi/metadata_0/q2", "hypothesis": "For adults.", "workflow": "w"}])  # no code
+    judges = _judges(llm, tmp_path)
+    with session_scope(engine) as s:
+        reg = sc.register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("hyp.json", sub)],
+                              agent="coder", model_name="m", kind="reproducibility", runs_root=runs,
+                              releases_root=releases, max_bytes=5_000_000, judges=judges)
+    run = execute_run(engine, reg.id, runs_root=runs, releases_root=releases, judges=judges)
+    assert run.status == RunStatus.SUCCEEDED.value, run.message
+    with session_scope(engine) as s:
+        got = rp.run_items(session=s, actor=evaluator, run_id=run.id, runs_root=runs)
+    items = {i.key: i for i in got.items}
+    q0, q1 = items["real/test/bmi/metadata_0/q0"], items["real/test/bmi/metadata_0/q1"]
+    assert q0.original_run is not None and q0.original_run.ok and q0.original_run.stdout.startswith("slope")
+    assert q0.outcome == Outcome.NOT_REPRODUCIBLE and q0.gold == "BMI rises with age, then falls."
+    assert q0.accuracy is not None and q0.accuracy.correct is True  # "positive" is in the answer
+    assert q1.outcome == Outcome.ORIGINAL_FAILED and "'bmi_survey.csv', which is not there" in q1.sentence
+    assert got.result.skipped == ["real/test/bmi/metadata_0/q2: no code"]
+    assert run.scores["reproducibility"]["accuracy"]["graded"] == 1
