@@ -142,7 +142,7 @@ def test_reproduce_a_run_then_override_and_validate_the_inspector(world, llm, tm
     assert [(c.kind, c.judge) for c in card] == [("reproducibility", "inspector-test")]
 
 
-def _airepr_folder(root: Path, *, scores=(1, 0, -1), name="gpt-4o_DiscoveryBench_COT") -> Path:
+def _airepr_folder(root: Path, *, scores=(1, 0, -1), name="gpt-4o_DiscoveryBench_COT", gold0: str = "gold 0") -> Path:
     results = root / "airepr" / "results"
     results.mkdir(parents=True, exist_ok=True)
 
@@ -151,7 +151,7 @@ def _airepr_folder(root: Path, *, scores=(1, 0, -1), name="gpt-4o_DiscoveryBench
                            "action_input": f"```python\nimport pandas as pd\nprint({i})\n```",
                            "observation": f"{i}\n", "content": "…", "usage_metadata": {},
                            "final_answer": f"answer {i}"}],
-                "final_answer": f"answer {i}", "max_steps_reached": False, "answer": f"gold {i}"}
+                "final_answer": f"answer {i}", "max_steps_reached": False, "answer": gold0 if i == 0 else f"gold {i}"}
 
     (results / f"{name}.json").write_text(json.dumps(
         {"0": sample(0), "1": sample(1), "2": {"final_answer": "Sample not included"}, "3": sample(3)}))
@@ -282,3 +282,18 @@ def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, 
     assert q1.outcome == Outcome.ORIGINAL_FAILED and "'bmi_survey.csv', which is not there" in q1.sentence
     assert got.result.skipped == ["real/test/bmi/metadata_0/q2: no code"]
     assert run.scores["reproducibility"]["accuracy"]["graded"] == 1
+
+    # AIRepr's sample 0 has this release's gold answer of bmi q0: re-judged on that task's data and question
+    with session_scope(engine) as s:
+        imported = rp.import_airepr(session=s, actor=evaluator, runs_root=runs, releases_root=releases,
+                                    path=_airepr_folder(tmp_path, gold0="BMI rises with age,  then falls."))[0]
+        again = rp.reproduce_run(session=s, actor=evaluator, run_id=imported.id, runs_root=runs,
+                                 releases_root=releases, max_bytes=5_000_000, judges=judges)
+    done = execute_run(engine, again.id, runs_root=runs, releases_root=releases, judges=judges)
+    with session_scope(engine) as s:
+        re_items = {i.key: i for i in rp.run_items(session=s, actor=evaluator, run_id=done.id, runs_root=runs).items}
+    matched = re_items["DiscoveryBench/0"]
+    assert matched.dataset == "db_real_test_bmi" and matched.question.startswith("How does BMI relate to age?")
+    assert matched.original_run is not None and matched.original_run.ok and matched.original_run.stdout == "0\n"
+    assert matched.outcome != Outcome.ORIGINAL_FAILED and matched.accuracy is not None
+    assert re_items["DiscoveryBench/1"].outcome == Outcome.ORIGINAL_FAILED  # its gold is no task's: no data
