@@ -260,7 +260,10 @@ def inspector_agreement(*, session: Session, actor: User) -> tuple[list[Agreemen
         if r.expert_value is not None:
             groups.setdefault(r.judge, []).append((bool(r.expert_value), r.judge_value))
     waiting = sum(1 for r in rows if r.expert_value is None)
-    return [agreement(KIND, judge, pairs) for judge, pairs in sorted(groups.items())], waiting
+    # the verdicts are "reproducible" or not (agreement() names its labels for matches)
+    reports = [agreement(KIND, judge, pairs).model_copy(update={"labels": ["reproducible", "not reproducible"]})
+               for judge, pairs in sorted(groups.items())]
+    return reports, waiting
 
 
 # ------------------------------------------------------------------------------------ importing AIRepr's files

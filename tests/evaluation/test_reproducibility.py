@@ -216,3 +216,15 @@ def test_items_past_the_run_budget_are_not_judged_and_the_run_says_so(tmp_path, 
                                  "toy/1: not judged, the run's time budget ran out"]
     assert "2 of 2 items were not judged" in scored.message
     assert scored.scores["reproducibility"]["rate"]["point"] is None  # undefined, never 0
+
+
+def test_the_workflow_field_of_a_blade_submission():
+    from evaluation.submissions import AnalysisStatus, parse_submission
+
+    analyses = [blade_analysis("Regress y on x."), blade_analysis(None), {**blade_analysis(None), "workflow": None},
+                {**blade_analysis(None), "workflow": ["step 1"]}]
+    sub = parse_submission(json.dumps({"dataset_name": "toy", "analyses": analyses}))
+    assert [a.analysis.workflow if a.analysis else "invalid" for a in sub.analyses] == [
+        "Regress y on x.", None, None, "invalid"]
+    assert sub.analyses[3].status == AnalysisStatus.INVALID
+    assert sub.analyses[3].message == "analysis 3: workflow: Input should be a valid string."
