@@ -132,7 +132,10 @@ def runs_panel() -> None:
                 state.flash(f"Run {new.id} queued: run {pick} re-scored on release {new.release_version} "
                             f"(run {pick} is kept).")
                 st.rerun()
-    if run.status == RunStatus.SUCCEEDED.value and c1.button(
+    task = kind_of(run.kind)
+    # ranked runs (their analyses may carry workflows) and runs of kinds that ask a model (re-judged)
+    checkable = task.leaderboard.role == "ranked" or bool(getattr(task, "llm_role", ""))
+    if run.status == RunStatus.SUCCEEDED.value and checkable and c1.button(
             "Check reproducibility", key="runs.reproduce",
             help="an inspector model redoes each analysis that carries a workflow from the workflow alone (needs "
                  "FORKPATHS_LLM_*); an imported AIRepr run is re-judged"):
