@@ -574,16 +574,19 @@ class ScoreOverride(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="scoring_run.id", index=True)
     dataset: str = Field(max_length=128)
-    analysis_key: str = Field(max_length=64)
-    kind: str = Field(max_length=16, description="variable | model | transform")
+    analysis_key: str = Field(max_length=256, description="the analysis, or a hypothesis task's key")
+    kind: str = Field(max_length=16, description="variable | model | transform; hypotheses: context | variables | "
+                      "relationship")
     item: str = Field(max_length=256, description="variable: '<gt_id>|<agent_index>'; model: the GT model id; "
-                      "transform: 'value|<unit id>' or 'graph|<unit id>'")
+                      "transform: 'value|<unit id>' or 'graph|<unit id>'; a hypothesis facet: the pair 'P0|G0'")
     label: str = Field(default="", description="what the item is, in words, for the record")
     original: bool = Field(description="whether the engine counted it as a match")
     value: bool = Field(description="whether it counts as a match after the override")
     reason: str
     author_id: int = Field(foreign_key="user.id")
     created_at: datetime = _ts()
+    detail: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True),
+                                          description="a hypothesis facet: {'value': {...}, 'original': {...}}")
 
 
 class ReproducibilityOverride(SQLModel, table=True):
@@ -613,8 +616,8 @@ class JudgeLabel(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="scoring_run.id", index=True)
     dataset: str = Field(max_length=128)
-    analysis_key: str = Field(max_length=64)
-    kind: str = Field(max_length=16, description="variable | model")
+    analysis_key: str = Field(max_length=256)
+    kind: str = Field(max_length=16, description="variable | model; hypotheses: context | variables | relationship")
     item: str = Field(max_length=256)
     judge: str = Field(max_length=32)
     ground_truth: str = ""
@@ -622,6 +625,10 @@ class JudgeLabel(SQLModel, table=True):
     judge_rationale: str = ""
     judge_value: bool
     expert_value: bool | None = None
+    judge_label: str | None = Field(default=None, max_length=128, description="a categorical decision (hypothesis "
+                                    "facets: match / no match, 'k of n gold, m predicted', A / B / C)")
+    expert_label: str | None = Field(default=None, max_length=128)
+    reason: str | None = None
     expert_id: int | None = Field(default=None, foreign_key="user.id")
     labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     created_at: datetime = _ts()

@@ -109,7 +109,9 @@ def label_decision(*, session: Session, actor: User, label_id: int, value: bool)
 def agreement_card(*, session: Session, actor: User) -> list[AgreementReport]:
     """Per decision kind and judge: agreement of the judge with the experts' labels."""
     require_role(actor, *SCORING_ROLES)
-    rows = session.exec(select(JudgeLabel).where(col(JudgeLabel.expert_value).is_not(None))).all()
+    # categorical labels (hypothesis facets) have their own card: curation.services.facet_judgements
+    rows = session.exec(select(JudgeLabel).where(col(JudgeLabel.expert_value).is_not(None),
+                                                 col(JudgeLabel.judge_label).is_(None))).all()
     groups: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
     for r in rows:
         groups.setdefault((r.kind, r.judge), []).append((bool(r.expert_value), r.judge_value))

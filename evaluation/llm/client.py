@@ -89,6 +89,8 @@ class LLMConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0, description="retries on 429, 5xx, timeouts and non-completion bodies")
     backoff_s: float = Field(default=1.0, ge=0, description="first retry wait; doubles each retry")
     json_mode: bool = Field(default=True, description="ask for response_format json_object")
+    seed: int | None = Field(default=None, description="sent as the request's seed when set (reproducible sampling)")
+    top_p: float | None = Field(default=None, description="sent as the request's top_p when set")
     cache_dir: Path | None = None
 
     @property
@@ -105,6 +107,10 @@ class LLMConfig(BaseModel):
 
     def parameters(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        if self.seed is not None:
+            params["seed"] = self.seed
         if self.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel
 
 from evaluation.errors import EvaluationError
 from evaluation.reproducibility.airepr import AIReprError, is_airepr_name, read_airepr_files
@@ -33,14 +33,6 @@ HYPOTHESES_FORMAT = "forkpaths-hypotheses"
 
 class ItemsError(EvaluationError):
     """A file the facet cannot read (which file, where, what is wrong)."""
-
-
-class _Answer(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    task: str
-    hypothesis: str = ""
-    workflow: str | None = None
-    code: str | None = None
 
 
 class FileItems(BaseModel):
@@ -109,37 +101,31 @@ def _tasks(release: Release) -> dict[str, tuple[DatasetRelease, HypothesisTaskRe
     return {t.key: (d, t) for d in release.datasets for t in d.hypothesis_tasks}
 
 
-def _hypotheses(name: str, data: Any, release: Release, max_items: int | None) -> FileItems:
-    shown = printable(name)
-    version = data.get("format_version")
-    if version != "1.0":
-        raise ItemsError(f"{shown}: format_version is {version!r}; this forkpaths reads forkpaths-hypotheses 1.0.")
-    answers = data.get("answers")
-    if not isinstance(answers, list):
-        raise ItemsError(f"{shown}: answers is {'missing' if answers is None else 'not a list'}.")
+def _df_preamble(files: list[DataFile]) -> str:
+    """The hypotheses kind's convention: ``df`` is the query's first data file (read here when it is a CSV)."""
+    if files and files[0].name.lower().endswith(".csv"):
+        return f"import pandas as pd\ndf = pd.read_csv({files[0].name!r})  # the query's first data file\n\n"
+    return ""
+
+
+def _hypotheses(name: str, data: bytes, release: Release, max_items: int | None) -> FileItems:
+    """The answers that carry code, read by the hypotheses kind's own reader (one reader for one format)."""
+    from evaluation.tasks.hypotheses import read_answers
+
+    answers = read_answers(data, label=name, release=release)
     if max_items is not None and len(answers) > max_items:
-        raise ItemsError(f"{shown} holds {len(answers):,} answers; a submission may hold at most {max_items:,}.")
+        raise ItemsError(f"{printable(name)} holds {len(answers):,} answers; a submission may hold at most "
+                         f"{max_items:,}.")
     tasks = _tasks(release)
-    items, skipped, seen = [], [], set()
-    for i, raw in enumerate(answers):
-        try:
-            a = _Answer.model_validate(raw)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err.get("loc", ()))
-            raise ItemsError(f"{shown}: answers[{i}].{field}: {err.get('msg', 'invalid')}.") from exc
-        if a.task not in tasks:
-            raise ItemsError(f"{shown}: answers[{i}].task '{printable(a.task)}' is not a hypothesis task of release "
-                             f"{release.version}.")
-        if a.task in seen:
-            raise ItemsError(f"{shown}: answers[{i}] answers task '{printable(a.task)}' a second time.")
-        seen.add(a.task)
+    items, skipped = [], []
+    for a in answers:
         if not (a.code or "").strip():
             skipped.append(f"{a.task}: no code")
             continue
         ds, task = tasks[a.task]
-        items.append(_task_item(a.task, "hypotheses", ds, task, workflow=a.workflow or "", code=a.code or "",
-                                answer=a.hypothesis))
+        item = _task_item(a.task, "hypotheses", ds, task, workflow=a.workflow or "", answer=a.hypothesis)
+        item.code = _df_preamble(item.files) + (a.code or "")
+        items.append(item)
     return FileItems(name=name, format=HYPOTHESES_FORMAT, items=items, skipped=skipped)
 
 
@@ -190,7 +176,7 @@ def items_of_file(name: str, data: bytes, release: Release, *, max_items: int | 
     except RepeatedKey as exc:
         raise ItemsError(f"{printable(name)}: the key '{printable(str(exc.args[0]))}' appears twice.") from exc
     if isinstance(parsed, dict) and parsed.get("format") == HYPOTHESES_FORMAT:
-        return _hypotheses(name, parsed, release, max_items)
+        return _hypotheses(name, data, release, max_items)
     if isinstance(parsed, dict) and "dataset_name" in parsed:
         return _blade(name, data, release, max_items)
     raise ItemsError(f"{printable(name)} is neither a BLADE submission (dataset_name, analyses), a "

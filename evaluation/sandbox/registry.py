@@ -21,6 +21,7 @@ ENGINE_MODULES: tuple[str, ...] = (
     "evaluation.sandbox.code_jobs",
     "evaluation.groundtruth.jobs",
     "evaluation.groundtruth.convert_job",
+    "evaluation.hms.expression",
     "evaluation.reproducibility.script_job",
 )
 """Modules whose ``@sandbox_job`` functions may run in the sandbox. Add a module here to register its jobs."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from evaluation.tasks import analyses as _analyses  # noqa: F401 - registers the kind
 from evaluation.tasks import mcq as _mcq  # noqa: F401 - registers the kind
-from evaluation.tasks import reproducibility as _reproducibility  # noqa: F401 - registers the kind
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
@@ -49,3 +48,7 @@ __all__ = [
     "register_kind",
     "task_kind",
 ]
+
+# registered after the first kinds, so their order (and the default ranked kind) stays as it was
+from evaluation.tasks import hypotheses as _hypotheses  # noqa: E402, F401 - registers the kind
+from evaluation.tasks import reproducibility as _reproducibility  # noqa: E402, F401 - registers the kind

@@ -1,7 +1,7 @@
 """reproducibility overrides: an evaluator's correction of one item's outcome in a reproducibility run
 
 Revision ID: 0018_h_repro
-Revises: 0017_h_fanout
+Revises: 0018_h_hms (re-chained after merging main; it was 0017_h_fanout)
 Create Date: 2026-11-25 02:40:00
 """
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from alembic import op
 import curation.models
 
 revision: str = "0018_h_repro"
-down_revision: str | None = "0017_h_fanout"
+down_revision: str | None = "0018_h_hms"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -127,12 +127,14 @@ def test_original_that_needs_a_missing_file_or_fails(tmp_path, llm, os_sandbox):
 
 def test_bad_files_are_refused_with_file_and_field(tmp_path):
     release, _ = release_folder(tmp_path)
-    cases = [
-        (hypotheses_file([{"task": "real/test/nope/metadata_0/q9", "workflow": "w", "code": "print(1)"}]),
-         "answers[0].task 'real/test/nope/metadata_0/q9' is not a hypothesis task of release 1.0.0"),
-        (hypotheses_file([{"hypothesis": "h"}]), "answers[0].task: Field required"),
-        (hypotheses_file([{"task": TASK_KEY, "workflow": 3, "code": "x"}]), "answers[0].workflow"),
-        (b'{"format": "forkpaths-hypotheses", "format_version": "9"}', "format_version is '9'"),
+    cases = [  # hypotheses files are read by the hypotheses kind's own reader: its messages
+        (hypotheses_file([{"task": "real/test/nope/metadata_0/q9", "hypothesis": "h", "workflow": "w",
+                           "code": "print(1)"}]),
+         "answer 1 is for task 'real/test/nope/metadata_0/q9', which release 1.0.0 does not have"),
+        (hypotheses_file([{"hypothesis": "h", "workflow": "w"}]), "answer 1 has no 'task'"),
+        (hypotheses_file([{"task": TASK_KEY, "hypothesis": "h", "workflow": 3, "code": "x"}]),
+         "field 'workflow': Input should be a valid string"),
+        (b'{"format": "forkpaths-hypotheses", "format_version": "9"}', "format_version '9' is not supported"),
         (b'[1, 2]', "neither a BLADE submission"),
         (blade_file(None), "None of these files holds an item with a workflow"),
     ]
