@@ -83,7 +83,7 @@ def _run_block(title: str, code: str, run: CodeRun | None, answer_label: str, an
     else:
         where = "" if run.ran else " (published by AIRepr, not run here)"
         st.caption(f"Output{where}" + (f" · {run.seconds:.2f} s" if run.ran else ""))
-        st.code(run.stdout or "(printed nothing)", language=None, wrap_lines=True)
+        st.code(run.stdout or "(printed nothing)", language=None)  # tables keep their columns: scroll, no wrap
         if not run.ok and run.error:
             st.error(md(run.error))
     st.markdown(f"**{answer_label}:** {md(answer or '(none)')}")
