@@ -58,6 +58,7 @@ __all__ = [
     "cluster_bootstrap_mean",
     "counted_runs",
     "f1",
+    "proportion_estimate",
     "score_runs",
     "unweighted_score",
     "weighted_score",
@@ -361,6 +362,24 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
         weighted=estimate("weighted"), unweighted=estimate("unweighted"),
         bootstrap={name: estimate(name) for name in overall if name not in ("weighted", "unweighted")},
         failures=dict(failures), notes=notes)
+
+
+def proportion_estimate(values: Sequence[bool], *, n_bootstrap: int = 1000, seed: int = 0) -> Estimate:
+    """The share of ``True`` in ``values`` with its 95 % percentile-bootstrap interval (items resampled with
+    replacement); ``point`` None when there are no values, no interval when ``n_bootstrap`` is 0.
+
+    Used for rates over items (the reproducibility rate, accuracy): each item counts once."""
+    n = len(values)
+    if n == 0:
+        return Estimate(point=None)
+    arr = np.asarray(values, dtype=float)
+    point = float(arr.mean())
+    if n_bootstrap <= 0:
+        return Estimate(point=point)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, n, size=(n_bootstrap, n))].mean(axis=1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return Estimate(point=point, mean=float(means.mean()), ci_low=float(lo), ci_high=float(hi))
 
 
 def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], *, n_bootstrap: int = 1000,
