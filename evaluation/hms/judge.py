@@ -2,9 +2,12 @@
 
 Prompts are written in our own words after evaluation-seeds-reference §1.4. Two families:
 
-* ``discoverybench`` (template ``hms-db@1``): upstream's questions one by one, with upstream's generation
-  settings: decomposition and context matching sampled at temperature 1 (max_tokens 4096); variables and
-  relationship at temperature 0, top_p 1, max_tokens 250, asked about the *full* gold and predicted hypotheses;
+* ``discoverybench`` (template ``hms-db@2``): upstream's questions with upstream's generation settings:
+  decomposition and context matching sampled at temperature 1 (max_tokens 4096); variables and relationship at
+  temperature 0, top_p 1, max_tokens 250, asked about the *full* gold and predicted hypotheses. Upstream asks the
+  context question once per pair its greedy scan reaches; here every context pair of a query not decided by a rule
+  is asked in one call and the scan then reads the answers (same decisions, same formula), so this mode also
+  costs at most five calls per query (``@1`` asked one call per pair);
 * ``default`` (template ``hms@1``): temperature 0 and a fixed seed for every call, and each question asked once
   for all pairs of a query (context, variables, relationship), so a query costs at most five calls
   (two decompositions, one each for contexts, variables and relationships) and fewer when the gold or the
@@ -41,7 +44,7 @@ from evaluation.submissions import ExtractedFunction
 __all__ = ["DEFAULT_SEED", "HMSJudge", "TEMPLATE_DB", "TEMPLATE_DEFAULT"]
 
 TEMPLATE_DEFAULT = "hms@1"
-TEMPLATE_DB = "hms-db@1"
+TEMPLATE_DB = "hms-db@2"
 DEFAULT_SEED = 0
 T = TypeVar("T")
 
@@ -70,16 +73,6 @@ Workflow: {workflow}
 
 Answer as JSON: {{"sub_hypo": [{{"text": "<the sub-hypothesis>", "context": "<context>", "variables": ["<variable>"],
 "relations": "<relations>"}}]}}"""
-
-_CONTEXT_ONE = """{dimensions}
-
-Datasets: {datasets}
-Question asked of the data: {query}
-Gold context: {gold}
-Predicted context: {pred}
-
-Does the predicted context describe the same boundary conditions as the gold context? Two contexts that both
-cover the whole dataset match. Answer as JSON: {{"match": true}} or {{"match": false}}."""
 
 _CONTEXT_MANY = """{dimensions}
 
@@ -170,13 +163,6 @@ def parse_decomposition(text: str) -> list[SubHypothesis]:
     return out
 
 
-def parse_match(text: str) -> bool:
-    match = _object(text).get("match")
-    if not isinstance(match, bool):
-        raise ParseError("the answer's match is not true or false")
-    return match
-
-
 def _pairs_of(text: str, asked: Sequence[str]) -> dict[str, dict[str, Any]]:
     pairs = _object(text).get("pairs")
     if not isinstance(pairs, dict):
@@ -249,13 +235,10 @@ class HMSJudge:
                                  workflow=quote(workflow or ""))
         return self.ask(mode, "decompose", user, parse_decomposition)
 
-    def context_one(self, *, datasets: Any, query: str, gold: str, pred: str) -> Answer[bool]:
-        user = _CONTEXT_ONE.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
-                                   gold=quote(gold), pred=quote(pred))
-        return self.ask("discoverybench", "context", user, parse_match)
-
-    def contexts_many(self, *, datasets: Any, query: str, pairs: dict[str, tuple[str, str]],
+    def contexts_many(self, mode: HMSMode, *, datasets: Any, query: str, pairs: dict[str, tuple[str, str]],
                       ) -> Answer[dict[str, tuple[bool, str]]]:
+        """Every listed context pair (``P<i>|G<j>`` → (gold context, predicted context)) in one question, with the
+        generation settings of ``mode``."""
         lines = "\n".join(f"{k}: gold {quote(g)}; predicted {quote(p)}" for k, (g, p) in pairs.items())
 
         def parse(text: str) -> dict[str, tuple[bool, str]]:
@@ -268,7 +251,7 @@ class HMSJudge:
 
         user = _CONTEXT_MANY.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
                                     pairs=lines)
-        return self.ask("default", "context", user, parse)
+        return self.ask(mode, "context", user, parse)
 
     def _full(self, question: str, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str]) -> str:
         return _FULL.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),

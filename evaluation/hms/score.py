@@ -4,8 +4,10 @@ formula (:func:`evaluation.hms.formula.settle`).
 ``discoverybench`` mode follows upstream's evaluator step by step (evaluation-seeds-reference §1.4): both
 hypotheses decomposed by the LLM (a decomposition that does not parse is retried once, then becomes the whole text
 with context "None"); each predicted sub-hypothesis scans the unmatched gold ones (identical contexts match with no
-call, "None" never matches, otherwise one question, retried up to five times when the answer does not parse; the
-first match wins); for the matched pairs the variables and the relationship are asked about the *full*
+call, "None" never matches, otherwise the judge says; the first match wins). Upstream asks one question per pair
+the scan reaches; here every pair not decided by a rule is asked in one question before the scan (retried up to
+five times when the answer does not parse), and the scan reads the answers, so the decisions and the formula are
+upstream's while a query costs at most five calls whatever its number of sub-hypotheses; for the matched pairs the variables and the relationship are asked about the *full*
 hypotheses (upstream asks the same two questions for each matched pair; they are asked once and shared, which
 gives the same answers); a variables answer that does not parse gives F1 = -1 and an unrecognised relationship -1,
 and these sentinels flow into the products as upstream's do. Where upstream would crash (a relationship answer
@@ -139,6 +141,40 @@ def score_item(item: ItemResult, gold: GoldHypothesis, pred: Prediction, *, judg
     return item
 
 
+def _context_checks(item: ItemResult, g_subs: list[SubHypothesis], p_subs: list[SubHypothesis], mode: HMSMode,
+                    judge: HMSJudge, datasets: Any, calls: _Calls) -> dict[tuple[int, int], ContextCheck]:
+    """The context check of every (predicted, gold) pair, kept on ``item.contexts``: identical contexts match and
+    "None" never matches with no call; every other pair is asked in ONE call (in ``discoverybench`` mode an answer
+    that does not parse is asked again up to five times, as upstream retries its context question). When that call
+    fails the undecided pairs are kept as judge errors and :class:`_JudgeFailed` propagates."""
+    checks: dict[tuple[int, int], ContextCheck] = {}
+    ask: dict[str, tuple[str, str]] = {}
+    for i, p in enumerate(p_subs):
+        for j, g in enumerate(g_subs):
+            if _same(p.context, g.context, mode):
+                checks[(i, j)] = ContextCheck(pred=i, gold=j, match=True, how="identical")
+            elif _is_none(p.context, mode) or _is_none(g.context, mode):
+                checks[(i, j)] = ContextCheck(pred=i, gold=j, match=False, how="none")
+            else:
+                ask[pair_key(i, j)] = (g.context, p.context)
+    if ask:
+        try:
+            ans = _ask("context", "the contexts", lambda: judge.contexts_many(
+                mode, datasets=datasets, query=item.question, pairs=ask), calls,
+                retries=5 if mode == "discoverybench" else 0)
+        except _JudgeFailed:
+            for k in ask:
+                i, j = (int(x[1:]) for x in k.split("|"))
+                checks[(i, j)] = ContextCheck(pred=i, gold=j, match=None, how="judge_error")
+            item.contexts = sorted(checks.values(), key=lambda c: (c.pred, c.gold))
+            raise
+        for k, (match, why) in ans.value.items():
+            i, j = (int(x[1:]) for x in k.split("|"))
+            checks[(i, j)] = ContextCheck(pred=i, gold=j, match=match, how="judge", explanation=why)
+    item.contexts = sorted(checks.values(), key=lambda c: (c.pred, c.gold))
+    return checks
+
+
 # ------------------------------------------------------------------------------------ discoverybench mode
 
 
@@ -162,28 +198,14 @@ def _discoverybench(item: ItemResult, gold: GoldHypothesis, pred: Prediction, ju
     item.gold = _decompose_db("gold", gold, judge, datasets, calls)
     item.predicted = _decompose_db("predicted", pred, judge, datasets, calls)
     g_subs, p_subs = item.gold.sub_hypo, item.predicted.sub_hypo
+    checks = _context_checks(item, g_subs, p_subs, "discoverybench", judge, datasets, calls)
+    # upstream's greedy scan, reading the answers: each predicted sub-hypothesis takes the first unmatched gold
+    # sub-hypothesis whose context matches
     taken: set[int] = set()
     matched: list[tuple[int, int]] = []
-    for i, p in enumerate(p_subs):
-        for j, g in enumerate(g_subs):
-            if j in taken:
-                continue
-            if _same(p.context, g.context, "discoverybench"):
-                check = ContextCheck(pred=i, gold=j, match=True, how="identical")
-            elif _is_none(p.context, "discoverybench") or _is_none(g.context, "discoverybench"):
-                check = ContextCheck(pred=i, gold=j, match=False, how="none")
-            else:
-                def ask(g: SubHypothesis = g, p: SubHypothesis = p) -> Answer[bool]:
-                    return judge.context_one(datasets=datasets, query=item.question, gold=g.context, pred=p.context)
-
-                try:
-                    ans = _ask("context", f"the context of {pair_key(i, j)}", ask, calls, retries=5)
-                except _JudgeFailed:
-                    item.contexts.append(ContextCheck(pred=i, gold=j, match=None, how="judge_error"))
-                    raise
-                check = ContextCheck(pred=i, gold=j, match=ans.value, how="judge")
-            item.contexts.append(check)
-            if check.match:
+    for i in range(len(p_subs)):
+        for j in range(len(g_subs)):
+            if j not in taken and checks[(i, j)].match:
                 taken.add(j)
                 matched.append((i, j))
                 break
@@ -236,30 +258,7 @@ def _default(item: ItemResult, gold: GoldHypothesis, pred: Prediction, judge: HM
     item.gold = _decompose_default("gold", gold, judge, datasets, calls)
     item.predicted = _decompose_default("predicted", pred, judge, datasets, calls)
     g_subs, p_subs = item.gold.sub_hypo, item.predicted.sub_hypo
-    checks: dict[tuple[int, int], ContextCheck] = {}
-    ask: dict[str, tuple[str, str]] = {}
-    for i, p in enumerate(p_subs):
-        for j, g in enumerate(g_subs):
-            if _same(p.context, g.context, "default"):
-                checks[(i, j)] = ContextCheck(pred=i, gold=j, match=True, how="identical")
-            elif _is_none(p.context, "default") or _is_none(g.context, "default"):
-                checks[(i, j)] = ContextCheck(pred=i, gold=j, match=False, how="none")
-            else:
-                ask[pair_key(i, j)] = (g.context, p.context)
-    if ask:
-        try:
-            ans = _ask("context", "the contexts", lambda: judge.contexts_many(
-                datasets=datasets, query=item.question, pairs=ask), calls)
-        except _JudgeFailed:
-            for k in ask:
-                i, j = (int(x[1:]) for x in k.split("|"))
-                checks[(i, j)] = ContextCheck(pred=i, gold=j, match=None, how="judge_error")
-            item.contexts = sorted(checks.values(), key=lambda c: (c.pred, c.gold))
-            raise
-        for k, (match, why) in ans.value.items():
-            i, j = (int(x[1:]) for x in k.split("|"))
-            checks[(i, j)] = ContextCheck(pred=i, gold=j, match=match, how="judge", explanation=why)
-    item.contexts = sorted(checks.values(), key=lambda c: (c.pred, c.gold))
+    checks = _context_checks(item, g_subs, p_subs, "default", judge, datasets, calls)
     # which pairs the greedy matching takes (settle recomputes it the same way from these checks)
     taken: set[int] = set()
     matched: list[tuple[int, int]] = []

@@ -15,8 +15,6 @@ def step_of(prompt: str) -> str:
     """Which question a request asks (by the prompt's wording)."""
     if "Split the hypothesis" in prompt:
         return "decompose"
-    if "Does the predicted context describe" in prompt:
-        return "context_one"
     if "does the predicted context describe the same boundary" in prompt:
         return "contexts"
     if "match the predicted variables" in prompt:
@@ -33,7 +31,8 @@ def step_of(prompt: str) -> str:
 @dataclass
 class HMSScript:
     """``decompositions``: hypothesis text → list of sub-hypotheses (or a raw answer string);
-    ``contexts``: (gold context, predicted context) → bool; ``pair_contexts``: pair key → bool (default mode);
+    ``contexts``: (gold context, predicted context) → bool; ``pair_contexts``: pair key → bool (wins over
+    ``contexts``); ``context_pairs``: the pair keys each context question listed;
     ``variables``: pair key → matches [[g, p], ...] (default) ; ``relationships``: pair key → letter (default);
     ``variables_full`` / ``relationship_full``: the raw answer text (discoverybench mode);
     ``raw``: step → raw answer text overriding everything (garbage, sentinels)."""
@@ -47,6 +46,7 @@ class HMSScript:
     relationship_full: str = '{"answer": "A", "explanation": "same"}'
     raw: dict[str, str] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
+    context_pairs: list[list[str]] = field(default_factory=list)
 
     def __call__(self, request: dict[str, Any]) -> str:
         prompt = request["messages"][-1]["content"]
@@ -58,14 +58,14 @@ class HMSScript:
             hypo = json.loads(re.search(r"^Hypothesis: (.*)$", prompt, re.M).group(1))  # type: ignore[union-attr]
             answer = self.decompositions[hypo]
             return answer if isinstance(answer, str) else json.dumps({"sub_hypo": answer})
-        if step == "context_one":
-            gold = json.loads(re.search(r"^Gold context: (.*)$", prompt, re.M).group(1))  # type: ignore[union-attr]
-            pred = json.loads(re.search(r"^Predicted context: (.*)$", prompt, re.M).group(1))  # type: ignore[union-attr]
-            return json.dumps({"match": self.contexts.get((gold, pred), False)})
         keys = re.findall(r"^(P\d+\|G\d+): ", prompt, re.M)
         if step == "contexts":
-            return json.dumps({"pairs": {k: {"match": self.pair_contexts.get(k, False), "explanation": f"ctx {k}"}
-                                         for k in keys}})
+            self.context_pairs.append(keys)
+            texts = {m.group(1): (json.loads(m.group(2)), json.loads(m.group(3))) for m in re.finditer(
+                r'^(P\d+\|G\d+): gold ("(?:[^"\\]|\\.)*"); predicted ("(?:[^"\\]|\\.)*")$', prompt, re.M)}
+            return json.dumps({"pairs": {k: {"match": self.pair_contexts.get(k, self.contexts.get(texts.get(k, ("", "")),
+                                                                                                  False)),
+                                              "explanation": f"ctx {k}"} for k in keys}})
         if step == "variables":
             return json.dumps({"pairs": {k: {"matches": self.variables.get(k, []), "explanation": f"vars {k}"}
                                          for k in keys}})
