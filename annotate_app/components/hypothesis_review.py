@@ -29,7 +29,9 @@ def render_hypothesis_body(item: HypothesisItem) -> None:
         st.code(item.code, language="python")
         check = item.check or {}
         if check.get("ok"):
-            st.caption(f"🧪 The code ran on `{check.get('data_file', 'the data')}`; what it printed:")
+            others = [f for f in check.get("files") or [] if f != check.get("data_file")]
+            also = f" (with {', '.join(f'`{f}`' for f in others)} in its folder)" if others else ""
+            st.caption(f"🧪 The code ran on `{check.get('data_file', 'the data')}` as df{also}; what it printed:")
             st.code(str(check.get("stdout") or "(nothing printed)")[:3000], language=None)
         elif check:
             st.error(f"The code failed: {check.get('error')}", icon="🧪")

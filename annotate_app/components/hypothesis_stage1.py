@@ -120,9 +120,11 @@ def _form(user: User, dataset: Dataset, task: HypothesisTaskView, saved: Hypothe
                                  value=draft.value("relationship"), key=draft.key("relationship"))
     workflow = st.text_area("Workflow (the steps from the data to the hypothesis)", value=draft.value("workflow"),
                             key=draft.key("workflow"), height=90)
-    code = st.text_area(f"Supporting code (optional; runs on `{task.data_files[0] if task.data_files else 'the data'}`"
-                        " as `df`, with `pd`, `np` and statsmodels)", value=draft.value("code"),
-                        key=draft.key("code"), height=120)
+    first = f"`{task.data_files[0]}`" if task.data_files else "the data"
+    others = (f"; every data file of the query ({', '.join(task.data_files)}) is in its working folder by name"
+              if len(task.data_files) > 1 else "")
+    code = st.text_area(f"Supporting code (optional; runs on {first} as `df`{others}; with `pd`, `np` and "
+                        "statsmodels)", value=draft.value("code"), key=draft.key("code"), height=120)
     st.button("▶ Run the code on the data", key=f"{prefix}.check", on_click=_run_check,
               args=(draft, user, task.id, prefix), disabled=not code.strip())
     if not check_result.running(prefix):

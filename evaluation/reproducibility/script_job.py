@@ -1,9 +1,9 @@
 """Run one analysis script in the sandbox on a set of named data files: the original code and the inspector's
 code run through here, the same way, on the same files.
 
-The sandbox hands a job one read-only file; the files are packed into one zip (:func:`run_script`) and the job
-unpacks them into its private scratch directory (its working directory) before any untrusted code runs, so a
-script reads them by name (``pd.read_csv("data.csv")``). What the script printed is its output; an exception,
+The sandbox hands a job one read-only file; the files are packed into one zip and the job unpacks them into its
+private scratch directory (its working directory) before any untrusted code runs (:mod:`evaluation.sandbox.bundle`,
+shared with the model check of a hypothesis' supporting code), so a script reads them by name (``pd.read_csv("data.csv")``). What the script printed is its output; an exception,
 a refused action (network, other programs, writes outside the scratch directory), the time or memory limit
 each give a sentence. This module imports nothing heavy at import time (the zygote imports it before forking).
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evaluation.sandbox.bundle import pack_files, unpack_files
 from evaluation.sandbox.registry import sandbox_job
 from evaluation.sandbox.runtime import JobContext
 
@@ -25,11 +25,6 @@ __all__ = ["JOB_NAME", "MAX_CODE_CHARS", "run_script"]
 
 JOB_NAME = "repro.run_script"
 MAX_CODE_CHARS = 100_000
-
-
-def _safe_member(name: str) -> bool:
-    parts = Path(name).parts
-    return bool(parts) and not Path(name).is_absolute() and ".." not in parts
 
 
 @sandbox_job(JOB_NAME)
@@ -42,18 +37,7 @@ def run_script_job(ctx: JobContext) -> dict[str, Any]:
     from evaluation.sandbox.code_jobs import _failure_info
 
     code = str(ctx.payload.get("code", ""))
-    names: list[str] = []
-    if ctx.data is not None:
-        with zipfile.ZipFile(ctx.data) as bundle:
-            for member in bundle.infolist():
-                if member.is_dir() or not _safe_member(member.filename):
-                    continue
-                target = ctx.work / member.filename
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with bundle.open(member) as src, open(target, "wb") as dst:
-                    while chunk := src.read(1 << 20):
-                        dst.write(chunk)
-                names.append(member.filename)
+    names = unpack_files(ctx.data, ctx.work) if ctx.data is not None else []
     filename = "<analysis>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     try:
@@ -121,11 +105,9 @@ def run_script(code: str, files: Sequence[tuple[str, Path]], *, limits: Any, who
         return {"ok": False, "error_kind": "syntax", "stdout": "", "seconds": 0.0,
                 "error": f"{who} is {len(code):,} characters long; code longer than {MAX_CODE_CHARS:,} is not run."}
     fd, bundle = tempfile.mkstemp(prefix="forkpaths-repro-", suffix=".zip")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_STORED) as zf:
-            for name, path in files:
-                if Path(path).is_file():  # a file that is missing shows as the code's FileNotFoundError
-                    zf.write(path, arcname=name)
+        pack_files(files, Path(bundle))
         result = run_job(JOB_NAME, {"code": code}, data_path=Path(bundle), limits=limits)
     finally:
         Path(bundle).unlink(missing_ok=True)

@@ -57,6 +57,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from evaluation.errors import SandboxError
+from evaluation.sandbox.bundle import DataFile
 from evaluation.sandbox.isolation import (
     IsolationStatus,
     IsolationUnavailable,
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
         check_transform,
         prepare_fast_copy,
         rewrite_groupby_code,
+        start_files_model_check,
         start_model_check,
         start_transform_check,
     )
@@ -98,7 +100,8 @@ if TYPE_CHECKING:
 # use, so that configuring the sandbox at start-up (every CLI command does) does not import pandas.
 _LAZY = {
     **dict.fromkeys(("check_model", "check_transform", "prepare_fast_copy", "rewrite_groupby_code",
-                     "start_model_check", "start_transform_check"), "evaluation.sandbox.checks"),
+                     "start_files_model_check", "start_model_check", "start_transform_check"),
+                  "evaluation.sandbox.checks"),
     **dict.fromkeys(("DEFAULT_LIMITS", "ErrorKind", "ModelCheck", "SandboxLimits", "TransformCheck"),
                     "evaluation.sandbox.results"),
     **dict.fromkeys(("JobHandle", "MappedJobHandle", "Outcome", "prewarm", "run_job", "shutdown", "start_job"),
@@ -116,6 +119,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "DataFile",
     "ErrorKind",
     "IsolationStatus",
     "IsolationUnavailable",
@@ -140,6 +144,7 @@ __all__ = [
     "run_job",
     "sandbox_job",
     "shutdown",
+    "start_files_model_check",
     "start_job",
     "start_model_check",
     "start_transform_check",

@@ -14,6 +14,7 @@ from typing import Any
 
 from evaluation.errors import SandboxError
 from evaluation.inference import FrameChange
+from evaluation.sandbox.bundle import DataFile, bundle_for, table_format
 from evaluation.sandbox.code_jobs import rewrite_groupby_targets
 from evaluation.sandbox.describe import Steps, crash_report, describe_death, describe_failure
 from evaluation.sandbox.results import DEFAULT_LIMITS, ModelCheck, SandboxLimits, TransformCheck
@@ -26,6 +27,7 @@ __all__ = [
     "check_transform",
     "prepare_fast_copy",
     "rewrite_groupby_code",
+    "start_files_model_check",
     "start_model_check",
     "start_transform_check",
 ]
@@ -220,6 +222,44 @@ def start_model_check(
 
     return start_job("model_check", _payload([*transform_codes, code], steps), data_path=data_path,
                      limits=limits, finish=finish)
+
+
+def start_files_model_check(
+    *,
+    files: Sequence[DataFile],
+    code: str,
+    limits: SandboxLimits = DEFAULT_LIMITS,
+) -> JobHandle[ModelCheck]:
+    """:func:`start_model_check` with several files: all of ``files`` are in the code's working directory by
+    name, and ``df`` is the first of them, read as the import layer reads it (CSV in its encoding, or UTF-8 then
+    cp1252; Stata ``.dta``).
+
+    Raises:
+        SandboxError: no file, a first file that is not a table, or a file that is not there (named).
+    """
+    started = time.perf_counter()
+    if not files:
+        raise SandboxError("There is no data file to run the code on.")
+    for f in files:
+        if not Path(f.path).is_file():
+            raise SandboxError(f"The data file '{f.name}' does not exist at {f.path}, so the code cannot be checked.")
+    first = files[0]
+    fmt = table_format(first.name, first.format)
+    if fmt is None:
+        raise SandboxError(f"'{first.name}' is not a table (CSV or Stata .dta), so it cannot be read as df.")
+    steps = Steps.for_model(0, None)
+    bundle = bundle_for([(f.name, Path(f.path)) for f in files])
+
+    def finish(outcome: Outcome) -> ModelCheck:
+        _raise_for_sandbox_failure(outcome, Path(first.name))
+        fields = _common_fields(outcome, steps, limits)
+        result = outcome.result or {}
+        if fields["ok"]:
+            fields.update(summary=result.get("summary"), result_type=result.get("result_type"))
+        return ModelCheck(**fields, code=code, total_seconds=time.perf_counter() - started)
+
+    payload = {**_payload([code], steps), "bundle": {"table": first.name, "format": fmt, "encoding": first.encoding}}
+    return start_job("model_check", payload, data_path=bundle, limits=limits, finish=finish)
 
 
 def check_model(

@@ -375,6 +375,20 @@ def _compile_steps(
     return compiled, trees, None
 
 
+def _load_bundle(ctx: JobContext, spec: dict[str, Any]) -> Any:
+    """Unpack the job's files into its working directory and read the one named ``table`` as ``df``."""
+    from evaluation.sandbox.bundle import read_table, unpack_files
+
+    if ctx.data is None:
+        raise ValueError("this job has no data files")
+    names = unpack_files(ctx.data, ctx.work)
+    table = str(spec.get("table", ""))
+    if table not in names:
+        raise ValueError(f"the table '{table}' is not among the data files ({', '.join(names) or 'none'})")
+    fmt, encoding = spec.get("format"), spec.get("encoding")
+    return read_table(ctx.work / table, fmt=str(fmt) if fmt else None, encoding=str(encoding) if encoding else None)
+
+
 def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
     """Run the chain of codes on the table; the result message of a transform or model check.
 
@@ -400,7 +414,8 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
 
     started = time.perf_counter()
     try:
-        frame = ctx.load_table()
+        bundle = payload.get("bundle")
+        frame = _load_bundle(ctx, bundle) if isinstance(bundle, dict) else ctx.load_table()
     except MemoryError:
         return {**result, "ok": False, "error_kind": "memory", "phase": "load"}
     except Exception as exc:

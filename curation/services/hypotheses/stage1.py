@@ -1,7 +1,8 @@
 """Stage 1 of a DiscoveryBench dataset: each assigned analyst writes, blind to peers, a hypothesis per query that
 still needs a gold one, decomposed into context, variables (each a column of the data dictionary, or a derived
-column with how it is derived) and relationship, plus a workflow; supporting code runs in the sandbox on the
-query's data file and its output is kept with the hypothesis.
+column with how it is derived) and relationship, plus a workflow; supporting code runs in the sandbox with all
+of the query's data files in its working folder by name (``df`` is the first, CSV in any encoding the import
+took, or Stata .dta) and its output is kept with the hypothesis.
 
 The hypotheses live in the analyst's :class:`~curation.models.Analysis` of the dataset, as BLADE decisions do:
 submitting it submits them all and locks them, and the one stage-1 blinding rule
@@ -30,7 +31,6 @@ from curation.models import (
 )
 from curation.services.actor import judges_actor
 from curation.services.annotation import _editable_analysis, _find_analysis, _require_assigned
-from curation.services.checks import ensure_fast_copy
 from curation.services.hypotheses.common import (
     HypothesisInput,
     is_hypothesis_dataset,
@@ -38,7 +38,8 @@ from curation.services.hypotheses.common import (
     task_of,
     validated_payload,
 )
-from evaluation.sandbox import MappedJobHandle, ModelCheck, SandboxLimits, start_model_check
+from evaluation.sandbox import DataFile, MappedJobHandle, ModelCheck, SandboxLimits, start_files_model_check
+from evaluation.sandbox.bundle import table_format
 
 __all__ = [
     "HypothesisCheck",
@@ -50,7 +51,7 @@ __all__ = [
     "save_hypothesis",
     "start_hypothesis_check",
     "submit_hypotheses",
-    "task_data_path",
+    "task_data_files",
 ]
 
 
@@ -59,6 +60,8 @@ class HypothesisCheck(ModelCheck):
 
     fingerprint: str = Field(description="code_fingerprint of the code this check ran")
     data_file: str = Field(description="the query's data file the code ran on, as df")
+    files: list[str] = Field(default_factory=list, description="all the query's data files, in the code's working "
+                                                               "directory by these names")
 
 
 def code_fingerprint(code: str) -> str:
@@ -96,34 +99,46 @@ def own_hypotheses(*, session: Session, actor: User, dataset_id: int) -> OwnHypo
     return OwnHypotheses(analysis, rows)
 
 
-def task_data_path(dataset: Dataset, task: HypothesisTask, store: Path) -> tuple[Path, str]:
-    """The CSV the supporting code of ``task`` runs on (its first data file) and that file's name."""
-    wanted = list(task.data_files) or []
+def task_data_files(dataset: Dataset, task: HypothesisTask, store: Path) -> list[DataFile]:
+    """The query's data files (in the order its metadata names them; the dataset's main table when it names
+    none), each by its name, with the table format and CSV encoding the import recorded. The first is ``df``.
+
+    Raises:
+        DecisionValidationError: the first file is not a table (CSV or Stata .dta).
+        SandboxError: a file is missing from the store.
+    """
     files = [f for f in dataset.files or [] if f.get("role") == "data"]
-    chosen = None
-    for name in wanted:
-        chosen = next((f for f in files if f.get("name") == name or Path(str(f.get("name"))).name == name), None)
-        if chosen is not None:
-            break
-    if chosen is None:
-        chosen = next((f for f in dataset.files or [] if f.get("relpath") == dataset.data_relpath), None)
-    relpath = str(chosen["relpath"]) if chosen else dataset.data_relpath
-    name = str(chosen["name"]) if chosen else Path(relpath).name
-    fmt = str((chosen or {}).get("format") or Path(relpath).suffix.lstrip(".")).lower()
-    if fmt not in ("csv", ""):
-        raise DecisionValidationError(f"Supporting code runs on a CSV table as `df`; the {task_label(task)} reads "
-                                      f"'{name}', a {fmt} file. Describe the steps in the workflow instead.")
-    path = store / relpath
-    if not path.is_file():
-        raise SandboxError(f"The data file '{name}' of '{dataset.name}' is missing at {path}; check "
-                           "FORKPATHS_DATA_DIR points at the folder the dataset was imported into.")
-    return path, name
+    chosen: list[dict[str, Any]] = []
+    for name in task.data_files or []:
+        found = next((f for f in files if f.get("name") == name or Path(str(f.get("name"))).name == name), None)
+        if found is not None and found not in chosen:
+            chosen.append(found)
+    if not chosen:
+        main = next((f for f in dataset.files or [] if f.get("relpath") == dataset.data_relpath), None)
+        chosen = [main or {"relpath": dataset.data_relpath, "name": Path(dataset.data_relpath).name,
+                           "format": "csv"}]
+    out = []
+    for f in chosen:
+        relpath, name = str(f["relpath"]), Path(str(f.get("name") or f["relpath"])).name
+        path = store / relpath
+        if not path.is_file():
+            raise SandboxError(f"The data file '{name}' of '{dataset.name}' is missing at {path}; check "
+                               "FORKPATHS_DATA_DIR points at the folder the dataset was imported into.")
+        fmt = str(f.get("format") or "").lower() or None
+        out.append(DataFile(name=name, path=path, format=fmt, encoding=f.get("encoding") or None))
+    first = out[0]
+    if table_format(first.name, first.format) is None:
+        raise DecisionValidationError(f"Supporting code reads the first data file as `df`; the {task_label(task)} "
+                                      f"reads '{first.name}' first, which is not a table (CSV or Stata .dta). "
+                                      "Describe the steps in the workflow instead.")
+    return out
 
 
 @judges_actor
 def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code: str, store: Path,
                            limits: SandboxLimits) -> MappedJobHandle[HypothesisCheck]:
-    """Start running the supporting code of a hypothesis on the query's data file (``df``) in the sandbox.
+    """Start running the supporting code of a hypothesis in the sandbox, with all of the query's data files in its
+    working directory by name and the first of them read as ``df``.
 
     The result (JSON) is what a model check reports: the summary of the fitted result or the value of the last
     expression, and what the code printed; with the code it ran, its fingerprint and the data file.
@@ -133,11 +148,12 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     _editable_analysis(session, actor, dataset.id or 0)  # assigned, not submitted: only then is there code to check
     if not code.strip():
         raise DecisionValidationError(f"Hypothesis for the {task_label(task)}: there is no code to run.")
-    path, name = task_data_path(dataset, task, store)
-    ensure_fast_copy(path)
-    handle = start_model_check(data_path=path, transform_codes=[], code=code, limits=limits)
+    files = task_data_files(dataset, task, store)
+    handle = start_files_model_check(files=files, code=code, limits=limits)
+    names = [f.name for f in files]
     return handle.then(lambda result: HypothesisCheck.model_validate(
-        {**result.model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code), "data_file": name}))
+        {**result.model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code), "data_file": names[0],
+         "files": names}))
 
 
 @judges_actor
