@@ -1,4 +1,5 @@
-"""A run fans out: its parts (one per dataset file) are scored by whichever workers claim them, and the run's
+"""A run fans out: its parts (one per dataset file; a kind may name other parts with ``part_labels``, e.g. the
+hypotheses kind's dataset folders) are scored by whichever workers claim them, and the run's
 result is combined from all of them at the end, in the files' order, so it is the same whatever order the parts
 were scored in, and whichever workers scored them.
 
@@ -185,7 +186,9 @@ def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: Scori
     from curation.services.scoring import RunCancelled, RunTakenOver, ScoringError
 
     run_id = run.id or 0
-    labels = [str(f.get("dataset") or f.get("name") or i) for i, f in enumerate(run.submission_files)]
+    named = getattr(task, "part_labels", None)  # a kind whose parts are not its files names them
+    labels = ([str(x) for x in named(ctx)] if named is not None else
+              [str(f.get("dataset") or f.get("name") or i) for i, f in enumerate(run.submission_files)])
     queued = _ensure_parts(engine, run_id, labels)
     if fan_out is not None and queued > 1:
         fan_out(run_id, queued - 1)

@@ -21,7 +21,8 @@ import csv
 import io
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,13 +64,17 @@ __all__ = [
     "HypothesisSubmission",
     "aggregate",
     "check_files",
+    "combine",
     "effective",
     "facet_label",
     "facet_value",
     "leaderboard_values",
+    "part_count",
+    "part_labels",
     "read_answers",
     "read_result",
     "score",
+    "score_part",
     "summary_line",
 ]
 
@@ -366,11 +371,24 @@ def _item(ds: DatasetRelease, t: HypothesisTaskRelease) -> ItemResult:
                       question_type=t.question_type or "", question=t.question, status="scored")
 
 
-def score(ctx: ScoringContext) -> ScoredRun:
-    """HMS of every gold query of the datasets answered (an unanswered one counts 0), one query at a time."""
+@dataclass
+class _Plan:
+    """What a run scores: the gold queries of the datasets answered, in the release's order, and their answers."""
+
+    mode: HMSMode
+    answers: dict[str, HypothesisAnswer]
+    todo: list[tuple[DatasetRelease, HypothesisTaskRelease]]
+    notes: list[str]
+
+    @property
+    def folders(self) -> list[str]:
+        """The dataset folders of the queries to score, in order: the run's parts."""
+        return list(dict.fromkeys(ds.name for ds, _ in self.todo))
+
+
+def _plan(ctx: ScoringContext) -> _Plan:
     if ctx.mode not in modes:
         raise SubmissionCheckError(f"Unknown mode '{ctx.mode}' for hypotheses; choose {' or '.join(modes)}.")
-    mode: HMSMode = ctx.mode  # type: ignore[assignment]
     tasks = _tasks(ctx.release)
     answers: dict[str, HypothesisAnswer] = {}
     for fname, data in ctx.files:
@@ -379,14 +397,34 @@ def score(ctx: ScoringContext) -> ScoredRun:
     todo = [(d, t) for d, t in tasks.values() if d.name in datasets]
     no_gold = [t.key for _, t in todo if t.gold is None]
     todo = [(d, t) for d, t in todo if t.gold is not None]
+    notes = []
+    if no_gold:
+        notes.append(f"{_n(len(no_gold), 'query', 'queries')} of the datasets answered "
+                     f"{'has' if len(no_gold) == 1 else 'have'} no gold hypothesis yet and "
+                     f"{'was' if len(no_gold) == 1 else 'were'} not scored.")
+    unknown_answers = [k for k in answers if tasks[k][1].gold is None]
+    if unknown_answers:
+        notes.append(f"{_n(len(unknown_answers), 'answer is', 'answers are')} for queries without gold and "
+                     "not scored.")
+    return _Plan(mode=ctx.mode, answers=answers, todo=todo, notes=notes)  # type: ignore[arg-type]
+
+
+def _hms_judge(ctx: ScoringContext) -> HMSJudge:
     judge = ctx.judge()
     if not isinstance(judge, HMSJudge):
         raise SubmissionCheckError(f"The {getattr(judge, 'name', '?')} judge cannot score hypotheses; choose the "
                                    "hms judge.")
+    return judge
+
+
+def _score_queries(ctx: ScoringContext, plan: _Plan, todo: list[tuple[DatasetRelease, HypothesisTaskRelease]],
+                   progress: Callable[[int, int, str], None]) -> list[ItemResult]:
+    """Score ``todo`` one query at a time (an unanswered one counts 0)."""
+    judge = _hms_judge(ctx)
     items: list[ItemResult] = []
     for n, (ds, t) in enumerate(todo):
         item = _item(ds, t)
-        a = answers.get(t.key)
+        a = plan.answers.get(t.key)
         assert t.gold is not None
         if a is None:
             item.status, item.hms, item.message = "unanswered", 0.0, "No answer was submitted for this query."
@@ -402,24 +440,20 @@ def score(ctx: ScoringContext) -> ScoredRun:
                                   relationship=t.gold.relationship)
             pred = Prediction(hypothesis=a.hypothesis, workflow=a.workflow, context=a.context,
                               variables=a.variables, relationship=a.relationship)
-            score_item(item, gold, pred, judge=judge, mode=mode, datasets=_datasets_for_prompt(ds, t))
+            score_item(item, gold, pred, judge=judge, mode=plan.mode, datasets=_datasets_for_prompt(ds, t))
             if a.code and t.true_hypothesis_expr and t.target_col:
                 from evaluation.hms.expression import check_expression
 
                 item.expression = check_expression(ctx, ds, t, a.code)
         items.append(item)
-        ctx.progress(n + 1, len(todo), f"query {n + 1} of {len(todo)}")
-    notes = []
-    if no_gold:
-        notes.append(f"{_n(len(no_gold), 'query', 'queries')} of the datasets answered "
-                     f"{'has' if len(no_gold) == 1 else 'have'} no gold hypothesis yet and "
-                     f"{'was' if len(no_gold) == 1 else 'were'} not scored.")
-    unknown_answers = [k for k in answers if tasks[k][1].gold is None]
-    if unknown_answers:
-        notes.append(f"{_n(len(unknown_answers), 'answer is', 'answers are')} for queries without gold and "
-                     "not scored.")
+        progress(n + 1, len(todo), f"{ds.name}: query {n + 1} of {len(todo)}")
+    return items
+
+
+def _scored_run(ctx: ScoringContext, plan: _Plan, items: list[ItemResult]) -> ScoredRun:
+    notes = list(plan.notes)
     result = HypothesesResult(release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
-                              mode=mode, judge=judge.configuration(), items=items,
+                              mode=plan.mode, judge=_hms_judge(ctx).configuration(), items=items,
                               scores=aggregate(items), notes=notes)
     out_of_time = sum(1 for i in items if i.status == "budget_exhausted")
     if out_of_time:
@@ -432,6 +466,59 @@ def score(ctx: ScoringContext) -> ScoredRun:
                                  "evaluator can judge them on Run details."] if errors else []))
     return ScoredRun(result_name="hms-result.json", result_bytes=dump_result(result).encode("utf-8"),
                      scores=result.scores, items=len(items), message=message)
+
+
+def score(ctx: ScoringContext) -> ScoredRun:
+    """HMS of every gold query of the datasets answered (an unanswered one counts 0), one query at a time, folder
+    after folder: the same parts a fanned-out run scores on several workers (:func:`score_part`), combined the
+    same way (:func:`combine`), so both give the same result file."""
+    plan = _plan(ctx)
+    _hms_judge(ctx)
+    total = len(plan.todo)
+    parts: list[str] = []
+    done_before = 0
+    for index, folder in enumerate(plan.folders):
+        def tick(done: int, _total: int, stage: str, *, base: int = done_before) -> None:
+            ctx.progress(base + done, total, stage)
+
+        parts.append(score_part(ctx, index, progress=tick))
+        done_before += sum(1 for d, _ in plan.todo if d.name == folder)
+    return combine(ctx, parts)
+
+
+# A run fans out across workers one dataset folder per part (curation.services.fanout): each part scores its
+# folder's queries, and combine puts the items back in the release's order, so the result is the one score gives
+# whatever order the parts were scored in and whichever workers scored them.
+
+
+def part_count(ctx: ScoringContext) -> int:
+    """How many parts a run fans out into: one per dataset folder with queries to score."""
+    return len(_plan(ctx).folders)
+
+
+def part_labels(ctx: ScoringContext) -> list[str]:
+    """The parts' names (the dataset folders), in order."""
+    return _plan(ctx).folders
+
+
+def score_part(ctx: ScoringContext, index: int, progress: Callable[[int, int, str], None] | None = None) -> str:
+    """Score the queries of the run's ``index``-th dataset folder; the items as JSON, which :func:`combine`
+    reads back."""
+    plan = _plan(ctx)
+    folder = plan.folders[index]
+    items = _score_queries(ctx, plan, [(d, t) for d, t in plan.todo if d.name == folder], progress or ctx.progress)
+    return json.dumps([i.model_dump(mode="json") for i in items])
+
+
+def combine(ctx: ScoringContext, parts: Sequence[str]) -> ScoredRun:
+    """The run's result from its parts, the items in the release's order."""
+    plan = _plan(ctx)
+    by_key = {i.task: i for p in parts for i in (ItemResult.model_validate(x) for x in json.loads(p))}
+    missing = [t.key for _, t in plan.todo if t.key not in by_key]
+    if missing:
+        raise SubmissionCheckError(f"The parts of the run lack {_n(len(missing), 'query', 'queries')} "
+                                   f"({', '.join(missing[:3])}); score the run again.")
+    return _scored_run(ctx, plan, [by_key[t.key] for _, t in plan.todo])
 
 
 # ------------------------------------------------------------------------------------ aggregation
