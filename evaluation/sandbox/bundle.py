@@ -57,25 +57,51 @@ def pack_files(files: Sequence[tuple[str, Path]], target: Path) -> list[str]:
 
 
 def bundle_for(files: Sequence[tuple[str, Path]], *, folder: Path | None = None) -> Path:
-    """The zip of ``files``, kept under the temporary folder by what it holds (names, paths, sizes, times of
-    change), so checking code again on the same files packs nothing. Written atomically."""
+    """The zip of ``files``, kept in ``folder`` (default: this user's own folder under the temporary folder) by
+    what it holds (names, paths, sizes, times of change), so checking code again on the same files packs nothing.
+    Written atomically; bundles unused for a day are removed.
+
+    Raises:
+        PermissionError: the default folder belongs to another user or others may write in it.
+    """
     key = hashlib.sha256()
     for name, path in files:
         stat = Path(path).stat() if Path(path).is_file() else None
         key.update(f"{name}\0{Path(path).resolve()}\0{stat.st_size if stat else -1}\0"
                    f"{stat.st_mtime_ns if stat else -1}\n".encode())
-    where = folder or Path(tempfile.gettempdir()) / BUNDLE_DIR
-    where.mkdir(parents=True, exist_ok=True)
+    where = folder or Path(tempfile.gettempdir()) / f"{BUNDLE_DIR}-{os.getuid()}"
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = where.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:  # another user could plant a bundle there
+        raise PermissionError(f"{where} is not this user's own folder; remove it")
     target = where / f"{key.hexdigest()[:32]}.zip"
-    if not target.is_file():
-        fd, partial = tempfile.mkstemp(dir=where, suffix=".partial")
-        os.close(fd)
-        try:
-            pack_files(files, Path(partial))
-            os.replace(partial, target)
-        finally:
-            Path(partial).unlink(missing_ok=True)
+    try:
+        os.utime(target)  # there already, and in use: kept by the pruning
+        return target
+    except FileNotFoundError:
+        pass
+    _prune(where)
+    fd, partial = tempfile.mkstemp(dir=where, suffix=".partial")
+    os.close(fd)
+    try:
+        pack_files(files, Path(partial))
+        os.replace(partial, target)
+    finally:
+        Path(partial).unlink(missing_ok=True)
     return target
+
+
+def _prune(where: Path, max_age_s: float = 24 * 3600) -> None:
+    """Forget bundles nobody asked for in a day (a job holds its bundle open, so removing it is harmless)."""
+    import time
+
+    cutoff = time.time() - max_age_s
+    for old in where.glob("*.zip"):
+        try:
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            continue
 
 
 def unpack_files(data: IO[bytes], work: Path) -> list[str]:

@@ -229,10 +229,12 @@ def start_files_model_check(
     files: Sequence[DataFile],
     code: str,
     limits: SandboxLimits = DEFAULT_LIMITS,
+    bundle_dir: Path | None = None,
 ) -> JobHandle[ModelCheck]:
     """:func:`start_model_check` with several files: all of ``files`` are in the code's working directory by
     name, and ``df`` is the first of them, read as the import layer reads it (CSV in its encoding, or UTF-8 then
-    cp1252; Stata ``.dta``).
+    cp1252; Stata ``.dta``). The files are packed once into a zip kept in ``bundle_dir``
+    (:func:`evaluation.sandbox.bundle.bundle_for`).
 
     Raises:
         SandboxError: no file, a first file that is not a table, or a file that is not there (named).
@@ -248,7 +250,10 @@ def start_files_model_check(
     if fmt is None:
         raise SandboxError(f"'{first.name}' is not a table (CSV or Stata .dta), so it cannot be read as df.")
     steps = Steps.for_model(0, None)
-    bundle = bundle_for([(f.name, Path(f.path)) for f in files])
+    try:
+        bundle = bundle_for([(f.name, Path(f.path)) for f in files], folder=bundle_dir)
+    except OSError as exc:
+        raise SandboxError(f"The data files could not be packed for the sandbox: {exc}") from exc
 
     def finish(outcome: Outcome) -> ModelCheck:
         _raise_for_sandbox_failure(outcome, Path(first.name))

@@ -64,6 +64,11 @@ class HypothesisCheck(ModelCheck):
                                                                "directory by these names")
 
 
+BUNDLES = ".sandbox-bundles"
+"""The folder of the data store where the query's files are kept packed for the sandbox (see
+:func:`evaluation.sandbox.bundle.bundle_for`)."""
+
+
 def code_fingerprint(code: str) -> str:
     return hashlib.sha256(code.rstrip().encode()).hexdigest()
 
@@ -149,7 +154,7 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     if not code.strip():
         raise DecisionValidationError(f"Hypothesis for the {task_label(task)}: there is no code to run.")
     files = task_data_files(dataset, task, store)
-    handle = start_files_model_check(files=files, code=code, limits=limits)
+    handle = start_files_model_check(files=files, code=code, limits=limits, bundle_dir=store / BUNDLES)
     names = [f.name for f in files]
     return handle.then(lambda result: HypothesisCheck.model_validate(
         {**result.model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code), "data_file": names[0],
