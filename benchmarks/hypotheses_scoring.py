@@ -1,7 +1,7 @@
 """Hypotheses scoring (HMS), timed (prints figures, asserts nothing):
 
 1. judge calls and seconds of overhead per query against the scripted OpenAI-compatible server on 127.0.0.1, in
-   both modes (the server answers at once, so the seconds are forkpaths' own: prompts, HTTP, parsing, caching);
+   both modes, with one and with three sub-hypotheses on each side (the server answers at once, so the seconds are forkpaths' own: prompts, HTTP, parsing, caching);
 2. re-scoring the same queries from the cache: judge calls (goal 0) and seconds;
 3. the leaderboard of 20 hypotheses runs × 250 queries (goal ≤ 500 ms): the service alone and the whole page in
    Streamlit's AppTest (re-render after the kind is chosen).
@@ -53,8 +53,28 @@ def _script() -> HMSScript:
                      relationship_full='{"answer": "B"}')
 
 
+def _script_3x3() -> HMSScript:
+    """Three gold and three predicted sub-hypotheses per query, every context pair left to the judge (upstream
+    would ask one context question per pair its scan reaches)."""
+    decomps = {}
+    for n in range(N_QUERIES):
+        decomps[f"gold {n}"] = [sub(f"g{n}.{j}", f"context {n}.{j}", [f"x{j}", "y"], "positive") for j in range(3)]
+        decomps[f"pred {n}"] = [sub(f"p{n}.{i}", f"setting {n}.{i}", [f"x{i}", "z"], "positive") for i in range(3)]
+    return HMSScript(decompositions=decomps,
+                     contexts={(f"context {n}.{j}", f"setting {n}.{(j + 1) % 3}"): True
+                               for n in range(N_QUERIES) for j in range(3)},
+                     variables={f"P{i}|G{(i + 2) % 3}": [[1, 1]] for i in range(3)},
+                     relationships={f"P{i}|G{(i + 2) % 3}": "A" for i in range(3)},
+                     variables_full='{"sizeA": 6, "sizeB": 6, "intersection": 3}', relationship_full='{"answer": "A"}')
+
+
 def bench_judge(tmp: Path) -> None:
-    with ScriptedLLM(_script()) as server:
+    for shape, script in (("1x1", _script()), ("3x3", _script_3x3())):
+        _bench_judge(tmp / shape, shape, script)
+
+
+def _bench_judge(tmp: Path, shape: str, script: HMSScript) -> None:
+    with ScriptedLLM(script) as server:
         for mode in ("default", "discoverybench"):
             cache = tmp / f"cache-{mode}"
             for label in ("cold cache", "re-score from cache"):
@@ -70,7 +90,8 @@ def bench_judge(tmp: Path) -> None:
                 seconds = time.perf_counter() - t
                 calls = len(server.requests) - sent
                 assert all(i.status == "scored" for i in items), [i.message for i in items][:2]
-                print(f"{mode:<15} {label:<20} {N_QUERIES} queries: {calls / N_QUERIES:.1f} judge calls per query "
+                print(f"{shape} sub-hypotheses, {mode:<15} {label:<20} {N_QUERIES} queries: "
+                      f"{calls / N_QUERIES:.1f} judge calls per query "
                       f"(max {max(i.calls for i in items)}), {seconds / N_QUERIES * 1000:.1f} ms per query, "
                       f"HMS {items[0].hms:.3f}")
 
