@@ -132,8 +132,11 @@ class JobContext:
         channel: TextIO,
         work: Path,
         audit_hook: bool,
+        isolated: bool = False,
     ) -> None:
         self.payload = payload
+        self.isolated = isolated
+        """The job has namespaces of its own (bubblewrap mode): ``/tmp`` and ``/dev/shm`` are its private tmpfs."""
         self.limits = limits
         self.data = data
         """The one data file of the job, opened read-only (closed by :meth:`untrusted`)."""
@@ -199,11 +202,11 @@ class JobContext:
             os.close(self._channel.fileno())
         self._channel = None  # type: ignore[assignment]
 
-    def split(self, body: Any) -> Any:
+    def split(self, body: Any, *, prepare: Any = None, last: bool = True) -> Any:
         """Fork a child that runs ``body(sender)``; iterate over the data messages it hands over.
 
         See :mod:`evaluation.sandbox.handoff`: this process (the measurer) never runs the code."""
         from evaluation.sandbox.handoff import split
 
         self.close_data()
-        return split(self, body)
+        return split(self, body, prepare=prepare, last=last)
