@@ -102,7 +102,9 @@ def _empty(folder: Path, keep: Path | None = None) -> None:
 
 
 def _fresh_scratch(ctx: JobContext) -> None:
-    """What the previous item's code left in the job's scratch space goes (raises if it cannot)."""
+    """What the previous item's code left in the job's scratch space and its streams goes (raises if it
+    cannot)."""
+    ctx.fresh_streams()
     _empty(ctx.work)
     if ctx.isolated:  # /tmp and /dev/shm are the job's own tmpfs (in process mode they are the machine's)
         for folder in (Path("/tmp"), Path("/dev/shm")):

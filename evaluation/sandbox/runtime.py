@@ -145,6 +145,7 @@ class JobContext:
         self.work = work
         """The job's private writable scratch directory (its working directory)."""
         self.output_limit = int(limits["max_output_chars"])
+        self._output_fd = output_fd
         self.output = BoundedOutput(os.fdopen(output_fd, "w", encoding="utf-8", errors="replace"), self.output_limit)
         self.guard = Guard(str(work))
         self._channel = channel
@@ -193,6 +194,15 @@ class JobContext:
             if handle is not None:
                 handle.close()
         self.data = self.cache = None
+
+    def fresh_streams(self) -> None:
+        """Empty the captured output and the job's stderr (a batch's next item starts with neither: what its
+        death is said to be is read from its own stderr alone)."""
+        self.output.flush()
+        for fd in (self._output_fd, 2):
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
 
     def enter_child(self) -> None:
         """In the child of :func:`evaluation.sandbox.handoff.split`: let go of the result channel and the data."""
