@@ -283,22 +283,30 @@ def run_batch(name: str, payload: dict[str, Any], items: Sequence[Any], *, data_
             yield ItemOutcome(start, error=exc, limit_s=limits.timeout_s)
             start += 1
             continue
+        outcome: Outcome | None = None
         try:
-            while True:
-                kind, value = watch.inbox.get()
+            while outcome is None:
+                try:
+                    kind, value = watch.inbox.get(timeout=0.5)
+                except queue.Empty:
+                    if handle.done() and watch.inbox.empty():
+                        break  # the sandbox failed before the job could end (no outcome)
+                    continue
                 if kind == "end":
-                    outcome: Outcome = value
-                    break
-                yield value
+                    outcome = value
+                else:
+                    yield value
         finally:
             if not handle.done():
                 handle.cancel()  # the caller stopped listening: the job goes now
         try:
             handle.result()
-        except SandboxError as exc:  # the sandbox could not run the job at all
+        except Exception as exc:  # noqa: BLE001 - the sandbox could not run the job: this item fails, as alone
             yield ItemOutcome(start + watch.reported, error=exc, limit_s=limits.timeout_s)
             start += watch.reported + 1
             continue
+        if outcome is None:  # pragma: no cover - a job that ended without an outcome raised above
+            raise SandboxError("The sandbox's batch job ended without an outcome.")
         if watch.reported == stop - start:
             start = stop
             continue

@@ -269,3 +269,20 @@ def test_a_batch_runs_in_one_job_per_two_hundred_items(data: Path, monkeypatch: 
     items = _batch([HONEST] * 10, data)
     assert [i.conversion is not None and i.conversion.error is None for i in items] == [True] * 10
     assert started == ["groundtruth.convert_transform_batch"]
+
+
+def test_a_sandbox_that_fails_fails_each_item_and_never_hangs(data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sandbox itself failing (its template process cannot start) is each item's failure, as it is for a
+    job of its own: the batch neither hangs nor stops the others from being reported."""
+    from evaluation.errors import SandboxError
+    from evaluation.sandbox import server
+
+    def broken(self, request):  # noqa: ANN001, ANN202
+        raise SandboxError("The sandbox could not start a Python process: test")
+
+    monkeypatch.setattr(server._Sandbox, "run", broken)  # noqa: SLF001
+    started = time.monotonic()
+    items = _batch([HONEST, HONEST, HONEST], data)
+    assert time.monotonic() - started < 10
+    assert [type(i.error).__name__ for i in items] == ["SandboxError"] * 3
+    assert all(i.conversion is None for i in items)
