@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -318,7 +318,7 @@ def _coverage_denominator(t: str, counts: GroundTruthCounts, runs: int) -> int:
 
 
 def _bootstrap(counted: Sequence[Sequence[RunRecord]], counts: Sequence[GroundTruthCounts], mode: Mode, k: int,
-               n_bootstrap: int, seed: int) -> dict[str, Sequence[float | None]]:
+               n_bootstrap: int, seed: int) -> dict[str, Any]:
     """Every figure of :func:`_overall` over ``n_bootstrap`` resamples of each dataset's counted runs: exactly
     the numbers of recomputing everything per replicate (the same draws, in the same order; the same float
     operations, row by row), computed per decision type over all replicates at once.
@@ -348,7 +348,7 @@ def _bootstrap(counted: Sequence[Sequence[RunRecord]], counts: Sequence[GroundTr
             found = np.fromiter(((_union(masks, row)).bit_count() for row in first.tolist()), dtype=float,
                                 count=n_bootstrap)
             coverage[t].append(found / denominator)
-    out: dict[str, Sequence[float | None]] = {}
+    out: dict[str, Any] = {}  # each figure: an array of the replicates' values, or a list of None (undefined)
     undefined: list[None] = [None] * n_bootstrap
     f1s: dict[str, np.ndarray | None] = {}
     for t in DECISION_TYPES:
@@ -418,7 +418,7 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
             notes.append(f"{d.counts.dataset}: {dropped} run(s) dropped as BLADE does (crashed after generation).")
         datasets.append(DatasetScores(dataset=d.counts.dataset, runs_submitted=len(d.runs), runs_counted=len(runs),
                                       precision=p, coverage=c, failures=dict(fails)))
-    boot: dict[str, Sequence[float | None]] = {}
+    boot: dict[str, Any] = {}
     if n_bootstrap > 0 and data:
         short = [d.counts.dataset for d, runs in zip(data, counted, strict=True) if len(runs) <= k]
         empty = [d.counts.dataset for d, runs in zip(data, counted, strict=True) if not runs]
