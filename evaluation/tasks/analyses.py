@@ -61,6 +61,8 @@ item_noun = "analyses"
 uses_judge = True
 accepts_overrides = True
 view: str | None = "analyses"
+#: an agent run's advice (optional attribute of a kind): BLADE's coverage@10 needs k + 1 = 11 runs per dataset
+min_runs_per_task: tuple[int, str] | None = (11, "BLADE's coverage@10 needs at least 11 runs per dataset")
 
 #: decision types in the order the pages show them, with their labels
 _SHOWN = {"cvar": "variables", "value": "transforms (value)", "graph": "transforms (graph)",
