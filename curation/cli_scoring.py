@@ -149,6 +149,9 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     # every connection of this worker (its jobs' and procrastinate's) names it in pg_stat_activity
     os.environ.setdefault("PGAPPNAME", f"forkpaths-worker/{os.getpid()}")
     report = initialise(settings)
+    from evaluation.sandbox import prewarm
+
+    prewarm(wait=False)  # the sandbox's template process imports pandas while the worker connects, not in its first run
     print(f"Worker {this_executor()} "
           f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
