@@ -43,7 +43,7 @@ def _encoding(path: Path, _size: int, _mtime_ns: int) -> str:
 
 def task_file(name: str, path: Path) -> TaskFile:
     """A task's file with its format (csv, tsv, stata or other) and, for a text table, its encoding."""
-    fmt = _FORMATS.get(path.suffix.lower(), "other")
+    fmt = _FORMATS.get(Path(name).suffix.lower(), "other")
     encoding = text_encoding(path) if fmt in ("csv", "tsv") and path.is_file() else None
     return TaskFile(name=name, path=path, format=fmt, encoding=encoding)
 

@@ -78,15 +78,15 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
             if len(files) > MAX_FILES_SHOWN:
                 listing += f"\n- and {len(files) - MAX_FILES_SHOWN} more: " + quote(
                     ", ".join(f.name for f in files[MAX_FILES_SHOWN:]), limit=2000)
-            loaded = (f"`df` is {quote(first.name)} already loaded" if first is not None else "there is no table "
+            loaded = (f"`df` is {quote(first.name)}, already loaded" if first is not None else "there is no table "
                       "to load as `df`")
             brief = (f"Query: {quote(t.question)}\n\n"
                      + (f"Domain: {quote(t.domain)}\n" if t.domain else "")
                      + (f"Domain knowledge: {quote(t.domain_knowledge, limit=4000)}\n" if t.domain_knowledge else "")
                      + f"Dataset: {quote(ds.description or ds.title or ds.name, limit=4000)}\n"
                      f"Columns: {dictionary_text(columns_desc)}\n\n"
-                     f"The task's {len(files)} data file{'s' if len(files) != 1 else ''} (each in the working "
-                     f"folder under its name, in UTF-8 where it is text; {loaded}):\n{listing or '(none)'}"
+                     f"The task's {len(files)} data file{'s' if len(files) != 1 else ''} (code finds each in its "
+                     f"working folder under its name, text in UTF-8; {loaded}):\n{listing or '(none)'}"
                      "\n\nFind the hypothesis the data supports as an answer to the query, and say how you "
                      "found it.")
             out.append(AgentTask(key=t.key, kind=name, title=t.question[:120], brief=brief,
