@@ -90,7 +90,8 @@ def runs_panel() -> None:
                                                    for r in runs if r.id == i))
     state.choose_agent_run(pick)
     run = next(r for r in runs if r.id == pick)
-    cost = "no price set (FORKPATHS_AGENT_PRICES)" if run.cost is None else f"${run.cost:.4f}"
+    cost = (f"— (no price set for {run.model}: prices are a setting, FORKPATHS_AGENT_PRICES)" if run.cost is None
+            else f"${run.cost:.4f}")
     st.caption(f"{run.prompt_tokens:,} tokens in · {run.completion_tokens:,} out · cost {cost} · {run.calls} "
                f"requests sent · {run.cache_hits} from the cache · temperature {run.temperature:g} · seed {run.seed}"
                f" · templates {', '.join(run.templates.values())}")
@@ -128,7 +129,7 @@ def runs_panel() -> None:
     st.dataframe(task_runs_frame(rows), hide_index=True, width="stretch", key="agent.tasks",
                  column_config={"cost": st.column_config.TextColumn(help=COST_HELP)})
     tid = st.selectbox("Transcript of", [t.id for t in rows], key=f"agent.transcript.{pick}",
-                       format_func=lambda i: next(f"{t.title or t.task_key} · run {t.replicate} · {t.status}"
+                       format_func=lambda i: next(f"{t.title or t.task_key} · run {t.replicate + 1} · {t.status}"
                                                   for t in rows if t.id == i))
     messages = context.attempt(lambda s: ar.transcript(session=s, actor=user, task_run_id=tid,
                                                        runs_root=cfg.runs_store))

@@ -85,7 +85,7 @@ def agent_runs_frame(runs: list[Any]) -> pd.DataFrame:
 
 def task_runs_frame(rows: list[Any]) -> pd.DataFrame:
     return pd.DataFrame([{
-        "task": t.title or t.task_key, "run": t.replicate, "status": t.status, "message": t.message,
+        "task": t.title or t.task_key, "run": t.replicate + 1, "status": t.status, "message": t.message,
         "tool calls": t.tool_calls, "tokens in": t.prompt_tokens, "tokens out": t.completion_tokens,
-        "cost": cost_text(t.cost, digits=5), "model s": t.model_seconds, "total s": t.seconds,
+        "cost": cost_text(t.cost, digits=5), "model time (s)": t.model_seconds, "total time (s)": t.seconds,
         "requests": t.calls, "from cache": t.cache_hits} for t in rows])
