@@ -156,7 +156,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
                    runs_per_task=runs_per_task, temperature=temperature, seed=seed, only=list(only),
                    settings=agent_settings.model_dump(mode="json"),
                    templates={strategy: TEMPLATES[strategy],
-                              **({kind: hook.brief_template} if getattr(hook, "brief_template", None) else {})},
+                              **({kind: brief} if (brief := getattr(hook, "brief_template", None)) else {})},
                    prices=list(price) if price else None, tasks_total=len(tasks) * runs_per_task,
                    created_by_id=actor.id, status=RunStatus.QUEUED.value)
     session.add(run)
