@@ -114,7 +114,8 @@ def _act(args: argparse.Namespace, settings: Settings) -> int:
         actor = _operator(s, args.as_user)
         if args.agent_command == "cancel":
             run = ar.cancel_agent_run(session=s, actor=actor, run_id=args.run)
-            print(f"Agent run {run.id}: cancel asked; it stops after the task under way ({run.status}).")
+            print(f"Agent run {run.id}: cancel asked; it stops at the next step of the task under way (a running "
+                  f"tool call is killed); finished tasks are kept ({run.status}).")
             return 0
         if args.agent_command == "list":
             for r in ar.list_agent_runs(session=s, actor=actor, release_version=args.release):
@@ -154,7 +155,7 @@ def add_agent_commands(sub: Any) -> None:
     r.add_argument("--enqueue", action="store_true", help="hand it to the workers (PostgreSQL), print its id")
     r.set_defaults(func=_run)
     for name, text in (("resume", "do the rest of an interrupted, cancelled or failed run (finished tasks kept)"),
-                       ("cancel", "stop a run after the task under way"), ("show", "a run and its tasks, as JSON")):
+                       ("cancel", "stop a run at the next step of the task under way"), ("show", "a run and its tasks, as JSON")):
         p = asub.add_parser(name, help=text)
         p.add_argument("run", type=int)
         if name == "resume":

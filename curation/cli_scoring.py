@@ -51,13 +51,11 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
         raise ScoringError(f"--out {printable(args.out)} is a directory; name the file to write the result to.")
     report = initialise(settings)
-    files = []
     if getattr(args, "ask_model", None):
-        files.append(_ask_model(args, settings, report.engine))
-        paths = [Path(files[0][0])]
-    else:
-        paths = [Path(p) for p in (getattr(args, "submission", None) or [args.answers])]
-    for p in paths if not files else []:
+        return _ask_model(args, settings, report.engine)
+    files = []
+    paths = [Path(p) for p in (getattr(args, "submission", None) or [args.answers])]
+    for p in paths:
         try:  # the size limit is checked before reading: /dev/zero or a pipe would be read without end
             if p.exists() and not p.is_file():
                 raise ScoringError(f"{printable(str(p))} is not a regular file; give a submission file.")
@@ -167,6 +165,11 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
 
     done = execute_run(engine, run_id, runs_root=settings.runs_store, releases_root=settings.releases_store,
                        judges=judge_settings(settings), on_progress=_Bar(), limits=scoring_limits(settings))
+    return _report(done, settings, out_path)
+
+
+def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
+    """How a scored run ended: its summary line, its result copied to ``out_path``."""
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
@@ -204,39 +207,55 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     return _foreground(report.engine, run.id or 0, settings, args.out)
 
 
-def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tuple[str, bytes]:
-    """Ask the model under test every MCQ of the release (temperature 0, answers cached); the answers file.
+def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int:
+    """Ask the model under test every MCQ of the release, as an agent run (kind mcq, one-shot in BLADE's strict
+    protocol, temperature 0, every call cached; tokens, cost and transcripts kept, on the Agent runs page too),
+    then print and write its scored run like any other.
 
-    The file keeps the raw answers and where they came from; it is scored like any answers file, so an
-    unparseable answer counts as unparseable, never guessed.
+    The answers file the run writes keeps the raw answers and where they came from; it is scored like any answers
+    file, so an unparseable answer counts as unparseable, never guessed.
     """
-    from curation.services.scoring import mcq_release
-    from evaluation.llm import LLMClient
-    from evaluation.mcq_scoring import ask_model
+    from curation.services import agent_runs as ar
+    from curation.services.background_jobs import execute_job
+    from curation.services.scoring import get_run, mcq_release
 
     base_url = args.base_url or settings.llm_base_url
     if not base_url:
         raise ScoringError("Say where the model under test answers: --base-url URL (an OpenAI-compatible "
                            "endpoint) or FORKPATHS_LLM_BASE_URL.")
+    if args.model and args.model != args.ask_model:
+        raise ScoringError(f"--model {printable(args.model)} names the model of an answers file; with --ask-model "
+                           "the model asked is the run's model. Drop --model (or use --agent to name the run).")
     with session_scope(engine) as s:
-        release = mcq_release(session=s, actor=_operator(s, args.as_user), release_version=args.release,
+        actor = _operator(s, args.as_user)
+        release = mcq_release(session=s, actor=actor, release_version=args.release,
                               releases_root=settings.releases_store)
-    client = LLMClient(settings.llm_config().model_copy(update={"base_url": base_url, "model": args.ask_model}))
-    bar = _Bar()
-    total = sum(len(d.mcqs) for d in release.datasets)
+        run = ar.start_agent_run(session=s, actor=actor, release_version=release.version, model=args.ask_model,
+                                 base_url=base_url, strategy="oneshot", kind="mcq", runs_per_task=1,
+                                 temperature=0.0, seed=0, agent=args.agent or args.ask_model,
+                                 prices=settings.agent_prices, releases_root=settings.releases_store)
+        run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
-          "(temperature 0; answers are cached).", file=sys.stderr)
-    answers, source = ask_model(release.datasets, client, progress=lambda done, n: bar(done, n, "asked"))
-    if source["errors"]:
-        first = next(iter(source["errors"].items()))
-        print(f"warning: {len(source['errors'])} question(s) got no answer (they count as unanswered); "
-              f"first: {first[0]}: {first[1]}", file=sys.stderr)
-    if not args.agent:
-        args.agent = args.ask_model
-    if not args.model:
-        args.model = args.ask_model
-    name = f"{args.ask_model.replace('/', '_')}-answers.json"
-    return name, json.dumps({"answers": answers, "source": source}, ensure_ascii=False, indent=1).encode("utf-8")
+          f"(temperature 0; answers are cached) as agent run {run_id}.", file=sys.stderr)
+    execute_job(engine, job_id, settings, on_progress=_Bar())
+    with session_scope(engine) as s:
+        actor = _operator(s, args.as_user)
+        done = ar.get_agent_run(session=s, actor=actor, run_id=run_id)
+        rows = ar.task_runs(session=s, actor=actor, run_id=run_id)
+        scored = next((i for i in done.scoring_run_ids if i), None)
+        scoring = get_run(session=s, actor=actor, run_id=scored) if scored else None
+        s.expunge_all()
+    failed = [r for r in rows if r.status not in ("answered", "invalid_answer")]
+    if failed:
+        print(f"warning: {len(failed)} question(s) got no answer (they count as unanswered); first: "
+              f"{failed[0].task_key}: {failed[0].message}", file=sys.stderr)
+    cost = "no price set (FORKPATHS_AGENT_PRICES)" if done.cost is None else f"${done.cost:.4f}"
+    print(f"Agent run {run_id}: {done.prompt_tokens} tokens in, {done.completion_tokens} out; cost {cost}; "
+          f"{done.calls} requests sent, {done.cache_hits} answers from the cache.", file=sys.stderr)
+    if scoring is None:
+        print(f"error: agent run {run_id} {done.status}: {done.message}", file=sys.stderr)
+        return 1
+    return _report(scoring, settings, args.out)
 
 
 def _schema(args: argparse.Namespace, settings: Settings) -> int:
@@ -399,7 +418,8 @@ def add_scoring_commands(sub: Any) -> None:
     given.add_argument("--answers", help="a JSON object {question id: letter} (or {'answers': {...}})")
     given.add_argument("--ask-model", metavar="MODEL", help="ask this model under test every MCQ, at temperature 0")
     mcq.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL; the key "
-                                        "is FORKPATHS_LLM_API_KEY)")
+                                        "is FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY); asked as an agent "
+                                        "run (forkpaths agent show N)")
     mcq.add_argument("--agent")
     mcq.add_argument("--model")
     mcq.add_argument("--out", required=True)

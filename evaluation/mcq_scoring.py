@@ -9,24 +9,25 @@ per dataset and MCQ kind (variable, transform) and overall, next to the chance b
 questions (BLADE's ``expected_correct``). ``macro`` gives BLADE's across-dataset figure: the unweighted mean of
 the per-dataset accuracies.
 
-The model-under-test path (:func:`ask_model`) sends one chat request per MCQ at temperature 0 through the shared
-:class:`~evaluation.llm.LLMClient` (the same configuration and cache as the llm judge). The options are analysts'
-decisions: each is quoted as one JSON string (:mod:`evaluation.llm.quoting`). An answer that names no valid
-letter is kept as the model's answer (it scores as unparseable) but is not cached, so asking again re-sends it.
+A model under test is asked the MCQs by the agent-run machinery (:mod:`evaluation.agents.mcq`: the one-shot
+strategy in BLADE's strict protocol, calls cached, temperature, seed, template versions, tokens and cost recorded),
+with the wording of :func:`mcq_messages`. The options are analysts' decisions: each is quoted as one JSON string
+(:mod:`evaluation.llm.quoting`). An answer that names no valid letter is kept as the model's answer (it scores as
+unparseable) but is not cached, so asking again re-sends it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from evaluation.errors import EvaluationError
-from evaluation.llm import DATA_NOTICE, LLMAnswerError, LLMCallError, LLMClient, ParseError, quote
+from evaluation.llm import DATA_NOTICE, quote
 from evaluation.llm.quoting import CODE_CHARS
 from exports.jsontext import JsonTextError, load_json
 from exports.schema import MCQ, DatasetRelease
@@ -38,7 +39,6 @@ __all__ = [
     "MCQGroupScore",
     "MCQItemResult",
     "MCQReport",
-    "ask_model",
     "dump_mcq_report",
     "mcq_messages",
     "parse_answer",
@@ -254,42 +254,3 @@ def mcq_messages(ds: DatasetRelease, q: MCQ) -> list[dict[str, str]]:
             f"Research question: {quote(ds.research_question)}\n\nDataset: {quote(description, limit=12000)}\n\n"
             f"Choices:\n{choices}\n\nThe valid values are: {', '.join(letters)}.")
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
-
-
-def _letter_parser(n_options: int) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        letter, why = parse_answer(text, n_options)
-        if letter is None:
-            raise ParseError(why)
-        return text
-
-    return parse
-
-
-def ask_model(datasets: Sequence[DatasetRelease], client: LLMClient,
-              progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Ask the model under test every MCQ; returns (``{id: raw answer or None}``, source description).
-
-    A failed request leaves that question unanswered (its error is kept in the source's ``errors``) and the
-    others are still asked. An answer without a valid letter is returned as it is (it scores as unparseable).
-    """
-    answers: dict[str, Any] = {}
-    errors: dict[str, str] = {}
-    todo = [(ds, q) for ds in datasets for q in ds.mcqs]
-    before = client.calls
-    for done, (ds, q) in enumerate(todo, start=1):
-        try:
-            answers[q.id] = client.ask(template=MCQ_TEMPLATE_VERSION, messages=mcq_messages(ds, q),
-                                       parse=_letter_parser(len(q.options))).value
-        except LLMAnswerError as exc:  # the model answered, without a valid letter: that is its answer
-            answers[q.id] = exc.result.content
-        except LLMCallError as exc:  # one failed question must not stop the rest
-            errors[q.id] = str(exc)
-            answers[q.id] = None
-        if progress:
-            progress(done, len(todo))
-    d = client.describe()
-    source = {"kind": "model", "model": d["model"], "base_url": d["base_url"],
-              "template_version": MCQ_TEMPLATE_VERSION, "params": d["params"], "calls": client.calls - before,
-              "errors": errors}
-    return answers, source

@@ -4,7 +4,7 @@ server; follow it, read its transcripts and cost, download its submission, open 
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.transcript_view import agent_runs_frame, task_runs_frame, transcript
+from annotate_app.components.transcript_view import COST_HELP, agent_runs_frame, task_runs_frame, transcript
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services import agent_runs as ar
@@ -81,7 +81,7 @@ def runs_panel() -> None:
     st.dataframe(agent_runs_frame(runs), hide_index=True, width="stretch", key="agent.table", column_config={
         "status": st.column_config.TextColumn(width="small"),
         "progress": st.column_config.ProgressColumn(min_value=0, max_value=1, format="percent", width="small"),
-        "cost (USD)": st.column_config.NumberColumn(format="$%.4f"),
+        "cost": st.column_config.TextColumn(help=COST_HELP),
         "created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
     ids = [r.id for r in runs]
     chosen = state.chosen_agent_run()
@@ -90,7 +90,8 @@ def runs_panel() -> None:
                                                    for r in runs if r.id == i))
     state.choose_agent_run(pick)
     run = next(r for r in runs if r.id == pick)
-    cost = "no price set (FORKPATHS_AGENT_PRICES)" if run.cost is None else f"${run.cost:.4f}"
+    cost = (f"— (no price set for {run.model}: prices are a setting, FORKPATHS_AGENT_PRICES)" if run.cost is None
+            else f"${run.cost:.4f}")
     st.caption(f"{run.prompt_tokens:,} tokens in · {run.completion_tokens:,} out · cost {cost} · {run.calls} "
                f"requests sent · {run.cache_hits} from the cache · temperature {run.temperature:g} · seed {run.seed}"
                f" · templates {', '.join(run.templates.values())}")
@@ -99,8 +100,8 @@ def runs_panel() -> None:
                     text=f"{run.status}: {run.tasks_done} of {run.tasks_total} task runs done")
         if st.button("Cancel this run", key="agent.cancel") and context.succeeded(
                 lambda s: ar.cancel_agent_run(session=s, actor=user, run_id=pick)):
-            state.flash(f"Cancelling agent run {pick}: it stops after the task under way; finished tasks are kept.",
-                        "warning")
+            state.flash(f"Cancelling agent run {pick}: it stops at the next step of the task under way; finished "
+                        "tasks are kept.", "warning")
             st.rerun()
     elif run.status == RunStatus.SUCCEEDED.value:
         st.success(md(f"Agent run {run.id} succeeded. {run.message}"))
@@ -126,9 +127,9 @@ def runs_panel() -> None:
         return
     st.subheader("Tasks")
     st.dataframe(task_runs_frame(rows), hide_index=True, width="stretch", key="agent.tasks",
-                 column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.5f")})
+                 column_config={"cost": st.column_config.TextColumn(help=COST_HELP)})
     tid = st.selectbox("Transcript of", [t.id for t in rows], key=f"agent.transcript.{pick}",
-                       format_func=lambda i: next(f"{t.title or t.task_key} · run {t.replicate} · {t.status}"
+                       format_func=lambda i: next(f"{t.title or t.task_key} · run {t.replicate + 1} · {t.status}"
                                                   for t in rows if t.id == i))
     messages = context.attempt(lambda s: ar.transcript(session=s, actor=user, task_run_id=tid,
                                                        runs_root=cfg.runs_store))

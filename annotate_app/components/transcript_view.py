@@ -8,7 +8,18 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-__all__ = ["agent_runs_frame", "task_runs_frame", "transcript"]
+__all__ = ["COST_HELP", "agent_runs_frame", "cost_text", "task_runs_frame", "transcript"]
+
+COST_HELP = ("What the agent run's model calls cost: its tokens times the model's price. Prices are a setting, "
+             "FORKPATHS_AGENT_PRICES (USD per million input and output tokens, by model, e.g. "
+             "{\"gpt-4o\": [2.5, 10]}); — means no price is set for the model. Blank: not an agent run.")
+
+
+def cost_text(cost: float | None, *, agent_run: bool = True, digits: int = 4) -> str:
+    """A cost as shown: "$0.0123"; "—" for an agent run whose model has no price; blank when not an agent run."""
+    if not agent_run:
+        return ""
+    return "—" if cost is None else f"${cost:.{digits}f}"
 
 _AVATAR = {"system": "⚙️", "user": "🧑", "assistant": "🤖", "tool": "🛠️"}
 
@@ -68,13 +79,13 @@ def agent_runs_frame(runs: list[Any]) -> pd.DataFrame:
         "tasks": f"{r.tasks_done}/{r.tasks_total}", "model": r.model, "strategy":
         r.strategy + (" + workflow" if r.workflow else ""), "kind": r.kind, "release": r.release_version,
         "runs/task": r.runs_per_task, "tokens in": r.prompt_tokens, "tokens out": r.completion_tokens,
-        "cost (USD)": r.cost, "scored as": ", ".join(f"#{i}" for i in r.scoring_run_ids if i),
+        "cost": cost_text(r.cost), "scored as": ", ".join(f"#{i}" for i in r.scoring_run_ids if i),
         "created (UTC)": r.created_at, "message": r.message} for r in runs])
 
 
 def task_runs_frame(rows: list[Any]) -> pd.DataFrame:
     return pd.DataFrame([{
-        "task": t.title or t.task_key, "run": t.replicate, "status": t.status, "message": t.message,
+        "task": t.title or t.task_key, "run": t.replicate + 1, "status": t.status, "message": t.message,
         "tool calls": t.tool_calls, "tokens in": t.prompt_tokens, "tokens out": t.completion_tokens,
-        "cost (USD)": t.cost, "model s": t.model_seconds, "total s": t.seconds,
+        "cost": cost_text(t.cost, digits=5), "model time (s)": t.model_seconds, "total time (s)": t.seconds,
         "requests": t.calls, "from cache": t.cache_hits} for t in rows])

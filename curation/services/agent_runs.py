@@ -5,7 +5,9 @@ An evaluator starts a run (:func:`start_agent_run`: one transaction records the 
 the job (:func:`run_agent_job`, kind ``agent_run`` of :mod:`curation.services.background_jobs`: a procrastinate
 worker on PostgreSQL, the app's thread on SQLite) answers every (task, run) with the strategy of
 :mod:`evaluation.agents`. Each finished task run is stored in one transaction (its row, with the transcript file
-written before it), so a crash loses at most the task under way, a cancel stops after the task under way, and
+written before it), so a crash loses at most the task under way, a cancel stops the task under way at its next
+step (before the next model turn or tool call, or by killing a tool call that is running; that task is not
+stored), and
 :func:`resume_agent_run` (or the job retried by the queue) does only what is missing. Every model call is
 cached by :class:`evaluation.llm.LLMClient` under (model, base URL, template version, messages, parameters with
 the run's temperature and its seed + run index), so re-running a finished run sends no request.
@@ -51,6 +53,7 @@ from curation.services.scoring import (
 )
 from evaluation.agents import (
     ANSWERED,
+    CANCELLED,
     STRATEGIES,
     TEMPLATES,
     AgentSettings,
@@ -151,7 +154,9 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
     run = AgentRun(kind=kind, release_version=release.version, agent=(agent.strip() or f"{strategy} agent")[:128],
                    model=model, base_url=base_url, strategy=strategy, workflow=workflow,
                    runs_per_task=runs_per_task, temperature=temperature, seed=seed, only=list(only),
-                   settings=agent_settings.model_dump(mode="json"), templates={strategy: TEMPLATES[strategy]},
+                   settings=agent_settings.model_dump(mode="json"),
+                   templates={strategy: TEMPLATES[strategy],
+                              **({kind: brief} if (brief := getattr(hook, "brief_template", None)) else {})},
                    prices=list(price) if price else None, tasks_total=len(tasks) * runs_per_task,
                    created_by_id=actor.id, status=RunStatus.QUEUED.value)
     session.add(run)
@@ -263,7 +268,8 @@ def submission_download(*, session: Session, actor: User, run_id: int, runs_root
 
 @judges_actor
 def cancel_agent_run(*, session: Session, actor: User, run_id: int) -> AgentRun:
-    """Stop a run after the task under way; the finished tasks are kept (resume does the rest)."""
+    """Stop a run at the next step of the task under way (a ReAct run's running tool call is killed); the
+    finished tasks are kept (resume does the rest)."""
     run = get_agent_run(session=session, actor=actor, run_id=run_id)
     if run.status not in ACTIVE or run.job_id is None:
         raise ScoringError(f"Agent run {run_id} has already ended ({run.status}); there is nothing to cancel.")
@@ -309,7 +315,9 @@ def _store_task(engine: Engine, run_id: int, key: str, title: str, replicate: in
                 return
             cost = _cost(run.prices, out.prompt_tokens, out.completion_tokens)
             s.add(AgentTaskRun(agent_run_id=run_id, task_key=key, title=title[:256], replicate=replicate,
-                               status=out.status, message=out.message[:4000], answer=out.answer, transcript_path=rel,
+                               status=out.status, message=out.message[:4000], transcript_path=rel,
+                               # no usable answer: the model's own words, for a kind that scores them (MCQs)
+                               answer=out.answer if out.answer is not None or out.raw is None else {"raw": out.raw},
                                prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                                calls=out.calls, cache_hits=out.cache_hits, tool_calls=out.tool_calls,
                                model_seconds=round(out.model_seconds, 3), seconds=round(out.seconds, 3), cost=cost))
@@ -377,7 +385,12 @@ def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, setti
             _set(engine, run_id, status=RunStatus.CANCELLED.value, message=message, finished_at=utcnow())
             return JobOutcome(RunStatus.CANCELLED.value, message)
         control.progress(finished, total, f"{task.title[:80]} (run {r + 1} of {run.runs_per_task})")
-        out = run_task(clients[r], hook, task, agent_settings)
+        out = run_task(clients[r], hook, task, agent_settings, should_stop=control.cancelled)
+        if out.status == CANCELLED:  # stopped half-way: not stored; resume asks it again (its calls cached)
+            message = (f"Cancelled during {task.title[:80]!r} (run {r + 1}), after {finished} of {total} task runs; "
+                       "those are kept. Resume the run to do the rest.")
+            _set(engine, run_id, status=RunStatus.CANCELLED.value, message=message, finished_at=utcnow())
+            return JobOutcome(RunStatus.CANCELLED.value, message)
         _store_task(engine, run_id, task.key, task.title, r, out, runs_root)
         finished += 1
         control.progress(finished, total, f"{finished} of {total} task runs done")
@@ -400,7 +413,10 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
     hook = agent_kind(run.kind)
     source = {"agent": run.agent, "model": run.model, "base_url": run.base_url, "strategy": run.strategy,
               "templates": run.templates, "temperature": run.temperature, "seed": run.seed, "agent_run": run_id}
-    answers = [TaskAnswer(r.task_key, r.replicate, r.status, r.message, r.answer) for r in rows]
+    answers = [TaskAnswer(r.task_key, r.replicate, r.status, r.message,
+                          r.answer if r.status in ANSWERED else None,
+                          raw=str(r.answer["raw"]) if r.status not in ANSWERED and isinstance(r.answer, dict)
+                          and "raw" in r.answer else None) for r in rows]
     subs = hook.submissions(release, answers, source=source)
     stored = []
     for i, sub in enumerate(subs):
@@ -412,7 +428,9 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
                           "bytes": len(data)})
         stored.append({"label": sub.label, "files": files})
     _set(engine, run_id, submissions=stored)
-    if not any(r.status in ANSWERED for r in rows):
+    # a strict kind (MCQs) scores an answer without a valid letter too (as unparseable)
+    scorable = any(a.status in ANSWERED or (getattr(hook, "strict", False) and a.raw is not None) for a in answers)
+    if not scorable:
         first = next((r.message for r in rows if r.message), "")
         message = f"No task got a usable answer, so nothing was scored: {tally}. First: {first}"[:2000]
         _set(engine, run_id, status=RunStatus.FAILED.value, message=message, finished_at=utcnow())

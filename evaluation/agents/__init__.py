@@ -12,12 +12,14 @@ from evaluation.agents import hypotheses as _hypotheses  # noqa: F401 - register
 from evaluation.agents import mcq as _mcq  # noqa: F401 - registers the hook
 from evaluation.agents.base import (
     ANSWERED,
+    CANCELLED,
     STRATEGIES,
     AgentKind,
     AgentSettings,
     AgentTask,
     Submission,
     TaskAnswer,
+    TaskFile,
     TaskOutcome,
     UnknownAgentKind,
     agent_kind,
@@ -27,6 +29,6 @@ from evaluation.agents.base import (
 from evaluation.agents.prompts import TEMPLATES
 from evaluation.agents.strategies import run_task
 
-__all__ = ["ANSWERED", "STRATEGIES", "TEMPLATES", "AgentKind", "AgentSettings", "AgentTask", "Submission",
-           "TaskAnswer", "TaskOutcome", "UnknownAgentKind", "agent_kind", "agent_kind_names", "register_agent_kind",
+__all__ = ["ANSWERED", "CANCELLED", "STRATEGIES", "TEMPLATES", "AgentKind", "AgentSettings", "AgentTask", "Submission",
+           "TaskAnswer", "TaskFile", "TaskOutcome", "UnknownAgentKind", "agent_kind", "agent_kind_names", "register_agent_kind",
            "run_task"]

@@ -22,11 +22,13 @@ from exports.schema import Release
 
 __all__ = [
     "ANSWERED",
+    "CANCELLED",
     "AgentKind",
     "AgentSettings",
     "AgentTask",
     "Submission",
     "TaskAnswer",
+    "TaskFile",
     "TaskOutcome",
     "UnknownAgentKind",
     "agent_kind",
@@ -39,6 +41,9 @@ STRATEGIES: tuple[str, ...] = ("oneshot", "react")
 
 #: statuses whose answer goes into the submission
 ANSWERED = ("answered", "answered_without_code")
+#: a task stopped half-way because its run was cancelled: not a finished task run (never stored; resume redoes it,
+#: its model calls replayed from the cache)
+CANCELLED = "cancelled"
 
 
 class UnknownAgentKind(EvaluationError):
@@ -59,8 +64,28 @@ class AgentSettings(BaseModel):
 
 
 @dataclass(frozen=True)
+class TaskFile:
+    """One file of a task, as the ReAct tool puts it in the sandbox's working folder (under ``name``).
+
+    ``format`` is ``csv``, ``tsv``, ``stata`` or ``other``; ``encoding`` is the text encoding a CSV/TSV was found
+    in (``utf-8`` or ``cp1252``, DiscoveryBench ships both): the tool hands every text table over in UTF-8."""
+
+    name: str
+    path: Path
+    format: str = "other"
+    encoding: str | None = None
+
+    @property
+    def table(self) -> bool:
+        return self.format in ("csv", "tsv", "stata")
+
+
+@dataclass(frozen=True)
 class AgentTask:
-    """One task as the model sees it: the question and the data it is about (already quoted)."""
+    """One task as the model sees it: the question and the data it is about (already quoted).
+
+    ``data_path`` is the one table loaded as ``df``; ``files``, when given, are every file of the task, each put
+    by name in the sandbox's working folder (``df`` is then the first table among them)."""
 
     key: str
     kind: str
@@ -69,6 +94,7 @@ class AgentTask:
     data_path: Path | None = None
     dataset: str | None = None
     columns: tuple[str, ...] = ()
+    files: tuple[TaskFile, ...] = ()
 
 
 @dataclass
@@ -88,6 +114,7 @@ class TaskOutcome:
     tool_calls: int = 0
     tool_seconds: float = 0.0
     seconds: float = 0.0  # the task's wall clock, model and tools included
+    raw: str | None = None  # no usable answer: the model's last answer as it came (a strict kind scores it)
 
 
 @dataclass(frozen=True)
@@ -99,6 +126,7 @@ class TaskAnswer:
     status: str
     message: str
     answer: dict[str, Any] | None
+    raw: str | None = None  # the model's own answer when it was not usable (see TaskOutcome.raw)
 
 
 @dataclass(frozen=True)
@@ -116,6 +144,15 @@ class AgentKind(Protocol):
     name: str  # the task kind's name in evaluation.tasks
     label: str  # "BLADE analyses (one task per dataset)"
     strategies: tuple[str, ...]  # the strategies that make sense for it
+
+    # Optional (read with getattr, so a hook need not declare them):
+    #   strict: bool = False  -- the first answer is the answer: no repair turn; one that cannot be used still
+    #       goes to the kind (TaskAnswer.raw; MCQs score it as unparseable) and is not cached, so asking again
+    #       re-sends it. BLADE's MCQ protocol.
+    #   brief_template: str  -- the version of the kind's own task wording, recorded on the run beside the
+    #       strategy's template.
+    #   validate_text(text, task, *, workflow) -> dict  -- validate the answer's text itself (instead of the JSON
+    #       found in it, then validate()).
 
     def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None) -> list[AgentTask]:
         """The release's tasks of this kind (``only``: those whose key or dataset is listed)."""

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
-from evaluation.agents.briefs import dictionary_text, sample_text
+from evaluation.agents.briefs import dictionary_text, file_preview, task_file
 from evaluation.llm.quoting import quote
 from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
 
@@ -27,6 +27,7 @@ label = "DiscoveryBench hypotheses (one task per query)"
 strategies = ("oneshot", "react")
 FORMAT, FORMAT_VERSION = "forkpaths-hypotheses", "1.0"
 SAMPLE_ROWS = 5
+MAX_FILES_SHOWN = 12  # a task naming more files shows the first dozen in full and names the rest
 
 _SHAPE = json.dumps({"hypothesis": "<the hypothesis your analysis supports, in one or two sentences>",
                      "workflow": "<the analysis step by step, in plain language>",
@@ -68,22 +69,29 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
             if only and t.key not in only and ds.name not in only:
                 continue
             paths = data_files(release_folder, ds, t)
-            first = next((p for p in paths if p.suffix.lower() in (".csv", ".tsv", ".txt")), None)
-            sample, columns = sample_text(first, SAMPLE_ROWS)
+            files = tuple(task_file(p.name, p) for p in dict.fromkeys(paths))
+            first = next((f for f in files if f.table and f.path.is_file()), None)
+            previews = [file_preview(f, SAMPLE_ROWS) for f in files[:MAX_FILES_SHOWN]]
+            columns = next((c for f, (_, c) in zip(files, previews, strict=False) if f is first), ())
             columns_desc = [c for f in ds.files for c in f.columns] or ds.dictionary
-            others = [p.name for p in paths if p != first]
+            listing = "\n".join(text for text, _ in previews)
+            if len(files) > MAX_FILES_SHOWN:
+                listing += f"\n- and {len(files) - MAX_FILES_SHOWN} more: " + quote(
+                    ", ".join(f.name for f in files[MAX_FILES_SHOWN:]), limit=2000)
+            loaded = (f"`df` is {quote(first.name)}, already loaded" if first is not None else "there is no table "
+                      "to load as `df`")
             brief = (f"Query: {quote(t.question)}\n\n"
                      + (f"Domain: {quote(t.domain)}\n" if t.domain else "")
                      + (f"Domain knowledge: {quote(t.domain_knowledge, limit=4000)}\n" if t.domain_knowledge else "")
                      + f"Dataset: {quote(ds.description or ds.title or ds.name, limit=4000)}\n"
                      f"Columns: {dictionary_text(columns_desc)}\n\n"
-                     f"The data table ({quote(first.name if first else 'none')}) has these columns: "
-                     f"{quote(', '.join(columns), limit=4000)}; its first rows, as CSV: {quote(sample, limit=6000)}"
-                     + (f"\nOther files of the task (not loaded): {quote(', '.join(others))}" if others else "")
-                     + "\n\nFind the hypothesis the data supports as an answer to the query, and say how you "
+                     f"The task's {len(files)} data file{'s' if len(files) != 1 else ''} (code finds each in its "
+                     f"working folder under its name, text in UTF-8; {loaded}):\n{listing or '(none)'}"
+                     "\n\nFind the hypothesis the data supports as an answer to the query, and say how you "
                      "found it.")
-            out.append(AgentTask(key=t.key, kind=name, title=t.question[:120], brief=brief, data_path=first,
-                                 dataset=ds.name, columns=columns))
+            out.append(AgentTask(key=t.key, kind=name, title=t.question[:120], brief=brief,
+                                 data_path=first.path if first else None, dataset=ds.name, columns=columns,
+                                 files=files))
     return out
 
 

@@ -16,7 +16,7 @@ __all__ = ["ONESHOT_TEMPLATE", "REACT_TEMPLATE", "TEMPLATES", "TOOL", "oneshot_m
            "repair_message", "WORKFLOW_NOTE"]
 
 ONESHOT_TEMPLATE = "agent-oneshot@1"
-REACT_TEMPLATE = "agent-react@1"
+REACT_TEMPLATE = "agent-react@2"  # @2: the task's files are in the working folder by name
 TEMPLATES = {"oneshot": ONESHOT_TEMPLATE, "react": REACT_TEMPLATE}
 
 _SYSTEM = ("You are a careful data scientist. You answer a data-analysis task with one JSON object in the shape "
@@ -30,9 +30,10 @@ TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "run_python",
-        "description": ("Run Python code on the task's data table, in a fresh sandboxed process: the table is "
+        "description": ("Run Python code on the task's data, in a fresh sandboxed process: the data table is "
                         "loaded as the pandas DataFrame `df` (pandas as `pd`, numpy as `np`; statsmodels and scipy "
-                        "can be imported). Nothing carries over between calls. What the code prints, and the value "
+                        "can be imported), and every data file the task lists is in the working folder under its "
+                        "name (e.g. pd.read_csv('other.csv')). Nothing carries over between calls. What the code prints, and the value "
                         "of a last bare expression, come back (truncated); no network, no files outside the "
                         "scratch folder."),
         "parameters": {"type": "object", "properties": {"code": {"type": "string", "description": "Python code"}},

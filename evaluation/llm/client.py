@@ -308,13 +308,17 @@ class LLMClient:
         return Answer(value, result)
 
     def chat(self, *, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
-             ) -> ChatReply:
+             keep: Callable[[ChatReply], bool] | None = None) -> ChatReply:
         """One turn of a conversation (or the cache's answer): the assistant's text and tool calls.
 
         ``tools`` are OpenAI function tools; they are sent (and keyed) as parameters, and JSON mode is then not
         asked for (a turn may be a tool call). Unlike :meth:`ask`, every answer is cached as it came, parsed or
         not: an agent's run is replayed from the cache turn by turn, its mistakes included, so re-running a
         finished run sends no request. An answer with neither text nor tool call is an :class:`LLMCallError`.
+
+        ``keep``, when given, decides which answers are cached (and which cached ones are served): an answer it
+        refuses is returned but not stored, so asking again re-sends it, as :meth:`ask` does with an answer its
+        ``parse`` refuses (an MCQ answered without a valid letter).
         """
         extra: dict[str, Any] = {"tools": tools, "tool_choice": "auto"} if tools else {}
         params = self.config.parameters()
@@ -323,10 +327,12 @@ class LLMClient:
         key = cache_key(self.config, template, messages, {"chat": True, **extra})
         path = self._path(key)
         stored = self._load(path)
-        if stored is not None:
+        if stored is not None and (keep is None or keep(_reply(stored))):
             self.cache_hits += 1
             return _reply(stored)
         result = self._send(key, template, messages, params, allow_tools=True)
+        if keep is not None and not keep(_reply(result)):
+            return _reply(result)
         if path is not None:
             _write_atomic(path, {**result.model_dump(mode="json", exclude={"cached"}), "messages": messages})
         return _reply(result)

@@ -1,7 +1,9 @@
 """The agent's one tool: run a piece of Python on the task's data table, in the sandbox, like a notebook cell.
 
 Registered as ``agent.run_python``. The data file is read into ``df`` (with ``pd`` and ``np`` bound) before the
-untrusted code runs; the code then runs as statements, and a last bare expression is shown (as a notebook
+untrusted code runs. A task of several files (DiscoveryBench) hands over one zip of them instead, with
+``payload["table"]`` naming the table to load as ``df``: the zip is unpacked into the job's working folder first,
+so the code reads every file by its name (``pd.read_csv("capital.csv")``, ``pd.read_stata("x.dta")``); the code then runs as statements, and a last bare expression is shown (as a notebook
 shows it). What it printed comes back as ``stdout`` (bounded by the job's limits); an exception comes back as the
 traceback of the agent's own lines, and what the code tried against the sandbox (network, processes, writes
 outside its scratch folder) as a sentence. Every cell is a fresh process: nothing carries over between two
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import traceback
+import zipfile
+from pathlib import Path
 from typing import Any
 
 from evaluation.sandbox.guard import Refusal, truncate
@@ -44,13 +48,50 @@ def _refusal(exc: BaseException, violations: list[Refusal]) -> Refusal | None:
     return violations[-1] if violations else None
 
 
+def _safe_member(name: str) -> bool:
+    parts = Path(name).parts
+    return bool(parts) and not Path(name).is_absolute() and ".." not in parts
+
+
+def _unpack_and_load(ctx: JobContext, table: dict[str, Any] | None, pd: Any) -> Any:
+    """Unpack the task's files into the working folder; the named table read as a frame (None when none)."""
+    if ctx.data is None:
+        return None
+    with zipfile.ZipFile(ctx.data) as bundle:
+        for member in bundle.infolist():
+            if member.is_dir() or not _safe_member(member.filename):
+                continue
+            target = ctx.work / member.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with bundle.open(member) as src, open(target, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
+    if not table or not _safe_member(str(table.get("name", ""))):
+        return None
+    path = ctx.work / str(table["name"])
+    fmt = table.get("format")
+    if fmt == "stata":
+        return pd.read_stata(path)
+    return pd.read_csv(path, sep="\t" if fmt == "tsv" else ",", low_memory=False)
+
+
 @sandbox_job("agent.run_python")
 def run_python(ctx: JobContext) -> dict[str, Any]:
     import numpy as np
     import pandas as pd
 
     code = str(ctx.payload.get("code", ""))
-    frame = ctx.load_table() if ctx.data is not None else None
+    table = ctx.payload.get("table")
+    note = ""
+    if "table" in ctx.payload:  # several files: a zip, unpacked into the working folder
+        try:
+            frame = _unpack_and_load(ctx, table if isinstance(table, dict) else None, pd)
+        except Exception as exc:  # noqa: BLE001 - a table pandas cannot read: said, and the files are still there
+            frame = None
+            note = f"(df is None: {table.get('name') if isinstance(table, dict) else 'the table'} could not be " \
+                   f"read: {type(exc).__name__}: {str(exc)[:300]})"
+    else:
+        frame = ctx.load_table() if ctx.data is not None else None
     limit = ctx.output_limit
     try:
         tree = _show_last_expression(ast.parse(code, filename=FILENAME))
@@ -65,6 +106,8 @@ def run_python(ctx: JobContext) -> dict[str, Any]:
 
     namespace: dict[str, Any] = {"__name__": "__main__", "pd": pd, "np": np, "df": frame, SHOW: show}
     ctx.untrusted()
+    if note:
+        print(note)
     try:
         exec(compiled, namespace)  # noqa: S102 - the agent's code, inside the sandbox's boundaries
     except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too: reported, not obeyed

@@ -72,7 +72,7 @@ def test_evaluator_runs_an_agent_follows_it_and_reads_a_transcript(browser, live
             shot(page, shots / "02-progress.png", progress)
             page.get_by_text(re.compile(r"Agent run 1 succeeded")).wait_for(timeout=240_000)
             idle(page)
-            expect(page.get_by_text(re.compile(r"3 of 3 task runs answered\. Scored as run #1"))).to_be_visible()
+            expect(page.get_by_text(re.compile(r"succeeded\. 3 of 3 task runs answered\. Scored as run #1"))).to_be_visible()
             expect(page.get_by_text(re.compile(r"4,800 tokens in · 720 out"))).to_be_visible()
             expect(page.get_by_text(re.compile(r"running: \d"))).to_have_count(0)
             shot(page, shots / "03-succeeded.png", page.get_by_text(re.compile(r"Agent run 1 succeeded")))

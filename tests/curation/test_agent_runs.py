@@ -122,6 +122,52 @@ def test_cancel_keeps_finished_tasks_and_resume_does_the_rest(world, tmp_path):
         assert len(s.exec(select(AgentTaskRun).where(AgentTaskRun.agent_run_id == run.id)).all()) == 4
 
 
+def test_cancel_reaches_a_react_task_under_way_even_a_running_tool_call(world, tmp_path, os_sandbox):
+    """The evaluator cancels while the agent's code runs (a two-minute sleep): the step is killed, the half-done
+    task is not stored, and resume asks it again from the start (its first turn from the cache)."""
+    import threading
+    import time
+
+    settings = _settings(tmp_path)
+    holder: dict[str, int] = {}
+
+    def cancel() -> None:
+        with session_scope(world.engine) as s:
+            ar.cancel_agent_run(session=s, actor=world.evaluator, run_id=holder["id"])
+
+    def respond(req):
+        if req["messages"][-1]["role"] == "tool":
+            return json.dumps(ANALYSIS)
+        if not holder.get("timer"):
+            holder["timer"] = 1
+            threading.Timer(2.0, cancel).start()  # while the code below runs
+        return {"tool_calls": [{"name": "run_python", "arguments": {"code": "import time\ntime.sleep(120)"}}]}
+
+    with ScriptedLLM(responder=respond) as llm:
+        run = _start(world, llm.url, runs=1, strategy="react",
+                     settings=ar.AgentSettings(step_timeout_s=300))
+        holder["id"] = run.id
+        started = time.monotonic()
+        stopped = _run(world, run, settings)
+        assert time.monotonic() - started < 90  # the sleep was killed, not waited for (a bound, not a speed goal)
+        assert stopped.status == RunStatus.CANCELLED.value and stopped.tasks_done == 0, stopped.message
+        assert "Cancelled during" in stopped.message and len(llm.requests) == 1
+        with session_scope(world.engine) as s:
+            assert s.exec(select(AgentTaskRun).where(AgentTaskRun.agent_run_id == run.id)).all() == []
+            job_id = ar.resume_agent_run(session=s, actor=world.evaluator, run_id=run.id).job_id
+        holder["timer"] = 1  # no cancel this time: the sleep is cut by a short step limit instead
+        with session_scope(world.engine) as s:
+            agent = s.get(AgentRun, run.id)
+            agent.settings = {**agent.settings, "step_timeout_s": 1.0}
+            s.add(agent)
+        execute_job(world.engine, job_id, settings)
+        assert len(llm.requests) == 2
+    with session_scope(world.engine) as s:
+        done = s.get(AgentRun, run.id)
+        assert done.status == RunStatus.SUCCEEDED.value and done.tasks_done == 1, done.message
+        assert (done.cache_hits, done.calls) == (1, 1)  # its first turn replayed from the cache; then asked
+
+
 def test_faults_give_tasks_a_status_and_the_run_goes_on(world, tmp_path):
     settings = _settings(tmp_path)
     with ScriptedLLM() as llm:

@@ -118,6 +118,14 @@ def test_score_mcq_asks_a_model_under_test_at_temperature_zero(tmp_path, shared_
     mine = [r for r in runs if r["agent"] == "model-under-test"]
     assert [(r["kind"], r["status"], r["model_name"]) for r in mine] == [("mcq", "succeeded", "model-under-test")] * 2
     assert correct in [r["scores"]["mcq"]["accuracy"] for r in mine]
+    # asked through the agent-run machinery: each ask is an agent run with its settings, templates and tokens
+    shown = json.loads(_cli(tmp_path, "agent", "show", "1").stdout)
+    assert (shown["kind"], shown["strategy"], shown["temperature"], shown["seed"]) == ("mcq", "oneshot", 0.0, 0)
+    assert shown["templates"] == {"oneshot": "agent-oneshot@1", "mcq": "blade-mcq@2"}
+    assert [t["status"] for t in shown["tasks"]].count("invalid_answer") == 1 and len(shown["tasks"]) == 5
+    clash = _cli(tmp_path, "score-mcq", "--release", "1.0.0", "--ask-model", "m", "--model", "other",
+                 "--base-url", "http://127.0.0.1:1/v1", "--out", str(tmp_path / "y"))
+    assert clash.returncode == 2 and "--model other names the model of an answers file" in clash.stderr
 
 
 def test_an_out_path_that_cannot_be_written_gets_a_sentence(tmp_path, shared_blade):

@@ -227,3 +227,87 @@ def test_hypothesis_strategy_writes_the_documented_submission(tmp_path, os_sandb
     except ImportError:
         return
     HypothesisSubmission.model_validate(body)
+
+
+# ------------------------------------------------------------------------------------ a task of several files
+
+
+def _multi_file_release(folder: Path) -> Release:
+    """A hand-made DiscoveryBench-like folder: a UTF-8 CSV (the first table: df), a cp1252 CSV and a Stata file."""
+    import pandas as pd
+
+    data = folder / "data" / "towns"
+    data.mkdir(parents=True)
+    (data / "towns.csv").write_text("town,people\nA,10\nB,20\nC,30\n", encoding="utf-8")
+    (data / "capital.csv").write_bytes("town,name\nA,Café Zürich\nB,Straße\n".encode("cp1252"))
+    pd.DataFrame({"town": ["A", "B"], "rain": [1.5, 2.5]}).to_stata(
+        data / "weather.dta", write_index=False, variable_labels={"rain": "yearly rain in metres"})
+    names = ["towns.csv", "capital.csv", "weather.dta"]
+    task = HypothesisTaskRelease(key="real/test/towns/metadata_0/q0", source="real", split="test", metadata_k=0,
+                                 qid=0, question="Do rainy towns have more people?", data_files=names)
+    ds = DatasetRelease(name="towns", research_question="-", data_file="data/towns/towns.csv", data_sha256="",
+                        num_rows=3, num_columns=2, hypothesis_tasks=[task],
+                        files=[ReleaseFile(name=n, path=f"data/towns/{n}", sha256="", size=1) for n in names])
+    return Release(version="1.0.0", created_at=datetime.now(UTC), app_version="t", datasets=[ds])
+
+
+def test_a_task_of_several_files_shows_them_all_and_the_tool_has_them_by_name(tmp_path, os_sandbox):
+    release = _multi_file_release(tmp_path / "rel")
+    hook = agent_kind("hypotheses")
+    [task] = hook.tasks(release, tmp_path / "rel")
+    assert [f.name for f in task.files] == ["towns.csv", "capital.csv", "weather.dta"]
+    assert [(f.format, f.encoding) for f in task.files] == [("csv", "utf-8"), ("csv", "cp1252"), ("stata", None)]
+    # the one-shot prompt: every file with its columns and first rows, the cp1252 one read right, the .dta too
+    assert "Café Zürich" in task.brief and "Straße" in task.brief
+    assert "weather.dta" in task.brief and "yearly rain in metres" in task.brief and "2.5" in task.brief
+    assert '`df` is "towns.csv", already loaded' in task.brief
+    code = ("print(df.shape)\nc = pd.read_csv('capital.csv')\nprint(c['name'].tolist())\n"
+            "w = pd.read_stata('weather.dta')\nprint(w['rain'].sum())\nimport os\nprint(sorted(os.listdir('.')))")
+    reply = {"hypothesis": "Rain goes with people.", "workflow": "Join the tables on town."}
+    with ScriptedLLM() as llm:
+        llm.script = [_call(code), {"content": json.dumps(reply)}]
+        out = run_task(_client(llm.url, tmp_path), hook, task, AgentSettings(strategy="react"))
+    assert out.status == "answered", out.message
+    obs = next(m["content"] for m in out.transcript if m["role"] == "tool")
+    assert "(3, 2)" in obs and "['Café Zürich', 'Straße']" in obs and "4.0" in obs, obs
+    assert "['capital.csv', 'towns.csv', 'weather.dta']" in obs, obs
+
+
+def test_df_is_the_first_table_even_when_it_is_a_stata_file(tmp_path, os_sandbox):
+    from evaluation.agents.briefs import task_file
+    from evaluation.agents.strategies import run_python_tool
+
+    release = _multi_file_release(tmp_path / "rel")
+    folder = tmp_path / "rel" / "data" / "towns"
+    files = (task_file("notes.txt", folder / "towns.csv"), task_file("weather.dta", folder / "weather.dta"))
+    assert files[0].format == "other"  # a .txt is handed over, not loaded
+    text, ok = run_python_tool("print(list(df.columns), len(df))", None, AgentSettings(), files=files)
+    assert ok and "['town', 'rain'] 2" in text, text
+    _ = release
+
+
+# ------------------------------------------------------------------------------------ cancel
+
+
+def test_cancel_reaches_a_react_loop_between_steps(tmp_path, task, os_sandbox):
+    with ScriptedLLM(responder=lambda _r: _call("1 + 1")) as llm:
+        out = run_task(_client(llm.url, tmp_path), KIND, task, AgentSettings(strategy="react", max_steps=10),
+                       should_stop=lambda: len(llm.requests) >= 2)
+    # asked twice; the second answer's tool call is not run: the cancel was seen before it
+    assert out.status == "cancelled" and out.tool_calls == 1 and len(llm.requests) == 2, out.message
+    assert "Cancelled while the task was under way" in out.message
+
+
+def test_cancel_kills_a_running_tool_call(tmp_path, task, os_sandbox):
+    import threading
+    import time
+
+    stop = threading.Event()
+    with ScriptedLLM(responder=lambda _r: _call("import time\ntime.sleep(120)")) as llm:
+        threading.Timer(2.0, stop.set).start()
+        started = time.monotonic()
+        out = run_task(_client(llm.url, tmp_path), KIND, task, AgentSettings(strategy="react", step_timeout_s=300),
+                       should_stop=stop.is_set)
+        took = time.monotonic() - started
+    assert out.status == "cancelled" and out.tool_calls == 1 and len(llm.requests) == 1, out.message
+    assert took < 60, took  # the two-minute step was killed, not waited for (a bound, not a speed goal)

@@ -11,7 +11,6 @@ import pytest
 from evaluation.llm import LLMClient, LLMConfig
 from evaluation.mcq_scoring import (
     AnswersFileError,
-    ask_model,
     dump_mcq_report,
     parse_answer,
     read_answers,
@@ -99,6 +98,25 @@ def test_shared_mcqs_all_correct_and_chance(shared_blade: Path) -> None:
     assert overall.chance == pytest.approx(sum(1 / len(q.options) for q in ds.mcqs) / len(ds.mcqs))
 
 
+def _ask(client: LLMClient) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The model under test asked every MCQ of DATA by the agent machinery (one-shot, the mcq kind's hook):
+    (answers file's answers, its source, requests sent)."""
+    from datetime import UTC, datetime
+
+    from evaluation.agents import AgentSettings, TaskAnswer, agent_kind, run_task
+    from exports.schema import Release
+
+    hook = agent_kind("mcq")
+    release = Release(version="1.0.0", created_at=datetime.now(UTC), app_version="t", datasets=DATA)
+    before = client.calls
+    answers = []
+    for task in hook.tasks(release, Path(".")):
+        out = run_task(client, hook, task, AgentSettings())
+        answers.append(TaskAnswer(task.key, 0, out.status, out.message, out.answer, raw=out.raw))
+    body = json.loads(hook.submissions(release, answers, source={"model": client.config.model})[0].files[0][1])
+    return body["answers"], body["source"], client.calls - before
+
+
 def test_model_under_test_through_a_scripted_server(tmp_path: Path) -> None:
     def script(messages: list[dict[str, Any]]) -> str | int:
         user = messages[-1]["content"]
@@ -111,19 +129,19 @@ def test_model_under_test_through_a_scripted_server(tmp_path: Path) -> None:
     with ChatServer(script) as server:
         client = LLMClient(LLMConfig(base_url=server.base_url, model="mut", max_retries=0, timeout_s=5,
                                      cache_dir=tmp_path))
-        seen: list[tuple[int, int]] = []
-        answers, source = ask_model(DATA, client, progress=lambda d, n: seen.append((d, n)))
+        answers, source, calls = _ask(client)
         assert all(r["temperature"] == 0 for r in server.requests)
-        again, source2 = ask_model(DATA, client)
-    assert seen[-1] == (4, 4)
+        assert len(server.requests) == 4  # one request per MCQ: BLADE's protocol has no repair turn
+        again, source2, calls2 = _ask(client)
     # asked again: the failure and the two answers without a valid letter (never served from the cache)
-    assert source["calls"] == 4 and "t1" in source["errors"] and source2["calls"] == 3
+    assert calls == 4 and "t1" in source["errors"] and calls2 == 3
     report = score_answers(DATA, answers, source=source)
     by_id = {i.id: i for i in report.items}
     assert by_id["v1"].status == "correct"
     assert by_id["v2"].status == "unparseable"  # C is past the last of 2 options
     assert by_id["t1"].status == "unanswered"
     assert by_id["t2"].status == "unparseable"  # prose is not guessed
+    assert by_id["t2"].answer == "I would pick B"  # kept as the model said it
     assert report.source["model"] == "mut"
 
 

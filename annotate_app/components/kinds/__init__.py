@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app.components.score_charts import run_label
+from annotate_app.components.transcript_view import COST_HELP, cost_text
 from evaluation.tasks import Column
 
 __all__ = ["column_config", "leaderboard_frame", "view_module"]
@@ -40,7 +41,8 @@ def leaderboard_frame(rows: Sequence[dict[str, Any]], columns: Sequence[Column])
         return _ci(r.get(c.key), r.get(f"{c.key}.low"), r.get(f"{c.key}.high")) if c.format == "ci" else r.get(c.key)
 
     return pd.DataFrame([{
-        "run": run_label(r), "strategy": r.get("strategy") or "", "cost (USD)": r.get("cost"),
+        "run": run_label(r), "strategy": r.get("strategy") or "",
+        "cost": cost_text(r.get("cost"), agent_run=bool(r.get("agent_run"))),
         "release": r["release"], "official": r["official"],
         "overrides": f"✎ {r['overrides']}" if r["overrides"] else "",
         **{c.label: shown(r, c) for c in columns},
@@ -48,6 +50,7 @@ def leaderboard_frame(rows: Sequence[dict[str, Any]], columns: Sequence[Column])
 
 
 def column_config(columns: Sequence[Column]) -> dict[str, Any]:
-    """Streamlit column formats for the kind columns (numbers with two decimals)."""
-    return {c.label: st.column_config.NumberColumn(format="%.2f", help=c.help or None)
-            for c in columns if c.format == "number"}
+    """Streamlit column formats for the kind columns (numbers with two decimals), and the cost's help."""
+    return {"cost": st.column_config.TextColumn(help=COST_HELP),
+            **{c.label: st.column_config.NumberColumn(format="%.2f", help=c.help or None)
+               for c in columns if c.format == "number"}}
