@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,8 +71,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
         run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
                            judge=getattr(args, "judge", "offline"), mode=getattr(args, "mode", "default"),
-                           k=getattr(args, "k", 10), kind=kind, runs_root=settings.runs_store,
-                           releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
+                           k=getattr(args, "k", 10), kind=kind, artifacts=settings.artifact_store(),
+                           max_bytes=settings.max_submission_bytes,
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
           f"{kind_of(kind).item_noun}).", file=sys.stderr)
@@ -127,10 +126,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     print(_summary_line(run))
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(settings.runs_store / (run.result_path or ""), out)
-        print(f"Result written to {out} (kept as run {run.id}).")
+        _write_result(run, settings, args.out)
     return 0
 
 
@@ -150,7 +146,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     print(f"Worker {this_executor()} "
           f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
-    run_queue_worker(report.engine, runs_root=settings.runs_store, releases_root=settings.releases_store,
+    run_queue_worker(report.engine, artifacts=settings.artifact_store(),
                      judges=judge_settings(settings), limits=scoring_limits(settings),
                      concurrency=args.concurrency, settings=settings)
     return 0
@@ -160,7 +156,7 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
 
-    done = execute_run(engine, run_id, runs_root=settings.runs_store, releases_root=settings.releases_store,
+    done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
                        judges=judge_settings(settings), on_progress=_Bar(), limits=scoring_limits(settings))
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
@@ -169,15 +165,23 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
         print(f"note: {done.message}", file=sys.stderr)
     print(_summary_line(done))
     if out_path:
-        out = Path(out_path)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
-        except OSError as exc:
-            raise ScoringError(f"The result could not be written to {printable(str(out))}: {exc.strerror or exc}. "
-                               f"It is kept as run {done.id} (forkpaths runs show {done.id}).") from exc
-        print(f"Result written to {out} (kept as run {done.id}).")
+        _write_result(done, settings, out_path)
     return 0
+
+
+def _write_result(run: Any, settings: Settings, out_path: str) -> None:
+    """Copy a succeeded run's result file out of the artifact store to ``out_path``."""
+    from curation.services.scoring import stored_result
+
+    out = Path(out_path)
+    data = stored_result(run, settings.artifact_store())
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    except OSError as exc:
+        raise ScoringError(f"The result could not be written to {printable(str(out))}: {exc.strerror or exc}. "
+                           f"It is kept as run {run.id} (forkpaths runs show {run.id}).") from exc
+    print(f"Result written to {out} (kept as run {run.id}).")
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
@@ -187,7 +191,7 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as s:
         run = rescore_run(session=s, actor=_operator(s, args.as_user), run_id=args.run, release_version=args.release,
-                          runs_root=settings.runs_store, releases_root=settings.releases_store,
+                          artifacts=settings.artifact_store(),
                           max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                           limits=scoring_limits(settings))
     print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
@@ -215,7 +219,7 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tup
                            "endpoint) or FORKPATHS_LLM_BASE_URL.")
     with session_scope(engine) as s:
         release = mcq_release(session=s, actor=_operator(s, args.as_user), release_version=args.release,
-                              releases_root=settings.releases_store)
+                              artifacts=settings.artifact_store())
     client = LLMClient(settings.llm_config().model_copy(update={"base_url": base_url, "model": args.ask_model}))
     bar = _Bar()
     total = sum(len(d.mcqs) for d in release.datasets)
@@ -278,7 +282,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 for key in ("id", "status", "agent", "model_name", "release_version", "ground_truth_hash",
                             "submission_sha256", "evaluator_version", "mode", "k", "source", "created_at",
-                            "started_at", "finished_at", "result_path", "message"):
+                            "started_at", "finished_at", "release_sha256", "result_sha256", "message"):
                     print(f"{key:<18} {getattr(run, key)}")
                 print(f"{'judge':<18} {json.dumps(run.judge)}")
                 if run.scores_effective:
@@ -288,7 +292,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                           f"({o.reason})")
         elif args.runs_command == "compare":
             cmp = lb.compare_run_results(session=s, actor=actor, run_a=args.a, run_b=args.b,
-                                         runs_root=settings.runs_store, n_bootstrap=args.bootstrap)
+                                         artifacts=settings.artifact_store(), n_bootstrap=args.bootstrap)
             if args.json:
                 print(cmp.model_dump_json(indent=2))
             else:
@@ -300,7 +304,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"note: {n}")
         elif args.runs_command == "export":
             rows = lb.leaderboard(session=s, actor=actor, release_version=args.release,
-                                  releases_root=settings.releases_store, dataset=args.dataset)
+                                  artifacts=settings.artifact_store(), dataset=args.dataset)
             text = lb.leaderboard_csv(rows) if args.format == "csv" else json.dumps(rows, indent=2) + "\n"
             if args.out:
                 Path(args.out).write_text(text, encoding="utf-8")

@@ -53,7 +53,7 @@ def warm(sqlite_engine, tmp_path, shared_blade):
 
 def _execute(w, files, limits: sc.ScoringLimits) -> ScoringRun:
     run = w.register(files, limits=limits)
-    return sc.execute_run(w.engine, run.id, runs_root=w.runs, releases_root=w.releases, limits=limits)
+    return sc.execute_run(w.engine, run.id, artifacts=w.artifacts, limits=limits)
 
 
 def _analyses(w, run: ScoringRun):
@@ -101,7 +101,7 @@ def test_a_file_of_loops_cannot_hold_the_worker_past_the_run_budget(warm):
 
     limits = sc.ScoringLimits(analysis_timeout_s=2, run_budget_s=6)
     run = warm.register([("loops.json", _file(LOOP, LOOP, LOOP, LOOP, LOOP, GOOD))], limits=limits)
-    worker = RunWorker(warm.engine, runs_root=warm.runs, releases_root=warm.releases, judges=sc.JudgeSettings(),
+    worker = RunWorker(warm.engine, artifacts=warm.artifacts, judges=sc.JudgeSettings(),
                        limits=limits)
     try:
         done = worker.submit(run.id).result(timeout=300)

@@ -10,7 +10,7 @@ from tests.curation.scoring_world import make_world
 
 
 def _execute(world, run_id):
-    return sc.execute_run(world.engine, run_id, runs_root=world.runs, releases_root=world.releases)
+    return sc.execute_run(world.engine, run_id, artifacts=world.artifacts)
 
 
 def test_registration_records_each_submission_files_sha256(sqlite_engine, tmp_path, shared_blade):
