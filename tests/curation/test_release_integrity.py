@@ -83,10 +83,8 @@ def _every_read(w, tmp_path):
                                         artifacts=artifacts_for(w["root"]))
     yield lambda s: rel.export_release(session=s, actor=w["curator"], version="1.0.0", fmt="native",
                                        out=tmp_path / "out-native", artifacts=artifacts_for(w["root"]))
-    yield lambda s: rel.read_release_for(session=s, actor=w["curator"], version="1.0.0", artifacts=artifacts_for(w["root"]))
-    # what `forkpaths gt build VERSION` and scoring read
-    yield lambda s: verified_release_folder(session=s, actor=w["curator"], release_version="1.0.0",
-                                            artifacts=artifacts_for(w["root"]))
+    yield lambda s: rel.read_release_for(session=s, actor=w["curator"], version="1.0.0",
+                                         artifacts=artifacts_for(w["root"]))
 
 
 def _assert_refused_everywhere(w, tmp_path, pattern):
@@ -94,6 +92,14 @@ def _assert_refused_everywhere(w, tmp_path, pattern):
         with session_scope(w["engine"]) as s, pytest.raises(ReleaseError, match=pattern):
             read(s)
     assert not (tmp_path / "out-native").exists()
+    # what `forkpaths gt build VERSION` and scoring read is the release in the artifact store, by the MANIFEST
+    # hash recorded at the cut: the published copy's damage does not reach it (the store's own is refused, see
+    # tests/curation/test_run_artifacts.py)
+    with session_scope(w["engine"]) as s:
+        folder = verified_release_folder(session=s, actor=w["curator"], release_version="1.0.0",
+                                         artifacts=artifacts_for(w["root"]))
+    assert _sha((folder / MANIFEST_NAME).read_bytes()) == _record(w).manifest_sha256
+    assert folder.is_relative_to(w["tmp"] / "cache")
 
 
 def _rezip(zip_path: Path, replace: dict[str, bytes]) -> None:
@@ -351,12 +357,19 @@ def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path,
     assert main(["gt", "build", "1.0.0", "--as", "analyst-t"]) == 2  # ground truth is for scoring roles
     assert "evaluator" in capsys.readouterr().err
 
+    # the release is read from the artifact store: its data and its MANIFEST rewritten there, consistently
     folder = tiny["root"] / "1.0.0"
-    files = [p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST_NAME]
-    (folder / DATA).write_bytes((folder / DATA).read_bytes().replace(b"256", b"999"))
-    (folder / MANIFEST_NAME).write_text(
-        render_manifest({p.relative_to(folder).as_posix(): _sha(p.read_bytes()) for p in files}))
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
+             if p.is_file() and p.name != MANIFEST_NAME}
+    files[DATA] = files[DATA].replace(b"256", b"999")
+    artifacts = artifacts_for(tiny["root"])
+    for data in files.values():
+        artifacts.put_bytes(data)
+    manifest = artifacts.object_path(_record(tiny).manifest_sha256)
+    manifest.chmod(0o644)
+    manifest.write_text(render_manifest({rel: _sha(data) for rel, data in files.items()}))
+    shutil.rmtree(artifacts.releases_cache, ignore_errors=True)
     assert main(["gt", "build", "1.0.0", "--as", "curator-t", "--json"]) == 2
     captured = capsys.readouterr()
-    assert "Release 1.0.0 cannot be used" in captured.err and "MANIFEST" in captured.err
+    assert "The MANIFEST of release 1.0.0 (sha256" in captured.err and "is damaged" in captured.err
     assert captured.out == ""  # nothing was built from the tampered files
