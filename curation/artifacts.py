@@ -266,6 +266,15 @@ class ArtifactStore:
             raise self._damaged(sha, what, actual)
         return data
 
+    def check(self, sha: str, *, what: str) -> None:
+        """Read object ``sha`` in chunks and check it against its name (ArtifactMissing / ArtifactCorrupted)."""
+        digest = hashlib.sha256()
+        with self._open(sha, what) as src:
+            while chunk := src.read(_CHUNK):
+                digest.update(chunk)
+        if digest.hexdigest() != sha:
+            raise self._damaged(sha, what, digest.hexdigest())
+
     def copy_to(self, sha: str, dest: Path, *, what: str) -> None:
         """Copy object ``sha`` to ``dest`` in chunks, checking it on the way (``dest`` is removed when it fails)."""
         digest = hashlib.sha256()
@@ -316,6 +325,29 @@ class ArtifactStore:
                 shutil.rmtree(tmp, ignore_errors=True)
         log.info("materialised %s (%s files) in %s", what, len(digests), final)
         return final
+
+    def verify_objects(self) -> tuple[int, list[str]]:
+        """Check every object against its name (``forkpaths artifacts check``): damaged ones are set aside.
+
+        Returns:
+            How many objects were checked, and one sentence per damaged one.
+        """
+        checked, damaged = 0, []
+        if not self.objects.is_dir():
+            return 0, []
+        for prefix in sorted(self.objects.iterdir()):
+            for obj in sorted(prefix.iterdir()) if prefix.is_dir() else []:
+                sha = prefix.name + obj.name
+                if not is_sha256(sha):
+                    continue
+                checked += 1
+                try:
+                    self.check(sha, what=f"object {sha[:12]}…")
+                except ArtifactCorrupted as exc:
+                    damaged.append(str(exc))
+                except ArtifactMissing:
+                    pass  # removed meanwhile (set aside by a reader)
+        return checked, damaged
 
     def forget_release_folder(self, manifest_sha: str) -> None:
         """Drop this machine's materialised copy of a release (it is made again from the store when needed)."""

@@ -152,6 +152,21 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _cmd_artifacts(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths artifacts check``: every object intact, every recorded artifact present."""
+    from curation.services.artifact_check import check_artifacts
+
+    report = initialise(settings)
+    artifacts = settings.artifact_store()
+    with session_scope(report.engine) as s:
+        found = check_artifacts(session=s, actor=_operator(s, args.as_user), artifacts=artifacts)
+    for problem in found.problems:
+        print(f"- {problem}")
+    print(f"Artifact store {artifacts.root}: {found.objects} objects checked, {found.referenced} recorded "
+          f"artifacts looked up, {len(found.problems)} problem(s).")
+    return 1 if found.problems else 0
+
+
 def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | None) -> int:
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
@@ -379,6 +394,12 @@ def add_scoring_commands(sub: Any) -> None:
     ex.add_argument("--out")
     runs.set_defaults(func=_cmd_runs)
     wk = sub.add_parser("worker", help="score queued runs (PostgreSQL): start one on any machine that reaches the "
-                                       "database and the data folder")
+                                       "database and mounts the artifact store (FORKPATHS_ARTIFACT_DIR)")
     wk.add_argument("--concurrency", type=int, default=1, help="runs scored at once by this worker (default 1)")
     wk.set_defaults(func=_worker)
+    art = sub.add_parser("artifacts", help="the artifact store (releases, submissions, results by sha256)")
+    art.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    ars = art.add_subparsers(dest="artifacts_command", required=True)
+    ars.add_parser("check", help="check every object against its sha256 (damaged ones are set aside) and that "
+                                 "everything the database refers to is there")
+    art.set_defaults(func=_cmd_artifacts)

@@ -109,3 +109,24 @@ def test_a_missing_result_is_named_where_it_is_read(world):
     with session_scope(world.engine) as s, pytest.raises(ArtifactCorrupted, match="is damaged"):
         sc.rescore_run(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts,
                        max_bytes=5_000_000)
+
+
+def test_artifacts_check_names_every_damaged_or_missing_artifact(world, tmp_path, monkeypatch, capsys):
+    from curation.cli import main
+
+    run = world.score()
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path))  # the world's data folder and database
+    monkeypatch.setenv("FORKPATHS_LOAD_STARTER_DATASETS", "false")
+    monkeypatch.setenv("FORKPATHS_ADMIN_PASSWORD", "not-used-here-1")
+    assert main(["artifacts", "--as", world.curator.username, "check"]) == 0
+    assert ", 0 problem(s)." in capsys.readouterr().out
+    data = world.release_object("data/hurricane/data.csv")
+    world.artifacts.object_path(data).unlink()
+    world.tamper(run.result_sha256, b"{}")
+    assert main(["artifacts", "--as", world.curator.username, "check"]) == 1
+    out = capsys.readouterr().out
+    assert f"The file data/hurricane/data.csv of release 1.0.0 (sha256 {data[:12]}…) is not in the artifact" in out
+    assert f"(sha256 {run.result_sha256[:12]}…) in the artifact store at {world.artifacts.root} is damaged" in out
+    assert f"The result of run {run.id} (sha256 {run.result_sha256[:12]}…) is not in the artifact store" in out
+    assert "3 problem(s)" in out
+    assert main(["artifacts", "--as", world.analyst.username, "check"]) == 2  # curators and admins only
