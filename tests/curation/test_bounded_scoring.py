@@ -44,8 +44,7 @@ def warm(sqlite_engine, tmp_path, shared_blade):
     """A world whose ground truth is already in the run's cache (its build would count against a small budget)."""
     w = make_world(sqlite_engine, tmp_path, shared_blade)
     with session_scope(w.engine) as s:
-        release = sc.release_by_record(s, rel._record(s, "1.0.0"), w.releases)
-        folder = rel.release_dir(rel._record(s, "1.0.0"), w.releases)
+        release, folder = rel.stored_release(rel._record(s, "1.0.0"), w.artifacts)
     sc._transform_matching_for(release.datasets[0], folder, cache_dir=tmp_path / "cache" / "groundtruth",
                                mode="default")
     return w
@@ -57,7 +56,7 @@ def _execute(w, files, limits: sc.ScoringLimits) -> ScoringRun:
 
 
 def _analyses(w, run: ScoringRun):
-    return read_result(w.runs / run.result_path).datasets[0].analyses
+    return read_result(w.artifacts.object_path(run.result_sha256)).datasets[0].analyses
 
 
 def test_the_limits_come_from_the_settings(monkeypatch):
