@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
 from curation.errors import ArtifactError
@@ -47,14 +47,14 @@ def check_artifacts(*, session: Session, actor: User, artifacts: ArtifactStore) 
             except ArtifactError as exc:
                 report.problems.append(str(exc))
 
-    for record in session.exec(select(ReleaseRecord).order_by(ReleaseRecord.id)).all():
+    for record in session.exec(select(ReleaseRecord).order_by(col(ReleaseRecord.id))).all():
         what = f"release {record.version}"
         need(record.manifest_sha256, f"the MANIFEST of {what}")
         if artifacts.has(record.manifest_sha256):
             text = artifacts.get_bytes(record.manifest_sha256, what=f"the MANIFEST of {what}").decode("utf-8", "replace")
             for rel, sha in sorted(parse_manifest(text)[0].items()):
                 need(sha, f"the file {rel} of {what}")
-    for run in session.exec(select(ScoringRun).order_by(ScoringRun.id)).all():
+    for run in session.exec(select(ScoringRun).order_by(col(ScoringRun.id))).all():
         for f in run.submission_files:
             need(str(f.get("sha256") or ""), f"the submission {f.get('name')} of run {run.id}")
         need(run.result_sha256, f"the result of run {run.id}")

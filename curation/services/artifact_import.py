@@ -80,9 +80,9 @@ def import_old_layout(*, session: Session, artifacts: ArtifactStore, runs_root: 
                 report.results += 1
                 changed = True
         if run.release_sha256 is None:
-            record = session.exec(select(ReleaseRecord).where(ReleaseRecord.version == run.release_version)).first()
-            if record is not None:
-                run.release_sha256 = record.manifest_sha256
+            of_run = session.exec(select(ReleaseRecord).where(ReleaseRecord.version == run.release_version)).first()
+            if of_run is not None:
+                run.release_sha256 = of_run.manifest_sha256
                 changed = True
         if changed:
             session.add(run)
