@@ -40,6 +40,7 @@ else:
             st.Page(PAGES / "annotate.py", title="Annotate", icon="✍️"),
             st.Page(PAGES / "review.py", title="Review", icon="⚖️"),
             st.Page(PAGES / "consensus.py", title="Consensus", icon="🤝"),
+            st.Page(PAGES / "programmatic.py", title="Programmatic checks", icon="🧮"),
         ]
         if staff:
             sections["Ground truth"] += [st.Page(PAGES / "datasets.py", title="Datasets", icon="🗂️"),
@@ -54,6 +55,7 @@ else:
         sections["Evaluation"] = [
             st.Page(PAGES / "leaderboard.py", title="Leaderboard", icon="🏆"),
             st.Page(PAGES / "runs.py", title="Scoring runs", icon="🏁"),
+            st.Page(PAGES / "agent_runs.py", title="Agent runs", icon="🤖"),
             st.Page(PAGES / "run_details.py", title="Run details", icon="🔎"),
             st.Page(PAGES / "compare.py", title="Compare runs", icon="🆚"),
             st.Page(PAGES / "judge_check.py", title="Judge validation", icon="🧪"),

@@ -167,3 +167,14 @@ def chosen_run() -> int | None:
 
 def choose_run(run_id: int | None) -> None:
     st.session_state[RUN_ID] = run_id
+# agent runs
+AGENT_RUN_ID = "fp.agent.run_id"
+
+
+def chosen_agent_run() -> int | None:
+    value = st.session_state.get(AGENT_RUN_ID)
+    return None if value is None else int(value)
+
+
+def choose_agent_run(run_id: int | None) -> None:
+    st.session_state[AGENT_RUN_ID] = run_id

@@ -109,6 +109,12 @@ class ArtifactStore:
         return self.root / "objects"
 
     @property
+    def runs(self) -> Path:
+        """Files a job writes as it goes, by path, beside the objects so every machine sees them (an agent run's
+        transcripts and generated submissions): ``<artifact dir>/runs/``."""
+        return self.root / "runs"
+
+    @property
     def gt_cache(self) -> Path:
         """Where built ground-truth states are cached on this machine (keyed by their own hashes)."""
         return self.cache_dir / "groundtruth"

@@ -64,6 +64,14 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
             names.append(bundle.name)
         except CurationError as exc:
             log.error("starter dataset %s was not registered: %s", folder, exc)
+    if names:  # the starter programmatic tasks (issue 20) go with the starter datasets they read
+        from curation.starter_tasks import register_starter_tasks
+
+        try:
+            with session_scope(engine) as session:
+                register_starter_tasks(session, Path(root))
+        except (CurationError, ValueError, OSError) as exc:
+            log.error("the starter programmatic tasks were not registered: %s", exc)
     return names
 
 

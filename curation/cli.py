@@ -342,6 +342,11 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
             out = rel.export_release(session=session, actor=actor, version=args.version, fmt=args.format,
                                      out=Path(args.out), artifacts=artifacts)
             print(f"Exported release {args.version} ({args.format}) to {out}.")
+            skipped = rel.export_skips(session=session, actor=actor, version=args.version, fmt=args.format)
+            if skipped:
+                print(f"Not exported (listed in {out / 'NOT_EXPORTED.md'}):")
+                for why in skipped.values():
+                    print(f"  - {why}")
     return 0
 
 
@@ -614,9 +619,12 @@ def build_parser() -> argparse.ArgumentParser:
     rd = rsub.add_parser("diff", help="what changed between two releases")
     rd.add_argument("old")
     rd.add_argument("new")
-    rx = rsub.add_parser("export", help="write a release in forkpaths' or BLADE's layout")
+    rx = rsub.add_parser("export", help="write a release in forkpaths', BLADE's or DiscoveryBench's layout")
     rx.add_argument("version")
-    rx.add_argument("--format", choices=["native", "blade"], default="native")
+    rx.add_argument("--format", choices=["native", "blade", "discoverybench"], default="native",
+                    help="native: the release folder and zip; blade: BLADE's layout (its BLADE datasets); "
+                         "discoverybench: the DiscoveryBench tree its hypothesis tasks were imported from, with "
+                         "answer keys")
     rx.add_argument("--out", required=True)
     rel.set_defaults(func=_cmd_release)
     gt = sub.add_parser("gt", help="ground truth of a release (paths, units, value and graph hashes)")
@@ -650,9 +658,17 @@ def build_parser() -> argparse.ArgumentParser:
     ma.add_argument("dataset")
     ma.add_argument("--json", action="store_true")
     mcq.set_defaults(func=_cmd_mcq)
+    from curation.cli_hypotheses import add_hypothesis_commands
     from curation.cli_scoring import add_scoring_commands
 
     add_scoring_commands(sub)
+    from curation.cli_checks import add_checks_commands
+
+    add_checks_commands(sub)
+    add_hypothesis_commands(sub)
+    from curation.cli_agent import add_agent_commands
+
+    add_agent_commands(sub)
     return p
 
 

@@ -44,7 +44,7 @@ def _operator(session: Any, username: str | None) -> Any:
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     """Score the files a command names (``--submission`` or ``--answers``; ``--ask-model`` makes the answers
     file first) as a run of ``kind``, in the foreground."""
-    from curation.services.scoring import kind_of, register_run
+    from curation.services.scoring import default_judge, kind_of, register_run
 
     _check_enqueue(args, settings)
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
@@ -70,7 +70,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     with session_scope(report.engine) as s:
         run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
-                           judge=getattr(args, "judge", "offline"), mode=getattr(args, "mode", "default"),
+                           judge=getattr(args, "judge", None) or default_judge(kind),
+                           mode=getattr(args, "mode", "default"),
                            k=getattr(args, "k", 10), kind=kind, artifacts=settings.artifact_store(),
                            max_bytes=settings.max_submission_bytes,
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
@@ -253,6 +254,17 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> tup
     return name, json.dumps({"answers": answers, "source": source}, ensure_ascii=False, indent=1).encode("utf-8")
 
 
+def _schema(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission."""
+    from curation.services.scoring import kind_of
+
+    path = getattr(kind_of(args.kind), "SCHEMA_PATH", None)
+    if path is None:
+        raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help).")
+    print(Path(path).read_text(encoding="utf-8"), end="")
+    return 0
+
+
 def _fmt(x: Any) -> str:
     return "—" if x is None else f"{x:.3f}"
 
@@ -319,7 +331,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"note: {n}")
         elif args.runs_command == "export":
             rows = lb.leaderboard(session=s, actor=actor, release_version=args.release,
-                                  artifacts=settings.artifact_store(), dataset=args.dataset)
+                                  artifacts=settings.artifact_store(), dataset=args.dataset, kind=args.kind)
             text = lb.leaderboard_csv(rows) if args.format == "csv" else json.dumps(rows, indent=2) + "\n"
             if args.out:
                 Path(args.out).write_text(text, encoding="utf-8")
@@ -333,11 +345,15 @@ def add_scoring_commands(sub: Any) -> None:
     sc = sub.add_parser("score", help="score an agent's submission against a release (registered as a run)")
     sc.add_argument("--release", required=True)
     sc.add_argument("--submission", required=True, action="append",
-                    help="BLADE single- or multi-run file (repeatable: one per dataset)")
+                    help="BLADE single- or multi-run file (repeatable: one per dataset); for --kind hypotheses a "
+                         "hypotheses file (forkpaths score-schema hypotheses prints its JSON schema)")
     # judges are registered by name in evaluation.judges; an unknown name is refused at registration with the list
     # (not with argparse choices, which would import the judges for every command)
-    sc.add_argument("--judge", default="offline", help="a registered judge: offline (no LLM, default) or llm")
-    sc.add_argument("--mode", choices=["default", "blade"], default="default")
+    sc.add_argument("--judge", default=None, help="a registered judge: offline (no LLM, the default for analyses) or "
+                                               "llm; hms for hypotheses (its default)")
+    sc.add_argument("--mode", choices=["default", "blade", "discoverybench"], default="default",
+                    help="blade: BLADE's definitions (analyses); discoverybench: upstream's HMS step by step "
+                         "(hypotheses)")
     sc.add_argument("--k", type=int, default=10)
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
     sc.add_argument("--model", help="the agent's language model")
@@ -349,6 +365,9 @@ def add_scoring_commands(sub: Any) -> None:
                     help="the task kind of the submission, as registered in evaluation.tasks (default: analyses)")
     sc.set_defaults(func=lambda a, s: _score(a, s, a.kind) if a.enqueue or a.out else sc.error(
         "--out is required (where to copy the result file), unless --enqueue"))
+    sch = sub.add_parser("score-schema", help="print the JSON schema of a kind's submission file")
+    sch.add_argument("kind", help="a registered task kind with a documented submission (hypotheses)")
+    sch.set_defaults(func=_schema)
     mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter), or a model asked "
                                            "every MCQ, against a release")
     mcq.add_argument("--release", required=True)
@@ -389,6 +408,7 @@ def add_scoring_commands(sub: Any) -> None:
     ex = rs.add_parser("export", help="the leaderboard of a release")
     ex.add_argument("--release", required=True)
     ex.add_argument("--dataset")
+    ex.add_argument("--kind", help="the ranked kind whose leaderboard to export (default: analyses)")
     ex.add_argument("--format", choices=["csv", "json"], default="csv")
     ex.add_argument("--json", dest="format", action="store_const", const="json")
     ex.add_argument("--out")

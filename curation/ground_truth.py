@@ -56,6 +56,8 @@ FINAL_STATUSES = (Status.JUSTIFIABLE.value, Status.UNJUSTIFIABLE.value, Status.C
 _KIND_QUESTIONS = {
     "variable": ("can_derive_from_data", "is_reasonable", "is_rationale_reasonable"),
     "transform": ("is_suited_to_cv", "is_steps_reasonable", "is_rationale_reasonable"),
+    "check": ("is_faithful", "is_code_correct"),
+    "artifact": ("is_correct",),
 }
 VERDICT_QUESTION = "justifiable"
 

@@ -25,6 +25,7 @@ __all__ = [
     "Dataset",
     "DatasetAssignment",
     "FormDraft",
+    "HypothesisProposal",
     "HypothesisTask",
     "HypothesisTaskStatus",
     "Role",
@@ -50,6 +51,8 @@ __all__ = [
     "MeetingEvent",
     "MeetingOutcome",
     "MCQReview",
+    "ProgrammaticItem",
+    "ProgrammaticTask",
     "new_spec_id",
     "utcnow",
 ]
@@ -542,6 +545,8 @@ class ScoringRun(SQLModel, table=True):
     official: bool = False
     official_by_id: int | None = Field(default=None, foreign_key="user.id")
     official_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    agent_run_id: int | None = Field(default=None, index=True,
+                                     description="the agent run whose generated submission this is")
 
 
 class ScoringRunPart(SQLModel, table=True):
@@ -581,16 +586,19 @@ class ScoreOverride(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="scoring_run.id", index=True)
     dataset: str = Field(max_length=128)
-    analysis_key: str = Field(max_length=64)
-    kind: str = Field(max_length=16, description="variable | model | transform")
+    analysis_key: str = Field(max_length=256, description="the analysis, or a hypothesis task's key")
+    kind: str = Field(max_length=16, description="variable | model | transform; hypotheses: context | variables | "
+                      "relationship")
     item: str = Field(max_length=256, description="variable: '<gt_id>|<agent_index>'; model: the GT model id; "
-                      "transform: 'value|<unit id>' or 'graph|<unit id>'")
+                      "transform: 'value|<unit id>' or 'graph|<unit id>'; a hypothesis facet: the pair 'P0|G0'")
     label: str = Field(default="", description="what the item is, in words, for the record")
     original: bool = Field(description="whether the engine counted it as a match")
     value: bool = Field(description="whether it counts as a match after the override")
     reason: str
     author_id: int = Field(foreign_key="user.id")
     created_at: datetime = _ts()
+    detail: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True),
+                                          description="a hypothesis facet: {'value': {...}, 'original': {...}}")
 
 
 class JudgeLabel(SQLModel, table=True):
@@ -603,8 +611,8 @@ class JudgeLabel(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="scoring_run.id", index=True)
     dataset: str = Field(max_length=128)
-    analysis_key: str = Field(max_length=64)
-    kind: str = Field(max_length=16, description="variable | model")
+    analysis_key: str = Field(max_length=256)
+    kind: str = Field(max_length=16, description="variable | model; hypotheses: context | variables | relationship")
     item: str = Field(max_length=256)
     judge: str = Field(max_length=32)
     ground_truth: str = ""
@@ -612,6 +620,10 @@ class JudgeLabel(SQLModel, table=True):
     judge_rationale: str = ""
     judge_value: bool
     expert_value: bool | None = None
+    judge_label: str | None = Field(default=None, max_length=128, description="a categorical decision (hypothesis "
+                                    "facets: match / no match, 'k of n gold, m predicted', A / B / C)")
+    expert_label: str | None = Field(default=None, max_length=128)
+    reason: str | None = None
     expert_id: int | None = Field(default=None, foreign_key="user.id")
     labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     created_at: datetime = _ts()
@@ -666,7 +678,7 @@ class BackgroundJob(SQLModel, table=True):
 
 class HypothesisTaskStatus(StrEnum):
     NEEDS_CURATION = "needs_curation"  # no gold hypothesis shipped: experts write one (stages 1-3)
-    GOLD = "gold"  # a gold hypothesis came with the import (metadata or answer key)
+    GOLD = "gold"  # a gold hypothesis came with the import (metadata or answer key), or stage 3 decided one
 
 
 class HypothesisTask(SQLModel, table=True):
@@ -704,3 +716,138 @@ class HypothesisTask(SQLModel, table=True):
     status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    gold_provenance: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True),
+        description="gold_source consensus: how stage 3 decided it (rule, tally, meeting, candidate, by, at)")
+
+
+class HypothesisProposal(SQLModel, table=True):
+    """One analyst's stage-1 hypothesis for one DiscoveryBench query, written blind, decomposed into context,
+    variables (each a data-dictionary column or a derived column with how it is derived) and relationship, with
+    a workflow and optional supporting code whose sandbox run is kept (``check``).
+
+    It belongs to the analyst's :class:`Analysis` of the dataset: submitting that analysis submits every
+    hypothesis in it at once, and the stage-1 blinding rule that holds for BLADE decisions holds for these."""
+
+    __tablename__ = "hypothesis_proposal"
+    __table_args__ = (UniqueConstraint("analysis_id", "task_id"),)
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    analysis_id: int = Field(foreign_key="analysis.id", index=True)
+    task_id: int = Field(foreign_key="hypothesis_task.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    hypothesis: str
+    context: str = ""
+    variables: list[dict[str, Any]] = _json()
+    relationship: str = ""
+    workflow: str = ""
+    code: str = ""
+    check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class ProgrammaticTask(SQLModel, table=True):
+    """A programmatic task over a registered dataset (DataSciBench style): a prompt, the dataset files it reads;
+    its checks and ground-truth artifacts are :class:`ProgrammaticItem` rows, reviewed like any decision."""
+
+    __tablename__ = "programmatic_task"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    key: str = Field(unique=True, index=True, max_length=128, description="the task id, also its outputs folder")
+    prompt: str
+    input_files: list[str] = _json()
+    data_source_type: str = ""
+    extra: dict[str, Any] = _json(dict)
+    created_at: datetime = _ts()
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class ProgrammaticItem(SQLModel, table=True):
+    """A candidate check or ground-truth artifact of a programmatic task. Votes and consensus are the usual
+    :class:`Vote` / :class:`Consensus` rows with ``target_kind`` ``prog_check`` or ``prog_artifact``."""
+
+    __tablename__ = "programmatic_item"
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    task_id: int = Field(foreign_key="programmatic_task.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    kind: str = Field(max_length=16, description="check | artifact")
+    source: str = Field(max_length=16, description="llm | peer | imported | agreement")
+    proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    seed_id: str | None = Field(default=None, max_length=64, description="the item it is an edit of")
+    payload: dict[str, Any] = _json(dict)
+    gate: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    extra: dict[str, Any] = _json(dict)
+    position: int = 0
+    created_at: datetime = _ts()
+
+
+class AgentRun(SQLModel, table=True):
+    """A model under test answering a release's tasks with a strategy (:mod:`curation.services.agent_runs`):
+    what was asked (release, kind, endpoint, strategy, runs per task, temperature, seed, the prompt templates'
+    versions), its lifecycle (the :class:`BackgroundJob` running it carries the heartbeat), what it cost, the
+    submissions it generated and the scoring runs they became."""
+
+    __tablename__ = "agent_run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=32, description="the task kind answered (analyses, hypotheses, mcq)")
+    release_version: str = Field(max_length=32, index=True)
+    agent: str = Field(max_length=128, description="the name it has on the leaderboard")
+    model: str = Field(max_length=128)
+    base_url: str = Field(max_length=512)
+    strategy: str = Field(max_length=16)
+    workflow: bool = False
+    runs_per_task: int = 1
+    temperature: float = 0.0
+    seed: int = 0
+    only: list[str] = _json(list)
+    settings: dict[str, Any] = _json(dict)
+    templates: dict[str, Any] = _json(dict)
+    prices: list[float] | None = Field(default=None, sa_column=Column(JSON, nullable=True),
+                                       description="USD per million input and output tokens, as set at start")
+    job_id: int | None = Field(default=None, description="the background job running it (the latest)")
+    status: str = Field(default=RunStatus.QUEUED.value, max_length=16, index=True)
+    message: str = ""
+    tasks_total: int = 0
+    tasks_done: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    cost: float | None = None
+    submissions: list[dict[str, Any]] = _json(list)
+    scoring_run_ids: list[int] = _json(list)
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    created_at: datetime = _ts()
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+
+
+class AgentTaskRun(SQLModel, table=True):
+    """One run of one task of an agent run: its status and sentence, the validated answer, what it cost, and
+    where its transcript is kept (a JSON file under the data folder). Written once, in one transaction, when
+    the task ends: a crash never leaves half a task, and a resumed run skips the tasks found here."""
+
+    __tablename__ = "agent_task_run"
+    __table_args__ = (UniqueConstraint("agent_run_id", "task_key", "replicate"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    agent_run_id: int = Field(foreign_key="agent_run.id", index=True)
+    task_key: str = Field(max_length=256)
+    title: str = Field(default="", max_length=256)
+    replicate: int = 0
+    status: str = Field(max_length=32)
+    message: str = ""
+    answer: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    transcript_path: str = Field(default="", max_length=512, description="relative to the runs folder")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cache_hits: int = 0
+    tool_calls: int = 0
+    model_seconds: float = 0.0
+    seconds: float = 0.0
+    cost: float | None = None
+    finished_at: datetime = _ts()

@@ -117,6 +117,12 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one LLM answer.")
     llm_max_retries: int = Field(default=4, ge=0, description="Retries on 429, 5xx and timeouts (backoff doubles).")
+    agent_prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="Agent runs' prices in USD per million tokens, by model: JSON such as "
+        '{"gpt-4o": [2.5, 10.0]} (input, output). A model without a price gets tokens but no cost.')
+    agent_api_key: SecretStr | None = Field(
+        default=None, description="The key of the endpoints agent runs call (default: FORKPATHS_LLM_API_KEY).")
 
     @property
     def resolved_data_dir(self) -> Path:

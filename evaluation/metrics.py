@@ -55,6 +55,7 @@ __all__ = [
     "Estimate",
     "Mode",
     "Scores",
+    "cluster_bootstrap_mean",
     "counted_runs",
     "f1",
     "score_runs",
@@ -360,3 +361,31 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
         weighted=estimate("weighted"), unweighted=estimate("unweighted"),
         bootstrap={name: estimate(name) for name in overall if name not in ("weighted", "unweighted")},
         failures=dict(failures), notes=notes)
+
+
+def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], *, n_bootstrap: int = 1000,
+                           seed: int = 0) -> Estimate:
+    """The mean of ``values`` with a 95 % bootstrap interval that resamples whole clusters (e.g. the dataset folder
+    each item comes from), so items that share a cluster are not counted as independent evidence.
+
+    Each replicate draws as many clusters as there are, with replacement, and averages every item of the drawn
+    clusters. ``None`` point when there are no values; no interval with one cluster or ``n_bootstrap`` 0.
+    """
+    if len(values) != len(clusters):
+        raise ValueError("values and clusters must have the same length")
+    if not values:
+        return Estimate(point=None)
+    point = float(np.mean(values))
+    groups: dict[str, list[float]] = {}
+    for v, c in zip(values, clusters, strict=True):
+        groups.setdefault(c, []).append(float(v))
+    names = sorted(groups)
+    if n_bootstrap <= 0 or len(names) < 2:
+        return Estimate(point=point)
+    sums = np.array([sum(groups[n]) for n in names])
+    sizes = np.array([len(groups[n]) for n in names])
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(names), size=(n_bootstrap, len(names)))
+    means = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return Estimate(point=point, mean=float(means.mean()), ci_low=float(lo), ci_high=float(hi))

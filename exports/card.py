@@ -13,7 +13,7 @@ from typing import Any
 
 from exports.schema import DatasetRelease, Release
 
-__all__ = ["ATTRIBUTION_KEYS", "LICENCE_KEYS", "render_card"]
+__all__ = ["ATTRIBUTION_KEYS", "LICENCE_KEYS", "hypothesis_counts", "is_hypothesis_dataset", "render_card"]
 
 LICENCE_KEYS = ("licence", "license")
 ATTRIBUTION_KEYS = ("attribution", "citation", "source", "source_url")
@@ -71,11 +71,66 @@ def _votes(ds: DatasetRelease) -> str:
     return f"{len(ds.votes):,}" + (f" ({skipped:,} skipped)" if skipped else "")
 
 
+def is_hypothesis_dataset(ds: DatasetRelease) -> bool:
+    """A dataset of hypothesis tasks (a DiscoveryBench folder: several files, queries with gold hypotheses),
+    not a BLADE dataset of analysis decisions."""
+    return bool(ds.hypothesis_tasks or ds.files)
+
+
+def hypothesis_counts(ds: DatasetRelease) -> dict[str, int]:
+    """Tasks, those with a gold hypothesis (by where it comes from), those still to curate, stage-1 candidates."""
+    gold = [t.gold for t in ds.hypothesis_tasks if t.gold is not None]
+    return {
+        "tasks": len(ds.hypothesis_tasks),
+        "gold": len(gold),
+        "to_curate": len(ds.hypothesis_tasks) - len(gold),
+        "gold_metadata": sum(1 for g in gold if g.source == "metadata"),
+        "gold_answer_key": sum(1 for g in gold if g.source == "answer_key"),
+        "gold_consensus": sum(1 for g in gold if g.source == "consensus"),
+        "candidates": sum(len(t.candidates) for t in ds.hypothesis_tasks),
+    }
+
+
+def _gold_sources(counts: Mapping[str, int]) -> str:
+    parts = [f"{counts[key]:,} {label}" for key, label in (
+        ("gold_metadata", "from the metadata"), ("gold_answer_key", "from the answer key"),
+        ("gold_consensus", "decided by consensus")) if counts[key]]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _hypothesis_section(ds: DatasetRelease) -> list[str]:
+    counts = hypothesis_counts(ds)
+    source = ds.extra.get("discoverybench") if isinstance(ds.extra.get("discoverybench"), Mapping) else None
+    out = []
+    if source:
+        out.append(f"- DiscoveryBench folder: `{source.get('kind', '?')}/{source.get('split', '?')}/"
+                   f"{source.get('folder', '?')}`")
+    metadata = sum(1 for f in ds.files if f.role == "metadata")
+    tables = [f"`{f.name}`" for f in ds.files if f.role != "metadata"]
+    out += [f"- Files: {_count(len(ds.files), 'file')} under `data/{ds.name}/`: "
+            f"{_count(metadata, 'metadata file')}; data {', '.join(tables) or 'none'}",
+            f"- Main table: `{ds.data_file}`, {_count(ds.num_rows, 'row')} × {_count(ds.num_columns, 'column')}, "
+            f"SHA-256 `{ds.data_sha256}`",
+            f"- Hypothesis tasks: {counts['tasks']:,}; with a gold hypothesis: {counts['gold']:,}"
+            f"{_gold_sources(counts)}; still to curate (no gold): {counts['to_curate']:,}"]
+    types = Counter(t.question_type or "unknown" for t in ds.hypothesis_tasks)
+    if types:
+        out.append("- Question types: " + ", ".join(f"{name} {n:,}" for name, n in sorted(types.items())))
+    out += [f"- Stage-1 candidate hypotheses: {counts['candidates']:,}",
+            f"- Alternatives: {_alternatives(ds)}",
+            f"- Votes: {_votes(ds)}",
+            f"- Annotators: {_annotators(ds)}",
+            ""]
+    return out
+
+
 def _dataset_section(ds: DatasetRelease) -> list[str]:
     heading = f"### `{ds.name}`" + (f": {ds.title}" if ds.title else "")
     out = [heading, "", f"**Question:** {ds.research_question}", ""]
     if ds.description:
         out += [ds.description, ""]
+    if is_hypothesis_dataset(ds):
+        return out + _hypothesis_section(ds)
     out += [
         f"- Data: `{ds.data_file}`, {_count(ds.num_rows, 'row')} × {_count(ds.num_columns, 'column')}, "
         f"SHA-256 `{ds.data_sha256}`",
@@ -129,18 +184,38 @@ def render_card(release: Release) -> str:
         out += ["## Notes", "", release.notes.strip(), ""]
 
     out += ["## Contents", ""]
+    analyses = [ds for ds in release.datasets if not is_hypothesis_dataset(ds)]
+    hypotheses = [ds for ds in release.datasets if is_hypothesis_dataset(ds)]
     if release.datasets:
-        out += [
-            "| Dataset | Rows × columns | Variables | Transforms | Models | Alternatives | Votes | Consensus | MCQs |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for ds in release.datasets:
-            out.append(
-                f"| `{ds.name}` | {ds.num_rows:,} × {ds.num_columns:,} | {len(ds.variables)} | "
-                f"{len(ds.transforms)} | {len(ds.models)} | {len(ds.alternatives)} | {len(ds.votes)} | "
-                f"{len(ds.consensus)} | {len(ds.mcqs)} |"
-            )
-        out.append("")
+        if analyses:
+            if hypotheses:
+                out += ["Datasets of analysis decisions (BLADE):", ""]
+            out += [
+                "| Dataset | Rows × columns | Variables | Transforms | Models | Alternatives | Votes | Consensus | MCQs |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
+            for ds in analyses:
+                out.append(
+                    f"| `{ds.name}` | {ds.num_rows:,} × {ds.num_columns:,} | {len(ds.variables)} | "
+                    f"{len(ds.transforms)} | {len(ds.models)} | {len(ds.alternatives)} | {len(ds.votes)} | "
+                    f"{len(ds.consensus)} | {len(ds.mcqs)} |"
+                )
+            out.append("")
+        if hypotheses:
+            out += [
+                "Datasets of hypothesis tasks (DiscoveryBench): a task without a gold hypothesis is still to be "
+                "curated; its query is in the release, its gold is not yet.",
+                "",
+                "| Dataset | Files | Tasks | With gold | Still to curate | Candidates | Votes |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            for ds in hypotheses:
+                counts = hypothesis_counts(ds)
+                out.append(
+                    f"| `{ds.name}` | {len(ds.files)} | {counts['tasks']} | {counts['gold']} | "
+                    f"{counts['to_curate']} | {counts['candidates']} | {len(ds.votes)} |"
+                )
+            out.append("")
         for ds in release.datasets:
             out += _dataset_section(ds)
     else:
@@ -149,8 +224,11 @@ def render_card(release: Release) -> str:
     out += [
         "## Files",
         "",
-        "- `release.json`: the release document (every decision, alternative, vote, consensus record and MCQ)",
-        *[f"- `{ds.data_file}`: the data table of `{ds.name}`" for ds in release.datasets],
+        "- `release.json`: the release document (every decision, alternative, vote, consensus record and MCQ"
+        + (", and every hypothesis task with its gold" if hypotheses else "") + ")",
+        *[f"- `{ds.data_file}`: the data table of `{ds.name}`" for ds in analyses],
+        *[f"- `data/{ds.name}/`: the {_count(len(ds.files), 'file')} of `{ds.name}` (metadata and data, as "
+          "imported)" for ds in hypotheses],
         "- `CHANGELOG.md`: what changed since the previous release",
         "- `MANIFEST`: SHA-256 of every other file; check with `sha256sum -c MANIFEST`. A release whose files "
         "do not match it was modified after it was cut and must not be used.",

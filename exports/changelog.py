@@ -22,7 +22,9 @@ from exports.schema import (
     Annotator,
     ConsensusRecord,
     DatasetRelease,
+    HypothesisTaskRelease,
     Release,
+    ReleaseFile,
     ReleaseModel,
     ReleaseTransform,
     ReleaseVariable,
@@ -40,7 +42,8 @@ __all__ = [
 ]
 
 Section = Literal[
-    "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs", "annotators"
+    "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs", "hypothesis_tasks",
+    "files", "annotators",
 ]
 
 #: The item lists of a dataset that are compared, in the order the changelog shows them.
@@ -52,6 +55,8 @@ SECTIONS: tuple[Section, ...] = (
     "votes",
     "consensus",
     "mcqs",
+    "hypothesis_tasks",
+    "files",
     "annotators",
 )
 
@@ -63,6 +68,8 @@ _TITLES: dict[Section, tuple[str, str]] = {
     "votes": ("Votes", "vote"),
     "consensus": ("Consensus", "consensus record"),
     "mcqs": ("MCQs", "MCQ"),
+    "hypothesis_tasks": ("Hypothesis tasks", "hypothesis task"),
+    "files": ("Files", "file"),
     "annotators": ("Annotators", "annotator"),
 }
 
@@ -119,6 +126,8 @@ class DatasetDiff(_Frozen):
     votes: SectionDiff = SectionDiff()
     consensus: SectionDiff = SectionDiff()
     mcqs: SectionDiff = SectionDiff()
+    hypothesis_tasks: SectionDiff = SectionDiff()
+    files: SectionDiff = SectionDiff()
     annotators: SectionDiff = SectionDiff()
 
     def section(self, name: Section) -> SectionDiff:
@@ -204,6 +213,15 @@ def _label_mcq(q: MCQ) -> str:
     return f"`{q.id}` ({q.kind}, {q.mc_type})"
 
 
+def _label_hypothesis_task(t: HypothesisTaskRelease) -> str:
+    gold = f"gold from {t.gold.source}" if t.gold is not None else "no gold yet"
+    return f"`{t.key}` ({gold})"
+
+
+def _label_file(f: ReleaseFile) -> str:
+    return f"`{f.name}` ({f.role})"
+
+
 def _label_annotator(a: Annotator) -> str:
     return f"`{a.id}` ({a.kind})"
 
@@ -216,6 +234,8 @@ _KEYS: dict[Section, Callable[[Any], tuple[str, ...]]] = {
     "votes": lambda x: (x.target_kind, x.target_id, x.annotator, x.question),
     "consensus": lambda x: (x.target_kind, x.target_id),
     "mcqs": lambda x: (x.id,),
+    "hypothesis_tasks": lambda x: (x.key,),
+    "files": lambda x: (x.name,),
     "annotators": lambda x: (x.id,),
 }
 
@@ -227,6 +247,8 @@ _LABELS: dict[Section, Callable[[Any], str]] = {
     "votes": _label_vote,
     "consensus": _label_consensus,
     "mcqs": _label_mcq,
+    "hypothesis_tasks": _label_hypothesis_task,
+    "files": _label_file,
     "annotators": _label_annotator,
 }
 
@@ -301,7 +323,7 @@ def diff_releases(old: Release | None, new: Release) -> ReleaseDiff:
 
 
 def _count(n: int, noun: str) -> str:
-    plural = noun if n == 1 else ("consensus records" if noun == "consensus record" else f"{noun}s")
+    plural = noun if n == 1 else f"{noun}s"
     return f"{n} {plural}"
 
 

@@ -6,6 +6,7 @@ Layout of ``<dest_root>/<version>/``::
     README.md                 dataset card generated from release.json
     CHANGELOG.md              what changed since the previous release (or "first release")
     data/<dataset>/data.csv   the data tables, at each dataset's ``data_file`` path
+    data/<dataset>/<name>     every file of a multi-file dataset (a DiscoveryBench folder), at its ``files`` path
     MANIFEST                  ``<sha256>  <path>`` for every other file, sorted by path (sha256sum format)
 
 and ``<dest_root>/<version>.zip`` holds the same files under a top folder named ``<version>/``.
@@ -227,6 +228,39 @@ def _document_problems(release: Release) -> list[str]:
         seen_files.add(ds.data_file)
         if not _SHA256.match(ds.data_sha256):
             problems.append(f"{where}: data_sha256 {ds.data_sha256!r} is not 64 lowercase hex digits")
+        problems += _file_problems(ds, where, seen_files)
+        keys = [t.key for t in ds.hypothesis_tasks]
+        repeated = sorted({k for k in keys if keys.count(k) > 1})
+        if repeated:
+            problems.append(f"{where}: hypothesis task(s) {', '.join(repeated)} appear twice")
+    return problems
+
+
+def _file_problems(ds: DatasetRelease, where: str, seen_files: set[str]) -> list[str]:
+    """Problems of a dataset's ``files`` list (format 1.2): paths inside ``data/<dataset>/``, each once.
+
+    The dataset's main table is one of its files: ``data_file`` may be listed, with the same checksum.
+    """
+    problems = []
+    names: set[str] = set()
+    for file in ds.files:
+        label = f"{where}: file {file.name!r}"
+        problem = path_problem(file.path)
+        if problem is not None:
+            problems.append(f"{label}: path {file.path!r}: {problem}")
+        elif not file.path.startswith(f"{DATA_DIR}/{ds.name}/"):
+            problems.append(f"{label}: path {file.path!r} must lie under {DATA_DIR}/{ds.name}/")
+        elif file.path == ds.data_file:
+            if file.sha256 != ds.data_sha256:
+                problems.append(f"{label} is the data_file but records another SHA-256 than data_sha256")
+        elif file.path in seen_files:
+            problems.append(f"{label}: path {file.path!r} is used twice")
+        seen_files.add(file.path)
+        if file.name in names:
+            problems.append(f"{label} is listed twice")
+        names.add(file.name)
+        if not _SHA256.match(file.sha256):
+            problems.append(f"{label}: sha256 {file.sha256!r} is not 64 lowercase hex digits")
     return problems
 
 
@@ -327,7 +361,8 @@ def _publish_file(tmp: Path, final: Path, version: str) -> None:
     os.unlink(tmp)
 
 
-def _check_inputs(release: Release, data_files: Mapping[str, Path], previous: Release | None) -> None:
+def _check_inputs(release: Release, data_files: Mapping[str, Path], previous: Release | None,
+                  dataset_files: Mapping[str, Mapping[str, Path]]) -> None:
     label = f"release {release.version}"
     if release.format_version != FORMAT_VERSION:
         raise FormatError(
@@ -349,6 +384,24 @@ def _check_inputs(release: Release, data_files: Mapping[str, Path], previous: Re
     for name in names:
         if not Path(data_files[name]).is_file():
             raise FormatError(f"{label}: dataset {name!r}: data file {data_files[name]} does not exist")
+    for ds in release.datasets:
+        given = dataset_files.get(ds.name, {})
+        for file in ds.files:
+            if file.path == ds.data_file:
+                continue  # the main table: copied from data_files
+            source = given.get(file.name)
+            if source is None:
+                raise FormatError(f"{label}: dataset {ds.name!r}: no source given for its file {file.name!r}")
+            if not Path(source).is_file():
+                raise FormatError(f"{label}: dataset {ds.name!r}: file {file.name!r} ({source}) does not exist")
+        unknown_files = sorted(set(given) - {f.name for f in ds.files})
+        if unknown_files:
+            raise FormatError(f"{label}: dataset {ds.name!r}: file(s) {', '.join(map(repr, unknown_files))} given "
+                              "but not listed in its files")
+    unknown_sets = sorted(set(dataset_files) - set(names))
+    if unknown_sets:
+        raise FormatError(f"{label}: files given for {', '.join(map(repr, unknown_sets))}, which the release does "
+                          "not contain")
     if previous is not None:
         older, newer = parse_version(previous.version), parse_version(release.version)
         if older is None or newer is None or older >= newer:
@@ -374,6 +427,7 @@ def write_release(
     *,
     previous: Release | None = None,
     progress: ProgressCallback | None = None,
+    dataset_files: Mapping[str, Mapping[str, Path]] | None = None,
 ) -> Path:
     """Write ``release`` as ``dest_root/<version>/`` and ``dest_root/<version>.zip``, atomically.
 
@@ -383,6 +437,9 @@ def write_release(
         dest_root: the folder holding all releases (created if missing).
         previous: the release this one follows (its ``previous_version``), for ``CHANGELOG.md``.
         progress: called as ``progress(stage, fraction)`` with a stage of :data:`STAGES`.
+        dataset_files: dataset name → {file name → source} for the datasets that list ``files`` (format 1.2:
+            every file of a DiscoveryBench folder); each is copied to its ``path`` and must match its ``sha256``.
+            The file that is the dataset's ``data_file`` comes from ``data_files``.
 
     Returns:
         The release folder ``dest_root/<version>``.
@@ -394,7 +451,8 @@ def write_release(
     """
     report: ProgressCallback = progress or (lambda _stage, _fraction: None)
     report("checking", 0.0)
-    _check_inputs(release, data_files, previous)
+    extra_files = dataset_files or {}
+    _check_inputs(release, data_files, previous, extra_files)
     version = release.version
     dest_root = Path(dest_root)
     dest_root.mkdir(parents=True, exist_ok=True)
@@ -415,8 +473,10 @@ def write_release(
         _write_new(tmp_dir / RELEASE_JSON, document)
         digests = {RELEASE_JSON: _sha256(document)}
 
+        copies = [(ds, file, Path(extra_files[ds.name][file.name]))
+                  for ds in release.datasets for file in ds.files if file.path != ds.data_file]
         sizes = {ds.name: Path(data_files[ds.name]).stat().st_size for ds in release.datasets}
-        total = max(sum(sizes.values()), 1)
+        total = max(sum(sizes.values()) + sum(source.stat().st_size for _, _, source in copies), 1)
         done = 0
 
         def on_bytes(n: int) -> None:
@@ -434,6 +494,14 @@ def write_release(
                     f"records data_sha256 {ds.data_sha256}; the file changed after the dataset was registered"
                 )
             digests[ds.data_file] = digest
+        for ds, file, source in copies:
+            digest = _copy_hashing(source, tmp_dir / file.path, on_bytes)
+            if digest != file.sha256:
+                raise FormatError(
+                    f"release {version}: dataset {ds.name!r}: file {file.name!r} ({source}) has SHA-256 {digest}, "
+                    f"but the release records {file.sha256}; the file changed after the dataset was registered"
+                )
+            digests[file.path] = digest
 
         report("writing README.md", 0.66)
         _write_new(tmp_dir / README_NAME, card)
@@ -642,6 +710,15 @@ def _data_problems(release: Release, digests: Mapping[str, str]) -> list[str]:
                 f"{ds.data_file}: SHA-256 {found[:12]}… differs from the data_sha256 {ds.data_sha256[:12]}… "
                 f"that {RELEASE_JSON} records for dataset {ds.name!r}"
             )
+        for file in ds.files:
+            found = digests.get(file.path)
+            if found is None:
+                problems.append(f"{file.path}: file {file.name!r} of dataset {ds.name!r} is missing")
+            elif found != file.sha256:
+                problems.append(
+                    f"{file.path}: SHA-256 {found[:12]}… differs from the sha256 {file.sha256[:12]}… that "
+                    f"{RELEASE_JSON} records for file {file.name!r} of dataset {ds.name!r}"
+                )
     return problems
 
 

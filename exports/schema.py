@@ -30,6 +30,10 @@ __all__ = [
     "MCQ",
     "MCQOption",
     "MeetingRecord",
+    "PROGRAMMATIC_TASK_TYPES",
+    "ProgrammaticArtifact",
+    "ProgrammaticCheck",
+    "ProgrammaticTaskRelease",
     "Release",
     "ReleaseColumn",
     "ReleaseFile",
@@ -144,7 +148,7 @@ class Alternative(_Strict):
 
 
 class Vote(_Strict):
-    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis"]
+    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis", "prog_check", "prog_artifact"]
     target_id: str
     annotator: str
     question: str = Field(description="e.g. justifiable, can_derive_from_data, is_suited_to_cv")
@@ -158,7 +162,7 @@ class ConsensusRecord(_Strict):
     """An item's ground-truth status. ``contested`` is a final state (voters heard, no rule threshold met, or a
     meeting left it open); ``unjudged``: nobody voted. ``split``/``unresolved`` are format-1.0 values."""
 
-    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis"]
+    target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis", "prog_check", "prog_artifact"]
     target_id: str
     status: Literal["justifiable", "unjustifiable", "contested", "unjudged", "split", "unresolved"]
     basis: str = Field(default="", description="rule | meeting | imported")
@@ -283,6 +287,56 @@ class HypothesisTaskRelease(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+PROGRAMMATIC_TASK_TYPES: tuple[str, ...] = (
+    "data cleaning & preprocessing",
+    "data exploration & statistics understanding",
+    "data visualization",
+    "predictive modeling",
+    "data mining & pattern recognition",
+    "interpretability & report generation",
+)
+"""DataSciBench's six task types (evaluation-seeds-reference §2.1), in its order."""
+
+
+class ProgrammaticArtifact(_Strict):
+    """A ground-truth artifact of a programmatic task (a table, a figure, a number), carried inline so that a
+    release alone rescores a run. ``path`` is relative to the task's ``gt/`` folder."""
+
+    path: str
+    sha256: str
+    size: int
+    content_b64: str = Field(description="the file's bytes, base64")
+
+
+class ProgrammaticCheck(_Strict):
+    """One task-function-code check (DataSciBench's TFC entry): a function ``f(ground_truth)`` run in the agent's
+    output folder (its working directory, read-only) that returns a boolean, optionally through ``rule``."""
+
+    id: str
+    task_type: str = Field(description="one of PROGRAMMATIC_TASK_TYPES")
+    function: str = Field(description="the aggregate-function label, e.g. 'Data Completeness'")
+    metric: str = Field(description="the metric's name, e.g. 'Data Completeness Ratio'")
+    code: str = Field(description="Python source defining one function of the ground-truth path")
+    rule: str | None = Field(default=None, description="optional lambda (as text) applied to the result")
+    ground_truth: str = Field(default="", description="path inside gt/ handed to the function ('' = gt/ itself)")
+    status: str = Field(default="accepted", description="accepted (scored) | proposed | refused")
+    gate: dict[str, Any] = Field(default_factory=dict, description="the release gate's evidence: its outcome on "
+                                 "the accepted artifact and on a known wrong output")
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProgrammaticTaskRelease(_Strict):
+    """A programmatic task: a prompt, its input files (the dataset's), ground-truth artifacts and checks."""
+
+    key: str = Field(description="the task's id, also its folder name in an outputs zip")
+    prompt: str
+    input_files: list[str] = Field(default_factory=list, description="names of the dataset files it reads")
+    data_source_type: str = ""
+    artifacts: list[ProgrammaticArtifact] = Field(default_factory=list)
+    checks: list[ProgrammaticCheck] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
 class DatasetRelease(_Strict):
     name: str
     title: str = ""
@@ -306,6 +360,8 @@ class DatasetRelease(_Strict):
     files: list[ReleaseFile] = Field(default_factory=list, description="format 1.2: every file of a multi-file "
                                      "dataset (data_file stays its main table)")
     hypothesis_tasks: list[HypothesisTaskRelease] = Field(default_factory=list, description="format 1.2")
+    programmatic_tasks: list[ProgrammaticTaskRelease] = Field(default_factory=list, description="format 1.2, "
+                                                              "optional: DataSciBench-style checked tasks")
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -3,9 +3,12 @@
 The only stand-in of the test suite: it speaks the real protocol over real HTTP, so the client's retries,
 timeouts and parsing are exercised as with OpenAI, vLLM or Ollama. Answers come from ``script`` (a queue of
 steps, first come first served) and then from ``responder(request_json) -> content`` (an ``int`` answers with
-that HTTP status instead). A step is one of:
+that HTTP status instead, a ``dict`` is a step). A step is one of:
 
 - ``{"content": "..."}``: a 200 answer with this message text;
+- ``{"tool_calls": [{"name": "run_python", "arguments": {...} or "text"}], "content": "..."}``: a 200 answer
+  calling these tools (``finish_reason`` ``tool_calls``); ``arguments`` given as a dict is sent as JSON text;
+- ``{"usage": {"prompt_tokens": n, "completion_tokens": m}, ...}``: the answer's token counts (default 1 and 1);
 - ``{"status": 429}`` / ``{"status": 500}``: that HTTP error;
 - ``{"delay": seconds, ...}``: wait, then do the rest of the step (a slow server);
 - ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON), with status 200 and the ``content_type``
@@ -28,14 +31,22 @@ from typing import Any
 __all__ = ["ScriptedLLM"]
 
 
-def _completion(content: str, model: str) -> dict[str, Any]:
+def _completion(content: str | None, model: str, tool_calls: list[dict[str, Any]] | None = None,
+                usage: dict[str, int] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}_{int(time.time() * 1000) % 100000}", "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
+                          else json.dumps(c["arguments"])}} for i, c in enumerate(tool_calls)]
+    tokens = usage or {"prompt_tokens": 1, "completion_tokens": 1}
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            "usage": {**tokens, "total_tokens": sum(tokens.values())}}
 
 
 class ScriptedLLM:
-    def __init__(self, responder: Callable[[dict[str, Any]], str | int] | None = None) -> None:
+    def __init__(self, responder: Callable[[dict[str, Any]], str | int | dict[str, Any]] | None = None) -> None:
         self.script: list[dict[str, Any]] = []
         self.responder = responder or (lambda _req: '{"variables": [], "transforms": []}')
         self.requests: list[dict[str, Any]] = []
@@ -53,7 +64,8 @@ class ScriptedLLM:
                     step = outer.script.pop(0) if outer.script else None
                 if step is None:
                     answer = outer.responder(body)
-                    step = {"status": answer} if isinstance(answer, int) else {"content": answer}
+                    step = ({"status": answer} if isinstance(answer, int) else answer if isinstance(answer, dict)
+                            else {"content": answer})
                 if step.get("delay"):
                     time.sleep(step["delay"])
                 if "status" in step:
@@ -63,7 +75,8 @@ class ScriptedLLM:
                     payload = step["raw"].encode()
                     self.send_response(200)
                 else:
-                    payload = json.dumps(_completion(step["content"], body.get("model", ""))).encode()
+                    payload = json.dumps(_completion(step.get("content"), body.get("model", ""),
+                                                     step.get("tool_calls"), step.get("usage"))).encode()
                     self.send_response(200)
                 self.send_header("Content-Type", step.get("content_type", "application/json"))
                 self.send_header("Content-Length", str(len(payload)))

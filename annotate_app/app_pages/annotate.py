@@ -5,6 +5,7 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.components.charts import decision_graph_figure
 from annotate_app.components.context_pane import render_context
+from annotate_app.components.hypothesis_stage1 import render_hypothesis_stage1
 from annotate_app.components.model_form import render_models
 from annotate_app.components.transform_form import render_transforms
 from annotate_app.components.variable_form import render_variables
@@ -12,6 +13,8 @@ from annotate_app.text import md, plural
 from curation.graph import analysis_graph
 from curation.services.annotation import get_own_decisions, pending_checks, submit_analysis
 from curation.services.datasets import dataset_data_path, list_datasets
+from curation.services.discoverybench_import import list_hypothesis_tasks
+from curation.services.hypotheses import is_hypothesis_dataset, own_hypotheses
 
 user = context.require_user()
 st.title("✍️ Annotate")
@@ -28,6 +31,13 @@ if dataset_id != previous:
     state.reset_drafts()
     state.put(state.DATASET_ID, dataset_id)
 dataset = by_id[dataset_id]
+
+if context.attempt(lambda s: is_hypothesis_dataset(s, dataset)):  # a DiscoveryBench folder: hypotheses per query
+    tasks = context.attempt(lambda s: list_hypothesis_tasks(session=s, actor=user, dataset_id=dataset_id))
+    mine = context.attempt(lambda s: own_hypotheses(session=s, actor=user, dataset_id=dataset_id))
+    if tasks is not None and mine is not None:
+        render_hypothesis_stage1(user, dataset, tasks, mine)
+    st.stop()
 
 decisions = context.attempt(lambda s: get_own_decisions(session=s, actor=user, dataset_id=dataset_id))
 locked = bool(decisions and decisions.submitted)

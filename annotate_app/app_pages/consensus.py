@@ -3,6 +3,7 @@
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.components.hypothesis_gold import render_gold_board
 from annotate_app.components.meeting_view import (
     is_facilitator,
     render_coverage,
@@ -10,6 +11,7 @@ from annotate_app.components.meeting_view import (
     render_rule_picker,
 )
 from curation.models import Stage
+from curation.services.hypotheses import gold_board, is_hypothesis_dataset
 from curation.services.meetings import meeting_participants, meetings_of, start_meeting
 from curation.services.stages import STAGE_LABELS, review_overview
 
@@ -27,7 +29,10 @@ dataset_id = st.selectbox("Dataset", list(ready), key="consensus.dataset",
                           format_func=lambda i: f"{ready[i][0].name} · {STAGE_LABELS[ready[i][1].stage]}")
 state.put(state.MEETING_DATASET_ID, dataset_id)
 
+hypotheses = bool(context.attempt(lambda s: is_hypothesis_dataset(s, ready[dataset_id][0])))
 names = ["Meeting", "Ground truth", "Coverage"] if is_facilitator(user) else ["Meeting"]
+if hypotheses and is_facilitator(user):  # a DiscoveryBench dataset: its queries' gold hypotheses
+    names = ["Meeting", "Gold hypotheses", "Ground truth"]
 tabs = st.tabs(names, key="consensus.tab", on_change="rerun")
 with tabs[0]:
     if tabs[0].open is not False:
@@ -49,7 +54,16 @@ with tabs[0]:
         shown = open_[0] if open_ else (meetings[-1] if meetings else None)
         if shown is not None:
             render_meeting(user, shown.id or 0, analysts)
-if len(tabs) > 1:
+if len(tabs) > 1 and hypotheses:
+    with tabs[1]:
+        if tabs[1].open:
+            board = context.attempt(lambda s: gold_board(session=s, actor=user, dataset_id=dataset_id))
+            if board is not None:
+                render_gold_board(user, board)
+    with tabs[2]:
+        if tabs[2].open:
+            render_rule_picker(user, dataset_id)
+elif len(tabs) > 1:
     with tabs[1]:
         if tabs[1].open:
             render_rule_picker(user, dataset_id)

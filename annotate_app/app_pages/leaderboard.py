@@ -60,8 +60,10 @@ left, right = st.columns([3, 1])
 if view is not None:
     view.leaderboard_charts(rows, left)
 with right:
-    judge_card(context.attempt(lambda s: agreement_card(session=s, actor=user)) or [], key="leaderboard.card",
-               charts=False)
+    # a kind with a judge of its own shows that judge's validation card (hypotheses: per HMS facet)
+    reports = (view.judge_reports(user) if view is not None and hasattr(view, "judge_reports")
+               else context.attempt(lambda s: agreement_card(session=s, actor=user)) or [])
+    judge_card(reports, key="leaderboard.card", charts=False, empty=getattr(view, "JUDGE_CARD_EMPTY", None))
 
 c1, c2, c3 = st.columns(3)
 name = f"leaderboard-{version}{'' if dataset == 'all datasets' else '-' + dataset}"

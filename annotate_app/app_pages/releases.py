@@ -13,10 +13,12 @@ from curation.services.release_store import release_store_problems
 from curation.services.releases import (
     cut_release,
     diff_release_versions,
+    export_skips,
     list_release_records,
     next_version,
     release_archive,
     release_candidates,
+    release_dataset_rows,
     unreviewed_note,
     withheld_in_release,
 )
@@ -74,7 +76,8 @@ with tab_cut:
     c1, c2 = st.columns([1, 3])
     version = c1.text_input("Version (MAJOR.MINOR.PATCH)", key=VERSION)
     chosen = c2.multiselect("Datasets", with_truth, default=with_truth,
-                            help="The datasets that have ground truth (decisions, alternatives, votes or MCQs).")
+                            help="The datasets that have ground truth (decisions, alternatives, votes, MCQs or hypothesis "
+                                 "tasks).")
     add_empty = c2.checkbox(f"Also release the datasets without ground truth yet ({', '.join(empty)}), with their "
                             "data alone", key=f"releases.include_empty.{state.form_version('cut_release')}") if empty else False
     notes = st.text_area("Release notes", placeholder="What changed, and why", height=90, key=NOTES)
@@ -104,16 +107,36 @@ with tab_list:
             "version": r.version, "created (UTC)": r.created_at, "datasets": ", ".join(r.summary),
             "decisions": sum(v["variables"] + v["transforms"] + v["models"] for v in r.summary.values()),
             "votes": sum(v["votes"] for v in r.summary.values()), "MCQs": sum(v["mcqs"] for v in r.summary.values()),
+            "hypothesis tasks": sum(v.get("hypothesis_tasks", 0) for v in r.summary.values()),
             "notes": r.notes, "manifest": r.manifest_sha256[:12]} for r in records]),
             hide_index=True, width="stretch",
             column_config={"created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
         pick = st.selectbox("Download release", [r.version for r in records], key="releases.download")
+        contents = context.attempt(lambda s: release_dataset_rows(session=s, actor=user, version=pick)) or []
+        st.markdown(f"**What release {pick} holds**")
+        for kind, columns, caption in [
+            ("BLADE analyses", ["dataset", "decisions", "votes", "MCQs"], None),
+            ("DiscoveryBench hypotheses", ["dataset", "files", "tasks", "with gold", "to curate", "candidates", "votes"],
+             "Every query of each folder is released as a hypothesis task; one without a gold hypothesis is still "
+             "to curate (stages 1-3): there is no gold to score it against yet.")]:
+            rows = [r for r in contents if r["kind"] == kind]
+            if rows:
+                st.caption(f"{kind}: {plural(len(rows), 'dataset')}" + (f". {caption}" if caption else ""))
+                st.dataframe(pd.DataFrame(rows)[columns], hide_index=True, width="stretch")
         withheld = context.attempt(lambda s: withheld_in_release(session=s, actor=user, version=pick)) or {}
         for why in withheld.values():
             st.info(why + " This release cannot be downloaded by you until then.", icon="🙈")
-        c1, c2 = st.columns(2)
-        for col, fmt, label in [(c1, "native", "forkpaths layout (.zip)"), (c2, "blade", "BLADE layout (.zip)")]:
-            if col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld)):
+        layouts = [("native", "forkpaths layout (.zip)"), ("blade", "BLADE layout (.zip)"),
+                   ("discoverybench", "DiscoveryBench layout (.zip)")]
+        for col, (fmt, label) in zip(st.columns(len(layouts)), layouts, strict=True):
+            skips = context.attempt(lambda s, f=fmt: export_skips(session=s, actor=user, version=pick, fmt=f)) or {}
+            if len(skips) == len(contents) and skips:
+                col.caption(f"No {label.split(' (')[0]}: none of this release's datasets fits it.")
+                continue
+            prepare = col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld))
+            if skips:
+                col.caption(f"Leaves out {', '.join(f'`{n}`' for n in skips)} (named in NOT_EXPORTED.md).")
+            if prepare:
                 archive = context.attempt(lambda s, f=fmt: release_archive(session=s, actor=user, version=pick,
                                                                            fmt=f, artifacts=artifacts))
                 if archive is not None:

@@ -8,6 +8,7 @@ from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.scoring import (
     cancel_run,
+    default_judge,
     interrupt_dead_runs,
     judge_names,
     kind_names,
@@ -23,9 +24,9 @@ user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
 worker = context.run_worker()
 st.title("🏁 Scoring runs")
-st.caption("Score an agent's BLADE submission against a release. Scoring runs on the server: you can leave this "
-           "page and come back. Each run keeps its submission, the release and ground-truth hashes, the judge and "
-           "the mode it was scored with.")
+st.caption("Score an agent's submission (BLADE analyses, MCQ answers, DiscoveryBench hypotheses) against a "
+           "release. Scoring runs on the server: you can leave this page and come back. Each run keeps its "
+           "submission, the release and ground-truth hashes, the judge and the mode it was scored with.")
 
 records = context.attempt(lambda s: scorable_releases(session=s, actor=user)) or []
 versions = [r.version for r in records]
@@ -36,23 +37,28 @@ if not versions:
 with st.expander("Score a submission", expanded=True), st.form(f"score.{state.form_version('score')}"):
     kind = st.radio("What to score", kind_names(), horizontal=True, key="runs.kind",
                     format_func=lambda k: kind_of(k).label)
-    files = st.file_uploader("Submission file(s)", type=["json"], accept_multiple_files=True, key="runs.files",
+    files = st.file_uploader("Submission file(s)", type=["json", "jsonl", "csv", "zip"], accept_multiple_files=True,
+                             key="runs.files",
                              max_upload_size=cfg.submission_widget_mb)
     c1, c2, c3 = st.columns(3)
     agent = c1.text_input("Agent", placeholder="e.g. ReAct agent")
     model_name = c2.text_input("Language model", placeholder="e.g. gpt-4o")
     version = c3.selectbox("Release", versions)
     c4, c5, c6 = st.columns(3)
-    judge = c4.radio("Judge", judge_names(), horizontal=True,
-                     help="offline: no LLM, rules and static analysis; llm: BLADE's prompts (needs FORKPATHS_LLM_*)")
-    mode = c5.radio("Mode", ["default", "blade"], horizontal=True,
-                    help="default fixes BLADE's metric defects; blade reproduces them to compare with published numbers")
+    judge = c4.radio("Judge", ["the kind's own", *judge_names()], horizontal=True,
+                     help="the kind's own: offline for analyses, hms for hypotheses; offline: no LLM, rules and static "
+                          "analysis; llm: BLADE's prompts; hms: DiscoveryBench's hypothesis matching (the last two "
+                          "need FORKPATHS_LLM_*)")
+    mode = c5.radio("Mode", ["default", "blade", "discoverybench"], horizontal=True,
+                    help="default fixes the upstream defects; blade (analyses) and discoverybench (hypotheses) "
+                         "reproduce them to compare with published numbers")
     k = c6.number_input("k (coverage@k)", min_value=1, max_value=1000, value=10)
     go = st.form_submit_button("Score", type="primary")
 if go:
     run = context.attempt(lambda s: register_run(
         session=s, actor=user, release_version=version, files=[(f.name, f.getvalue()) for f in files or []],
-        agent=agent, model_name=model_name, judge=judge, mode=mode, k=int(k), kind=kind,
+        agent=agent, model_name=model_name, judge=default_judge(kind) if judge == "the kind's own" else judge,
+        mode=mode, k=int(k), kind=kind,
         artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
         limits=context.scoring_limits()))
     if run is not None:

@@ -9,15 +9,16 @@ import streamlit as st
 from annotate_app.components.score_charts import confusion_figure
 from evaluation.agreement import AgreementReport
 
-KIND_LABELS = {"variable": "variable matching", "model": "model matching"}
+KIND_LABELS = {"variable": "variable matching", "model": "model matching", "context": "HMS context matching",
+               "variables": "HMS variable overlap", "relationship": "HMS relationship level"}
 
 
-def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True) -> None:
+def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True, empty: str | None = None) -> None:
     with st.container(border=True):
         st.markdown("**Judge validation**")
         if not reports:
-            st.caption("No expert labels yet. Sample judge decisions on the Judge validation page and label them; "
-                       "agreement with the experts shows here.")
+            st.caption(empty or "No expert labels yet. Sample judge decisions on the Judge validation page and label "
+                       "them; agreement with the experts shows here.")
             return
         for r in reports:
             kappa = "undefined" if r.kappa is None else f"{r.kappa:.2f}"

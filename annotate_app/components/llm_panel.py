@@ -11,7 +11,16 @@ from annotate_app import context
 from annotate_app.text import md
 from curation.models import BackgroundJob, RunStatus, User
 from curation.services.background_jobs import ACTIVE, cancel_job, dismiss_job, interrupt_dead_jobs, latest_job
+from curation.services.hypotheses.llm import JOB_KIND as HYPOTHESIS_JOB
+from curation.services.hypotheses.llm import hypothesis_generation_summary, start_hypothesis_generation
 from curation.services.llm_alternatives import JOB_KIND, generation_summary, start_generation
+
+#: what the panel generates: BLADE alternatives (default) or hypotheses for a DiscoveryBench dataset's queries
+KINDS = {
+    JOB_KIND: ("LLM alternatives (curators)", "Generate alternatives for", start_generation, generation_summary),
+    HYPOTHESIS_JOB: ("LLM hypotheses (curators)", "Generate hypotheses for the queries of", start_hypothesis_generation,
+                     hypothesis_generation_summary),
+}
 
 HOW_TO = """No LLM endpoint is configured, so alternatives cannot be generated yet (everything else works).
 Set these in the environment or in `.env` and restart forkpaths:
@@ -27,10 +36,10 @@ Or from a terminal: `forkpaths alternatives generate DATASET`."""
 POLL_S = 1.0
 
 
-def _latest(dataset_id: int) -> BackgroundJob | None:
+def _latest(dataset_id: int, kind: str = JOB_KIND) -> BackgroundJob | None:
     def read(s):  # type: ignore[no-untyped-def]
         interrupt_dead_jobs(session=s)  # a generation whose process died does not stay "running"
-        return latest_job(session=s, kind=JOB_KIND, scope=f"dataset:{dataset_id}")
+        return latest_job(session=s, kind=kind, scope=f"dataset:{dataset_id}")
 
     return context.attempt(read)
 
@@ -49,7 +58,7 @@ def _show_job(user: User, job: BackgroundJob) -> None:
         return
     # the last generation's report stays here until the curator dismisses it
     if job.result and job.status in (RunStatus.SUCCEEDED.value, RunStatus.CANCELLED.value):
-        kind, text = generation_summary(job.result)
+        kind, text = KINDS.get(job.kind, KINDS[JOB_KIND])[3](job.result)
         getattr(st, kind)(md(text))
     else:
         st.error(md(f"The generation {job.status}: {job.message}"))
@@ -58,18 +67,19 @@ def _show_job(user: User, job: BackgroundJob) -> None:
         st.rerun()
 
 
-def render_llm_panel(user: User, dataset_id: int, dataset_name: str) -> None:
+def render_llm_panel(user: User, dataset_id: int, dataset_name: str, kind: str = JOB_KIND) -> None:
+    title, action, start, _ = KINDS[kind]
     settings = context.settings()
     config = settings.llm_config()
     context.job_runner()  # on SQLite: the app's job threads start (and take up generations still queued)
-    first = _latest(dataset_id)
+    first = _latest(dataset_id, kind)
     active = first is not None and first.status in ACTIVE
     shown = first is not None and (active or first.dismissed_at is None)
-    with st.expander("LLM alternatives (curators)", expanded=shown):
+    with st.expander(title, expanded=shown):
 
         @st.fragment(run_every=POLL_S if active else None)  # poll only while a generation is queued or running
         def job_panel() -> None:
-            job = _latest(dataset_id)
+            job = _latest(dataset_id, kind)
             if job is not None:
                 _show_job(user, job)
                 if active and job.status not in ACTIVE:  # it ended: redraw the page (stops the polling)
@@ -82,10 +92,10 @@ def render_llm_panel(user: User, dataset_id: int, dataset_name: str) -> None:
         st.caption(f"Model `{config.model}` at {config.base_url}. Answers are cached: generating again sends "
                    "nothing and adds only what is not stored yet. Generation runs in the background: you may leave "
                    "this page.")
-        if not st.button(f"Generate alternatives for {dataset_name}", key="llm.generate", type="primary"):
+        if not st.button(f"{action} {dataset_name}", key="llm.generate", type="primary"):
             return
         try:
-            job_id = start_generation(context.engine(), actor=user, dataset_id=dataset_id)
+            job_id = start(context.engine(), actor=user, dataset_id=dataset_id)
             context.job_runner().submit(job_id)
         except Exception as exc:  # noqa: BLE001 - the one helper shows it
             context.show_error(exc)

@@ -57,16 +57,20 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
     """One agenda item: what it is, its place in the decision graph, the votes with reasons, the outcome."""
     i = a.item
     (st.header if big else st.subheader)(item_title(a))
-    st.markdown(f"**Variable:** {md(i.concept or '—')}  ·  **source:** {md(i.source)}  ·  "
+    hypothesis = i.kind == "hypothesis"  # a DiscoveryBench hypothesis: its query, its workflow
+    st.markdown(f"**{'Query' if hypothesis else 'Variable'}:** {md(i.concept or '—')}  ·  **source:** {md(i.source)}  ·  "
                 f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** {_tally(a.before)}")
     if i.code:
         st.code(i.code, language="python")
     if i.rationale:
-        st.caption(f"Rationale: {md(i.rationale)}")
+        st.caption(f"{'Workflow' if hypothesis else 'Rationale'}: {md(i.rationale)}")
+    if hypothesis:
+        st.caption(f"Variables grounded in the columns {md(', '.join(i.columns) or '— (derived only)')}")
     before = len(i.path_ids) - 1 if i.kind == "transform" else len(i.path_ids)
     runs = f"runs after {before} earlier transform(s)" if before > 0 else (
         "runs on the raw data" if i.kind == "transform" else "uses the data columns directly")
-    st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
+    if not hypothesis:
+        st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
     names = _names(sorted({v["annotator_id"] for v in i.votes}))
     if i.votes:
         asked = {q.key: q.text for q in QUESTIONS.get(i.kind, ())}  # the words analysts answered, not the ids

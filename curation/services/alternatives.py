@@ -154,6 +154,10 @@ def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[s
     alts = [a for a in session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id,
                                                                Alternative.kind == kind)).all()
             if not (a.extra or {}).get("merged_into")]
+    if kind == "hypothesis":  # the same statement for the same query as a stage-1 hypothesis or another one
+        from curation.services.hypotheses.common import same_hypothesis_as
+
+        return same_hypothesis_as(session, dataset_id, payload, ids, alts)
     if kind == "variable":
         key = (_normal(payload.get("concept", "")), tuple(sorted(payload.get("columns") or [])))
         if ids:

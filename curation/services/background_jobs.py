@@ -49,7 +49,9 @@ __all__ = ["ACTIVE", "KINDS", "InProcessJobs", "JobControl", "JobOutcome", "JobS
 
 log = logging.getLogger(__name__)
 
-KINDS: dict[str, str] = {"llm_alternatives": "curation.services.llm_alternatives:run_generation_job"}
+KINDS: dict[str, str] = {"llm_alternatives": "curation.services.llm_alternatives:run_generation_job",
+                         "llm_hypotheses": "curation.services.hypotheses.llm:run_hypothesis_job",
+                         "agent_run": "curation.services.agent_runs:run_agent_job"}
 ACTIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 _DB_AWAY = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
 

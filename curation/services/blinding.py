@@ -56,7 +56,8 @@ __all__ = [
 
 #: The counts of a release record's summary that are recorded work (a dataset with all of them 0 holds only
 #: its question, description, dictionary and data table, which every annotator sees anyway).
-RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "votes", "mcqs")
+RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "votes", "mcqs",
+                       "hypothesis_candidates", "hypothesis_consensus")
 
 _STARTED, _ASSIGNED, _ANALYST = "started", "assigned", "analyst"
 

@@ -69,6 +69,8 @@ def expert_coverage(*, session: Session, actor: User, dataset_id: int) -> Covera
     justifiable: dict[str, set[str]] = {"variable": set(), "transform": set()}
     own: dict[int, dict[str, set[str]]] = {}
     for i in items:
+        if i.kind not in justifiable:  # DiscoveryBench hypotheses are not BLADE decisions: no coverage of them
+            continue
         idea = _idea(i, hashes)
         if i.status == Status.JUSTIFIABLE.value:
             justifiable[i.kind].add(idea)

@@ -130,7 +130,21 @@ def _read_table(path: Path, fmt: str, encoding: str | None, columns: tuple[str, 
     return 0, encoding
 
 
-def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: str, max_bytes: int) -> FolderBundle:
+def _answer_key_rows(tree: DiscoveryBenchTree, tasks: list[Task]) -> dict[str, int]:
+    """``metadata_<k>/q<qid>`` → the answer-key row that gave a task its gold, so that an export writes the rows
+    back in the order they were read."""
+    rows = {(key.kind, row.dataset, row.metadataid, row.query_id): row.row
+            for key in tree.answer_keys.values() for row in key.rows if row.row is not None}
+    found = {}
+    for task in tasks:
+        row = rows.get((task.kind, task.folder, task.metadata_k, task.qid))
+        if task.gold is not None and task.gold.source == "answer_key" and row is not None:
+            found[f"metadata_{task.metadata_k}/q{task.qid}"] = row
+    return found
+
+
+def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: str, max_bytes: int,
+            answer_key_rows: dict[str, int] | None = None) -> FolderBundle:
     for path in [folder.path / m.file_name for m in folder.metadata] + [d.path for d in folder.files]:
         size = path.stat().st_size
         if size > max_bytes:  # before any table is read
@@ -170,6 +184,7 @@ def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: st
             "kind": folder.kind, "split": folder.split, "folder": folder.name, "path": folder.relative,
             "metadata": [m.k for m in folder.metadata], "fingerprint": fingerprint,
             "licence": "ODC-By 1.0 (DiscoveryBench, Majumder et al. 2024, allenai/discoverybench)",
+            **({"answer_key_rows": answer_key_rows} if answer_key_rows else {}),
         }},
     )
 
@@ -268,7 +283,8 @@ def import_discoverybench(
         raise DatasetImportError(" ".join(problems) + " Nothing was imported.")
     # every bundle (sizes checked, tables read to the end) before the first file is stored
     bundles = [(_bundle(folder, by_folder.get(folder.relative, []), name=name, fingerprint=fingerprint,
-                        max_bytes=max_bytes), folder) for name, folder, fingerprint in todo]
+                        max_bytes=max_bytes, answer_key_rows=_answer_key_rows(tree, by_folder.get(folder.relative, []))),
+                folder) for name, folder, fingerprint in todo]
     for bundle, folder in bundles:
         tasks = by_folder.get(folder.relative, [])
         try:

@@ -1,7 +1,9 @@
 """Ground-truth status of every item of a dataset: the rule applied to the current votes, a meeting's outcome
 where one was recorded, and the dataset's rule choice with a preview of what a change would do.
 
-Items are the submitted stage-1 variables and transforms and every alternative not merged into another.
+Items are the submitted stage-1 variables and transforms and every alternative not merged into another; on a
+DiscoveryBench dataset also the submitted stage-1 hypotheses of its queries (``target_kind`` "hypothesis") and the
+LLM's hypotheses (alternatives of kind "hypothesis"), each with the query it answers (``task_id``).
 A stage-1 decision imported from BLADE that no one has voted on is BLADE's own ground truth (its experts
 accepted it at their consensus meeting): it is justifiable with the basis "imported". Everything else follows
 the rule (:mod:`curation.ground_truth`), or the latest meeting outcome recorded for it.
@@ -34,6 +36,8 @@ from curation.models import (
     ConceptualVariable,
     Dataset,
     GroundTruthSetting,
+    HypothesisProposal,
+    HypothesisTask,
     Meeting,
     MeetingOutcome,
     Role,
@@ -103,6 +107,7 @@ class GroundTruthItem:
     result: StatusResult | None = None
     basis: str = "rule"  # rule | meeting | imported
     meeting: dict[str, Any] | None = None
+    task_id: int | None = None  # hypotheses: the DiscoveryBench query (HypothesisTask) it answers
 
     @property
     def key(self) -> str:
@@ -218,8 +223,9 @@ def ground_truth(*, session: Session, dataset_id: int, rule: Rule | None = None)
             user.id if user else None, t.spec_name, t.code, t.rationale,
             [m.get("output", "") for m in t.mapping if m.get("output")],
             _topological(_ancestors([t.id], parents), parents, order)))
+    items += _hypothesis_items(session, dataset_id, owner, alternatives)
     for a in alternatives:
-        if (a.extra or {}).get("merged_into"):
+        if (a.extra or {}).get("merged_into") or a.kind == "hypothesis":
             continue
         p, blade = a.payload or {}, (a.extra or {}).get("blade") or {}
         if a.kind == "variable":
@@ -254,6 +260,39 @@ def ground_truth(*, session: Session, dataset_id: int, rule: Rule | None = None)
         item.meeting = outcomes.get((item.target_kind, item.target_id))
         if item.meeting is not None:
             item.basis = "meeting"
+    return items
+
+
+def _hypothesis_columns(variables: list[dict[str, Any]]) -> list[str]:
+    return [str(v["column"]) for v in variables if v.get("column")]
+
+
+def _hypothesis_items(session: Session, dataset_id: int, owner: dict[int | None, int],
+                      alternatives: Any) -> list[GroundTruthItem]:
+    """The stage-1 hypotheses (of submitted analyses) and the LLM's hypotheses of a DiscoveryBench dataset."""
+    tasks = {t.id: t for t in session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == dataset_id))}
+    if not tasks:
+        return []
+    items: list[GroundTruthItem] = []
+    proposals = session.exec(select(HypothesisProposal).where(
+        HypothesisProposal.dataset_id == dataset_id, col(HypothesisProposal.analysis_id).in_(list(owner)))
+        .order_by(col(HypothesisProposal.task_id), col(HypothesisProposal.created_at), col(HypothesisProposal.id))
+    ).all() if owner else []
+    for h in proposals:
+        task = tasks.get(h.task_id)
+        items.append(GroundTruthItem(
+            "hypothesis", h.id, "hypothesis", "decision", owner[h.analysis_id], task.question if task else "",
+            label=h.hypothesis, code=h.code, rationale=h.workflow, columns=_hypothesis_columns(h.variables),
+            task_id=h.task_id))
+    for a in alternatives:
+        if a.kind != "hypothesis" or (a.extra or {}).get("merged_into"):
+            continue
+        p = a.payload or {}
+        task = tasks.get(int(p.get("task_id") or 0))
+        items.append(GroundTruthItem(
+            "alternative", a.id, "hypothesis", a.source, a.proposed_by_id, task.question if task else "",
+            label=str(p.get("hypothesis", "")), code=str(p.get("code", "")), rationale=str(p.get("workflow", "")),
+            columns=_hypothesis_columns(list(p.get("variables") or [])), task_id=task.id if task else None))
     return items
 
 

@@ -70,7 +70,7 @@ def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int
 def queue_counts(*, session: Session, actor: User) -> tuple[int, int]:
     """(labelled, waiting) over the whole queue."""
     require_role(actor, *SCORING_ROLES)
-    rows = session.exec(select(JudgeLabel.expert_value)).all()
+    rows = session.exec(select(JudgeLabel.expert_value).where(col(JudgeLabel.judge_label).is_(None))).all()
     return sum(1 for r in rows if r is not None), sum(1 for r in rows if r is None)
 
 
@@ -104,7 +104,9 @@ def label_decision(*, session: Session, actor: User, label_id: int, value: bool)
 def agreement_card(*, session: Session, actor: User) -> list[AgreementReport]:
     """Per decision kind and judge: agreement of the judge with the experts' labels."""
     require_role(actor, *SCORING_ROLES)
-    rows = session.exec(select(JudgeLabel).where(col(JudgeLabel.expert_value).is_not(None))).all()
+    # categorical labels (hypothesis facets) have their own card: curation.services.facet_judgements
+    rows = session.exec(select(JudgeLabel).where(col(JudgeLabel.expert_value).is_not(None),
+                                                 col(JudgeLabel.judge_label).is_(None))).all()
     groups: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
     for r in rows:
         groups.setdefault((r.kind, r.judge), []).append((bool(r.expert_value), r.judge_value))

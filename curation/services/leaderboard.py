@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
 from curation.errors import OverrideConflict, ScoringError
-from curation.models import ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
+from curation.models import AgentRun, ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import blind_datasets, refuse_if_blind, release_holding
@@ -148,6 +148,7 @@ def leaderboard(*, session: Session, actor: User, release_version: str, artifact
                 col(ScoreOverride.run_id).in_([r.id for r in ranked_runs]))).all():
             override_counts[o] = override_counts.get(o, 0) + 1
     stale = stale_scores(session=session, runs=ranked_runs, artifacts=artifacts)  # vs the latest
+    agents = _agent_runs(session, ranked_runs)
     rows = []
     for r in ranked_runs:
         values = ranked.leaderboard_values(r, dataset)
@@ -157,10 +158,24 @@ def leaderboard(*, session: Session, actor: User, release_version: str, artifact
                      "judge": r.judge.get("name", ""), "mode": r.mode, "official": r.official,
                      "overrides": override_counts.get(r.id or 0, 0),
                      "stale": stale[r.id or 0].sentence if (r.id or 0) in stale else "",
+                     **agents.get(r.agent_run_id or 0, _NO_AGENT_RUN),
                      **values, **blanks, **companion.get((r.agent, r.model_name), {})})
     key = ranked.leaderboard.sort_key
     rows.sort(key=lambda x: (x.get(key) is None, -(x.get(key) or 0.0), x["run"]))
     return rows
+
+
+_NO_AGENT_RUN: dict[str, Any] = {"strategy": "", "cost": None, "agent_run": None}
+
+
+def _agent_runs(session: Session, runs: list[ScoringRun]) -> dict[int, dict[str, Any]]:
+    """The strategy and cost of the agent runs that generated these runs' submissions (by agent run id)."""
+    ids = {r.agent_run_id for r in runs if r.agent_run_id}
+    if not ids:
+        return {}
+    return {a.id or 0: {"strategy": a.strategy + (" + workflow" if a.workflow else ""), "cost": a.cost,
+                        "agent_run": a.id}
+            for a in session.exec(select(AgentRun).where(col(AgentRun.id).in_(ids))).all()}
 
 
 def leaderboard_csv(rows: list[dict[str, Any]]) -> str:

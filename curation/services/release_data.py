@@ -7,6 +7,7 @@ and MCQs into the database. The two are inverses, which is what makes imports lo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -20,6 +21,8 @@ from curation.models import (
     Consensus,
     Dataset,
     GroundTruthSetting,
+    HypothesisProposal,
+    HypothesisTask,
     MCQReview,
     Meeting,
     MeetingEvent,
@@ -42,8 +45,12 @@ from exports.schema import (
     Annotator,
     ConsensusRecord,
     DatasetRelease,
+    HypothesisCandidate,
+    HypothesisGold,
+    HypothesisTaskRelease,
     LLMProvenance,
     MeetingRecord,
+    ReleaseFile,
     ReleaseModel,
     ReleaseTransform,
     ReleaseVariable,
@@ -52,14 +59,33 @@ from exports.schema import (
     Vote as ReleaseVote,
 )
 
-__all__ = ["IMPORTED_USERNAME", "RELEASE_TABLES", "dataset_release", "imported_annotator", "pseudonym", "store_dataset_release"]
+__all__ = [
+    "IMPORTED_USERNAME",
+    "RELEASE_TABLES",
+    "HypothesisParts",
+    "Pseudonym",
+    "dataset_files_release",
+    "dataset_release",
+    "hypothesis_task_release",
+    "imported_annotator",
+    "pseudonym",
+    "store_dataset_release",
+]
 
 IMPORTED_USERNAME = "blade-experts"
 #: The tables :func:`dataset_release` reads (with :func:`curation.services.ground_truth.ground_truth` and the
 #: meetings' summaries): what must hold still while a release is read (:func:`curation.db.one_snapshot`).
 RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (
     Dataset, Analysis, Transform, ConceptualVariable, StatModel, Alternative, Vote, Consensus, GroundTruthSetting,
-    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview))
+    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview, HypothesisTask, HypothesisProposal))
+
+#: ``who(user_id)``: the annotator pseudonym of an account in this release (``None`` for no account).
+Pseudonym = Callable[[int | None], str | None]
+#: What stages 1-3 recorded about one hypothesis task: its stage-1 candidates and, once the decision rule made
+#: one justifiable, the consensus gold (``None`` until then). Called inside the cut's snapshot, with the
+#: release's pseudonyms. Stage 1-3 curation of hypothesis tasks provides one
+#: (``curation.services.hypotheses.hypothesis_release_parts``); without one, tasks carry their imported gold.
+HypothesisParts = Callable[[Session, HypothesisTask, Pseudonym], tuple[list[HypothesisCandidate], HypothesisGold | None]]
 
 
 def imported_annotator(session: Session) -> User:
@@ -89,8 +115,60 @@ def _rows(session: Session, model: Any, **where: Any) -> list[Any]:
     return list(session.exec(stmt.order_by(*order, col(model.created_at), col(model.id))).all())
 
 
-def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
-    """Everything recorded about ``dataset``, as a release document (annotators pseudonymised)."""
+def dataset_files_release(dataset: Dataset) -> tuple[str, list[ReleaseFile]]:
+    """Where a dataset's main table goes in a release, and every file of a multi-file dataset (a DiscoveryBench
+    folder) under ``data/<dataset>/`` with its checksum and column descriptions; BLADE datasets have one table,
+    ``data/<dataset>/data.csv``, and no ``files``."""
+    if not dataset.files:
+        return f"data/{dataset.name}/data.csv", []
+    described: dict[tuple[str, str], str] = {
+        (str(e.get("file", "")), str(e.get("column", ""))): str((e.get("properties") or {}).get("description", ""))
+        for e in dataset.dictionary}
+    files = []
+    data_file = f"data/{dataset.name}/data.csv"
+    for f in dataset.files:
+        name = str(f["name"])
+        files.append(ReleaseFile(
+            name=name, path=f"data/{dataset.name}/{name}", sha256=str(f["sha256"]), size=int(f["size"]),
+            role=str(f.get("role", "data")), format=str(f.get("format", "")),
+            columns=[{"name": c, "description": described.get((name, c), "")} for c in f.get("columns") or []]))
+        if f.get("relpath") == dataset.data_relpath:
+            data_file = f"data/{dataset.name}/{name}"
+    return data_file, files
+
+
+def hypothesis_task_release(task: HypothesisTask, *, candidates: list[HypothesisCandidate] | None = None,
+                            consensus_gold: HypothesisGold | None = None) -> HypothesisTaskRelease:
+    """One hypothesis task as released: the query as imported, and its gold.
+
+    The gold is the consensus gold when stage 3 decided one (it replaces an imported gold), else the gold that
+    came with the import (``gold_source`` metadata or answer_key), else none: the task is still to be curated.
+    Every task is released, with or without gold, so that a release holds each folder's queries whole (its
+    DiscoveryBench export writes them all back) and a reader can see what is still to curate.
+    """
+    gold = consensus_gold
+    if gold is None and task.gold_hypothesis is not None and task.gold_source in ("metadata", "answer_key"):
+        gold = HypothesisGold(hypothesis=task.gold_hypothesis, context=task.gold_context,
+                              variables=list(task.gold_variables) if task.gold_variables is not None else None,
+                              relationship=task.gold_relationship, workflow=task.gold_workflow,
+                              source=task.gold_source)  # type: ignore[arg-type]
+    return HypothesisTaskRelease(
+        key=task.key, source=task.source, split=task.split, metadata_k=task.metadata_k,  # type: ignore[arg-type]
+        qid=task.qid, query_field=task.query_field, question=task.question, question_type=task.question_type,
+        question_type_raw=task.question_type_raw, difficulty=task.difficulty, domain=task.domain,
+        domain_knowledge=task.domain_knowledge, workflow_tags=task.workflow_tags, data_files=list(task.data_files),
+        true_hypothesis_expr=task.true_hypothesis_expr, target_col=task.target_col,
+        relevant_cols=list(task.relevant_cols) if task.relevant_cols is not None else None, gold=gold,
+        candidates=list(candidates or []))
+
+
+def dataset_release(session: Session, dataset: Dataset, *,
+                    hypothesis_parts: HypothesisParts | None = None) -> DatasetRelease:
+    """Everything recorded about ``dataset``, as a release document (annotators pseudonymised).
+
+    ``hypothesis_parts`` adds each hypothesis task's stage-1 candidates and consensus gold (see
+    :data:`HypothesisParts`); without it, tasks carry the gold they were imported with.
+    """
     users: dict[int, Annotator] = {}
 
     def who(user_id: int | None) -> str | None:
@@ -102,11 +180,12 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
             users[user_id] = pseudonym(user)
         return users[user_id].id
 
+    data_file, files = dataset_files_release(dataset)
     ds = DatasetRelease(
         name=dataset.name, title=dataset.title, research_question=dataset.research_question,
         description=dataset.description, dictionary=dataset.dictionary, info=dataset.info,
-        data_file=f"data/{dataset.name}/data.csv", data_sha256=dataset.data_sha256, num_rows=dataset.num_rows,
-        num_columns=dataset.num_columns, extra=dataset.extra,
+        data_file=data_file, data_sha256=dataset.data_sha256, num_rows=dataset.num_rows,
+        num_columns=dataset.num_columns, extra=dataset.extra, files=files,
     )
     for analysis in _rows(session, Analysis, dataset_id=dataset.id):
         if analysis.status != AnalysisStatus.SUBMITTED.value:
@@ -127,6 +206,9 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
                 id=m.id, annotator=author, family=m.family, specification=m.specification, spec_name=m.spec_name,
                 code=m.code, rationale=m.rationale, columns=m.columns, variable_ids=m.variable_ids,
                 transform_ids=m.transform_ids, tags=m.tags, extra=m.extra))
+    from curation.services.programmatic import release_programmatic_tasks
+
+    ds.programmatic_tasks = release_programmatic_tasks(session, dataset.id or 0)
     for a in _rows(session, Alternative, dataset_id=dataset.id):
         ds.alternatives.append(ReleaseAlternative(
             id=a.id, kind=a.kind, source=a.source, proposed_by=who(a.proposed_by_id),
@@ -153,6 +235,10 @@ def dataset_release(session: Session, dataset: Dataset) -> DatasetRelease:
                                "at": review.reviewed_at.isoformat()}
         ds.mcqs.append(ReleaseMCQ(id=q.id, kind=q.kind, mc_type=q.mc_type, concept=q.concept,  # type: ignore[arg-type]
                                   options=q.options, correct_index=q.correct_index, extra=extra))
+    for task in session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == dataset.id)
+                             .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all():
+        candidates, consensus_gold = hypothesis_parts(session, task, who) if hypothesis_parts else ([], None)
+        ds.hypothesis_tasks.append(hypothesis_task_release(task, candidates=candidates, consensus_gold=consensus_gold))
     ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
     return ds
 

@@ -15,6 +15,7 @@ import functools
 import io
 import logging
 import re
+import secrets
 import shutil
 import tempfile
 import zipfile
@@ -27,12 +28,12 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.orm import SessionTransaction
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
 from curation.db import one_snapshot
 from curation.errors import BlindingViolation, NotFoundError, ReleaseError
-from curation.models import Dataset, ReleaseRecord, Role, User, utcnow
+from curation.models import Dataset, HypothesisTask, ReleaseRecord, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import (
@@ -41,18 +42,32 @@ from curation.services.blinding import (
     refusal_sentences,
     summary_holding,
 )
-from curation.services.release_data import RELEASE_TABLES, dataset_release, unreviewed_mcqs
+from curation.services.hypotheses.consensus import task_release_parts
+from curation.services.release_data import (
+    RELEASE_TABLES,
+    HypothesisParts,
+    dataset_release,
+    unreviewed_mcqs,
+)
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
+from exports.card import hypothesis_counts, is_hypothesis_dataset
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
+from exports.discoverybench_export import (
+    NOT_EXPORTED_NAME,
+    not_exported_note,
+    not_in_layout,
+    write_discoverybench_release,
+)
 from exports.errors import FormatError
 from exports.manifest import MANIFEST_NAME, sha256_file
 from exports.native import read_release, write_release
 from exports.published import PublishedRelease, read_published_release, release_zip_path
 from exports.release_folder import set_aside
-from exports.schema import FORMAT_VERSION, Release
+from exports.schema import FORMAT_VERSION, DatasetRelease, Release
 
 __all__ = [
+    "EXPORT_FORMATS",
     "SEMVER",
     "WITHHELD_FIELDS",
     "ReleaseComparison",
@@ -61,6 +76,8 @@ __all__ = [
     "cut_release",
     "diff_release_versions",
     "export_release",
+    "export_skips",
+    "release_dataset_rows",
     "get_release",
     "list_release_records",
     "next_version",
@@ -76,8 +93,14 @@ log = logging.getLogger(__name__)
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 Progress = Callable[[str, float], None]
 
-#: What a dataset withheld from a blind reader loses: everything annotators recorded about it, at any stage.
+#: What a dataset withheld from a blind reader loses: everything annotators recorded about it, at any stage
+#: (and, of its hypothesis tasks, the stage-1 candidates and any gold decided by consensus).
 WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs")
+#: The layouts a release exports to: the native folder and zip, BLADE's, DiscoveryBench's.
+EXPORT_FORMATS = ("native", "blade", "discoverybench")
+#: Stage-1 to 3 curation of hypothesis tasks (candidates, consensus gold) for every cut that is not given its own
+#: (see :data:`curation.services.release_data.HypothesisParts`); ``None``: tasks carry their imported gold.
+DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = task_release_parts
 
 
 @dataclass(frozen=True)
@@ -250,9 +273,23 @@ def _blinded(release: Release, withheld: Mapping[str, str]) -> Release:
     """
     if not withheld:
         return release
-    empty: dict[str, Any] = {name: [] for name in WITHHELD_FIELDS} | {"extra": {}}
-    return release.model_copy(update={"datasets": [
-        d.model_copy(update=empty) if d.name in withheld else d for d in release.datasets]})
+    empty: dict[str, Any] = {name: [] for name in WITHHELD_FIELDS}
+
+    def blind(d: DatasetRelease) -> DatasetRelease:
+        tasks = [t.model_copy(update={"candidates": [],
+                                      "gold": t.gold if t.gold is None or t.gold.source != "consensus" else None})
+                 for t in d.hypothesis_tasks]
+        # a DiscoveryBench folder's provenance (kind, split, folder) is imported, not annotators' work
+        extra = {k: v for k, v in d.extra.items() if k == "discoverybench"}
+        return d.model_copy(update=empty | {"extra": extra, "hypothesis_tasks": tasks})
+
+    return release.model_copy(update={"datasets": [blind(d) if d.name in withheld else d for d in release.datasets]})
+
+
+def _holds_work(d: DatasetRelease) -> bool:
+    """Recorded work a blind reader may not see: decisions, votes... or stage-1 hypotheses, consensus gold."""
+    return any(getattr(d, f) for f in WITHHELD_FIELDS) or any(
+        t.candidates or (t.gold is not None and t.gold.source == "consensus") for t in d.hypothesis_tasks)
 
 
 @judges_actor
@@ -269,7 +306,7 @@ def read_release_for(*, session: Session, actor: User, version: str, artifacts: 
     release = _verified(session, record, artifacts.releases_root).release
     # The verified document's dataset names, not only the record's summary: what is shown is what is checked.
     names = {*record.summary, *(d.name for d in release.datasets)}
-    holding = {d.name for d in release.datasets if any(getattr(d, f) for f in WITHHELD_FIELDS)}
+    holding = {d.name for d in release.datasets if _holds_work(d)}
     withheld = blind_datasets(session=session, actor=actor, names=names, holding=holding)
     return ReleaseView(record=record, release=_blinded(release, withheld), withheld=withheld)
 
@@ -282,7 +319,19 @@ def _licence_and_attribution(datasets: Sequence[Dataset]) -> tuple[str, str]:
     if blade:
         attribution = ('Includes BLADE ground truth: Gu et al., "BLADE: Benchmarking Language Model Agents for '
                        'Data-Driven Science", EMNLP 2024 Findings; data under ODC-By 1.0.')
+    if any((d.extra or {}).get("discoverybench") for d in datasets):
+        attribution = " ".join(filter(None, [attribution, (
+            'Includes DiscoveryBench tasks and data: Majumder et al., "DiscoveryBench: Towards Data-Driven Discovery '
+            'with Large Language Models", 2024 (github.com/allenai/discoverybench); data under ODC-By 1.0.')]))
     return licence, attribution
+
+
+def _with_hypothesis_tasks(session: Session, dataset_ids: Sequence[int]) -> set[int]:
+    """Those of ``dataset_ids`` that hold hypothesis tasks: ground truth to release, imported or curated."""
+    if not dataset_ids:
+        return set()
+    stmt = select(HypothesisTask.dataset_id).where(col(HypothesisTask.dataset_id).in_(list(dataset_ids))).distinct()
+    return set(session.exec(stmt).all())
 
 
 def _one_moment(fn: Callable[..., ReleaseRecord]) -> Callable[..., ReleaseRecord]:
@@ -313,6 +362,7 @@ def cut_release(
     dataset_names: Sequence[str] | None = None,
     include_empty: bool = False,
     progress: Progress | None = None,
+    hypothesis_parts: HypothesisParts | None = None,
 ) -> ReleaseRecord:
     """Cut release ``version`` of the chosen datasets: curators and admins only.
 
@@ -326,6 +376,10 @@ def cut_release(
     caller's transaction rolls back later, they are set aside (see :mod:`curation.services.release_store`).
     The writer lock is held from before writing until that transaction ends. The release's files and its
     MANIFEST are put in the artifact store too (where workers read it, by the MANIFEST's hash).
+
+    A dataset with hypothesis tasks (imported from DiscoveryBench) has ground truth; it is released with every
+    file of its folder and every task, gold or still to curate. ``hypothesis_parts`` (default
+    :data:`DEFAULT_HYPOTHESIS_PARTS`) adds the tasks' stage-1 candidates and consensus gold.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
     version = version.strip()
@@ -354,7 +408,8 @@ def cut_release(
         raise ReleaseError("There is nothing to release: no datasets are registered"
                            + (f" (archived: {', '.join(archived)})." if archived else "."))
     if dataset_names is None and not include_empty:
-        holding = datasets_holding_work(session, [d.id or 0 for d in datasets])
+        ids = [d.id or 0 for d in datasets]
+        holding = datasets_holding_work(session, ids) | _with_hypothesis_tasks(session, ids)
         empty = [d.name for d in datasets if (d.id or 0) not in holding]
         datasets = [d for d in datasets if (d.id or 0) in holding]
         if not datasets:
@@ -366,16 +421,20 @@ def cut_release(
     licence, attribution = _licence_and_attribution(datasets)
     release = Release(version=version, created_at=utcnow(), app_version=app_version(), notes=notes.strip(),
                       previous_version=previous_record.version if previous_record else None, licence=licence,
-                      attribution=attribution, datasets=[dataset_release(session, d) for d in datasets])
+                      attribution=attribution, datasets=[
+                          dataset_release(session, d, hypothesis_parts=hypothesis_parts or DEFAULT_HYPOTHESIS_PARTS)
+                          for d in datasets])
     unreviewed = {d.name: unreviewed_mcqs(session, d.id or 0) for d in datasets}
     data_files = {d.name: store / d.data_relpath for d in datasets}
+    folder_files = {d.name: {str(f["name"]): store / str(f["relpath"]) for f in d.files} for d in datasets if d.files}
     writer = _session_writer(session, releases_root)
     path: Path | None = None
     try:
         # Under the lock, files of this version without a record are a dead writer's: set them aside.
         set_aside_unrecorded(session, releases_root, [version])
         try:
-            path = write_release(release, data_files, releases_root, previous=previous, progress=progress)
+            path = write_release(release, data_files, releases_root, previous=previous, progress=progress,
+                                 dataset_files=folder_files)
             # Check the published folder and every member of the zip once; from now on the zip's hash says it all.
             manifest = sha256_file(path / MANIFEST_NAME)
             published = read_published_release(path, version, manifest_sha256=manifest)
@@ -394,7 +453,7 @@ def cut_release(
             zip_sha256=published.zip_sha256,
             summary={d.name: {"variables": len(d.variables), "transforms": len(d.transforms), "models": len(d.models),
                               "alternatives": len(d.alternatives), "votes": len(d.votes), "mcqs": len(d.mcqs),
-                              "mcqs_unreviewed": unreviewed.get(d.name, 0)}
+                              "mcqs_unreviewed": unreviewed.get(d.name, 0), **_hypothesis_summary(d)}
                      for d in release.datasets},
         )
         session.add(record)
@@ -407,6 +466,16 @@ def cut_release(
         raise
     writer.versions.append(version)
     return record
+
+
+def _hypothesis_summary(d: DatasetRelease) -> dict[str, int]:
+    """The counts a release record keeps about a dataset of hypothesis tasks (none for a BLADE dataset)."""
+    if not is_hypothesis_dataset(d):
+        return {}
+    counts = hypothesis_counts(d)
+    return {"files": len(d.files), "hypothesis_tasks": counts["tasks"], "hypothesis_gold": counts["gold"],
+            "hypothesis_to_curate": counts["to_curate"], "hypothesis_candidates": counts["candidates"],
+            "hypothesis_consensus": counts["gold_consensus"]}
 
 
 class _SessionWriter:
@@ -463,12 +532,13 @@ def _session_writer(session: Session, releases_root: Path) -> _SessionWriter:
 def release_candidates(*, session: Session, actor: User) -> tuple[list[str], list[str]]:
     """What a new release would hold by default: (datasets with ground truth, empty datasets left out).
 
-    A dataset has ground truth once it holds a submitted analysis, an alternative, a vote, a consensus decision
-    or an MCQ; an empty one holds only its data table. Archived datasets are in neither list.
+    A dataset has ground truth once it holds a submitted analysis, an alternative, a vote, a consensus decision,
+    an MCQ or hypothesis tasks; an empty one holds only its data table. Archived datasets are in neither list.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
     datasets = [d for d in session.exec(select(Dataset).order_by(Dataset.name)).all() if d.archived_at is None]
-    holding = datasets_holding_work(session, [d.id or 0 for d in datasets])
+    ids = [d.id or 0 for d in datasets]
+    holding = datasets_holding_work(session, ids) | _with_hypothesis_tasks(session, ids)
     return ([d.name for d in datasets if (d.id or 0) in holding],
             [d.name for d in datasets if (d.id or 0) not in holding])
 
@@ -509,17 +579,66 @@ def diff_release_versions(*, session: Session, actor: User, old: str, new: str,
     return ReleaseComparison(diff=diff, withheld=dict(sorted(withheld.items())))
 
 
+def _layout_skips(summary: Mapping[str, Mapping[str, int]], fmt: str) -> dict[str, str]:
+    """From a release record's summary: the datasets an export in ``fmt`` leaves out, each with why."""
+    if fmt not in ("blade", "discoverybench"):
+        return {}
+    # a dataset of hypothesis tasks lists its files in the summary; a BLADE dataset has no such count
+    hypotheses = {name for name, counts in summary.items() if "files" in counts}
+    if fmt == "blade":
+        return {name: f"'{name}' is a dataset of hypothesis tasks (DiscoveryBench), which BLADE's layout has no "
+                      "place for; export the release with --format discoverybench to get it."
+                for name in sorted(hypotheses)}
+    return {name: f"'{name}' is not a DiscoveryBench folder (a BLADE dataset of analysis decisions); export the "
+                  "release with --format blade or native to get it." for name in sorted(set(summary) - hypotheses)}
+
+
+@judges_actor
+def export_skips(*, session: Session, actor: User, version: str, fmt: str) -> dict[str, str]:
+    """The datasets of release ``version`` that an export in ``fmt`` leaves out (BLADE's layout has no place for
+    hypothesis tasks, DiscoveryBench's none for BLADE datasets), each with a sentence saying why."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    return _layout_skips(_record(session, version).summary, fmt)
+
+
+@judges_actor
+def release_dataset_rows(*, session: Session, actor: User, version: str) -> list[dict[str, Any]]:
+    """One row per dataset of release ``version`` with the counts that make sense for its kind: decisions, votes
+    and MCQs for a BLADE dataset; files and hypothesis tasks (with gold, still to curate) for a DiscoveryBench
+    one. A count that does not apply is ``None``."""
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    rows = []
+    for name, c in sorted(_record(session, version).summary.items()):
+        tasks = "files" in c
+        rows.append({
+            "dataset": name,
+            "kind": "DiscoveryBench hypotheses" if tasks else "BLADE analyses",
+            "decisions": None if tasks else c.get("variables", 0) + c.get("transforms", 0) + c.get("models", 0),
+            "MCQs": None if tasks else c.get("mcqs", 0),
+            "files": c.get("files") if tasks else None,
+            "tasks": c.get("hypothesis_tasks", 0) if tasks else None,
+            "with gold": c.get("hypothesis_gold", 0) if tasks else None,
+            "to curate": c.get("hypothesis_to_curate", 0) if tasks else None,
+            "candidates": c.get("hypothesis_candidates", 0) if tasks else None,
+            "votes": c.get("votes", 0),
+        })
+    return rows
+
+
 @judges_actor
 def export_release(*, session: Session, actor: User, version: str, fmt: str, out: Path,
                    artifacts: ArtifactStore) -> Path:
-    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip) or ``blade`` layout.
+    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip), ``blade`` layout or
+    ``discoverybench`` layout (``<version>-blade`` / ``<version>-discoverybench`` under ``out``).
 
     Curators and admins who are not blind to any of its datasets. A native copy is checked again where it
-    was written: what the user gets is what was cut.
+    was written: what the user gets is what was cut. A layout that has no place for some datasets of the release
+    (:func:`export_skips`) leaves them out and names them in ``NOT_EXPORTED.md`` at the top of the export; a
+    release with no dataset the layout can hold is refused.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    if fmt not in ("native", "blade"):
-        raise ReleaseError(f"Unknown export format '{fmt}'; use native or blade.")
+    if fmt not in EXPORT_FORMATS:
+        raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
     record = _record(session, version)
     _refuse_if_blind(session, actor, record, "exported")
     published = _verified(session, record, artifacts.releases_root)
@@ -538,12 +657,29 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
             release_zip_path(dest).unlink(missing_ok=True)
             raise ReleaseError(f"Release {version} could not be exported to {out}: {exc}") from exc
         return dest
-    dest = out / f"{version}-blade"
+    dest = out / f"{version}-{fmt}"
     if dest.exists():
         raise ReleaseError(f"{dest} already exists; choose another --out.")
+    release = published.release
+    skipped = not_in_layout(release, "blade" if fmt == "blade" else "discoverybench")
+    if fmt == "discoverybench":
+        try:
+            write_discoverybench_release(release, published.folder, dest)
+        except (FormatError, FileExistsError) as exc:
+            raise ReleaseError(f"Release {version} could not be written in DiscoveryBench's layout: {exc}") from exc
+        return dest
+    if len(skipped) == len(release.datasets):
+        raise ReleaseError(f"Release {version} holds only datasets of hypothesis tasks (DiscoveryBench), which "
+                           "BLADE's layout has no place for; export it with --format discoverybench (or native).")
+    kept = release.model_copy(update={"datasets": [d for d in release.datasets if d.name not in skipped]})
+    partial = out / f".{dest.name}.partial-{secrets.token_hex(4)}"
     try:
-        write_blade_release(published.release, published.folder, dest)
-    except FormatError as exc:
+        write_blade_release(kept, published.folder, partial)
+        if skipped:
+            (partial / NOT_EXPORTED_NAME).write_text(not_exported_note(release, "blade", skipped), encoding="utf-8")
+        partial.rename(dest)
+    except (FormatError, OSError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
         raise ReleaseError(f"Release {version} could not be written in BLADE's layout: {exc}") from exc
     return dest
 
@@ -551,14 +687,15 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
 @judges_actor
 def release_archive(*, session: Session, actor: User, version: str, fmt: str,
                     artifacts: ArtifactStore) -> tuple[str, bytes]:
-    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's layout built from it.
+    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's or DiscoveryBench's layout
+    built from it (see :func:`export_release`).
 
     Curators and admins who are not blind to any of its datasets. The native zip's bytes are read once,
     checked, and exactly those bytes are handed out.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    if fmt not in ("native", "blade"):
-        raise ReleaseError(f"Unknown export format '{fmt}'; use native or blade.")
+    if fmt not in EXPORT_FORMATS:
+        raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
     record = _record(session, version)
     _refuse_if_blind(session, actor, record, "downloaded")
     if fmt == "native":
@@ -570,15 +707,15 @@ def release_archive(*, session: Session, actor: User, version: str, fmt: str,
         _verified(session, record, artifacts.releases_root, zip_data=data)
         assert data is not None
         return f"forkpaths-{version}.zip", data
-    with tempfile.TemporaryDirectory(prefix="forkpaths-blade-") as tmp:
-        folder = export_release(session=session, actor=actor, version=version, fmt="blade", out=Path(tmp),
+    with tempfile.TemporaryDirectory(prefix=f"forkpaths-{fmt}-") as tmp:
+        folder = export_release(session=session, actor=actor, version=version, fmt=fmt, out=Path(tmp),
                                 artifacts=artifacts)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
             for file in sorted(folder.rglob("*")):
                 if file.is_file():
                     zf.write(file, file.relative_to(folder.parent).as_posix())
-        return f"forkpaths-{version}-blade.zip", buffer.getvalue()
+        return f"forkpaths-{version}-{fmt}.zip", buffer.getvalue()
 
 
 def unreviewed_note(summary: Mapping[str, Mapping[str, int]]) -> str:

@@ -205,7 +205,7 @@ def review_queue(*, session: Session, actor: User, dataset_id: int) -> ReviewQue
         items += [(_variable_item(v, names, firsts), analysis.annotator_id, "peer") for v in mine_v]
     seeds = {v.id: v.concept for v in variables}
     for a in alternatives:
-        if (a.extra or {}).get("merged_into"):
+        if (a.extra or {}).get("merged_into") or a.kind == "hypothesis":  # hypotheses: hypotheses.review
             continue
         items.append((_alternative_item(a, seeds, names, blind), a.proposed_by_id, a.source))
 

@@ -85,6 +85,7 @@ __all__ = [
     "TransformMatching",
     "cancel_run",
     "dataset_gt_hash",
+    "default_judge",
     "kind_of",
     "execute_run",
     "claim_run",
@@ -126,6 +127,18 @@ def kind_of(name: str) -> TaskKind:
         return _registered_kind(name)
     except UnknownKind as exc:
         raise ScoringError(str(exc)) from exc
+
+
+def _kind_only_judges(kind: str) -> set[str]:
+    """Judges that other kinds claim as their own (``judges`` of a kind), which kind ``kind`` cannot use."""
+    from evaluation.tasks import KINDS
+
+    return {j for k in KINDS.values() if k.name != kind for j in getattr(k, "judges", ())}
+
+
+def default_judge(kind: str) -> str:
+    """The judge a run of ``kind`` uses when none is named: the kind's own, else ``offline``."""
+    return str(getattr(kind_of(kind), "default_judge", "offline"))
 
 
 # ------------------------------------------------------------------------------------ release access
@@ -190,6 +203,12 @@ def dataset_gt_hash(ds: DatasetRelease) -> str:
     payload = {"data_sha256": ds.data_sha256, "variables": [v.model_dump(mode="json") for v in ds.variables],
                "transforms": [t.model_dump(mode="json") for t in ds.transforms],
                "models": [m.model_dump(mode="json") for m in ds.models]}
+    if ds.hypothesis_tasks:  # only then: the hashes of releases without hypothesis tasks stay as they were
+        payload["hypotheses"] = [{"key": t.key, "gold": t.gold.model_dump(mode="json", exclude={"provenance"})
+                                  if t.gold else None, "expr": t.true_hypothesis_expr, "target": t.target_col}
+                                 for t in ds.hypothesis_tasks]
+    if ds.programmatic_tasks:  # only when present, so the hashes of releases without them are unchanged
+        payload["programmatic_tasks"] = [t.model_dump(mode="json") for t in ds.programmatic_tasks]
     return hashlib.sha256(_canonical(payload)).hexdigest()
 
 
@@ -276,9 +295,16 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         if bad is not None:
             raise ScoringError(f"The {what} name '{printable(text)}' holds a control or invisible character "
                                f"({ascii(text[bad])[1:-1]} at position {bad + 1}); use printable text.")
-    if mode not in MODES:
-        raise ScoringError(f"Unknown mode '{mode}'; choose default or blade.")
     task = kind_of(kind)
+    modes = tuple(getattr(task, "modes", MODES))  # a kind may score in modes of its own
+    if mode not in modes:
+        raise ScoringError(f"Unknown mode '{mode}' for {task.name} runs; choose {' or '.join(modes)}.")
+    allowed = tuple(getattr(task, "judges", ()))  # a kind that needs judges of its own names them
+    if task.uses_judge and allowed and judge not in allowed:
+        raise ScoringError(f"The {judge} judge cannot score {task.name} runs; choose {' or '.join(allowed)}.")
+    if task.uses_judge and not allowed and judge in _kind_only_judges(task.name):
+        raise ScoringError(f"The {judge} judge scores other kinds of task; choose a judge for {task.name} runs "
+                           f"({', '.join(n for n in judge_names() if n not in _kind_only_judges(task.name))}).")
     if not 1 <= k <= 1000:
         raise ScoringError(f"k must be between 1 and 1000 (got {k}).")
     judge_config = (judges or JudgeSettings()).configuration(judge) if task.uses_judge else {}

@@ -30,6 +30,7 @@ from curation.models import (
     Analysis,
     AnalysisStatus,
     ConceptualVariable,
+    HypothesisProposal,
     Role,
     Transform,
     User,
@@ -82,6 +83,26 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
         Question("is_rationale_reasonable", "Is the rationale sound?"),
         _VERDICT_Q,
     ),
+    # programmatic tasks (issue 20): a candidate check and a candidate ground-truth artifact
+    "check": (
+        Question("is_faithful", "Does the check test what the task asks for?"),
+        Question("is_code_correct", "Is the check's code correct (it reads the right files, no false alarms)?"),
+        Question(VERDICT, "Overall: should this check be part of the ground truth?",
+                 "Yes: a correct output passes it and a wrong one can fail it. No needs a reason.",
+                 answers=("yes", "no")),
+    ),
+    "artifact": (
+        Question("is_correct", "Is this the correct output for the task?"),
+        Question(VERDICT, "Overall: should this artifact be the ground truth?",
+                 "Yes: the checks may compare agents' outputs with it. No needs a reason.", answers=("yes", "no")),
+    ),
+    # a DiscoveryBench hypothesis (a stage-1 one or an LLM's): one verdict, with the reason
+    "hypothesis": (
+        Question(VERDICT, "Is this hypothesis justifiable from the data?",
+                 "Justifiable: the variables exist or can be derived, the relationship follows from the workflow "
+                 "and its output, and it answers the query. Unjustifiable needs a reason.",
+                 answers=("yes", "no")),
+    ),
 }
 
 
@@ -108,14 +129,33 @@ def resolve_item(session: Session, target_kind: str, target_id: str) -> Resolved
             raise NotFoundError(f"There is no alternative {target_id}.")
         return ResolvedItem("alternative", alt.id, alt.kind, alt.dataset_id, alt.proposed_by_id,
                             (alt.extra or {}).get("merged_into"))
+    if target_kind in ("prog_check", "prog_artifact"):
+        from curation.models import ProgrammaticItem
+
+        item = session.get(ProgrammaticItem, target_id)
+        if item is None or f"prog_{item.kind}" != target_kind:
+            raise NotFoundError(f"There is no candidate {target_kind.removeprefix('prog_')} {target_id}.")
+        return ResolvedItem(target_kind, item.id, item.kind, item.dataset_id, item.proposed_by_id,
+                            (item.extra or {}).get("merged_into"))
+    if target_kind == "hypothesis":
+        return _resolve_hypothesis(session, target_id)
     model: Any = {"variable": ConceptualVariable, "transform": Transform}.get(target_kind)
     if model is None:
-        raise VoteError(f"Votes are on variables, transforms or alternatives, not on '{target_kind}'.")
+        raise VoteError(f"Votes are on variables, transforms, hypotheses or alternatives, not on '{target_kind}'.")
     row = session.get(model, target_id)
     analysis = session.get(Analysis, row.analysis_id) if row is not None else None
     if row is None or analysis is None or analysis.status != AnalysisStatus.SUBMITTED.value:
         raise NotFoundError(f"There is no submitted {target_kind} {target_id} to review.")
     return ResolvedItem(target_kind, row.id, target_kind, analysis.dataset_id, analysis.annotator_id)
+
+
+def _resolve_hypothesis(session: Session, target_id: str) -> ResolvedItem:
+    """A submitted stage-1 hypothesis of a DiscoveryBench query (:class:`HypothesisProposal`)."""
+    row = session.get(HypothesisProposal, target_id)
+    analysis = session.get(Analysis, row.analysis_id) if row is not None else None
+    if row is None or analysis is None or analysis.status != AnalysisStatus.SUBMITTED.value:
+        raise NotFoundError(f"There is no submitted hypothesis {target_id} to review.")
+    return ResolvedItem("hypothesis", row.id, "hypothesis", row.dataset_id, analysis.annotator_id)
 
 
 def _state(vote: Vote | None) -> dict[str, Any] | None:

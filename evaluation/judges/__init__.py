@@ -30,3 +30,4 @@ __all__ = [
     "judge_needs_llm",
     "make_judge",
 ]
+from evaluation.hms import judge as _hms_judge  # noqa: F401,E402 - registers the hms judge

@@ -6,6 +6,7 @@ text written by agents or analysts reaches a prompt only through :mod:`evaluatio
 
 from evaluation.llm.client import (
     Answer,
+    ChatReply,
     LLMAnswerError,
     LLMCallError,
     LLMClient,
@@ -13,9 +14,10 @@ from evaluation.llm.client import (
     LLMNotConfigured,
     LLMResult,
     ParseError,
+    ToolCall,
 )
 from evaluation.llm.parsing import parse_structured
 from evaluation.llm.quoting import DATA_NOTICE, quote, quote_json, quoted_items
 
-__all__ = ["DATA_NOTICE", "Answer", "LLMAnswerError", "LLMCallError", "LLMClient", "LLMConfig", "LLMNotConfigured",
-           "LLMResult", "ParseError", "parse_structured", "quote", "quote_json", "quoted_items"]
+__all__ = ["DATA_NOTICE", "Answer", "ChatReply", "LLMAnswerError", "LLMCallError", "LLMClient", "LLMConfig", "LLMNotConfigured",
+           "LLMResult", "ParseError", "ToolCall", "parse_structured", "quote", "quote_json", "quoted_items"]

@@ -47,6 +47,7 @@ from evaluation.llm.parsing import ParseError
 
 __all__ = [
     "Answer",
+    "ChatReply",
     "LLMAnswerError",
     "LLMCallError",
     "LLMClient",
@@ -54,6 +55,7 @@ __all__ = [
     "LLMNotConfigured",
     "LLMResult",
     "ParseError",
+    "ToolCall",
     "cache_key",
 ]
 
@@ -89,6 +91,8 @@ class LLMConfig(BaseModel):
     max_retries: int = Field(default=4, ge=0, description="retries on 429, 5xx, timeouts and non-completion bodies")
     backoff_s: float = Field(default=1.0, ge=0, description="first retry wait; doubles each retry")
     json_mode: bool = Field(default=True, description="ask for response_format json_object")
+    seed: int | None = Field(default=None, description="sent as the request's seed when set (reproducible sampling)")
+    top_p: float | None = Field(default=None, description="sent as the request's top_p when set")
     cache_dir: Path | None = None
 
     @property
@@ -105,6 +109,10 @@ class LLMConfig(BaseModel):
 
     def parameters(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens}
+        if self.top_p is not None:
+            params["top_p"] = self.top_p
+        if self.seed is not None:
+            params["seed"] = self.seed
         if self.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params
@@ -126,6 +134,35 @@ class LLMResult(BaseModel):
     parameters: dict[str, Any]
     created_at: datetime
     attempts: int = 1
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list, description="as the endpoint sent them")
+    usage: dict[str, int] = Field(default_factory=dict, description="prompt_tokens, completion_tokens")
+    seconds: float = Field(default=0.0, description="the endpoint's time for this answer (0 from the cache)")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool the model asked for; ``arguments`` is the raw JSON text it sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatReply:
+    """One assistant turn of a tool-using conversation: its text, its tool calls and where it came from."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    result: LLMResult
+
+    def message(self) -> dict[str, Any]:
+        """The turn as a chat message to send back with the conversation."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            msg["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": c.arguments}} for c in self.tool_calls]
+        return msg
 
 
 @dataclass(frozen=True)
@@ -136,9 +173,12 @@ class Answer(Generic[T]):
     result: LLMResult
 
 
-def cache_key(config: LLMConfig, template: str, messages: list[dict[str, str]]) -> str:
+def cache_key(config: LLMConfig, template: str, messages: list[dict[str, Any]],
+              extra: dict[str, Any] | None = None) -> str:
+    """The cache key: model, base URL, template version, messages and parameters (``extra``: tools and the
+    like, part of the parameters of a tool-using call)."""
     material = {"model": config.model, "base_url": (config.base_url or "").rstrip("/"), "template": template,
-                "messages": messages, "parameters": config.parameters()}
+                "messages": messages, "parameters": {**config.parameters(), **(extra or {})}}
     return hashlib.sha256(json.dumps(material, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -214,6 +254,13 @@ class LLMClient:
     def describe(self) -> dict[str, Any]:
         return self.config.describe()
 
+    def with_config(self, **update: Any) -> LLMClient:
+        """A client for the same endpoint with some parameters changed (an agent run's seed per run), sharing this
+        one's HTTP connection pool: building an ``openai.OpenAI`` costs a tenth of a second."""
+        other = LLMClient(self.config.model_copy(update=update))
+        other._client = self._openai()
+        return other
+
     def _path(self, key: str) -> Path | None:
         return None if self.config.cache_dir is None else self.config.cache_dir / key[:2] / f"{key}.json"
 
@@ -221,7 +268,8 @@ class LLMClient:
         if path is None or not path.exists():
             return None
         try:
-            stored = LLMResult.model_validate({**json.loads(path.read_text(encoding="utf-8")), "cached": True})
+            stored = LLMResult.model_validate({**json.loads(path.read_text(encoding="utf-8")), "cached": True,
+                                               "seconds": 0.0})
         except (OSError, ValueError) as exc:  # a damaged entry is refetched, not trusted
             log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
             return None
@@ -250,7 +298,7 @@ class LLMClient:
         if hit is not None:
             self.cache_hits += 1
             return hit
-        result = self._send(key, template, messages)
+        result = self._send(key, template, messages, self.config.parameters())
         try:
             value = parse(result.content)
         except ParseError as exc:
@@ -258,6 +306,40 @@ class LLMClient:
         if path is not None:
             _write_atomic(path, {**result.model_dump(mode="json", exclude={"cached"}), "messages": messages})
         return Answer(value, result)
+
+    def chat(self, *, template: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+             ) -> ChatReply:
+        """One turn of a conversation (or the cache's answer): the assistant's text and tool calls.
+
+        ``tools`` are OpenAI function tools; they are sent (and keyed) as parameters, and JSON mode is then not
+        asked for (a turn may be a tool call). Unlike :meth:`ask`, every answer is cached as it came, parsed or
+        not: an agent's run is replayed from the cache turn by turn, its mistakes included, so re-running a
+        finished run sends no request. An answer with neither text nor tool call is an :class:`LLMCallError`.
+        """
+        extra: dict[str, Any] = {"tools": tools, "tool_choice": "auto"} if tools else {}
+        params = self.config.parameters()
+        if tools:
+            params = {k: v for k, v in params.items() if k != "response_format"} | extra
+        key = cache_key(self.config, template, messages, {"chat": True, **extra})
+        path = self._path(key)
+        stored = self._load(path)
+        if stored is not None:
+            self.cache_hits += 1
+            return _reply(stored)
+        result = self._send(key, template, messages, params, allow_tools=True)
+        if path is not None:
+            _write_atomic(path, {**result.model_dump(mode="json", exclude={"cached"}), "messages": messages})
+        return _reply(result)
+
+    def _load(self, path: Path | None) -> LLMResult | None:
+        if path is None or not path.exists():
+            return None
+        try:
+            return LLMResult.model_validate({**json.loads(path.read_text(encoding="utf-8")), "cached": True,
+                                             "seconds": 0.0})
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable LLM cache entry %s: %s", path, exc)
+            return None
 
     def _openai(self) -> Any:
         if self._client is None:
@@ -268,12 +350,14 @@ class LLMClient:
                                          timeout=self.config.timeout_s, max_retries=0)
         return self._client
 
-    def _send(self, key: str, template: str, messages: list[dict[str, str]]) -> LLMResult:
+    def _send(self, key: str, template: str, messages: list[dict[str, Any]], params: dict[str, Any], *,
+              allow_tools: bool = False) -> LLMResult:
         import openai
 
-        config, client, params = self.config, self._openai(), self.config.parameters()
+        config, client = self.config, self._openai()
         attempt = 0
         self.calls += 1
+        started = time.monotonic()
         while True:
             attempt += 1
             try:
@@ -296,11 +380,38 @@ class LLMClient:
                 time.sleep(wait)
         choices = raw.get("choices") or []
         first = choices[0] if choices and isinstance(choices[0], dict) else {}
-        content = (first.get("message") or {}).get("content") if isinstance(first.get("message"), dict) else None
-        if not isinstance(content, str) or not content.strip():
+        found = first.get("message")
+        message: dict[str, Any] = found if isinstance(found, dict) else {}
+        content = message.get("content")
+        calls = _tool_calls(message.get("tool_calls")) if allow_tools else []
+        if not calls and (not isinstance(content, str) or not content.strip()):
             raise LLMCallError("The LLM endpoint answered without any text.")
         # a lone surrogate (JSON "\ud800") cannot be written as UTF-8: not to the cache, not to a result file
-        content = _LONE_SURROGATE.sub("\ufffd", content)
+        content = _LONE_SURROGATE.sub("\ufffd", content if isinstance(content, str) else "")
+        given = raw.get("usage")
+        usage: dict[str, Any] = given if isinstance(given, dict) else {}
+        tokens = {k: int(v) for k, v in usage.items()
+                  if k in ("prompt_tokens", "completion_tokens") and isinstance(v, int) and v >= 0}
         return LLMResult(content=content, raw=raw, cached=False, cache_key=key, model=config.model or "",
                          base_url=(config.base_url or "").rstrip("/"), template=template, parameters=params,
-                         created_at=datetime.now(UTC), attempts=attempt)
+                         created_at=datetime.now(UTC), attempts=attempt, tool_calls=calls, usage=tokens,
+                         seconds=time.monotonic() - started)
+
+
+def _tool_calls(value: Any) -> list[dict[str, Any]]:
+    """The well-formed function calls of an answer, as plain dicts (id, name, arguments text)."""
+    out: list[dict[str, Any]] = []
+    for i, call in enumerate(value if isinstance(value, list) else []):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            continue
+        args = fn.get("arguments")
+        out.append({"id": str(call.get("id") or f"call_{i}"), "name": _LONE_SURROGATE.sub("\ufffd", fn["name"]),
+                    "arguments": _LONE_SURROGATE.sub("\ufffd", args if isinstance(args, str) else
+                                                     json.dumps(args))})
+    return out
+
+
+def _reply(result: LLMResult) -> ChatReply:
+    return ChatReply(content=result.content, result=result,
+                     tool_calls=[ToolCall(c["id"], c["name"], c["arguments"]) for c in result.tool_calls])

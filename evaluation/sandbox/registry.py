@@ -21,6 +21,9 @@ ENGINE_MODULES: tuple[str, ...] = (
     "evaluation.sandbox.code_jobs",
     "evaluation.groundtruth.jobs",
     "evaluation.groundtruth.convert_job",
+    "evaluation.hms.expression",
+    "evaluation.programmatic.job",
+    "evaluation.sandbox.agent_jobs",
 )
 """Modules whose ``@sandbox_job`` functions may run in the sandbox. Add a module here to register its jobs."""
 

@@ -48,3 +48,7 @@ __all__ = [
     "register_kind",
     "task_kind",
 ]
+
+# registered after the first kinds, so their order (and the default ranked kind) stays as it was
+from evaluation.tasks import hypotheses as _hypotheses  # noqa: E402, F401 - registers the kind
+from evaluation.tasks import programmatic as _programmatic  # noqa: E402, F401 - registers the kind

@@ -36,13 +36,14 @@ def world(sqlite_engine, tmp_path, shared_blade):
 
 
 def test_both_kinds_are_registered_and_implement_the_protocol():
-    assert tasks.kind_names()[:2] == ["analyses", "mcq"]
-    for name in ("analyses", "mcq"):
+    assert tasks.kind_names()[:3] == ["analyses", "mcq", "hypotheses"]
+    for name in ("analyses", "mcq", "hypotheses"):
         kind = tasks.task_kind(name)
         assert isinstance(kind, tasks.TaskKind) and kind.name == name and kind.label
-    assert [k.name for k in tasks.ranked_kinds()] == ["analyses"]
+    assert [k.name for k in tasks.ranked_kinds()] == ["analyses", "hypotheses", "programmatic"]
     assert [k.name for k in tasks.companion_kinds()] == ["mcq"]
-    with pytest.raises(tasks.UnknownKind, match="Unknown run kind 'nope'; the known kinds are analyses, mcq"):
+    with pytest.raises(tasks.UnknownKind,
+                       match="Unknown run kind 'nope'; the known kinds are analyses, mcq, hypotheses"):
         tasks.task_kind("nope")
     with pytest.raises(TypeError):
         tasks.register_kind(types.SimpleNamespace(name="half"))  # not the protocol: refused
@@ -99,14 +100,14 @@ def test_a_new_kind_is_one_module_and_the_services_serve_it(world, monkeypatch):
 
 
 def test_unknown_kind_is_refused_at_registration(world):
-    with pytest.raises(ScoringError, match="Unknown run kind 'essays'; the known kinds are analyses, mcq"):
+    with pytest.raises(ScoringError, match="Unknown run kind 'essays'; the known kinds are analyses, mcq, hypotheses"):
         world.register(kind="essays")
 
 
 def test_judges_are_registered_by_name(monkeypatch):
     settings = sc.JudgeSettings()
-    assert sc.judge_names() == ["offline", "llm"]
-    with pytest.raises(ScoringError, match="Unknown judge 'oracle'; choose offline or llm"):
+    assert sc.judge_names() == ["offline", "hms", "llm"]
+    with pytest.raises(ScoringError, match="Unknown judge 'oracle'; choose offline or hms or llm"):
         settings.configuration("oracle")
     with pytest.raises(ScoringError, match="The llm judge needs an endpoint"):
         settings.configuration("llm")

@@ -10,11 +10,13 @@ from curation.services.accounts import set_user_active
 from tests.ui.conftest import ADMIN_PASSWORD, texts
 
 PAGES_BY_ROLE = {
-    "analyst": ["home.py", "annotate.py", "review.py", "account.py"],
-    "curator": ["home.py", "annotate.py", "review.py", "datasets.py", "releases.py", "account.py"],
-    "admin": ["home.py", "annotate.py", "review.py", "datasets.py", "releases.py", "admin.py", "account.py"],
+    "analyst": ["home.py", "annotate.py", "review.py", "programmatic.py", "account.py"],
+    "curator": ["home.py", "annotate.py", "review.py", "programmatic.py", "datasets.py", "releases.py", "account.py"],
+    "admin": ["home.py", "annotate.py", "review.py", "programmatic.py", "datasets.py", "releases.py", "admin.py",
+              "account.py"],
 }
-ALL_PAGES = {"home.py", "annotate.py", "review.py", "datasets.py", "releases.py", "admin.py", "account.py"}
+ALL_PAGES = {"home.py", "annotate.py", "review.py", "programmatic.py", "datasets.py", "releases.py", "admin.py",
+             "account.py"}
 
 
 def _user(ui, role):

@@ -134,3 +134,34 @@ def test_nothing_is_hidden_from_an_assigned_admin_where_there_is_no_peer_work(ui
     assert buttons and not any(b.disabled for b in buttons)
     at.button(key="releases.prepare.native").click().run()
     assert not at.exception and at.get("download_button")
+
+
+def test_a_release_with_discoverybench_datasets_shows_hypothesis_tasks_not_blade_counts(ui, tmp_path):
+    from curation.services.discoverybench_import import import_discoverybench
+    from tests.exports.test_release_hypotheses import make_tree
+
+    with session_scope(ui.engine) as s:
+        import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "tree"),
+                              store=ui.settings.datasets_store, max_bytes=2**26)
+    at = _page(ui, ui.curator)
+    chosen = next(m for m in at.multiselect if m.label == "Datasets")
+    assert chosen.options == ["db_real_test_bmi", "db_real_train_savings", "db_synth_dev_jazz_0_0"]  # ground truth
+    _cut(at, version="1.0.0", include_empty=True)
+    assert "Release 1.0.0 cut: 4 datasets" in texts(at)
+    assert list(at.dataframe[0].value["hypothesis tasks"]) == [5]
+    blade, hypotheses = at.dataframe[1].value, at.dataframe[2].value
+    assert list(blade["dataset"]) == ["storms"] and "tasks" not in blade.columns
+    assert list(hypotheses.columns) == ["dataset", "files", "tasks", "with gold", "to curate", "candidates", "votes"]
+    assert "decisions" not in hypotheses.columns and "MCQs" not in hypotheses.columns
+    bmi = hypotheses[hypotheses["dataset"] == "db_real_test_bmi"].iloc[0]
+    assert (bmi["tasks"], bmi["with gold"], bmi["to curate"]) == (3, 1, 2)
+    shown = texts(at)
+    assert "DiscoveryBench hypotheses: 3 datasets" in shown and "still to curate" in shown
+    assert "BLADE analyses: 1 dataset" in shown
+    assert ("Leaves out `db_real_test_bmi`, `db_real_train_savings`, `db_synth_dev_jazz_0_0` (named in "
+            "NOT_EXPORTED.md).") in shown
+    assert "Leaves out `storms` (named in NOT_EXPORTED.md)." in shown
+    at.button(key="releases.prepare.discoverybench").click().run()
+    assert not at.exception
+    (download,) = at.get("download_button")
+    assert "forkpaths-1.0.0-discoverybench.zip" in download.proto.label

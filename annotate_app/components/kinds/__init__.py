@@ -40,7 +40,8 @@ def leaderboard_frame(rows: Sequence[dict[str, Any]], columns: Sequence[Column])
         return _ci(r.get(c.key), r.get(f"{c.key}.low"), r.get(f"{c.key}.high")) if c.format == "ci" else r.get(c.key)
 
     return pd.DataFrame([{
-        "run": run_label(r), "release": r["release"], "official": r["official"],
+        "run": run_label(r), "strategy": r.get("strategy") or "", "cost (USD)": r.get("cost"),
+        "release": r["release"], "official": r["official"],
         "overrides": f"✎ {r['overrides']}" if r["overrides"] else "",
         **{c.label: shown(r, c) for c in columns},
         "judge": r["judge"], "mode": r["mode"], "stale": r["stale"]} for r in rows])

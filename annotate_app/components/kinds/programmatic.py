@@ -1,0 +1,141 @@
+"""The programmatic kind's page component: its drill-down (run → task folder → check, with why each check failed
+and the output files it read: tables as tables, images as images) and its leaderboard notes and chart."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from annotate_app import context
+from curation.models import ScoringRun, User
+from curation.services.programmatic import programmatic_run_details
+
+__all__ = ["checks_frame", "drilldown", "show_output_file", "leaderboard_charts", "leaderboard_notes", "outcomes_frame",
+           "task_type_figure"]
+
+STATUS_ICON = {"true": "✅", "false": "❌"}
+MAX_TABLE_ROWS = 500
+
+
+def task_type_figure(scores: Mapping[str, Any]) -> go.Figure:
+    """Completion rate per task type with its 95 % interval (a bar per type)."""
+    types = scores.get("task_types", {})
+    names = list(types)
+    points = [types[n].get("point") or 0.0 for n in names]
+    low = [(types[n].get("point") or 0.0) - (types[n].get("ci_low") if types[n].get("ci_low") is not None
+                                            else types[n].get("point") or 0.0) for n in names]
+    high = [(types[n].get("ci_high") if types[n].get("ci_high") is not None else types[n].get("point") or 0.0)
+            - (types[n].get("point") or 0.0) for n in names]
+    fig = go.Figure(go.Bar(x=points, y=names, orientation="h",
+                           error_x={"type": "data", "array": high, "arrayminus": low}))
+    fig.update_layout(title="Completion rate per task type (95 % CI over tasks)", xaxis={"range": [0, 1]},
+                      height=120 + 40 * len(names), margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    return fig
+
+
+def outcomes_frame(outcomes: Sequence[Any]) -> pd.DataFrame:
+    """One row per (task, run): its completion rate, whether it passed, how many checks errored."""
+    return pd.DataFrame([{"task": o.task, "run": o.run, "CR": o.completion_rate,
+                          "passed": "✅" if o.passed else "—",
+                          "checks failed": sum(c.score == 1 for c in o.checks),
+                          "checks errored": sum(c.score == 0 for c in o.checks)} for o in outcomes])
+
+
+def checks_frame(checks: Sequence[Any]) -> pd.DataFrame:
+    """One row per check: outcome, score, labels, and the sentence that says why."""
+    return pd.DataFrame([{"": STATUS_ICON.get(c.status, "⚠️"), "score": c.score, "status": c.status,
+                          "task type": c.task_type, "function": c.function, "metric": c.metric, "why": c.sentence}
+                         for c in checks])
+
+
+def leaderboard_notes(rows: Sequence[dict[str, Any]]) -> None:
+    errored = [r for r in rows if r.get("check_errors")]
+    if errored:
+        st.info(f"{len(errored)} of these runs have check outcomes scored 0 as errors (a missing output file, a "
+                "check that raised or returned something that is not a boolean); Run details say which and why.")
+
+
+def leaderboard_charts(rows: Sequence[dict[str, Any]], container: Any) -> None:
+    fig = go.Figure(go.Bar(x=[r.get("success_rate") or 0 for r in rows],
+                           y=[f"#{r['run']} {r['agent']}" for r in rows], orientation="h"))
+    fig.update_layout(title="Success rate (pass@1)", xaxis={"range": [0, 1]}, height=120 + 30 * len(rows),
+                      margin={"l": 10, "r": 10, "t": 40, "b": 10})
+    container.plotly_chart(fig, key="leaderboard.programmatic")
+
+
+def show_output_file(path: str, data: bytes) -> None:
+    lower = path.lower()
+    if lower.endswith((".csv", ".tsv")):
+        try:
+            frame = pd.read_csv(io.BytesIO(data), sep="\t" if lower.endswith(".tsv") else ",")
+        except Exception as exc:  # noqa: BLE001 - the agent's file: say it does not read as a table
+            st.warning(f"{path} does not read as a table: {exc}")
+            return
+        st.caption(f"{path}: {len(frame)} rows × {len(frame.columns)} columns"
+                   + (f" (first {MAX_TABLE_ROWS} shown)" if len(frame) > MAX_TABLE_ROWS else ""))
+        st.dataframe(frame.head(MAX_TABLE_ROWS), hide_index=True)
+    elif lower.endswith((".png", ".jpg", ".jpeg", ".gif")):
+        try:
+            st.image(data, caption=path)
+        except Exception as exc:  # noqa: BLE001 - not an image a browser shows
+            st.warning(f"{path} is not an image that can be shown: {exc}")
+    elif lower.endswith(".json"):
+        try:
+            st.json(json.loads(data), expanded=2)
+        except ValueError as exc:
+            st.warning(f"{path} is not valid JSON ({exc}); as text:")
+            st.code(data[:20000].decode("utf-8", "replace"))
+    elif lower.endswith((".md", ".txt", ".log", ".py")):
+        st.code(data[:20000].decode("utf-8", "replace"), language="markdown" if lower.endswith(".md") else None)
+    else:
+        st.caption(f"{path}: {len(data)} bytes (not shown)")
+
+
+def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
+    """Run → (task, run) → check, with the reason of each outcome and the output files."""
+    details = context.attempt(lambda s: programmatic_run_details(session=s, actor=user, run_id=run.id or 0,
+                                                                 artifacts=cfg.artifact_store()))
+    if details is None:
+        return
+    result = details.result
+    scores = result.scores.get("programmatic", {})
+    row = st.container(horizontal=True, gap="medium")
+    for label, key in (("Success rate (pass@1)", "success_rate"), ("Completion rate", "completion_rate")):
+        est = scores.get(key, {})
+        point = est.get("point")
+        interval = f"[{est['ci_low']:.2f}, {est['ci_high']:.2f}]" if est.get("ci_low") is not None else ""
+        row.metric(label, "undefined" if point is None else f"{point:.3f}", interval or None, delta_color="off",
+                   width="content")
+    row.metric("Tasks", scores.get("tasks", 0), width="content")
+    row.metric("Agent runs", scores.get("runs", 0), width="content")
+    row.metric("Check errors", scores.get("errors", 0), width="content")
+    st.plotly_chart(task_type_figure(scores), key="details.programmatic.types")
+    st.dataframe(outcomes_frame(result.outcomes), hide_index=True, key="details.programmatic.outcomes")
+    pairs = [(o.run, o.task) for o in result.outcomes]
+    choice = st.selectbox("Task folder", range(len(pairs)), key="details.programmatic.pair",
+                          format_func=lambda i: f"{pairs[i][1]} · {pairs[i][0]}")
+    outcome = result.outcomes[choice]
+    st.subheader(f"{outcome.task} · {outcome.run}")
+    if outcome.checks:
+        st.dataframe(checks_frame(outcome.checks), hide_index=True, key="details.programmatic.checks")
+    for c in (c for c in outcome.checks if c.score < 2):
+        with st.expander(f"{STATUS_ICON.get(c.status, '⚠️')} {c.function} / {c.metric}: {c.status}", expanded=True):
+            st.write(c.sentence)
+            if c.detail:
+                st.code(c.detail, language="text")
+            if c.stdout:
+                st.caption("What the check printed")
+                st.code(c.stdout, language="text")
+    files = details.outputs.get((outcome.run, outcome.task), {})
+    st.subheader("Output files")
+    if not files:
+        st.info("The run has no output folder for this task.")
+    for path, data in sorted(files.items()):
+        with st.expander(f"📄 {path} ({len(data):,} bytes)", expanded=len(files) <= 3):
+            show_output_file(path, data)

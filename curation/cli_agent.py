@@ -1,0 +1,163 @@
+"""``forkpaths agent run|resume|cancel|list|show``: agent runs from a terminal, the same jobs the page starts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from curation.bootstrap import initialise
+from curation.cli_progress import ProgressBar
+from curation.db import session_scope
+from curation.errors import ScoringError
+from curation.models import RunStatus
+from curation.settings import Settings
+
+__all__ = ["add_agent_commands"]
+
+
+def _operator(session: Any, username: str | None) -> Any:
+    from curation.cli import _operator as op
+
+    return op(session, username)
+
+
+def _check_enqueue(args: argparse.Namespace, engine: Any) -> None:
+    from curation.services.jobs import is_postgres
+
+    if getattr(args, "enqueue", False) and not is_postgres(engine):
+        raise ScoringError("--enqueue hands the run to `forkpaths worker` processes, which take jobs from PostgreSQL "
+                           "(set FORKPATHS_DATABASE_URL); on SQLite run it without --enqueue, or start it from the "
+                           "app's Agent runs page.")
+
+
+def _follow(engine: Any, job_id: int, run_id: int, settings: Settings) -> int:
+    """Run the job here, with a progress bar, and print how it ended."""
+    from curation.services import agent_runs as ar
+    from curation.services.background_jobs import execute_job
+
+    execute_job(engine, job_id, settings, on_progress=ProgressBar())
+    with session_scope(engine) as s:
+        run = ar.get_agent_run(session=s, actor=_operator(s, None), run_id=run_id)
+        cost = "no price set (FORKPATHS_AGENT_PRICES)" if run.cost is None else f"${run.cost:.4f}"
+        print(f"Agent run {run.id} {run.status}: {run.message}")
+        print(f"Tokens: {run.prompt_tokens} in, {run.completion_tokens} out; cost {cost}; {run.calls} requests "
+              f"sent, {run.cache_hits} answers from the cache.")
+        for sid in run.scoring_run_ids:
+            if sid:
+                print(f"Scoring run {sid}: forkpaths runs show {sid}")
+    return 0 if run.status == RunStatus.SUCCEEDED.value else 1
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services import agent_runs as ar
+    from evaluation.agents import AgentSettings
+
+    report = initialise(settings)
+    _check_enqueue(args, report.engine)
+    base_url = args.base_url or settings.llm_base_url
+    if not base_url:
+        raise ScoringError("Say where the model under test answers: --base-url URL (an OpenAI-compatible endpoint) "
+                           "or FORKPATHS_LLM_BASE_URL.")
+    try:
+        limits = AgentSettings(max_steps=args.max_steps, step_timeout_s=args.step_timeout)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = {"max_steps": "--max-steps", "step_timeout_s": "--step-timeout"}.get(str(err["loc"][0]), "")
+        raise ScoringError(f"{flag}: {err['msg']}.") from None
+    with session_scope(report.engine) as s:
+        run = ar.start_agent_run(
+            session=s, actor=_operator(s, args.as_user), release_version=args.release, model=args.model,
+            base_url=base_url, strategy=args.strategy, runs_per_task=args.runs, kind=args.kind,
+            workflow=args.workflow, temperature=args.temperature, seed=args.seed, only=args.dataset or [],
+            agent=args.agent or "", settings=limits, prices=settings.agent_prices,
+            artifacts=settings.artifact_store())
+        run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
+    if args.kind == "analyses" and args.runs < ar.COVERAGE_RUNS:
+        print(f"note: BLADE's coverage@10 needs at least {ar.COVERAGE_RUNS} runs per dataset (--runs "
+              f"{ar.COVERAGE_RUNS}); with {args.runs} it is not defined.", file=sys.stderr)
+    if args.enqueue:
+        from curation.services.jobs import enqueue_job
+
+        enqueue_job(report.engine, job_id)
+        print(f"Agent run {run_id} queued ({total} task runs): a worker runs it (forkpaths worker); follow it on "
+              f"the Agent runs page or with 'forkpaths agent show {run_id}'.", file=sys.stderr)
+        print(run_id)
+        return 0
+    print(f"Agent run {run_id}: {args.model} at {base_url}, {args.strategy}, {total} task runs on release "
+          f"{args.release}.", file=sys.stderr)
+    return _follow(report.engine, job_id, run_id, settings)
+
+
+def _act(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services import agent_runs as ar
+
+    report = initialise(settings)
+    if args.agent_command == "resume":
+        _check_enqueue(args, report.engine)
+        with session_scope(report.engine) as s:
+            run = ar.resume_agent_run(session=s, actor=_operator(s, args.as_user), run_id=args.run)
+            job_id = int(run.job_id or 0)
+        if args.enqueue:
+            from curation.services.jobs import enqueue_job
+
+            enqueue_job(report.engine, job_id)
+            print(args.run)
+            return 0
+        return _follow(report.engine, job_id, args.run, settings)
+    with session_scope(report.engine) as s:
+        actor = _operator(s, args.as_user)
+        if args.agent_command == "cancel":
+            run = ar.cancel_agent_run(session=s, actor=actor, run_id=args.run)
+            print(f"Agent run {run.id}: cancel asked; it stops after the task under way ({run.status}).")
+            return 0
+        if args.agent_command == "list":
+            for r in ar.list_agent_runs(session=s, actor=actor, release_version=args.release):
+                cost = "-" if r.cost is None else f"${r.cost:.4f}"
+                print(f"{r.id}\t{r.status}\t{r.tasks_done}/{r.tasks_total}\t{r.model}\t{r.strategy}\t"
+                      f"{r.release_version}\t{cost}\t{r.message[:80]}")
+            return 0
+        run = ar.get_agent_run(session=s, actor=actor, run_id=args.run)
+        rows = ar.task_runs(session=s, actor=actor, run_id=args.run)
+        data = {**run.model_dump(mode="json"),
+                "tasks": [{"task": t.task_key, "run": t.replicate, "status": t.status, "message": t.message,
+                           "tokens": [t.prompt_tokens, t.completion_tokens], "cost": t.cost,
+                           "tool_calls": t.tool_calls} for t in rows]}
+        print(json.dumps(data, indent=1, ensure_ascii=False))
+    return 0
+
+
+def add_agent_commands(sub: Any) -> None:
+    ag = sub.add_parser("agent", help="agent runs: a model answers a release's tasks; each run is scored")
+    ag.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    asub = ag.add_subparsers(dest="agent_command", required=True)
+    r = asub.add_parser("run", help="run a model on a release's tasks with a strategy, then score it")
+    r.add_argument("--release", required=True)
+    r.add_argument("--model", required=True, help="the model under test, as its endpoint names it")
+    r.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL; key: "
+                                      "FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY)")
+    r.add_argument("--strategy", choices=["oneshot", "react"], default="oneshot")
+    r.add_argument("--workflow", action="store_true", help="also write a workflow narrative per answer")
+    r.add_argument("--runs", type=int, default=1, help="runs per task (BLADE's coverage@10 needs 11)")
+    r.add_argument("--dataset", action="append", help="only this dataset (or task key); repeatable")
+    r.add_argument("--kind", default="analyses", help="analyses (default), hypotheses or mcq")
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--seed", type=int, default=0, help="run i is asked with seed + i")
+    r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent')")
+    r.add_argument("--max-steps", type=int, default=12, help="ReAct: tool calls at most")
+    r.add_argument("--step-timeout", type=float, default=30.0, help="ReAct: seconds one code run may take")
+    r.add_argument("--enqueue", action="store_true", help="hand it to the workers (PostgreSQL), print its id")
+    r.set_defaults(func=_run)
+    for name, text in (("resume", "do the rest of an interrupted, cancelled or failed run (finished tasks kept)"),
+                       ("cancel", "stop a run after the task under way"), ("show", "a run and its tasks, as JSON")):
+        p = asub.add_parser(name, help=text)
+        p.add_argument("run", type=int)
+        if name == "resume":
+            p.add_argument("--enqueue", action="store_true")
+        p.set_defaults(func=_act)
+    ls = asub.add_parser("list", help="agent runs, newest first")
+    ls.add_argument("--release")
+    ls.set_defaults(func=_act)

@@ -1,0 +1,169 @@
+"""``forkpaths checks``: programmatic tasks from a terminal.
+
+* ``checks run TASK --outputs DIR [--json]`` scores one output folder headless and prints each check's outcome
+  (TASK from the database's released checks, or ``--datascibench ROOT`` to read it from a DataSciBench tree with
+  no database at all);
+* ``checks list`` — the tasks with their candidates and what is released;
+* ``checks import-datascibench ROOT --dataset NAME`` — store a DataSciBench tree's tasks on a dataset (curators);
+* ``checks export-datascibench OUT`` — write the released tasks in DataSciBench's layout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from curation.settings import Settings
+
+__all__ = ["add_checks_commands", "format_outcome"]
+
+
+def format_outcome(outcome: Any) -> str:
+    """The lines ``checks run`` prints: one per check (score, status, label, sentence), then the task's CR."""
+    lines = [f"task {outcome.task}: {len(outcome.checks)} checks on {len(outcome.files)} output files"]
+    for c in outcome.checks:
+        lines.append(f"  {c.score}  {c.status:<12} {c.check_id[:10]:<10} [{c.task_type}] {c.function} / {c.metric}")
+        lines.append(f"       {c.sentence}")
+    cr = outcome.completion_rate
+    lines.append(f"completion rate {'—' if cr is None else f'{cr:.3f}'}  "
+                 f"({'passed: every check returned True' if outcome.passed else 'not passed'})")
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.errors import CurationError
+    from curation.services.sandbox_setting import configure_sandbox
+    from evaluation.programmatic.outputs import OutputsError, read_output_folder
+    from evaluation.programmatic.runner import CheckLimits, run_checks
+
+    try:
+        files = read_output_folder(Path(args.outputs))
+    except OutputsError as exc:
+        raise CurationError(str(exc)) from exc
+    if args.datascibench:
+        from exports.datascibench import DataSciBenchError, read_task
+
+        try:
+            task = read_task(Path(args.datascibench), args.task).task
+        except DataSciBenchError as exc:
+            raise CurationError(str(exc)) from exc
+        configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
+    else:
+        from curation.bootstrap import initialise
+        from curation.cli import _operator
+        from curation.db import session_scope
+        from curation.services.programmatic import task_for_scoring
+
+        report = initialise(settings)
+        with session_scope(report.engine) as session:
+            task = task_for_scoring(session=session, actor=_operator(session, getattr(args, "as_user", None)),
+                                    key=args.task)
+    if not task.checks:
+        raise CurationError(f"Task {task.key} has no released check to run.")
+    outcome = run_checks(task, files, limits=CheckLimits(check_timeout_s=args.timeout))
+    print(outcome.model_dump_json(indent=1) if args.json else format_outcome(outcome))
+    return 0
+
+
+def _list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.cli import _operator
+    from curation.db import session_scope
+    from curation.services.programmatic import list_programmatic_tasks
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        views = list_programmatic_tasks(session=session, actor=_operator(session, getattr(args, "as_user", None)))
+        rows: list[dict[str, Any]] = [{"task": v.task.key, "dataset": v.dataset,
+                 "checks": [{"id": c.item.id, "status": c.status, "released": c.released,
+                             "function": c.item.payload.get("function")} for c in v.checks],
+                 "artifacts": [{"id": a.item.id, "path": a.item.payload.get("path"), "status": a.status}
+                               for a in v.artifacts]} for v in views]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            released = sum(c["released"] for c in r["checks"])
+            print(f"{r['task']:<34} {r['dataset']:<18} checks {released} released of {len(r['checks'])}  "
+                  f"artifacts {sum(a['status'] == 'justifiable' for a in r['artifacts'])} accepted of "
+                  f"{len(r['artifacts'])}")
+    return 0
+
+
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from sqlmodel import select
+
+    from curation.bootstrap import initialise
+    from curation.cli import _operator
+    from curation.db import session_scope
+    from curation.errors import CurationError, NotFoundError
+    from curation.models import Dataset
+    from curation.services.programmatic import import_programmatic_tasks
+    from exports.datascibench import DataSciBenchError, read_tree
+
+    try:
+        read = read_tree(Path(args.root))
+    except DataSciBenchError as exc:
+        raise CurationError(str(exc)) from exc
+    report = initialise(settings)
+    with session_scope(report.engine) as session:  # one action: every task, or none
+        actor = _operator(session, getattr(args, "as_user", None))
+        dataset = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
+        if dataset is None:
+            raise NotFoundError(f"There is no dataset named {args.dataset!r}; register it first (add-dataset).")
+        stored = import_programmatic_tasks(session=session, actor=actor, dataset_id=dataset.id or 0,
+                                           tasks=[r.task for r in read], accept=not args.no_accept,
+                                           run_gate=not args.no_accept)
+        keys = [t.key for t in stored]
+    print(f"imported {len(keys)} programmatic task{'s' if len(keys) != 1 else ''} into {args.dataset}: "
+          f"{', '.join(keys)}")
+    return 0
+
+
+def _export(args: argparse.Namespace, settings: Settings) -> int:
+    from sqlmodel import select
+
+    from curation.bootstrap import initialise
+    from curation.cli import _operator
+    from curation.db import session_scope
+    from curation.models import ProgrammaticTask
+    from curation.services.programmatic import task_for_scoring
+    from exports.datascibench import write_task
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, getattr(args, "as_user", None))
+        keys = session.exec(select(ProgrammaticTask.key).order_by(ProgrammaticTask.key)).all()
+        tasks = [task_for_scoring(session=session, actor=actor, key=k) for k in keys]
+    out = Path(args.out)
+    for t in tasks:
+        write_task(out, t)
+    print(f"wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} in DataSciBench's layout to {out}")
+    return 0
+
+
+def add_checks_commands(sub: Any) -> None:
+    ck = sub.add_parser("checks", help="programmatic tasks: run checks on an output folder, list, import, export")
+    csub = ck.add_subparsers(dest="checks_command", required=True)
+    run = csub.add_parser("run", help="score one output folder against a task's checks (in the sandbox)")
+    run.add_argument("task", help="the task's key")
+    run.add_argument("--outputs", required=True, help="the agent's output folder for this task")
+    run.add_argument("--datascibench", metavar="ROOT",
+                     help="read the task from a DataSciBench tree instead of the database")
+    run.add_argument("--timeout", type=float, default=30.0, help="seconds each check may run (default 30)")
+    run.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    run.set_defaults(func=_run)
+    ls = csub.add_parser("list", help="the programmatic tasks, their checks and artifacts")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=_list)
+    im = csub.add_parser("import-datascibench", help="store a DataSciBench tree's tasks on a registered dataset")
+    im.add_argument("root")
+    im.add_argument("--dataset", required=True)
+    im.add_argument("--no-accept", action="store_true",
+                    help="store the checks and artifacts as candidates for review instead of accepted ground truth")
+    im.set_defaults(func=_import)
+    ex = csub.add_parser("export-datascibench", help="write the released programmatic tasks in DataSciBench's layout")
+    ex.add_argument("out")
+    ex.set_defaults(func=_export)

@@ -1,0 +1,523 @@
+"""Programmatic tasks (issue 20): import them, propose candidate checks and artifacts (by an LLM or a peer), vote
+on them like any decision, run the release gate, and put what passed into releases.
+
+Candidates are :class:`ProgrammaticItem` rows; votes are the usual :class:`Vote` rows (``target_kind``
+``prog_check`` / ``prog_artifact``, cast with :func:`curation.services.votes.cast_vote`, in stage 2, by analysts
+who submitted stage 1), and their status comes from the dataset's decision rule (:mod:`curation.ground_truth`),
+a stage-3 meeting outcome, or an import (a :class:`Consensus` row with the basis "imported").
+
+A check is **released** when its status is justifiable AND the release gate (run on the task's accepted artifacts
+and on known wrong outputs) released it for its current code; editing a check makes a new candidate (``seed_id``
+says which it edits), which needs its own votes and gate.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from curation.artifacts import ArtifactStore
+from curation.errors import CurationError, NotFoundError, PermissionDenied
+from curation.ground_truth import apply_rule, verdicts_by_voter
+from curation.models import (
+    Consensus,
+    Dataset,
+    MeetingOutcome,
+    ProgrammaticItem,
+    ProgrammaticTask,
+    Role,
+    User,
+    Vote,
+    utcnow,
+)
+from curation.services.accounts import require_role
+from curation.services.actor import judges_actor
+from curation.services.ground_truth import dataset_rule
+from curation.services.stages import require_reviewer
+from evaluation.programmatic.groundtruth import (
+    GateResult,
+    agree,
+    ask_checks,
+    ask_solutions,
+    gate,
+    run_solution,
+)
+from evaluation.programmatic.runner import CheckLimits, check_code_problem
+from exports.schema import (
+    PROGRAMMATIC_TASK_TYPES,
+    ProgrammaticArtifact,
+    ProgrammaticCheck,
+    ProgrammaticTaskRelease,
+)
+
+__all__ = [
+    "CandidateView",
+    "ProgrammaticError",
+    "TaskView",
+    "generate_candidates",
+    "import_programmatic_tasks",
+    "list_programmatic_tasks",
+    "programmatic_run_details",
+    "propose_artifact",
+    "propose_check",
+    "release_programmatic_tasks",
+    "run_release_gate",
+    "task_for_scoring",
+]
+
+log = logging.getLogger(__name__)
+MAX_ARTIFACT_BYTES = 20 * 1024 * 1024
+CURATING = (Role.CURATOR, Role.ADMIN)
+
+
+class ProgrammaticError(CurationError):
+    """A programmatic task, check or artifact that cannot be stored or run (what is wrong, what to do)."""
+
+
+def code_hash(payload: Mapping[str, Any]) -> str:
+    """What the gate's evidence is about: the check's code, rule and ground-truth path."""
+    body = json.dumps({k: payload.get(k) for k in ("code", "rule", "ground_truth")}, sort_keys=True)
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CandidateView:
+    """A candidate check or artifact with its status (from votes, a meeting, or an import) and its gate."""
+
+    item: ProgrammaticItem
+    status: str
+    why: str
+    votes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def released(self) -> bool:
+        if self.item.kind == "artifact":
+            return self.status == "justifiable"
+        g = self.item.gate or {}
+        return self.status == "justifiable" and bool(g.get("released")) and \
+            g.get("code_hash") == code_hash(self.item.payload)
+
+
+@dataclass
+class TaskView:
+    task: ProgrammaticTask
+    dataset: str
+    checks: list[CandidateView]
+    artifacts: list[CandidateView]
+
+
+def _status(session: Session, items: Sequence[ProgrammaticItem], dataset_id: int) -> list[CandidateView]:
+    rule = dataset_rule(session=session, dataset_id=dataset_id)
+    ids = [i.id for i in items]
+    votes: dict[str, list[Vote]] = {}
+    consensus: dict[str, Consensus] = {}
+    outcomes: dict[str, MeetingOutcome] = {}
+    if ids:
+        for v in session.exec(select(Vote).where(col(Vote.target_id).in_(ids),
+                                                 col(Vote.target_kind).in_(["prog_check", "prog_artifact"]))
+                              .order_by(col(Vote.id))).all():
+            votes.setdefault(v.target_id, []).append(v)
+        for c in session.exec(select(Consensus).where(col(Consensus.target_id).in_(ids))).all():
+            consensus[c.target_id] = c
+        for o in session.exec(select(MeetingOutcome).where(col(MeetingOutcome.target_id).in_(ids))
+                              .order_by(col(MeetingOutcome.recorded_at), col(MeetingOutcome.id))).all():
+            outcomes[o.target_id] = o
+    out = []
+    for item in items:
+        vs = votes.get(item.id, [])
+        rows = [{"annotator_id": v.annotator_id, "question": v.question, "answer": v.answer,
+                 "explanation": v.explanation} for v in vs]
+        if item.id in outcomes:
+            o = outcomes[item.id]
+            out.append(CandidateView(item, o.outcome, f"meeting {o.meeting_id}: {o.outcome} ({o.reason})", rows))
+            continue
+        record = consensus.get(item.id)
+        if not vs and record is not None and record.rule == "imported":
+            out.append(CandidateView(item, record.status, record.note or "imported as accepted ground truth", rows))
+            continue
+        verdicts = verdicts_by_voter(item.kind, ((str(v.annotator_id), v.question, v.answer) for v in vs))
+        result = apply_rule(rule, list(verdicts.values()))
+        out.append(CandidateView(item, result.status, result.why, rows))
+    return out
+
+
+def _task(session: Session, task_id: int) -> ProgrammaticTask:
+    task = session.get(ProgrammaticTask, task_id)
+    if task is None:
+        raise NotFoundError(f"There is no programmatic task {task_id}.")
+    return task
+
+
+def _items(session: Session, task_id: int) -> list[ProgrammaticItem]:
+    return list(session.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == task_id)
+                             .order_by(col(ProgrammaticItem.position), col(ProgrammaticItem.created_at))).all())
+
+
+def _view(session: Session, task: ProgrammaticTask) -> TaskView:
+    dataset = session.get(Dataset, task.dataset_id)
+    views = _status(session, _items(session, task.id or 0), task.dataset_id)
+    return TaskView(task, dataset.name if dataset else "?", [v for v in views if v.item.kind == "check"],
+                    [v for v in views if v.item.kind == "artifact"])
+
+
+@judges_actor
+def list_programmatic_tasks(*, session: Session, actor: User, dataset_id: int | None = None,
+                            review: bool = False) -> list[TaskView]:
+    """The programmatic tasks (of one dataset, or all) with their candidates and statuses.
+
+    ``review``: the analyst's view of one dataset's candidates, which shows peers' proposals: the same blinding
+    as reviewing any decision applies (stage 2 open, own stage 1 submitted)."""
+    require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN, Role.EVALUATOR)
+    stmt = select(ProgrammaticTask).order_by(col(ProgrammaticTask.key))
+    if dataset_id is not None:
+        stmt = stmt.where(ProgrammaticTask.dataset_id == dataset_id)
+        if review or actor.role == Role.ANALYST.value:
+            require_reviewer(session=session, actor=actor, dataset_id=dataset_id)
+    elif actor.role == Role.ANALYST.value:
+        raise PermissionDenied("Analysts see the programmatic tasks of one dataset they review at a time.")
+    return [_view(session, t) for t in session.exec(stmt).all()]
+
+
+def _artifact_payload(path: str, data: bytes) -> dict[str, Any]:
+    if len(data) > MAX_ARTIFACT_BYTES:
+        raise ProgrammaticError(f"The artifact {path} is {len(data) // 2**20} MB; artifacts are at most "
+                                f"{MAX_ARTIFACT_BYTES // 2**20} MB.")
+    clean = "/".join(p for p in path.replace("\\", "/").split("/") if p not in ("", "."))
+    if not clean or ".." in clean.split("/"):
+        raise ProgrammaticError(f"The artifact path {path!r} must be a relative path without '..'.")
+    return {"path": clean, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+            "content_b64": base64.b64encode(data).decode("ascii")}
+
+
+def _check_payload(fields: Mapping[str, Any]) -> dict[str, Any]:
+    task_type = str(fields.get("task_type") or "")
+    if task_type not in PROGRAMMATIC_TASK_TYPES:
+        raise ProgrammaticError(f"The task type {task_type!r} is none of DataSciBench's six: "
+                                f"{'; '.join(PROGRAMMATIC_TASK_TYPES)}.")
+    for key in ("function", "metric", "code"):
+        if not str(fields.get(key) or "").strip():
+            raise ProgrammaticError(f"A check needs its {key}.")
+    problem = check_code_problem(str(fields["code"]))
+    if problem:
+        raise ProgrammaticError(problem)
+    rule = str(fields.get("rule") or "").strip() or None
+    if rule:
+        try:
+            compile(rule, "<rule>", "eval")
+        except SyntaxError as exc:
+            raise ProgrammaticError(f"The rule does not parse ({exc.msg}); write a lambda such as "
+                                    "lambda x: x >= 0.8.") from None
+    gt = str(fields.get("ground_truth") or "").strip().strip("/")
+    if ".." in gt.split("/"):
+        raise ProgrammaticError("The ground-truth path must stay inside gt/ (no '..').")
+    return {"task_type": task_type, "function": str(fields["function"]).strip(),
+            "metric": str(fields["metric"]).strip(), "code": str(fields["code"]), "rule": rule, "ground_truth": gt}
+
+
+def _next_position(session: Session, task_id: int) -> int:
+    return len(_items(session, task_id))
+
+
+@judges_actor
+def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_id: int,
+                              tasks: Sequence[ProgrammaticTaskRelease], accept: bool = True,
+                              run_gate: bool = True, limits: CheckLimits | None = None) -> list[ProgrammaticTask]:
+    """Store tasks (read from a DataSciBench tree or a release) on a dataset, with their checks and artifacts.
+
+    ``accept``: their artifacts and checks count as accepted ground truth (basis "imported"), like BLADE's
+    imported decisions; checks still need the release gate to be released (run now with ``run_gate``).
+
+    Raises:
+        PermissionDenied: not a curator or admin (``actor`` None: the start-up registering the starters).
+        ProgrammaticError: a task key that exists, an input file the dataset does not have.
+    """
+    if actor is not None:
+        require_role(actor, *CURATING)
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    have = {"data.csv", Path(dataset.data_relpath).name, *(f.get("name", "") for f in dataset.files)}
+    stored = []
+    for t in tasks:
+        if session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == t.key)).first() is not None:
+            raise ProgrammaticError(f"A programmatic task named {t.key!r} exists already; nothing was imported.")
+        missing = [f for f in t.input_files if f not in have]
+        if missing:
+            raise ProgrammaticError(f"Task {t.key} reads {', '.join(missing)}, which dataset {dataset.name} does not "
+                                    f"have (it has {', '.join(sorted(have))}); nothing was imported.")
+        task = ProgrammaticTask(dataset_id=dataset_id, key=t.key, prompt=t.prompt, input_files=list(t.input_files),
+                                data_source_type=t.data_source_type, extra=dict(t.extra),
+                                created_by_id=actor.id if actor else None)
+        session.add(task)
+        session.flush()
+        items = []
+        for pos, a in enumerate(t.artifacts):
+            items.append(ProgrammaticItem(task_id=task.id or 0, dataset_id=dataset_id, kind="artifact",
+                                          source="imported", payload=a.model_dump(), position=pos))
+        for pos, c in enumerate(t.checks):
+            payload = _check_payload(c.model_dump())
+            # evidence the gate left with the task (a release, the starter tree): about exactly this code
+            kept = {**c.gate, "code_hash": code_hash(payload)} if c.gate and not run_gate else None
+            items.append(ProgrammaticItem(task_id=task.id or 0, dataset_id=dataset_id, kind="check",
+                                          source="imported", payload=payload, position=len(t.artifacts) + pos,
+                                          gate=kept, extra={"imported_id": c.id, "provenance": c.provenance}))
+        for item in items:
+            session.add(item)
+        session.flush()
+        if accept:
+            for item in items:
+                session.add(Consensus(dataset_id=dataset_id, target_kind=f"prog_{item.kind}", target_id=item.id,
+                                      status="justifiable", rule="imported",
+                                      note="imported with the task as accepted ground truth"))
+        if accept and run_gate:
+            accepted = {a.path: base64.b64decode(a.content_b64) for a in t.artifacts}
+            for item in (i for i in items if i.kind == "check"):
+                item.gate = {**_gate_record(_gate(t, item, accepted, None, limits)),
+                             "code_hash": code_hash(item.payload)}
+                session.add(item)
+        stored.append(task)
+    session.flush()
+    return stored
+
+
+def _as_check(item: ProgrammaticItem, status: str = "accepted") -> ProgrammaticCheck:
+    p = item.payload
+    return ProgrammaticCheck(id=item.id, task_type=p["task_type"], function=p["function"], metric=p["metric"],
+                             code=p["code"], rule=p.get("rule"), ground_truth=p.get("ground_truth") or "",
+                             status=status, gate=item.gate or {},
+                             provenance={"source": item.source, "seed_id": item.seed_id, **(item.extra or {})})
+
+
+def _gate(task: ProgrammaticTaskRelease, item: ProgrammaticItem, accepted: Mapping[str, bytes],
+          wrong: Mapping[str, Mapping[str, bytes]] | None, limits: CheckLimits | None) -> GateResult:
+    return gate(task, _as_check(item), accepted, wrong=wrong, limits=limits or CheckLimits())
+
+
+def _gate_record(result: GateResult) -> dict[str, Any]:
+    return {**result.model_dump(mode="json"), "at": utcnow().isoformat()}
+
+
+def _release_task(session: Session, task: ProgrammaticTask, *, released_only: bool = True) -> ProgrammaticTaskRelease:
+    view = _view(session, task)
+    artifacts = [ProgrammaticArtifact.model_validate({k: v.item.payload[k] for k in
+                                                      ("path", "sha256", "size", "content_b64")})
+                 for v in view.artifacts if v.released]
+    checks = [_as_check(v.item) for v in view.checks if v.released or not released_only]
+    return ProgrammaticTaskRelease(key=task.key, prompt=task.prompt, input_files=list(task.input_files),
+                                   data_source_type=task.data_source_type, artifacts=artifacts, checks=checks,
+                                   extra=dict(task.extra))
+
+
+@judges_actor
+def run_release_gate(*, session: Session, actor: User, item_id: str,
+                     wrong: Mapping[str, Mapping[str, bytes]] | None = None,
+                     limits: CheckLimits | None = None) -> ProgrammaticItem:
+    """Run the release gate for a candidate check and store its evidence on it (curators and admins).
+
+    ``wrong``: known wrong outputs (label → files) besides the ones made from the accepted artifacts.
+
+    Raises:
+        ProgrammaticError: the item is not a check, or the task has no accepted artifact and no wrong output.
+    """
+    require_role(actor, *CURATING)
+    item = session.get(ProgrammaticItem, item_id)
+    if item is None or item.kind != "check":
+        raise NotFoundError(f"There is no candidate check {item_id}.")
+    task = _task(session, item.task_id)
+    release_task = _release_task(session, task)
+    accepted = {a.path: base64.b64decode(a.content_b64) for a in release_task.artifacts}
+    if not accepted:
+        raise ProgrammaticError(f"Task {task.key} has no accepted artifact yet: accept one (by votes, or a meeting) "
+                                "before running the gate, which needs an output the check must pass on.")
+    result = _gate(release_task, item, accepted, wrong, limits)
+    item.gate = {**_gate_record(result), "code_hash": code_hash(item.payload)}
+    session.add(item)
+    session.flush()
+    return item
+
+
+@judges_actor
+def propose_check(*, session: Session, actor: User, task_id: int, fields: Mapping[str, Any],
+                  seed_id: str | None = None) -> ProgrammaticItem:
+    """A peer's check (a new one, or an edit of ``seed_id``), checked for shape (never run here).
+
+    Raises:
+        ProgrammaticError: an unknown task type, a missing field, code that does not parse or defines no function.
+    """
+    task = _task(session, task_id)
+    require_reviewer(session=session, actor=actor, dataset_id=task.dataset_id)
+    if seed_id is not None:
+        seed = session.get(ProgrammaticItem, seed_id)
+        if seed is None or seed.task_id != task_id or seed.kind != "check":
+            raise NotFoundError(f"There is no check {seed_id} of task {task.key} to edit.")
+    item = ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="check", source="peer",
+                            proposed_by_id=actor.id, seed_id=seed_id, payload=_check_payload(fields),
+                            position=_next_position(session, task_id))
+    session.add(item)
+    session.flush()
+    if item.payload.get("code") and seed_id is None:
+        log.info("check %s proposed for %s by %s", item.id, task.key, actor.username)
+    return item
+
+
+@judges_actor
+def propose_artifact(*, session: Session, actor: User, task_id: int, path: str, data: bytes,
+                     seed_id: str | None = None) -> ProgrammaticItem:
+    """A peer's ground-truth artifact (a file the correct solution writes)."""
+    task = _task(session, task_id)
+    require_reviewer(session=session, actor=actor, dataset_id=task.dataset_id)
+    item = ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="artifact", source="peer",
+                            proposed_by_id=actor.id, seed_id=seed_id, payload=_artifact_payload(path, data),
+                            position=_next_position(session, task_id))
+    session.add(item)
+    session.flush()
+    return item
+
+
+def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[str, bytes]:
+    """The bytes of the task's input files, from the dataset's stored folder."""
+    dataset = session.get(Dataset, task.dataset_id)
+    if dataset is None:
+        raise NotFoundError(f"Task {task.key}'s dataset is gone.")
+    folder = (store / dataset.data_relpath).parent
+    out = {}
+    for name in task.input_files:
+        rel = next((f.get("relpath") for f in dataset.files if f.get("name") == name), None)
+        path = store / rel if rel else folder / name
+        if name == "data.csv" and not path.is_file():
+            path = store / dataset.data_relpath
+        try:
+            out[name] = path.read_bytes()
+        except OSError as exc:
+            raise ProgrammaticError(f"The input file {name} of task {task.key} cannot be read from {path} "
+                                    f"({exc.strerror or exc}).") from exc
+    return out
+
+
+@judges_actor
+def generate_candidates(*, session: Session, actor: User, task_id: int, client: Any, samples: int, store: Path,
+                        limits: CheckLimits | None = None) -> dict[str, Any]:
+    """The DataSciBench pipeline with experts in the loop, one user action: the LLM writes ``samples`` solutions,
+    each runs in the sandbox; the outputs that agree become candidate artifacts; the LLM proposes checks. All
+    candidates await the analysts' votes. Returns a summary (agreement, errors of the samples, counts).
+
+    Raises:
+        PermissionDenied: not a curator or admin.
+        LLMNotConfigured / LLMCallError / LLMAnswerError: the LLM is missing, failed or answered garbage; nothing
+            is stored then.
+        ProgrammaticError: fewer than two samples asked for.
+    """
+    require_role(actor, *CURATING)
+    if not 2 <= samples <= 20:
+        raise ProgrammaticError("Ask for between 2 and 20 samples: self-consistency needs at least two.")
+    task = _task(session, task_id)
+    spec = _release_task(session, task, released_only=False)
+    inputs = task_inputs(session, task, store)
+    columns = {}
+    for name, data in inputs.items():
+        if name.endswith(".csv"):
+            columns[name] = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
+    codes = ask_solutions(client, spec, samples, columns)
+    timeout = (limits or CheckLimits()).check_timeout_s * 6
+    runs = [run_solution(code, inputs, timeout_s=timeout) for code in codes]
+    agreement = agree(runs)
+    proposed = ask_checks(client, spec, sorted(agreement.artifacts))
+    llm = client.describe()
+    position = _next_position(session, task_id)
+    created = {"artifacts": 0, "checks": 0}
+    for path, data in agreement.artifact_bytes().items():
+        session.add(ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="artifact", source="agreement",
+                                     payload=_artifact_payload(path, data), position=position,
+                                     extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
+                                            "samples": agreement.samples, "rule": agreement.rule, "llm": llm}))
+        position += 1
+        created["artifacts"] += 1
+    for c in proposed:
+        try:
+            payload = _check_payload(c.model_dump())
+        except ProgrammaticError as exc:
+            raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
+        session.add(ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="check", source="llm",
+                                     payload=payload, position=position, extra={"llm": llm}))
+        position += 1
+        created["checks"] += 1
+    summary = {"samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
+               "disagreeing": agreement.disagreeing, "errors": [r.error for r in runs if not r.ok], **created,
+               "solutions": codes}
+    task.extra = {**task.extra, "last_generation": {k: v for k, v in summary.items() if k != "solutions"}}
+    session.add(task)
+    session.flush()
+    return summary
+
+
+def release_programmatic_tasks(session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
+    """What a release carries for a dataset: each task with its accepted artifacts and its released checks
+    (tasks with no released check are left out: there is nothing to score them with)."""
+    tasks = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id)
+                         .order_by(col(ProgrammaticTask.key))).all()
+    out = [_release_task(session, t) for t in tasks]
+    return [t for t in out if t.checks]
+
+
+@judges_actor
+def task_for_scoring(*, session: Session, actor: User, key: str) -> ProgrammaticTaskRelease:
+    """The current released form of one task (for ``forkpaths checks run`` against the database)."""
+    require_role(actor, Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
+    task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == key)).first()
+    if task is None:
+        known = session.exec(select(ProgrammaticTask.key)).all()
+        raise NotFoundError(f"There is no programmatic task {key!r} (known: {', '.join(known) or 'none'}).")
+    return _release_task(session, task)
+
+
+@dataclass
+class RunDetails:
+    """A programmatic run's result and the output files it scored: {(run label, task): {path: bytes}}."""
+
+    result: Any
+    outputs: dict[tuple[str, str], dict[str, bytes]]
+
+
+@judges_actor
+def programmatic_run_details(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore) -> RunDetails:
+    """The result file and the submitted output folders of a succeeded programmatic run (evaluators, curators,
+    admins; refused to whoever is blind to the release's ground truth, which the result quotes).
+
+    Raises:
+        NotFoundError / ScoringError: no such run, not a programmatic run, or its files are gone or altered.
+    """
+    from curation.errors import ScoringError
+    from curation.services.blinding import withheld_ground_truth
+    from curation.services.scoring import get_run, stored_result, stored_submissions
+    from evaluation.programmatic.outputs import read_outputs_zip, split_by_task
+    from evaluation.tasks import programmatic as kind
+    from evaluation.tasks.programmatic import read_result
+
+    run = get_run(session=session, actor=actor, run_id=run_id)
+    if run.kind != kind.name or not run.result_path:
+        raise NotFoundError(f"Run {run_id} is not a scored programmatic run.")
+    _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=run.release_version,
+                                        names=sorted(run.dataset_hashes))
+    if withheld:
+        from curation.errors import BlindingViolation
+
+        raise BlindingViolation(f"{withheld} The run's details show it.")
+    try:
+        result = read_result(stored_result(run, artifacts))
+    except (OSError, ValueError) as exc:
+        raise ScoringError(f"Run {run_id}: its result file {run.result_path} cannot be read ({exc}).") from exc
+    keys = {o.task for o in result.outcomes}
+    outputs: dict[tuple[str, str], dict[str, bytes]] = {}
+    for index, (name, data) in enumerate(stored_submissions(run, artifacts)):
+        label = f"run {index + 1} ({name})"
+        for task, files in split_by_task(read_outputs_zip(data, label=name), keys, label=name).items():
+            outputs[(label, task)] = files
+    return RunDetails(result, outputs)

@@ -1,0 +1,159 @@
+"""What passes between a strategy, a task kind's agent hook and the services: tasks, settings, outcomes.
+
+A *task* is what one agent answers in one go: a release dataset for BLADE analyses, one hypothesis task for
+DiscoveryBench, one question for MCQs. Each task kind that agents can answer has an :class:`AgentKind` hook
+(registered by the kind's name, :func:`register_agent_kind`): it lists a release's tasks, tells the model the
+JSON shape of one answer, validates an answer (pydantic), and assembles the answers of every task and run into
+the kind's own submission files, which the kind then scores like any uploaded submission. Nothing here touches a
+database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from evaluation.errors import EvaluationError
+from exports.schema import Release
+
+__all__ = [
+    "ANSWERED",
+    "AgentKind",
+    "AgentSettings",
+    "AgentTask",
+    "Submission",
+    "TaskAnswer",
+    "TaskOutcome",
+    "UnknownAgentKind",
+    "agent_kind",
+    "agent_kind_names",
+    "register_agent_kind",
+]
+
+Strategy = Literal["oneshot", "react"]
+STRATEGIES: tuple[str, ...] = ("oneshot", "react")
+
+#: statuses whose answer goes into the submission
+ANSWERED = ("answered", "answered_without_code")
+
+
+class UnknownAgentKind(EvaluationError):
+    """No task kind of that name can be answered by an agent."""
+
+
+class AgentSettings(BaseModel):
+    """How an agent answers one task; recorded on the run (with the prompt templates' versions)."""
+
+    strategy: Strategy = "oneshot"
+    workflow: bool = Field(default=False, description="also write a workflow narrative per answer")
+    max_steps: int = Field(default=12, ge=1, le=100, description="ReAct: tool calls at most, then it must answer")
+    step_timeout_s: float = Field(default=30.0, gt=0, le=600, description="ReAct: wall clock of one code run")
+    observation_chars: int = Field(default=4000, ge=200, le=100_000,
+                                   description="ReAct: an observation is cut to this many characters")
+    sample_rows: int = Field(default=5, ge=0, le=50, description="rows of the data shown in the prompt")
+    memory_mb: int = Field(default=2048, gt=0, description="ReAct: memory of one code run")
+
+
+@dataclass(frozen=True)
+class AgentTask:
+    """One task as the model sees it: the question and the data it is about (already quoted)."""
+
+    key: str
+    kind: str
+    title: str
+    brief: str  # the question, the data dictionary and the sample rows, as prompt text
+    data_path: Path | None = None
+    dataset: str | None = None
+    columns: tuple[str, ...] = ()
+
+
+@dataclass
+class TaskOutcome:
+    """What one run of one task produced: a status and a sentence, the validated answer (or None), the
+    transcript, and what it cost (tokens, requests, seconds)."""
+
+    status: str
+    message: str
+    answer: dict[str, Any] | None
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0  # requests sent to the endpoint (0: every answer came from the cache)
+    cache_hits: int = 0
+    model_seconds: float = 0.0
+    tool_calls: int = 0
+    tool_seconds: float = 0.0
+    seconds: float = 0.0  # the task's wall clock, model and tools included
+
+
+@dataclass(frozen=True)
+class TaskAnswer:
+    """One (task, run) of an agent run, as the submission is assembled from it."""
+
+    task: str
+    replicate: int
+    status: str
+    message: str
+    answer: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One scoring run's worth of files: a label ("all runs", "run 3") and the files in the kind's format."""
+
+    label: str
+    files: list[tuple[str, bytes]]
+
+
+@runtime_checkable
+class AgentKind(Protocol):
+    """The agent side of a task kind (one module under ``evaluation/agents/``, registered by the kind's name)."""
+
+    name: str  # the task kind's name in evaluation.tasks
+    label: str  # "BLADE analyses (one task per dataset)"
+    strategies: tuple[str, ...]  # the strategies that make sense for it
+
+    def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None) -> list[AgentTask]:
+        """The release's tasks of this kind (``only``: those whose key or dataset is listed)."""
+        ...
+
+    def answer_shape(self, task: AgentTask, *, workflow: bool) -> str:
+        """The JSON shape of one answer, as the prompt shows it."""
+        ...
+
+    def validate(self, value: Any, task: AgentTask, *, workflow: bool) -> dict[str, Any]:
+        """The answer as stored, or ``ValueError`` / ``pydantic.ValidationError`` saying what is wrong."""
+        ...
+
+    def submissions(self, release: Release, answers: Sequence[TaskAnswer], *,
+                    source: dict[str, Any]) -> list[Submission]:
+        """The kind's submissions made of every answer (failed ones as the kind records failures): each is
+        scored as one run. A kind whose files hold several runs per task makes one; a kind whose files hold one
+        answer per task makes one per run of the agent."""
+        ...
+
+
+_AGENT_KINDS: dict[str, AgentKind] = {}
+
+
+def register_agent_kind(kind: Any) -> Any:
+    if not isinstance(kind, AgentKind):
+        raise TypeError(f"{kind!r} does not implement the AgentKind protocol")
+    _AGENT_KINDS[kind.name] = kind
+    return kind
+
+
+def agent_kind(name: str) -> AgentKind:
+    try:
+        return _AGENT_KINDS[name]
+    except KeyError:
+        known = ", ".join(_AGENT_KINDS) or "none"
+        raise UnknownAgentKind(f"Agents cannot answer tasks of kind '{name}'; they can answer: {known}.") from None
+
+
+def agent_kind_names() -> list[str]:
+    return list(_AGENT_KINDS)

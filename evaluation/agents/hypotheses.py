@@ -1,0 +1,109 @@
+"""Agents on DiscoveryBench hypothesis tasks (kind ``hypotheses``): one task per hypothesis task of the release;
+one answer is a hypothesis with its workflow (and, optionally, code, context, variables, relationship); the
+submission is the hypotheses submission (COMMON.md, ``forkpaths-hypotheses`` 1.0), one per run of the agent,
+since the format holds one answer per task. A task that got no usable answer is left out of that run's file
+(the kind scores it as unanswered)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
+from evaluation.agents.briefs import dictionary_text, sample_text
+from evaluation.llm.quoting import quote
+from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "HypothesisReply", "answer_shape", "data_files", "submissions", "tasks",
+           "validate"]
+
+name = "hypotheses"
+label = "DiscoveryBench hypotheses (one task per query)"
+strategies = ("oneshot", "react")
+FORMAT, FORMAT_VERSION = "forkpaths-hypotheses", "1.0"
+SAMPLE_ROWS = 5
+
+_SHAPE = json.dumps({"hypothesis": "<the hypothesis your analysis supports, in one or two sentences>",
+                     "workflow": "<the analysis step by step, in plain language>",
+                     "code": "<the Python code of the analysis (optional)>",
+                     "context": "<the population or condition it holds in (optional)>",
+                     "variables": ["<the variables involved (optional)>"],
+                     "relationship": "<how they are related (optional)>"}, indent=1)
+
+
+class HypothesisReply(BaseModel):
+    """One answer, as the model gives it (the task key is added when the submission is written)."""
+
+    model_config = ConfigDict(extra="ignore")
+    hypothesis: str = Field(min_length=1)
+    workflow: str = Field(min_length=1)
+    code: str | None = None
+    context: str | None = None
+    variables: list[str] | None = None
+    relationship: str | None = None
+
+
+def data_files(release_folder: Path, ds: DatasetRelease, task: HypothesisTaskRelease) -> list[Path]:
+    """The task's data files inside the release (by the dataset's file list; its data table when none)."""
+    by_name = {f.name: f for f in ds.files} | {Path(f.name).name: f for f in ds.files}
+    out = []
+    for fname in task.data_files:
+        rf = by_name.get(fname) or by_name.get(Path(fname).name)
+        if rf is not None:
+            out.append(release_folder / rf.path)
+    if not out and ds.data_file:
+        out.append(release_folder / ds.data_file)
+    return out
+
+
+def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None = None) -> list[AgentTask]:
+    out = []
+    for ds in release.datasets:
+        for t in ds.hypothesis_tasks:
+            if only and t.key not in only and ds.name not in only:
+                continue
+            paths = data_files(release_folder, ds, t)
+            first = next((p for p in paths if p.suffix.lower() in (".csv", ".tsv", ".txt")), None)
+            sample, columns = sample_text(first, SAMPLE_ROWS)
+            columns_desc = [c for f in ds.files for c in f.columns] or ds.dictionary
+            others = [p.name for p in paths if p != first]
+            brief = (f"Query: {quote(t.question)}\n\n"
+                     + (f"Domain: {quote(t.domain)}\n" if t.domain else "")
+                     + (f"Domain knowledge: {quote(t.domain_knowledge, limit=4000)}\n" if t.domain_knowledge else "")
+                     + f"Dataset: {quote(ds.description or ds.title or ds.name, limit=4000)}\n"
+                     f"Columns: {dictionary_text(columns_desc)}\n\n"
+                     f"The data table ({quote(first.name if first else 'none')}) has these columns: "
+                     f"{quote(', '.join(columns), limit=4000)}; its first rows, as CSV: {quote(sample, limit=6000)}"
+                     + (f"\nOther files of the task (not loaded): {quote(', '.join(others))}" if others else "")
+                     + "\n\nFind the hypothesis the data supports as an answer to the query, and say how you "
+                     "found it.")
+            out.append(AgentTask(key=t.key, kind=name, title=t.question[:120], brief=brief, data_path=first,
+                                 dataset=ds.name, columns=columns))
+    return out
+
+
+def answer_shape(task: AgentTask, *, workflow: bool) -> str:
+    return _SHAPE  # a hypotheses answer always carries its workflow
+
+
+def validate(value: Any, task: AgentTask, *, workflow: bool) -> dict[str, Any]:
+    return HypothesisReply.model_validate(value).model_dump(mode="json", exclude_none=True)
+
+
+def submissions(release: Release, answers: Sequence[TaskAnswer], *, source: dict[str, Any]) -> list[Submission]:
+    out = []
+    for r in sorted({a.replicate for a in answers}):
+        rows = [{"task": a.task, **(a.answer or {})} for a in sorted(answers, key=lambda a: a.task)
+                if a.replicate == r and a.status in ANSWERED and a.answer is not None]
+        body = {"format": FORMAT, "format_version": FORMAT_VERSION, "answers": rows}
+        out.append(Submission(f"run {r}", [(f"hypotheses-run{r}.json",
+                                            json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8"))]))
+    return out
+
+
+register_agent_kind(sys.modules[__name__])

@@ -1,0 +1,370 @@
+"""The ``hms`` judge: the LLM questions of DiscoveryBench's hypothesis matching score, through the one client.
+
+Prompts are written in our own words after evaluation-seeds-reference §1.4. Two families:
+
+* ``discoverybench`` (template ``hms-db@1``): upstream's questions one by one, with upstream's generation
+  settings: decomposition and context matching sampled at temperature 1 (max_tokens 4096); variables and
+  relationship at temperature 0, top_p 1, max_tokens 250, asked about the *full* gold and predicted hypotheses;
+* ``default`` (template ``hms@1``): temperature 0 and a fixed seed for every call, and each question asked once
+  for all pairs of a query (context, variables, relationship), so a query costs at most five calls
+  (two decompositions, one each for contexts, variables and relationships) and fewer when the gold or the
+  answer brings its own decomposition.
+
+Everything a person or an agent wrote (hypotheses, workflows, contexts, variables, dataset descriptions) is
+quoted as JSON strings with :data:`~evaluation.llm.DATA_NOTICE`, and answers that name pairs or variables that
+were not listed are refused (:class:`~evaluation.llm.ParseError`). Every call goes through
+:class:`~evaluation.llm.LLMClient`, which caches it with its provenance, so scoring again costs no call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from evaluation.hms.records import HMSMode, SubHypothesis
+from evaluation.judges.base import (
+    AgentVar,
+    GTModel,
+    GTVariable,
+    JudgeContext,
+    JudgeError,
+    ModelJudgement,
+    VariableJudgement,
+    register_judge,
+)
+from evaluation.judges.model_code import AgentModel
+from evaluation.llm import DATA_NOTICE, Answer, LLMClient, ParseError, quote, quote_json
+from evaluation.llm.parsing import extract_json
+from evaluation.submissions import ExtractedFunction
+
+__all__ = ["DEFAULT_SEED", "HMSJudge", "TEMPLATE_DB", "TEMPLATE_DEFAULT"]
+
+TEMPLATE_DEFAULT = "hms@1"
+TEMPLATE_DB = "hms-db@1"
+DEFAULT_SEED = 0
+T = TypeVar("T")
+
+_SYSTEM = ("You evaluate data-driven hypotheses against gold hypotheses. Answer only with the JSON asked for. "
+           + DATA_NOTICE)
+
+_DIMENSIONS = """A hypothesis has three dimensions:
+- context: the boundary conditions under which it holds (a population, a place, a period, a subset of the
+  data). A hypothesis about the whole dataset has the dataset's description as its context.
+- variables: the concepts that interact in it (for example "age" and "income").
+- relations: the form of the interaction (for example "positive", "positive and linear", "no relationship").
+Example: "Among sandhill cranes in Nebraska in 2019, body mass rose linearly with wing length" has the context
+"sandhill cranes in Nebraska in 2019", the variables "body mass" and "wing length", and the relation "positive
+and linear"."""
+
+_DECOMPOSE = """{dimensions}
+
+Below are the datasets (names, descriptions, columns), a hypothesis and the workflow that produced it, each
+quoted as JSON. Split the hypothesis into self-contained sub-hypotheses and give each one's dimensions, using only
+what the text states: the context ("None" if the text gives none), the variables (an empty list if none) and the
+relations ("None" if none).
+
+Datasets: {datasets}
+Hypothesis: {hypothesis}
+Workflow: {workflow}
+
+Answer as JSON: {{"sub_hypo": [{{"text": "<the sub-hypothesis>", "context": "<context>", "variables": ["<variable>"],
+"relations": "<relations>"}}]}}"""
+
+_CONTEXT_ONE = """{dimensions}
+
+Datasets: {datasets}
+Question asked of the data: {query}
+Gold context: {gold}
+Predicted context: {pred}
+
+Does the predicted context describe the same boundary conditions as the gold context? Two contexts that both
+cover the whole dataset match. Answer as JSON: {{"match": true}} or {{"match": false}}."""
+
+_CONTEXT_MANY = """{dimensions}
+
+Datasets: {datasets}
+Question asked of the data: {query}
+For each pair below (named like P0|G1), does the predicted context describe the same boundary conditions as the
+gold context? Two contexts that both cover the whole dataset match.
+{pairs}
+
+Answer as JSON with one entry per pair and no other: {{"pairs": {{"<pair>": {{"match": true or false,
+"explanation": "<one sentence>"}}}}}}"""
+
+_FULL = """{dimensions}
+
+Datasets: {datasets}
+Question asked of the data: {query}
+Hypothesis A (gold): {hypo_a}
+Workflow A: {workflow_a}
+Hypothesis B (predicted): {hypo_b}
+Workflow B: {workflow_b}
+
+{question}"""
+
+_VARS_DB = ("How many variables does hypothesis A use (sizeA), how many does hypothesis B use (sizeB), and how "
+            "many of A's variables does B also use, counting paraphrases and close matches (intersection)? "
+            'Answer as JSON: {"sizeA": <int>, "sizeB": <int>, "intersection": <int>, "explanation": "<why>"}')
+_LADDER = ('From general to specific: "some relationship" > "positive" > "positive and (linear or quadratic)" > '
+           '"positive and linear".')
+_REL_DB = ("Compare the relationship between the variables in hypothesis B with that in hypothesis A. Choose A if "
+           "they are very similar, B if B's is similar but more general than A's, C if they are different. "
+           + _LADDER + ' Answer as JSON: {"answer": "A" | "B" | "C", "explanation": "<why>"}')
+
+_VARS_MANY = """{dimensions}
+
+Datasets: {datasets}
+For each pair below (named like P0|G1), match the predicted variables to the gold variables one to one,
+counting paraphrases and close matches: list the [gold label number, predicted label number] pairs that name the
+same concept (gold variables are labelled G1, G2, ...; predicted ones B1, B2, ...).
+{pairs}
+
+Answer as JSON with one entry per pair and no other: {{"pairs": {{"<pair>": {{"matches": [[<gold number>,
+<predicted number>]], "explanation": "<one sentence>"}}}}}}"""
+
+_REL_MANY = """{dimensions}
+
+Datasets: {datasets}
+For each pair below (named like P0|G1), compare the predicted relationship with the gold one. Choose A if they
+are very similar, B if the predicted one is similar but more general than the gold one, C if they are different.
+""" + _LADDER + """
+{pairs}
+
+Answer as JSON with one entry per pair and no other: {{"pairs": {{"<pair>": {{"answer": "A" | "B" | "C",
+"explanation": "<one sentence>"}}}}}}"""
+
+
+def _object(text: str) -> dict[str, Any]:
+    value, _ = extract_json(text)
+    if not isinstance(value, dict):
+        raise ParseError("the answer is not a JSON object")
+    return value
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 0:
+        raise ParseError(f"{what} is not a whole number ≥ 0 ({value!r})")
+    return int(value)
+
+
+def parse_decomposition(text: str) -> list[SubHypothesis]:
+    data = _object(text)
+    items = data.get("sub_hypo")
+    if not isinstance(items, list) or not items:
+        raise ParseError("the answer has no sub_hypo list")
+    out = []
+    for n, it in enumerate(items):
+        if not isinstance(it, dict):
+            raise ParseError(f"sub_hypo[{n}] is not an object")
+        variables = it.get("variables", [])
+        if isinstance(variables, str):
+            variables = [] if variables.strip().lower() in ("", "none") else [variables]
+        if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
+            raise ParseError(f"sub_hypo[{n}].variables is not a list of strings")
+        context, relations = it.get("context", "None"), it.get("relations", "None")
+        if not isinstance(context, str) or not isinstance(relations, str):
+            raise ParseError(f"sub_hypo[{n}]: context and relations must be strings")
+        out.append(SubHypothesis(text=str(it.get("text", "")), context=context or "None",
+                                 variables=[v for v in variables if v.strip()], relations=relations or "None"))
+    return out
+
+
+def parse_match(text: str) -> bool:
+    match = _object(text).get("match")
+    if not isinstance(match, bool):
+        raise ParseError("the answer's match is not true or false")
+    return match
+
+
+def _pairs_of(text: str, asked: Sequence[str]) -> dict[str, dict[str, Any]]:
+    pairs = _object(text).get("pairs")
+    if not isinstance(pairs, dict):
+        raise ParseError("the answer has no pairs object")
+    extra = sorted(set(pairs) - set(asked))
+    if extra:
+        raise ParseError(f"the answer names pairs that were not asked about: {', '.join(extra)[:200]}")
+    missing = [p for p in asked if p not in pairs]
+    if missing:
+        raise ParseError(f"the answer leaves out {', '.join(missing)}")
+    if not all(isinstance(v, dict) for v in pairs.values()):
+        raise ParseError("each pair's answer must be an object")
+    return pairs
+
+
+class HMSJudge:
+    """The LLM judge of hypotheses (registered as ``hms``); built with the one :class:`LLMClient`."""
+
+    name = "hms"
+
+    def __init__(self, client: LLMClient) -> None:
+        self.base = client
+        self._clients: dict[tuple[tuple[str, Any], ...], LLMClient] = {}
+
+    # ---------------------------------------------------------------- clients and bookkeeping
+
+    def client(self, **params: Any) -> LLMClient:
+        """A client with the base configuration and these generation parameters (same endpoint, same cache)."""
+        key = tuple(sorted(params.items()))
+        if key not in self._clients:
+            self._clients[key] = LLMClient(self.base.config.model_copy(update=params))
+        return self._clients[key]
+
+    def settings(self, mode: HMSMode, step: str) -> dict[str, Any]:
+        """Generation parameters of a step: upstream's in ``discoverybench`` mode, temperature 0 and the seed
+        otherwise."""
+        if mode == "discoverybench":
+            if step in ("decompose", "context"):
+                return {"temperature": 1.0, "max_tokens": 4096, "seed": None, "top_p": None}
+            return {"temperature": 0.0, "max_tokens": 250, "top_p": 1.0, "seed": None}
+        return {"temperature": 0.0, "seed": self.base.config.seed if self.base.config.seed is not None
+                else DEFAULT_SEED, "top_p": None}
+
+    @property
+    def calls(self) -> int:
+        return sum(c.calls for c in self._clients.values())
+
+    @property
+    def cache_hits(self) -> int:
+        return sum(c.cache_hits for c in self._clients.values())
+
+    def configuration(self) -> dict[str, Any]:
+        return {"name": self.name, **self.base.describe(),
+                "templates": {"default": TEMPLATE_DEFAULT, "discoverybench": TEMPLATE_DB},
+                "settings": {m: {s: self.settings(m, s) for s in ("decompose", "context", "variables",  # type: ignore[arg-type]
+                                                                  "relationship")}
+                             for m in ("default", "discoverybench")}}
+
+    def ask(self, mode: HMSMode, step: str, user: str, parse: Callable[[str], T]) -> Answer[T]:
+        template = f"{TEMPLATE_DB if mode == 'discoverybench' else TEMPLATE_DEFAULT}/{step}"
+        return self.client(**self.settings(mode, step)).ask(
+            template=template, messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
+            parse=parse)
+
+    # ---------------------------------------------------------------- the questions
+
+    def decompose(self, mode: HMSMode, *, datasets: Any, hypothesis: str, workflow: str,
+                  ) -> Answer[list[SubHypothesis]]:
+        user = _DECOMPOSE.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), hypothesis=quote(hypothesis),
+                                 workflow=quote(workflow or ""))
+        return self.ask(mode, "decompose", user, parse_decomposition)
+
+    def context_one(self, *, datasets: Any, query: str, gold: str, pred: str) -> Answer[bool]:
+        user = _CONTEXT_ONE.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
+                                   gold=quote(gold), pred=quote(pred))
+        return self.ask("discoverybench", "context", user, parse_match)
+
+    def contexts_many(self, *, datasets: Any, query: str, pairs: dict[str, tuple[str, str]],
+                      ) -> Answer[dict[str, tuple[bool, str]]]:
+        lines = "\n".join(f"{k}: gold {quote(g)}; predicted {quote(p)}" for k, (g, p) in pairs.items())
+
+        def parse(text: str) -> dict[str, tuple[bool, str]]:
+            out = {}
+            for k, v in _pairs_of(text, list(pairs)).items():
+                if not isinstance(v.get("match"), bool):
+                    raise ParseError(f"{k}: match is not true or false")
+                out[k] = (v["match"], str(v.get("explanation", "")))
+            return out
+
+        user = _CONTEXT_MANY.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
+                                    pairs=lines)
+        return self.ask("default", "context", user, parse)
+
+    def _full(self, question: str, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str]) -> str:
+        return _FULL.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
+                            hypo_a=quote(gold[0]), workflow_a=quote(gold[1]), hypo_b=quote(pred[0]),
+                            workflow_b=quote(pred[1]), question=question)
+
+    def variables_full(self, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str],
+                       ) -> Answer[tuple[int, int, int, str]]:
+        def parse(text: str) -> tuple[int, int, int, str]:
+            d = _object(text)
+            return (_int(d.get("sizeA"), "sizeA"), _int(d.get("sizeB"), "sizeB"),
+                    _int(d.get("intersection"), "intersection"), str(d.get("explanation", "")))
+
+        return self.ask("discoverybench", "variables",
+                        self._full(_VARS_DB, datasets=datasets, query=query, gold=gold, pred=pred), parse)
+
+    def relationship_full(self, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str],
+                          ) -> Answer[tuple[str, str]]:
+        """The answer's letter as given (upstream scores an unrecognised one -1) and the explanation; an answer
+        that is not a JSON object is refused (upstream raises there)."""
+        def parse(text: str) -> tuple[str, str]:
+            d = _object(text)
+            return str(d.get("answer", "")).strip(), str(d.get("explanation", ""))
+
+        return self.ask("discoverybench", "relationship",
+                        self._full(_REL_DB, datasets=datasets, query=query, gold=gold, pred=pred), parse)
+
+    def variables_many(self, *, datasets: Any, pairs: dict[str, tuple[list[str], list[str]]],
+                       ) -> Answer[dict[str, tuple[int, str]]]:
+        lines = "\n".join(
+            f"{k}: gold variables: " + ", ".join(f"G{n}: {quote(v)}" for n, v in enumerate(g, 1))
+            + "; predicted variables: " + ", ".join(f"B{n}: {quote(v)}" for n, v in enumerate(p, 1))
+            for k, (g, p) in pairs.items())
+
+        def parse(text: str) -> dict[str, tuple[int, str]]:
+            out = {}
+            for k, v in _pairs_of(text, list(pairs)).items():
+                n_gold, n_pred = len(pairs[k][0]), len(pairs[k][1])
+                matches = v.get("matches")
+                if not isinstance(matches, list):
+                    raise ParseError(f"{k}: matches is not a list")
+                seen_g: set[int] = set()
+                seen_p: set[int] = set()
+                for m in matches:
+                    if not (isinstance(m, list) and len(m) == 2):
+                        raise ParseError(f"{k}: a match is not a [gold, predicted] pair")
+                    g, p = _int(m[0], "a gold number"), _int(m[1], "a predicted number")
+                    if not (1 <= g <= n_gold and 1 <= p <= n_pred):
+                        raise ParseError(f"{k}: the match [{g}, {p}] names a variable that was not listed")
+                    if g in seen_g or p in seen_p:
+                        raise ParseError(f"{k}: a variable is matched twice")
+                    seen_g.add(g)
+                    seen_p.add(p)
+                out[k] = (len(seen_g), str(v.get("explanation", "")))
+            return out
+
+        user = _VARS_MANY.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), pairs=lines)
+        return self.ask("default", "variables", user, parse)
+
+    def relationships_many(self, *, datasets: Any, pairs: dict[str, tuple[SubHypothesis, SubHypothesis]],
+                           ) -> Answer[dict[str, tuple[str, str]]]:
+        lines = "\n".join(f"{k}: gold {quote(g.relations)} (in {quote(g.text)}); predicted {quote(p.relations)} "
+                          f"(in {quote(p.text)})" for k, (g, p) in pairs.items())
+
+        def parse(text: str) -> dict[str, tuple[str, str]]:
+            out = {}
+            for k, v in _pairs_of(text, list(pairs)).items():
+                level = str(v.get("answer", "")).strip().upper()
+                level = re.sub(r"^\(?([ABC])[).:]?.*$", r"\1", level)
+                if level not in ("A", "B", "C"):
+                    raise ParseError(f"{k}: the answer {v.get('answer')!r} is not A, B or C")
+                out[k] = (level, str(v.get("explanation", "")))
+            return out
+
+        user = _REL_MANY.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), pairs=lines)
+        return self.ask("default", "relationship", user, parse)
+
+    # ---------------------------------------------------------------- not a BLADE judge
+
+    def _not_blade(self) -> JudgeError:
+        return JudgeError("The hms judge scores hypotheses (kind 'hypotheses'); choose the offline or llm judge "
+                          "for BLADE analyses.")
+
+    def describe_model(self, model: ExtractedFunction, *, context: JudgeContext,
+                       frame_columns: Sequence[str] | None = None) -> AgentModel:
+        raise self._not_blade()
+
+    def match_variables(self, gt: Sequence[GTVariable], agent: Sequence[AgentVar], *,
+                        context: JudgeContext) -> list[VariableJudgement]:
+        raise self._not_blade()
+
+    def match_models(self, gt: Sequence[GTModel], agent: AgentModel, *,
+                     context: JudgeContext) -> list[ModelJudgement]:
+        raise self._not_blade()
+
+
+@register_judge("hms", needs_llm=True)
+def _make(client: LLMClient) -> HMSJudge:
+    return HMSJudge(client)

@@ -1,0 +1,222 @@
+"""Run a programmatic task's checks on one output folder (in the sandbox) and score each outcome 0 / 1 / 2.
+
+The outcome of a check (DataSciBench's per-function score, evaluation-seeds-reference §2.5, with one change):
+
+* **2** — it returned ``True`` (after its rule, if any);
+* **1** — it ran and returned ``False``;
+* **0** — an error: it does not parse, defines no function, raised (a missing output file is the usual cause),
+  ran past its time limit, ran out of memory, was refused by the sandbox, changed the folders it may only read,
+  interfered with the measurement, or returned something that is not a boolean. Upstream counts a non-boolean
+  as correct with a warning; here it is an error and never counts as correct.
+
+Every outcome carries a status and a sentence for the person reading the drill-down.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+
+__all__ = [
+    "ERROR_STATUSES",
+    "DEFAULT_CHECK_LIMITS",
+    "CheckLimits",
+    "CheckResult",
+    "TaskOutcome",
+    "artifact_files",
+    "check_code_problem",
+    "completion_rate",
+    "run_checks",
+    "run_many",
+]
+
+Status = Literal["true", "false", "syntax", "no_function", "raised", "missing_file", "refused", "not_boolean",
+                 "rule_error", "timeout", "memory", "crashed", "interfered", "tampered", "no_output", "sandbox"]
+ERROR_STATUSES: tuple[str, ...] = ("syntax", "no_function", "raised", "missing_file", "refused", "not_boolean",
+                                   "rule_error", "timeout", "memory", "crashed", "interfered", "tampered",
+                                   "no_output", "sandbox")
+
+
+@dataclass(frozen=True)
+class CheckLimits:
+    """Per check: wall clock; per folder: the sandbox job's memory; sandbox jobs at a time. A scoring run takes
+    them from its scoring limits (``FORKPATHS_SCORE_ANALYSIS_TIMEOUT_S`` capped at 30 s per check,
+    ``FORKPATHS_SANDBOX_MEMORY_MB``), with two workers."""
+
+    check_timeout_s: float = 10.0
+    memory_mb: int = 2048
+    workers: int = 2
+
+    def describe(self) -> dict[str, Any]:
+        return {"check_timeout_s": self.check_timeout_s, "memory_mb": self.memory_mb, "workers": self.workers}
+
+
+DEFAULT_CHECK_LIMITS = CheckLimits()
+
+
+class CheckResult(BaseModel):
+    """One check's outcome on one output folder."""
+
+    check_id: str
+    task_type: str
+    function: str
+    metric: str
+    status: Status
+    score: int = Field(description="0 error, 1 ran and returned False, 2 returned True")
+    sentence: str
+    detail: str = Field(default="", description="the error, the traceback's last lines or the value returned")
+    stdout: str = ""
+    seconds: float = 0.0
+
+
+class TaskOutcome(BaseModel):
+    """A task's checks on one output folder (one run of the agent)."""
+
+    task: str
+    run: str = ""
+    files: list[dict[str, Any]] = Field(default_factory=list, description="the output folder's files: path, size")
+    checks: list[CheckResult] = Field(default_factory=list)
+    completion_rate: float | None = None
+    passed: bool = False
+
+
+def check_code_problem(code: str) -> str | None:
+    """A sentence if the check's code cannot be a check (does not parse, defines no function), else None. Only
+    parses (never runs) the code: safe outside the sandbox."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return f"The check's code does not parse: line {exc.lineno}: {exc.msg}."
+    if not any(isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) for n in tree.body):
+        return "The check's code defines no function; it must define one function of the ground truth, " \
+               "e.g. def check(ground_truth): ..."
+    return None
+
+
+def _score(status: str) -> int:
+    return 2 if status == "true" else 1 if status == "false" else 0
+
+
+def _sentence(raw: Mapping[str, Any], check: ProgrammaticCheck) -> tuple[Status, str, str]:
+    status = str(raw.get("status"))
+    error = str(raw.get("error") or "")
+    if status == "value":
+        value = bool(raw.get("value"))
+        via = f" through its rule {check.rule}" if check.rule else ""
+        return ("true", f"Passed: the check returned True{via}.", "") if value else \
+               ("false", f"Failed: the check ran and returned False{via}.", "")
+    if status == "raised" and error.startswith(("FileNotFoundError", "IsADirectoryError")):
+        return ("missing_file", "Error: an output file the check reads is missing from the output folder "
+                f"({error}).", str(raw.get("traceback") or error))
+    sentences = {
+        "syntax": f"Error: the check's code does not parse ({error}).",
+        "no_function": f"Error: {error}.",
+        "raised": f"Error: the check raised {error} (a missing or malformed output file is the usual cause).",
+        "refused": f"Error: the sandbox refused what the check tried: {error}.",
+        "not_boolean": (f"Error: the check returned {raw.get('repr')} ({raw.get('type')}), not a boolean; a result "
+                        "that is not a boolean is a check error and never counts as correct."),
+        "rule_error": f"Error: the rule {check.rule!r} failed on the check's result {raw.get('raw_repr')}: {error}.",
+        "timeout": f"Error: {error}.",
+        "memory": "Error: the check ran out of memory.",
+        "crashed": f"Error: {error}.",
+        "interfered": f"Error: {error}.",
+        "tampered": f"Error: {error}.",
+    }
+    if status not in sentences:
+        return "interfered", "Error: the check's process handed back an unknown status.", ""
+    detail = str(raw.get("traceback") or error or "")
+    return status, sentences[status], detail  # type: ignore[return-value]
+
+
+def artifact_files(task: ProgrammaticTaskRelease) -> dict[str, bytes]:
+    """The task's ground-truth artifacts as {path inside gt/: bytes}."""
+    return {a.path: base64.b64decode(a.content_b64) for a in task.artifacts}
+
+
+def completion_rate(checks: Sequence[CheckResult]) -> float | None:
+    """DataSciBench's CR for one task and run: the sum of scores over twice the number of checks."""
+    return sum(c.score for c in checks) / (2 * len(checks)) if checks else None
+
+
+def _outcome(task: str, run: str, outputs: Mapping[str, bytes], checks: Sequence[ProgrammaticCheck],
+             results: Sequence[CheckResult]) -> TaskOutcome:
+    cr = completion_rate(results)
+    return TaskOutcome(task=task, run=run, files=[{"path": p, "size": len(b)} for p, b in sorted(outputs.items())],
+                       checks=list(results), completion_rate=cr, passed=cr == 1.0)
+
+
+def _error_results(checks: Sequence[ProgrammaticCheck], status: Status, sentence: str) -> list[CheckResult]:
+    return [CheckResult(check_id=c.id, task_type=c.task_type, function=c.function, metric=c.metric, status=status,
+                        score=0, sentence=sentence) for c in checks]
+
+
+def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | None, *,
+               checks: Sequence[ProgrammaticCheck] | None = None, gt: Mapping[str, bytes] | None = None,
+               limits: CheckLimits = DEFAULT_CHECK_LIMITS, run: str = "") -> TaskOutcome:
+    """Run ``checks`` (default: the task's accepted checks) on one output folder, all in one sandbox job.
+
+    ``outputs`` None means the run has no folder for the task: every check scores 0 with status ``no_output``.
+    ``gt`` overrides the task's artifacts (the release gate runs a proposed check against candidate artifacts).
+
+    Raises:
+        SandboxError: the sandbox itself could not run (isolation unavailable).
+    """
+    from evaluation.programmatic.job import JOB_NAME
+    from evaluation.sandbox import SandboxLimits, run_job
+
+    chosen = list(checks) if checks is not None else [c for c in task.checks if c.status == "accepted"]
+    if outputs is None:
+        return _outcome(task.key, run, {}, chosen, _error_results(
+            chosen, "no_output", "Error: the run has no output folder for this task, so no check could run."))
+    if not chosen:
+        return _outcome(task.key, run, outputs, chosen, [])
+    payload = {
+        "outputs": {p: base64.b64encode(b).decode("ascii") for p, b in outputs.items()},
+        "gt": {p: base64.b64encode(b).decode("ascii") for p, b in (gt if gt is not None
+                                                                   else artifact_files(task)).items()},
+        "checks": [{"id": c.id, "code": c.code, "rule": c.rule, "ground_truth": c.ground_truth,
+                    "timeout_s": limits.check_timeout_s} for c in chosen],
+        "labels": [f"check {c.id}" for c in chosen],
+    }
+    sandbox = SandboxLimits(timeout_s=limits.check_timeout_s * len(chosen) + 15.0, memory_mb=limits.memory_mb)
+    raw = run_job(JOB_NAME, payload, data_path=None, limits=sandbox)
+    items = raw.get("checks") if raw.get("ok") else None
+    if not isinstance(items, list) or len(items) != len(chosen):
+        why = raw.get("error") or "the sandbox job ended without a result"
+        return _outcome(task.key, run, outputs, chosen, _error_results(
+            chosen, "sandbox", f"Error: the checks could not run in the sandbox: {why}"))
+    results = []
+    for check, item in zip(chosen, items, strict=True):
+        status, sentence, detail = _sentence(item, check)
+        results.append(CheckResult(check_id=check.id, task_type=check.task_type, function=check.function,
+                                   metric=check.metric, status=status, score=_score(status), sentence=sentence,
+                                   detail=detail, stdout=str(item.get("stdout") or ""),
+                                   seconds=float(item.get("seconds") or 0.0)))
+    return _outcome(task.key, run, outputs, chosen, results)
+
+
+def run_many(jobs: Sequence[tuple[ProgrammaticTaskRelease, Mapping[str, bytes] | None, str]], *,
+             limits: CheckLimits = DEFAULT_CHECK_LIMITS,
+             progress: Callable[[int, int], None] = lambda done, total: None) -> list[TaskOutcome]:
+    """Run many (task, output folder, run label) jobs, ``limits.workers`` sandbox jobs at a time, in order."""
+    out: list[TaskOutcome | None] = [None] * len(jobs)
+    done = 0
+
+    def one(index: int) -> None:
+        nonlocal done
+        task, outputs, run = jobs[index]
+        out[index] = run_checks(task, outputs, limits=limits, run=run)  # SandboxError: no sandbox at all
+        done += 1
+        progress(done, len(jobs))
+
+    with ThreadPoolExecutor(max_workers=max(1, limits.workers)) as pool:
+        list(pool.map(one, range(len(jobs))))
+    return [o for o in out if o is not None]

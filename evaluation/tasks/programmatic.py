@@ -1,0 +1,169 @@
+"""The programmatic kind ("programmatic"): DataSciBench-style tasks scored by checks run in the sandbox.
+
+A run is one or more zip files, each the output folders of **one run of the agent** over the release's
+programmatic tasks (one top-level folder per task, named by its key; see :mod:`evaluation.programmatic.outputs`).
+Every accepted check of every task runs on the matching folder (a task without a folder scores 0 on each of its
+checks, status ``no_output``); outcomes are 0 / 1 / 2 (:mod:`evaluation.programmatic.runner`) and aggregate into
+the completion rate, the success rate (pass@1 over the runs) and per function and per task type, with CIs
+(:mod:`evaluation.programmatic.metrics`). Its result file is a :class:`ProgrammaticResult`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from evaluation.programmatic.metrics import aggregate
+from evaluation.programmatic.outputs import OutputLimits, OutputsError, read_outputs_zip, split_by_task
+from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_many
+from evaluation.tasks.base import (
+    CheckedFile,
+    Column,
+    LeaderboardSpec,
+    RunView,
+    ScoredRun,
+    ScoringContext,
+    SubmissionCheckError,
+    fmt_score,
+)
+from evaluation.tasks.registry import register_kind
+from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticTaskRelease, Release
+
+__all__ = ["RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
+           "read_result", "release_tasks", "score", "summary_line"]
+
+name = "programmatic"
+label = "Programmatic checks (one zip of output folders per agent run, a folder per task)"
+item_noun = "task folders"
+uses_judge = False
+accepts_overrides = False
+view: str | None = "programmatic"
+
+_TYPE_LABELS = {"data cleaning & preprocessing": "cleaning", "data exploration & statistics understanding":
+                "exploration", "data visualization": "visualization", "predictive modeling": "modeling",
+                "data mining & pattern recognition": "mining", "interpretability & report generation": "report"}
+leaderboard = LeaderboardSpec(
+    role="ranked", sort_key="success_rate",
+    columns=(Column("success_rate", "SR (pass@1)", "ci", "share of (task, run) pairs whose every check passed"),
+             Column("completion_rate", "CR", "ci", "mean of check scores / 2 over tasks and runs"),
+             *(Column(f"type.{t}", f"CR {lab}", "ci") for t, lab in _TYPE_LABELS.items()),
+             Column("check_errors", "check errors", "count", "check outcomes scored 0 (an error)"),
+             Column("agent_runs", "agent runs", "count")))
+
+RESULT_FORMAT = "forkpaths-programmatic-result"
+RESULT_VERSION = "1.0"
+
+
+class ProgrammaticResult(BaseModel):
+    """The result file of a programmatic run: every (task, run) outcome and the scores."""
+
+    format: Literal["forkpaths-programmatic-result"] = "forkpaths-programmatic-result"
+    format_version: str = RESULT_VERSION
+    release_version: str
+    ground_truth_hash: str
+    runs: list[str] = Field(description="the zip files, one per agent run, in order")
+    limits: dict[str, Any] = Field(default_factory=dict)
+    outcomes: list[TaskOutcome]
+    scores: dict[str, Any]
+
+
+def dump_result(result: ProgrammaticResult) -> str:
+    return result.model_dump_json(indent=1)
+
+
+def read_result(data: bytes | str) -> ProgrammaticResult:
+    """Read a result file, refusing one of another format or version."""
+    result = ProgrammaticResult.model_validate_json(data)
+    if result.format_version != RESULT_VERSION:
+        raise ValueError(f"programmatic result format {result.format_version} is not {RESULT_VERSION}")
+    return result
+
+
+def release_tasks(release: Release) -> dict[str, ProgrammaticTaskRelease]:
+    """Every programmatic task of the release, by key."""
+    return {t.key: t for d in release.datasets for t in d.programmatic_tasks}
+
+
+def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
+                max_items: int | None) -> list[CheckedFile]:
+    """Each file a zip of output folders (one agent run), each top-level folder a task of the release.
+
+    Raises:
+        SubmissionCheckError: the release has no programmatic task, or a zip is unreadable, dangerous (zip bomb,
+            path traversal, symlink), too large, or has a folder that names no task (which file, which entry).
+    """
+    tasks = release_tasks(release)
+    if not tasks:
+        raise SubmissionCheckError(f"Release {release.version} has no programmatic tasks; choose a release that "
+                                   "has some (the starter release does).")
+    out = []
+    for fname, data in files:
+        try:
+            by_task = split_by_task(read_outputs_zip(data, label=fname), tasks, label=fname)
+        except OutputsError as exc:
+            raise SubmissionCheckError(f"{exc} Nothing was stored.") from exc
+        if not by_task:
+            raise SubmissionCheckError(f"{fname} holds no output folder for any task; name each folder by its task "
+                                       f"key ({', '.join(sorted(tasks))}).")
+        out.append(CheckedFile(fname, data, format="outputs-zip", items=len(by_task)))
+    return out
+
+
+def _limits(ctx: ScoringContext) -> CheckLimits:
+    return CheckLimits(check_timeout_s=min(ctx.limits.analysis_timeout_s, 30.0),
+                       memory_mb=min(ctx.limits.memory_mb, 4096), workers=2)
+
+
+def score(ctx: ScoringContext) -> ScoredRun:
+    """Every accepted check of every task on every run's folder, two sandbox jobs at a time."""
+    tasks = release_tasks(ctx.release)
+    jobs = []
+    runs = []
+    for index, (fname, data) in enumerate(ctx.files):
+        run = f"run {index + 1} ({fname})"
+        runs.append(fname)
+        by_task = split_by_task(read_outputs_zip(data, label=fname, limits=OutputLimits()), tasks, label=fname)
+        jobs += [(task, by_task.get(key), run) for key, task in sorted(tasks.items())]
+    limits = _limits(ctx)
+    outcomes = run_many(jobs, limits=limits,
+                        progress=lambda done, total: ctx.progress(done, total, f"task folder {done} of {total}"))
+    scores = {"programmatic": aggregate(outcomes)}
+    result = ProgrammaticResult(release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
+                                runs=runs, limits=limits.describe(), outcomes=outcomes, scores=scores)
+    errors = scores["programmatic"]["errors"]
+    note = (f"{errors} check outcome{'s' if errors != 1 else ''} scored 0 as errors (see the run details for "
+            "each one's reason)." if errors else "")
+    return ScoredRun(result_name="programmatic-result.json", result_bytes=dump_result(result).encode("utf-8"),
+                     scores=scores, items=len(jobs), message=note)
+
+
+def _ci(row: dict[str, Any], key: str, est: Mapping[str, Any] | None) -> None:
+    est = est or {}
+    row[key], row[f"{key}.low"], row[f"{key}.high"] = est.get("point"), est.get("ci_low"), est.get("ci_high")
+
+
+def leaderboard_values(run: RunView, dataset: str | None) -> dict[str, Any] | None:
+    """SR and CR with their intervals, CR per task type, the count of error outcomes and of agent runs."""
+    p = (run.scores_effective or {}).get("programmatic")
+    if p is None or dataset is not None:
+        return None
+    row: dict[str, Any] = {"check_errors": p.get("errors"), "agent_runs": p.get("runs")}
+    _ci(row, "success_rate", p.get("success_rate"))
+    _ci(row, "completion_rate", p.get("completion_rate"))
+    for t in PROGRAMMATIC_TASK_TYPES:
+        _ci(row, f"type.{t}", p.get("task_types", {}).get(t))
+    return row
+
+
+def summary_line(scores: Mapping[str, Any]) -> str:
+    p = scores.get("programmatic", {})
+    sr, cr = p.get("success_rate", {}), p.get("completion_rate", {})
+    return (f"SR {fmt_score(sr.get('point'))} [{fmt_score(sr.get('ci_low'))}, {fmt_score(sr.get('ci_high'))}]  "
+            f"CR {fmt_score(cr.get('point'))}  tasks {p.get('tasks', 0)}  runs {p.get('runs', 0)}  "
+            f"errors {p.get('errors', 0)}")
+
+
+register_kind(sys.modules[__name__])
