@@ -46,7 +46,7 @@ from typing import IO
 from curation.errors import ArtifactCorrupted, ArtifactMissing
 from exports.manifest import MANIFEST_NAME, parse_manifest
 
-__all__ = ["ArtifactStore", "is_sha256"]
+__all__ = ["ArtifactStore", "is_sha256", "write_atomic"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +65,22 @@ def _short(sha: str) -> str:
 
 def _capital(what: str) -> str:
     return what[:1].upper() + what[1:]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (temporary file beside it, fsync, rename): for the files a
+    job writes by path as it goes (:attr:`ArtifactStore.runs`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _fsync_dir(path: Path) -> None:

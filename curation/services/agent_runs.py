@@ -32,6 +32,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
+from curation.artifacts import write_atomic as _write_atomic
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, BlindingViolation, JobError, NotFoundError, ScoringError
 from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, User, utcnow
@@ -44,7 +45,6 @@ from curation.services.scoring import (
     SCORING_ROLES,
     JudgeSettings,
     ScoringLimits,
-    _write_atomic,
     execute_run,
     kind_names,
     register_run,

@@ -502,7 +502,7 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, arti
     from evaluation.tasks.programmatic import read_result
 
     run = get_run(session=session, actor=actor, run_id=run_id)
-    if run.kind != kind.name or not run.result_path:
+    if run.kind != kind.name or not run.result_sha256:
         raise NotFoundError(f"Run {run_id} is not a scored programmatic run.")
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=run.release_version,
                                         names=sorted(run.dataset_hashes))

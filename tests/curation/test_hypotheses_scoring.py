@@ -27,7 +27,7 @@ def world(engine, tmp_path):
 
 
 def result_of(world, run):
-    return read_result((world.runs / run.result_path).read_bytes())
+    return read_result(world.artifacts.get_bytes(run.result_sha256, what="the result"))
 
 
 def test_a_run_is_scored_recorded_and_ranked(world):
