@@ -167,6 +167,8 @@ def chosen_run() -> int | None:
 
 def choose_run(run_id: int | None) -> None:
     st.session_state[RUN_ID] = run_id
+
+
 # agent runs
 AGENT_RUN_ID = "fp.agent.run_id"
 
@@ -178,3 +180,16 @@ def chosen_agent_run() -> int | None:
 
 def choose_agent_run(run_id: int | None) -> None:
     st.session_state[AGENT_RUN_ID] = run_id
+
+
+REPRO_ITEM = "repro.chosen_item"
+
+
+def chosen_repro_item() -> str | None:
+    """The reproducibility item last opened in Run details (kept across reruns and overrides)."""
+    value = st.session_state.get(REPRO_ITEM)
+    return None if value is None else str(value)
+
+
+def choose_repro_item(key: str | None) -> None:
+    st.session_state[REPRO_ITEM] = key

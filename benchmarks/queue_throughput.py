@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from proc_cpu import load, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlmodel import select  # noqa: E402
 
@@ -97,6 +98,27 @@ def _workers_up(engine, n: int) -> bool:
         return int(conn.execute(text("select count(*) from procrastinate_workers")).scalar() or 0) >= n
 
 
+def _settle(pids: list[int], limit_s: float = 90.0) -> float:
+    """Wait until the workers are idle (their processes used under 0.05 s of CPU in the last second)."""
+    t0 = time.perf_counter()
+    before = tree_cpu(*pids)
+    while time.perf_counter() - t0 < limit_s:
+        time.sleep(1.0)
+        now = tree_cpu(*pids)
+        if now - before < 0.05:
+            break
+        before = now
+    return time.perf_counter() - t0
+
+
+def _database_cpu(engine) -> float:
+    """CPU seconds of the database server's processes serving the workers' connections (same machine only)."""
+    with engine.connect() as conn:
+        pids = [int(r[0]) for r in conn.execute(text(
+            "select pid from pg_stat_activity where application_name like 'forkpaths-worker/%'"))]
+    return tree_cpu(*pids) if pids else 0.0
+
+
 def _statuses(engine) -> list[str]:
     with session_scope(engine) as s:
         return [r.status for r in s.exec(select(ScoringRun)).all()]
@@ -114,21 +136,26 @@ def in_process(blade: Path) -> None:
 
             data = json.loads(world.multirun)
             one = dict(data, n=1, analyses=dict(list(data["analyses"].items())[:1]))
-            timings = {}
+            timings, cpus = {}, {}
             for label, files in (("1", [("one.json", json.dumps(one).encode())]), ("10", None)):
-                best = float("inf")
+                best = best_cpu = float("inf")
                 for _ in range(3):
                     run = world.register(files)
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
                     done = execute_run(world.engine, run.id, artifacts=world.artifacts)
                     best = min(best, time.perf_counter() - t0)
+                    best_cpu = min(best_cpu, tree_cpu(os.getpid()) - c0)
                     assert done.status == "succeeded", done.message
-                timings[label] = best
+                timings[label], cpus[label] = best, best_cpu
             per = (timings["10"] - timings["1"]) / 9
+            per_cpu = (cpus["10"] - cpus["1"]) / 9
             print(f"in one process: first run (ground truth built cold) {cold_s:.2f} s ({cold.progress_total} "
                   f"analyses); with the ground truth built: 1 analysis {timings['1']:.2f} s, 10 analyses "
                   f"{timings['10']:.2f} s -> {per * 1000:.0f} ms per analysis ({1 / per:.1f} analyses/s), fixed "
                   f"cost per run {timings['1'] - per:.2f} s")
+            print(f"  CPU (this process and its sandbox, not the database server): 1 analysis {cpus['1']:.2f} s, 10 "
+                  f"analyses {cpus['10']:.2f} s -> {per_cpu * 1000:.0f} ms per analysis, fixed "
+                  f"{cpus['1'] - per_cpu:.2f} s per run; {load()}")
         finally:
             schema.drop()
 
@@ -145,15 +172,22 @@ def throughput(blade: Path, workers: int, runs: int) -> float:
             t0 = time.perf_counter()
             _wait(lambda: _workers_up(schema.engine, workers))
             up_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
+            pids = [p.pid for p in procs]
+            settled = _settle(pids)  # each worker's sandbox imports pandas at its start: not part of the runs
+            t0, c0, db0 = time.perf_counter(), tree_cpu(*pids), _database_cpu(schema.engine)
             for run_id in ids:
                 enqueue_run(schema.engine, run_id)
             _wait(lambda: sum(s in ENDED for s in _statuses(schema.engine)) == runs + 1, step=0.2)
             wall = time.perf_counter() - t0
+            cpu, db = tree_cpu(*pids) - c0, _database_cpu(schema.engine) - db0
             ok = _statuses(schema.engine).count("succeeded") - 1
             n_analyses = 10 * runs
             print(f"{workers} worker(s): {runs} runs ({ok} succeeded), {n_analyses} analyses in {wall:.1f} s -> "
-                  f"{runs / wall:.2f} runs/s, {n_analyses / wall:.1f} analyses/s (workers ready after {up_s:.1f} s)")
+                  f"{runs / wall:.2f} runs/s, {n_analyses / wall:.1f} analyses/s (workers ready after {up_s:.1f} s, idle "
+                  f"after {settled:.1f} s more)")
+            print(f"  CPU: workers and their sandboxes {cpu:.1f} s ({cpu / n_analyses * 1000:.0f} ms per analysis), "
+                  f"their database connections ~{db:.1f} s ({db / n_analyses * 1000:.0f} ms per analysis) -> on 2 "
+                  f"idle cores at most ~{2 * n_analyses / (cpu + db):.0f} analyses/s; {load()}")
             return n_analyses / wall
         finally:
             _stop(procs)
@@ -211,8 +245,7 @@ def main() -> None:
     if not blade.is_dir():
         blade = Path("/work/shared/blade")
     skip = set(args.skip.split(","))
-    print(f"load average at start: {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} {os.getloadavg()[2]:.1f} on "
-          f"{os.cpu_count()} cores")
+    print(f"at start: {load()}")
     if "inprocess" not in skip:
         in_process(blade)
     if "throughput" not in skip:

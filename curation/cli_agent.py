@@ -76,9 +76,11 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             agent=args.agent or "", settings=limits, prices=settings.agent_prices,
             artifacts=settings.artifact_store())
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
-    if args.kind == "analyses" and args.runs < ar.COVERAGE_RUNS:
-        print(f"note: BLADE's coverage@10 needs at least {ar.COVERAGE_RUNS} runs per dataset (--runs "
-              f"{ar.COVERAGE_RUNS}); with {args.runs} it is not defined.", file=sys.stderr)
+    from evaluation.tasks import task_kind
+
+    advice = getattr(task_kind(args.kind), "min_runs_per_task", None)  # (runs, why), declared by the kind
+    if advice is not None and args.runs < advice[0]:
+        print(f"note: {advice[1]} (--runs {advice[0]}); with {args.runs} it is not defined.", file=sys.stderr)
     if args.enqueue:
         from curation.services.jobs import enqueue_job
 

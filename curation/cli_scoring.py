@@ -74,7 +74,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            mode=getattr(args, "mode", "default"),
                            k=getattr(args, "k", 10), kind=kind, artifacts=settings.artifact_store(),
                            max_bytes=settings.max_submission_bytes,
-                           judges=judge_settings(settings), source="cli", limits=scoring_limits(settings))
+                           judges=judge_settings(settings), source="cli", limits=scoring_limits(settings),
+                           llm_model=getattr(args, "llm_model", None) or "")
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
           f"{kind_of(kind).item_noun}).", file=sys.stderr)
     if getattr(args, "enqueue", False):
@@ -144,6 +145,9 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     # every connection of this worker (its jobs' and procrastinate's) names it in pg_stat_activity
     os.environ.setdefault("PGAPPNAME", f"forkpaths-worker/{os.getpid()}")
     report = initialise(settings)
+    from evaluation.sandbox import prewarm
+
+    prewarm(wait=False)  # the sandbox's template process imports pandas while the worker connects, not in its first run
     print(f"Worker {this_executor()} "
           f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
@@ -341,6 +345,43 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths reproduce RUN``: check the reproducibility of a run's analyses (or re-judge an imported
+    AIRepr run) as a new reproducibility run."""
+    from curation.services.reproducibility import reproduce_run
+
+    _check_enqueue(args, settings)
+    report = initialise(settings)
+    with session_scope(report.engine) as s:
+        run = reproduce_run(session=s, actor=_operator(s, args.as_user), run_id=args.run,
+                            artifacts=settings.artifact_store(),
+                            max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
+                            limits=scoring_limits(settings), inspector_model=args.inspector_model or "")
+    print(f"Run {run.id} registered: the reproducibility of run {args.run} ({run.progress_total} item(s) with a "
+          f"workflow; inspector {run.judge.get('model')}).", file=sys.stderr)
+    if args.enqueue:
+        _enqueue(report.engine, run.id or 0)
+        print(run.id)
+        return 0
+    return _foreground(report.engine, run.id or 0, settings, args.out)
+
+
+def _import_airepr(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths import-airepr PATH``: AIRepr's published result files as viewable reproducibility runs."""
+    from curation.services.reproducibility import import_airepr
+
+    report = initialise(settings)
+    with session_scope(report.engine) as s:
+        runs = import_airepr(session=s, actor=_operator(s, args.as_user), path=Path(args.path),
+                             artifacts=settings.artifact_store(),
+                             release_version=args.release)
+        lines = [f"Run {r.id}: {r.agent} · {r.model_name} on release {r.release_version}: "
+                 f"{_summary_line(r).split(': ', 1)[1]}" for r in runs]
+    print("\n".join(lines))
+    print(f"Imported {len(runs)} AIRepr run(s); re-judge one with 'forkpaths reproduce RUN'.", file=sys.stderr)
+    return 0
+
+
 def add_scoring_commands(sub: Any) -> None:
     sc = sub.add_parser("score", help="score an agent's submission against a release (registered as a run)")
     sc.add_argument("--release", required=True)
@@ -363,6 +404,8 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     sc.add_argument("--kind", default="analyses",
                     help="the task kind of the submission, as registered in evaluation.tasks (default: analyses)")
+    sc.add_argument("--llm-model", help="for a kind that asks a model of its own (reproducibility: the "
+                                        "inspector): which model (default FORKPATHS_LLM_MODEL)")
     sc.set_defaults(func=lambda a, s: _score(a, s, a.kind) if a.enqueue or a.out else sc.error(
         "--out is required (where to copy the result file), unless --enqueue"))
     sch = sub.add_parser("score-schema", help="print the JSON schema of a kind's submission file")
@@ -413,6 +456,20 @@ def add_scoring_commands(sub: Any) -> None:
     ex.add_argument("--json", dest="format", action="store_const", const="json")
     ex.add_argument("--out")
     runs.set_defaults(func=_cmd_runs)
+    rp = sub.add_parser("reproduce", help="check whether an inspector model can redo a run's analyses from their "
+                                          "workflows (a reproducibility run); re-judges an imported AIRepr run")
+    rp.add_argument("run", type=int)
+    rp.add_argument("--inspector-model", help="the model to ask (default FORKPATHS_LLM_MODEL, at its endpoint)")
+    rp.add_argument("--out", help="where to copy the result file")
+    rp.add_argument("--enqueue", action="store_true", help="queue it for the workers, print its id and return")
+    rp.add_argument("--as", dest="as_user")
+    rp.set_defaults(func=_reproduce)
+    ia = sub.add_parser("import-airepr", help="import AIRepr's result files (results/{model}_{dataset}_{agent}*.json)"
+                                              " as reproducibility runs to view and re-judge")
+    ia.add_argument("path", help="AIRepr's results/ folder, a folder holding it, or one file")
+    ia.add_argument("--release", help="the release the runs are filed under (default: the newest)")
+    ia.add_argument("--as", dest="as_user")
+    ia.set_defaults(func=_import_airepr)
     wk = sub.add_parser("worker", help="score queued runs (PostgreSQL): start one on any machine that reaches the "
                                        "database and mounts the artifact store (FORKPATHS_ARTIFACT_DIR)")
     wk.add_argument("--concurrency", type=int, default=1, help="runs scored at once by this worker (default 1)")

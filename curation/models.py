@@ -601,6 +601,23 @@ class ScoreOverride(SQLModel, table=True):
                                           description="a hypothesis facet: {'value': {...}, 'original': {...}}")
 
 
+class ReproducibilityOverride(SQLModel, table=True):
+    """An evaluator's correction of one item's reproducibility outcome (a reproducibility run), with the engine's
+    outcome, who, why and when. One per item: a second override of the same item is refused, not overwritten."""
+
+    __tablename__ = "reproducibility_override"
+    __table_args__ = (UniqueConstraint("run_id", "item"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="scoring_run.id", index=True)
+    item: str = Field(max_length=256, description="the item's key in the run's result")
+    original: str = Field(max_length=32, description="the engine's outcome")
+    value: str = Field(max_length=32, description="the outcome after the override")
+    reason: str
+    author_id: int = Field(foreign_key="user.id")
+    created_at: datetime = _ts()
+
+
 class JudgeLabel(SQLModel, table=True):
     """One judge decision sampled for expert labelling (the judge validation queue) and, once labelled, the
     expert's answer: does this pair / model row really match?"""

@@ -98,6 +98,57 @@ def _same_values(left: pd.Series, right: pd.Series) -> bool:
     return bool(left.reset_index(drop=True).equals(right.reset_index(drop=True)))
 
 
+def _differing(left: pd.DataFrame, right: pd.DataFrame, left_cols: list[int], right_cols: list[int]) -> list[bool]:
+    """For each pair of columns (by position), whether :func:`_same_values` finds them different.
+
+    Columns of one plain numpy dtype (numbers, booleans, objects) are compared together, one 2-D array per dtype
+    and side instead of one Series per column (a frame's every column, after each statement of every analysis);
+    each column's verdict is the one :func:`_same_values` gives it, which decides every other column."""
+    left_types, right_types = left.dtypes.tolist(), right.dtypes.tolist()
+    differ = [True] * len(left_cols)
+    groups: dict[np.dtype, list[int]] = {}
+    alone: list[int] = []
+    for j, (li, ri) in enumerate(zip(left_cols, right_cols, strict=True)):
+        dtype = left_types[li]
+        if dtype != right_types[ri]:
+            continue  # a dtype change is a change
+        if isinstance(dtype, np.dtype) and dtype.kind in "iubfO":
+            groups.setdefault(dtype, []).append(j)
+        else:
+            alone.append(j)
+    for dtype, js in groups.items():
+        lv = left.iloc[:, [left_cols[j] for j in js]].to_numpy(dtype=dtype)
+        rv = right.iloc[:, [right_cols[j] for j in js]].to_numpy(dtype=dtype)
+        verdicts = _block_same(lv, rv, dtype)
+        if verdicts is None:
+            alone += js
+            continue
+        for j, same in zip(js, verdicts, strict=True):
+            differ[j] = not same
+    for j in alone:
+        differ[j] = not _same_values(left.iloc[:, left_cols[j]], right.iloc[:, right_cols[j]])
+    return differ
+
+
+def _block_same(lv: np.ndarray, rv: np.ndarray, dtype: np.dtype) -> list[bool] | None:
+    """Per column of two equally shaped 2-D arrays of ``dtype``: equal, NaN-aware (None: compare one by one)."""
+    if dtype.kind == "f":
+        return [bool(x) for x in ((lv == rv) | (np.isnan(lv) & np.isnan(rv))).all(axis=0)]
+    if dtype.kind != "O":
+        return [bool(x) for x in (lv == rv).all(axis=0)]
+    try:
+        unequal = lv != rv
+    except (TypeError, ValueError):
+        return None
+    if not (isinstance(unequal, np.ndarray) and unequal.dtype == bool and unequal.shape == lv.shape):
+        return None
+    out = []
+    for j in range(lv.shape[1]):
+        rows = unequal[:, j]
+        out.append(not rows.any() or bool((pd.isna(lv[rows, j]) & pd.isna(rv[rows, j])).all()))
+    return out
+
+
 def describe_change(before: pd.DataFrame, after: Any) -> FrameChange:
     """Compare the frame before and after a transform's code ran.
 
@@ -146,9 +197,8 @@ def describe_change(before: pd.DataFrame, after: Any) -> FrameChange:
             # one block-wise take per frame instead of one per column
             left_frame, right_frame = before.iloc[b_rows, b_cols], frame.iloc[a_rows, a_cols]
             b_cols = a_cols = list(range(len(common)))
-        for name, bi, ai in zip(common, b_cols, a_cols, strict=True):
-            if not _same_values(left_frame.iloc[:, bi], right_frame.iloc[:, ai]):
-                changed.append(name)
+        differ = _differing(left_frame, right_frame, b_cols, a_cols)
+        changed = [name for name, d in zip(common, differ, strict=True) if d]
     return FrameChange(
         rows_before=len(before),
         rows_after=len(frame),

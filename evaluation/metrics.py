@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -58,6 +58,7 @@ __all__ = [
     "cluster_bootstrap_mean",
     "counted_runs",
     "f1",
+    "proportion_estimate",
     "score_runs",
     "unweighted_score",
     "weighted_score",
@@ -302,6 +303,97 @@ def _overall(per_dataset: Sequence[tuple[dict[str, float | None], dict[str, floa
     return out
 
 
+def _coverage_sets(run: RunRecord, mode: Mode) -> dict[str, set[object]]:
+    """What each coverage metric unions over a run (see the coverage functions above)."""
+    def units(graph: bool) -> set[object]:
+        found = run.transform.matched_graph_units if graph else run.transform.matched_value_units
+        return {u.name for u in found} if mode == "blade" else {u.id for u in found}
+
+    return {"cvar": set(run.matched_cvars), "model": set(run.matched_models),
+            "model_cvar": set(run.matched_models_cvar_blade if mode == "blade" else run.matched_models_cvar),
+            "value": units(False), "graph": units(True)}
+
+
+def _coverage_denominator(t: str, counts: GroundTruthCounts, runs: int) -> int:
+    return {"cvar": counts.num_cvars, "model": min(counts.num_models_unique, runs),
+            "model_cvar": min(counts.num_models, runs), "value": len(counts.units), "graph": len(counts.units)}[t]
+
+
+def _bootstrap(counted: Sequence[Sequence[RunRecord]], counts: Sequence[GroundTruthCounts], mode: Mode, k: int,
+               n_bootstrap: int, seed: int) -> dict[str, Any]:
+    """Every figure of :func:`_overall` over ``n_bootstrap`` resamples of each dataset's counted runs: exactly
+    the numbers of recomputing everything per replicate (the same draws, in the same order; the same float
+    operations, row by row), computed per decision type over all replicates at once.
+
+    A run's precision does not depend on the sample, so it is computed once per run; a replicate's coverage is
+    the size of a union of the first k sampled runs' sets, kept as bit masks."""
+    rng = np.random.default_rng(seed)
+    draws: list[list[np.ndarray]] = [[] for _ in counted]
+    for _ in range(n_bootstrap):
+        for d, runs in enumerate(counted):
+            draws[d].append(rng.integers(0, len(runs), size=len(runs)))
+    precision: dict[str, list[np.ndarray]] = {t: [] for t in DECISION_TYPES}
+    coverage: dict[str, list[np.ndarray | None]] = {t: [] for t in DECISION_TYPES}
+    for runs, count, picks in zip(counted, counts, draws, strict=True):
+        index = np.vstack(picks)  # (replicates, runs), C-contiguous: a row's mean is np.mean of that sample
+        first = index[:, :k]
+        sets = [_coverage_sets(r, mode) for r in runs]
+        for t in DECISION_TYPES:
+            per_run = np.asarray([PRECISION_METRICS[t](r, mode) for r in runs], dtype=float)
+            precision[t].append(np.mean(per_run[index], axis=1))
+            denominator = _coverage_denominator(t, count, first.shape[1])
+            if denominator <= 0:
+                coverage[t].append(None if mode == "blade" else np.zeros(n_bootstrap))
+                continue
+            bits: dict[object, int] = {}
+            masks = [sum(1 << bits.setdefault(item, len(bits)) for item in s[t]) for s in sets]
+            found = np.fromiter(((_union(masks, row)).bit_count() for row in first.tolist()), dtype=float,
+                                count=n_bootstrap)
+            coverage[t].append(found / denominator)
+    out: dict[str, Any] = {}  # each figure: an array of the replicates' values, or a list of None (undefined)
+    undefined: list[None] = [None] * n_bootstrap
+    f1s: dict[str, np.ndarray | None] = {}
+    for t in DECISION_TYPES:
+        p = np.mean(np.column_stack(precision[t]), axis=1)
+        columns = coverage[t]
+        c = None if any(x is None for x in columns) else np.mean(np.column_stack(columns), axis=1)  # type: ignore[arg-type]
+        f: np.ndarray | None = None
+        if c is not None:
+            total = p + c
+            with np.errstate(divide="ignore", invalid="ignore"):
+                f = 2 * p * c / total
+            zero = total == 0
+            if zero.any():
+                if mode == "blade":
+                    f = None
+                else:
+                    f[zero] = 0.0
+        out[f"precision.{t}"], out[f"coverage.{t}"] = p, (undefined if c is None else c)
+        out[f"f1.{t}"] = undefined if f is None else f
+        f1s[t] = f
+    if any(f is None for f in f1s.values()):
+        out["weighted"] = out["unweighted"] = undefined
+        return out
+    w = weights(counts, k)
+    weighted: np.ndarray | float = 0
+    for t in DECISION_TYPES:
+        weighted = weighted + w[t] * f1s[t]  # type: ignore[operator]
+    out["weighted"] = np.asarray(weighted, dtype=float)
+    cv, m, mc, v, g = (f1s[t] for t in ("cvar", "model", "model_cvar", "value", "graph"))
+    if mode == "blade":
+        out["unweighted"] = (cv + m + mc + 0.5 * g + 0.5 + v) / 4  # type: ignore[operator]  # BLADE's typo
+    else:
+        out["unweighted"] = (cv + m + mc + 0.5 * g + 0.5 * v) / 4  # type: ignore[operator]
+    return out
+
+
+def _union(masks: Sequence[int], row: Sequence[int]) -> int:
+    found = 0
+    for i in row:
+        found |= masks[i]
+    return found
+
+
 def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 10, n_bootstrap: int = 1000,
                seed: int = 0) -> Scores:
     """Precision, coverage@k, F1 per decision type, weighted and unweighted scores, bootstrap CIs.
@@ -328,7 +420,7 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
             notes.append(f"{d.counts.dataset}: {dropped} run(s) dropped as BLADE does (crashed after generation).")
         datasets.append(DatasetScores(dataset=d.counts.dataset, runs_submitted=len(d.runs), runs_counted=len(runs),
                                       precision=p, coverage=c, failures=dict(fails)))
-    boot: dict[str, list[float | None]] = {}
+    boot: dict[str, Any] = {}
     if n_bootstrap > 0 and data:
         short = [d.counts.dataset for d, runs in zip(data, counted, strict=True) if len(runs) <= k]
         empty = [d.counts.dataset for d, runs in zip(data, counted, strict=True) if not runs]
@@ -338,16 +430,11 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
         elif empty:
             notes.append(f"no bootstrap: no counted runs for {', '.join(empty)}.")
         else:
-            rng = np.random.default_rng(seed)
-            for _ in range(n_bootstrap):
-                sample = [[runs[i] for i in rng.integers(0, len(runs), size=len(runs))] for runs in counted]
-                figures = [_dataset_figures(s, c, mode, k) for s, c in zip(sample, counts, strict=True)]
-                for name, value in _overall(figures, counts, mode, k).items():
-                    boot.setdefault(name, []).append(value)
+            boot = _bootstrap(counted, counts, mode, k, n_bootstrap, seed)
 
     def estimate(name: str) -> Estimate:
         values = boot.get(name)
-        if not values or any(v is None for v in values):
+        if values is None or len(values) == 0 or any(v is None for v in values):
             return Estimate(point=overall[name])
         arr = np.asarray(values, dtype=float)
         lo, hi = np.quantile(arr, [0.025, 0.975])
@@ -361,6 +448,24 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
         weighted=estimate("weighted"), unweighted=estimate("unweighted"),
         bootstrap={name: estimate(name) for name in overall if name not in ("weighted", "unweighted")},
         failures=dict(failures), notes=notes)
+
+
+def proportion_estimate(values: Sequence[bool], *, n_bootstrap: int = 1000, seed: int = 0) -> Estimate:
+    """The share of ``True`` in ``values`` with its 95 % percentile-bootstrap interval (items resampled with
+    replacement); ``point`` None when there are no values, no interval when ``n_bootstrap`` is 0.
+
+    Used for rates over items (the reproducibility rate, accuracy): each item counts once."""
+    n = len(values)
+    if n == 0:
+        return Estimate(point=None)
+    arr = np.asarray(values, dtype=float)
+    point = float(arr.mean())
+    if n_bootstrap <= 0:
+        return Estimate(point=point)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, n, size=(n_bootstrap, n))].mean(axis=1)
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return Estimate(point=point, mean=float(means.mean()), ci_low=float(lo), ci_high=float(hi))
 
 
 def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], *, n_bootstrap: int = 1000,

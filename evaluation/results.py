@@ -17,6 +17,7 @@ figure can be checked, or re-stated in BLADE's definitions, without the release 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -110,7 +111,8 @@ class EvaluationResult(BaseModel):
     scores: Scores
 
 
-def library_versions() -> dict[str, str]:
+@functools.cache
+def _library_versions() -> tuple[tuple[str, str], ...]:
     """Versions of the libraries that can change a number (hashing, fitting, parsing), and Python's."""
     out = {"python": platform.python_version()}
     for name in _LIBRARIES:
@@ -118,7 +120,14 @@ def library_versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "absent"
-    return out
+    return tuple(out.items())
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that can change a number (hashing, fitting, parsing), and Python's."""
+    # Read once per process (importlib.metadata parses every installed package's metadata: tens of ms per run);
+    # a process goes on importing the versions it started with anyway.
+    return dict(_library_versions())
 
 
 def run_precisions(record: RunRecord, mode: Mode) -> dict[str, float]:

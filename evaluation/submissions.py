@@ -4,7 +4,8 @@
 * multi run: ``{"dataset_name": str, "n": int, "analyses": {"0": EntireAnalysis | [status, message], ...}}``
   as BLADE's generation script writes it; a ``[status, message]`` pair is a generation that failed.
 
-An ``EntireAnalysis`` is ``{cvars: {ivs, dv, controls}, transform_code, m_code}``. A file that is not JSON or
+An ``EntireAnalysis`` is ``{cvars: {ivs, dv, controls}, transform_code, m_code}`` plus, optionally,
+``workflow``: the analysis told as steps a person could rewrite the code from (see :class:`EntireAnalysis`). A file that is not JSON or
 has no ``dataset_name``/``analyses`` cannot be scored at all and raises :class:`SubmissionError`; everything
 else is judged per analysis: a missing field, a dataset the release lacks or code that does not parse gives that
 analysis a status and a sentence naming the analysis and the field, and the other analyses proceed.
@@ -151,9 +152,17 @@ class AgentVariables(_Model):
 
 
 class EntireAnalysis(_Model):
+    """One analysis: its variables, its transform and model code and, optionally, its workflow.
+
+    ``workflow`` (optional, forkpaths' addition to BLADE's schema): a narrative of the analysis from which a
+    person could rewrite the code without seeing it (AIRepr's "reproducibility of thought"). Analyses that carry
+    one qualify for the reproducibility facet (:mod:`evaluation.reproducibility`); the BLADE scores ignore it. It
+    must be text when given (``null`` means the same as leaving it out)."""
+
     cvars: AgentVariables
     transform_code: str
     m_code: str
+    workflow: str | None = None
 
 
 class ExtractedFunction(BaseModel):

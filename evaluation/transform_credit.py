@@ -10,12 +10,13 @@ wraps both into what :func:`evaluation.scoring.score_submission` takes: a per-an
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evaluation.groundtruth.build import build_dataset
-from evaluation.groundtruth.convert import Conversion, convert_transform
+from evaluation.groundtruth.convert import Conversion, convert_batch, convert_transform
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.groundtruth.sources import DatasetSource
 from evaluation.groundtruth.state import DerivationState
@@ -24,7 +25,7 @@ from evaluation.records import AgentUnit, TransformMatch, UnitRef
 from evaluation.submissions import SubmittedAnalysis
 from exports.schema import DatasetRelease
 
-__all__ = ["MATCHER_NAME", "TransformCredit", "agent_transform_code", "transform_credit"]
+__all__ = ["MATCHER_NAME", "BatchMatch", "TransformCredit", "agent_transform_code", "transform_credit"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,23 @@ MATCHER_NAME = "value+graph"
 
 #: Default limits of one analysis's code (its transform converted in the sandbox); scoring runs pass theirs.
 ANALYSIS_LIMITS = GroundTruthLimits(timeout_s=60.0)
+
+
+@dataclass
+class BatchMatch:
+    """One analysis's transform credit from :meth:`TransformCredit.match_batch`.
+
+    Attributes:
+        match: what :meth:`TransformCredit.match` gives (None when ``error`` is set or the code never ran).
+        error: the sandbox failed on this analysis (:meth:`TransformCredit.match` would have raised it).
+        by_deadline: the run's deadline stopped its code, or came before it could start (no ``match``).
+        limit_s: the time limit its code had.
+    """
+
+    match: TransformMatch | None
+    error: BaseException | None = None
+    by_deadline: bool = False
+    limit_s: float = 0.0
 
 
 @dataclass
@@ -57,7 +75,45 @@ class TransformCredit:
         if code is None:
             return TransformMatch(status="empty", message="The analysis has no transform code.", matcher=description)
         limits = self.limits if timeout_s is None else self.limits.model_copy(update={"timeout_s": timeout_s})
-        conversion = convert_transform(code, self.data_path, limits=limits)
+        return self._matched(convert_transform(code, self.data_path, limits=limits))
+
+    def match_batch(self, analyses: Sequence[SubmittedAnalysis], *, timeout_s: float | None = None,
+                    run_deadline: float | None = None) -> Iterator[BatchMatch]:
+        """:meth:`match` of each analysis, in order, their codes converted in as few sandbox jobs as possible
+        (:func:`~evaluation.groundtruth.convert.convert_batch`: each code still in a process of its own, within
+        its own limit), yielded as each is known. ``timeout_s`` replaces the limits' time limit of each code;
+        ``run_deadline`` (:func:`time.monotonic`): no code runs past it (``by_deadline``). Closing the iterator
+        stops the sandbox job."""
+        ready = self.state is not None and self.data_path is not None
+        codes = [agent_transform_code(a) if ready else None for a in analyses]
+        limits = self.limits if timeout_s is None else self.limits.model_copy(update={"timeout_s": timeout_s})
+        runnable = [c for c in codes if c is not None]
+        batch = (convert_batch(runnable, self.data_path, limits=limits, run_deadline=run_deadline)
+                 if runnable and self.data_path is not None else iter(()))
+        try:
+            for analysis, code in zip(analyses, codes, strict=True):
+                if code is None:
+                    yield BatchMatch(self.match(analysis))  # not_run or empty: nothing runs
+                    continue
+                item = next(batch)
+                if item.error is not None or item.conversion is None:
+                    yield BatchMatch(None, error=item.error, by_deadline=item.by_deadline, limit_s=item.limit_s)
+                    continue
+                try:
+                    found = self._matched(item.conversion)
+                except Exception as exc:  # noqa: BLE001 - as match() raising: this analysis fails, not the run
+                    yield BatchMatch(None, error=exc, limit_s=item.limit_s)
+                    continue
+                yield BatchMatch(found, by_deadline=item.by_deadline, limit_s=item.limit_s)
+        finally:
+            close = getattr(batch, "close", None)
+            if close is not None:
+                close()
+
+    def _matched(self, conversion: Conversion) -> TransformMatch:
+        """The conversion of an analysis's code matched against the ground truth."""
+        assert self.state is not None
+        description: dict[str, object] = {"name": MATCHER_NAME, "blade_compat": self.blade_compat}
         if conversion.state is None:
             return TransformMatch(status="timeout" if conversion.error_kind == "timeout" else "failed",
                                   message=conversion.error or "The transform code gave no units.",

@@ -6,6 +6,7 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.text import md
 from curation.models import Role, RunStatus
+from curation.services.reproducibility import reproduce_run
 from curation.services.scoring import (
     cancel_run,
     default_judge,
@@ -53,6 +54,9 @@ with st.expander("Score a submission", expanded=True), st.form(f"score.{state.fo
                     help="default fixes the upstream defects; blade (analyses) and discoverybench (hypotheses) "
                          "reproduce them to compare with published numbers")
     k = c6.number_input("k (coverage@k)", min_value=1, max_value=1000, value=10)
+    llm_model = st.text_input("Inspector model (reproducibility runs)", placeholder=cfg.llm_model or "FORKPATHS_LLM_MODEL",
+                              help="the model that redoes each analysis from its workflow; any model at the "
+                                   "configured endpoint (default: FORKPATHS_LLM_MODEL)")
     go = st.form_submit_button("Score", type="primary")
 if go:
     run = context.attempt(lambda s: register_run(
@@ -60,7 +64,7 @@ if go:
         agent=agent, model_name=model_name, judge=default_judge(kind) if judge == "the kind's own" else judge,
         mode=mode, k=int(k), kind=kind,
         artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
-        limits=context.scoring_limits()))
+        limits=context.scoring_limits(), llm_model=llm_model))
     if run is not None:
         worker.submit(run.id or 0)
         state.bump_form("score")
@@ -134,6 +138,22 @@ def runs_panel() -> None:
                 state.flash(f"Run {new.id} queued: run {pick} re-scored on release {new.release_version} "
                             f"(run {pick} is kept).")
                 st.rerun()
+    task = kind_of(run.kind)
+    # ranked runs (their analyses may carry workflows) and runs of kinds that ask a model (re-judged)
+    checkable = task.leaderboard.role == "ranked" or bool(getattr(task, "llm_role", ""))
+    if run.status == RunStatus.SUCCEEDED.value and checkable and c1.button(
+            "Check reproducibility", key="runs.reproduce",
+            help="an inspector model redoes each analysis that carries a workflow from the workflow alone (needs "
+                 "FORKPATHS_LLM_*); an imported AIRepr run is re-judged"):
+        new = context.attempt(lambda s: reproduce_run(
+            session=s, actor=user, run_id=pick, artifacts=cfg.artifact_store(),
+            max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(), limits=context.scoring_limits()))
+        if new is not None:
+            worker.submit(new.id or 0)
+            state.choose_run(new.id)
+            state.flash(f"Run {new.id} queued: the reproducibility of run {pick} ({new.progress_total} item(s) "
+                        "with a workflow).")
+            st.rerun()
     if user.role in (Role.CURATOR.value, Role.ADMIN.value) and run.status == RunStatus.SUCCEEDED.value:
         label = "Remove the official mark" if run.official else "Mark as official"
         if c2.button(label, key="runs.official") and context.succeeded(

@@ -10,7 +10,8 @@ from annotate_app.components.score_charts import confusion_figure
 from evaluation.agreement import AgreementReport
 
 KIND_LABELS = {"variable": "variable matching", "model": "model matching", "context": "HMS context matching",
-               "variables": "HMS variable overlap", "relationship": "HMS relationship level"}
+               "variables": "HMS variable overlap", "relationship": "HMS relationship level",
+               "reproducibility": "reproducibility verdicts (inspector)"}
 
 
 def judge_card(reports: Sequence[AgreementReport], *, key: str, charts: bool = True, empty: str | None = None) -> None:

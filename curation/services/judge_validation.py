@@ -19,6 +19,10 @@ from curation.services.scoring import SCORING_ROLES, get_run
 from evaluation.agreement import AgreementReport, agreement
 from evaluation.judges.base import MATCH_THRESHOLD
 
+#: the decisions this queue shows (variable and model matches); the reproducibility inspector's verdicts are
+#: labelled beside its items (curation.services.reproducibility), and their agreement shows in the card too
+MATCH_KINDS = ("variable", "model")
+
 __all__ = ["agreement_card", "label_decision", "next_to_label", "queue_counts", "sample_judge_decisions"]
 
 
@@ -70,14 +74,15 @@ def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int
 def queue_counts(*, session: Session, actor: User) -> tuple[int, int]:
     """(labelled, waiting) over the whole queue."""
     require_role(actor, *SCORING_ROLES)
-    rows = session.exec(select(JudgeLabel.expert_value).where(col(JudgeLabel.judge_label).is_(None))).all()
+    rows = session.exec(select(JudgeLabel.expert_value).where(col(JudgeLabel.kind).in_(MATCH_KINDS))).all()
     return sum(1 for r in rows if r is not None), sum(1 for r in rows if r is None)
 
 
 @judges_actor
 def next_to_label(*, session: Session, actor: User) -> JudgeLabel | None:
     require_role(actor, *SCORING_ROLES)
-    stmt = select(JudgeLabel).where(col(JudgeLabel.expert_value).is_(None)).order_by(col(JudgeLabel.id))
+    stmt = select(JudgeLabel).where(col(JudgeLabel.expert_value).is_(None), col(JudgeLabel.kind).in_(MATCH_KINDS)
+                                    ).order_by(col(JudgeLabel.id))
     waiting = list(session.exec(stmt).all())
     blind = blind_datasets(session=session, actor=actor, names={w.dataset for w in waiting})
     return next((w for w in waiting if w.dataset not in blind), None)  # never a blind dataset's decision

@@ -247,6 +247,21 @@ class JudgeSettings:
                                f"FORKPATHS_LLM_MODEL, or choose the {offline} judge.")
         return {"name": name, "model": self.llm.model, "base_url": self.llm.base_url}
 
+    def llm_configuration(self, role: str, model: str = "") -> dict[str, Any]:
+        """What a run records about the model a kind asks in ``role`` (the reproducibility inspector): the
+        configured endpoint and ``model`` (default: the configured model)."""
+        if not self.llm.configured:
+            raise ScoringError(f"This kind of run asks an LLM (its {role}): set FORKPATHS_LLM_BASE_URL and "
+                               "FORKPATHS_LLM_MODEL.")
+        model = model.strip() or self.llm.model or ""
+        if len(model) > 128 or not model.isprintable():
+            raise ScoringError("The model name must be printable text of at most 128 characters.")
+        return {"name": role, "model": model, "base_url": (self.llm.base_url or "").rstrip("/")}
+
+    def client(self, recorded: dict[str, Any]) -> LLMClient:
+        """The client of the model a run recorded at registration (the endpoint and key from the settings)."""
+        return LLMClient(self.llm.model_copy(update={"model": recorded.get("model") or self.llm.model}))
+
     def build(self, name: str) -> Judge:
         self.configuration(name)
         return make_judge(name, client=LLMClient(self.llm)) if judge_needs_llm(name) else make_judge(name)
@@ -276,7 +291,8 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
                  agent: str, model_name: str = "", judge: str = "offline", mode: str = "default", k: int = 10,
                  kind: str = "analyses", artifacts: ArtifactStore, max_bytes: int,
                  judges: JudgeSettings | None = None, source: str = "web",
-                 rescore_of_id: int | None = None, limits: ScoringLimits | None = None) -> ScoringRun:
+                 rescore_of_id: int | None = None, limits: ScoringLimits | None = None,
+                 llm_model: str = "") -> ScoringRun:
     """Check everything and record a queued run with its provenance and its stored submission files.
 
     Raises:
@@ -308,6 +324,9 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
     if not 1 <= k <= 1000:
         raise ScoringError(f"k must be between 1 and 1000 (got {k}).")
     judge_config = (judges or JudgeSettings()).configuration(judge) if task.uses_judge else {}
+    llm_role = getattr(task, "llm_role", "")  # a kind that asks a model of its own (the reproducibility inspector)
+    if llm_role:
+        judge_config = (judges or JudgeSettings()).llm_configuration(llm_role, llm_model)
     record = _releases._record(session, release_version)
     release = _releases.stored_release(record, artifacts)[0]  # refuses a failing release
     checked = _check_files(files, release, max_bytes, task, (limits or ScoringLimits()).max_analyses)
@@ -456,7 +475,7 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
             release=release, release_folder=release_folder, files=stored_submissions(run, artifacts),
             judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
             ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache,
-            progress=tick)
+            progress=tick, llm=_llm_of(task, run, judges))
         if fan_out is not None:
             from curation.services.fanout import can_fan_out, score_fanned_out
 
@@ -524,9 +543,18 @@ def score_parts(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
         return kind_of(run.kind), ScoringContext(
             release=release, release_folder=release_folder, files=stored_submissions(run, artifacts),
             judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
-            ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache)
+            ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache,
+            llm=_llm_of(kind_of(run.kind), run, judges))
 
     return help_score_parts(engine, run_id, build)
+
+
+def _llm_of(task: TaskKind, run: ScoringRun, judges: JudgeSettings) -> Callable[[], Any] | None:
+    """The client of the model a run recorded, for a kind that asks one (None for the others)."""
+    if not getattr(task, "llm_role", "") or not judges.llm.configured:
+        return None
+    recorded = dict(run.judge)
+    return lambda: judges.client(recorded)
 
 
 # ------------------------------------------------------------------------------------ queries and actions
@@ -609,4 +637,4 @@ def rescore_run(*, session: Session, actor: User, run_id: int, release_version: 
                         files=stored_submissions(old, artifacts), agent=old.agent, model_name=old.model_name,
                         judge=judge, mode=old.mode, k=old.k, kind=old.kind, artifacts=artifacts,
                         max_bytes=max_bytes, judges=judges, source=old.source,
-                        rescore_of_id=old.id, limits=limits)
+                        rescore_of_id=old.id, limits=limits, llm_model=str(old.judge.get("model", "")))

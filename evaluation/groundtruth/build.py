@@ -28,7 +28,7 @@ from evaluation.groundtruth.expand import (
     expand_path,
     mark_post_groupby,
 )
-from evaluation.groundtruth.graphhash import graph_key, is_isomorphic, wl_hash
+from evaluation.groundtruth.graphhash import graph_key, is_isomorphic, known_wl_hash
 from evaluation.groundtruth.paths import enumerate_paths
 from evaluation.groundtruth.runner import GroundTruthLimits, run_groundtruth_job
 from evaluation.groundtruth.sources import DatasetSource
@@ -129,7 +129,7 @@ def derive_state(specs: dict[str, Spec], paths: list[nx.DiGraph], step_states: l
                 return cache[0]
 
             if key not in wl_memo:
-                wl_memo[key] = wl_hash(sub())
+                wl_memo[key] = known_wl_hash(key, sub)
             wl = wl_memo[key]
             found = None
             for k_idx in bucket.get(wl, []):

@@ -9,18 +9,24 @@ anything again. The result can be matched against the ground truth like any subm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluation.groundtruth.convert_job import CONVERT_JOB
+from evaluation.groundtruth.convert_job import CONVERT_BATCH_JOB, CONVERT_JOB
 from evaluation.groundtruth.expand import POST_GROUPBY, StepState
-from evaluation.groundtruth.runner import GroundTruthLimits, JobFailed, run_groundtruth_job
+from evaluation.groundtruth.runner import (
+    GroundTruthLimits,
+    JobFailed,
+    checked_result,
+    run_groundtruth_job,
+    sandbox_limits_of,
+)
 from evaluation.groundtruth.state import DerivationState
 from evaluation.groundtruth.submission import ALL, TransformUnit, _chain, chain_state
 
-__all__ = ["ConvertedUnit", "Conversion", "convert_transform", "convert_transforms"]
+__all__ = ["BatchConversion", "ConvertedUnit", "Conversion", "convert_batch", "convert_transform", "convert_transforms"]
 
 _ALL_OUTPUT_VERBS = ("deduplicate", "orderby", "slice")
 
@@ -73,6 +79,48 @@ def convert_transform(code: str, data_path: Path, *, limits: GroundTruthLimits |
         return Conversion(units=[], state=None, error=f"the transform code could not be converted: {exc.reason}",
                           error_kind=exc.kind)
     return _conversion(result, iso_timeout_s)
+
+
+@dataclass
+class BatchConversion:
+    """One code's conversion in :func:`convert_batch`.
+
+    Attributes:
+        conversion: what :func:`convert_transform` would have given for the code alone (None: see below).
+        error: the sandbox itself failed on this code (:func:`convert_transform` would have raised it).
+        by_deadline: the run's deadline stopped the code (its conversion says ``timeout``) or came before it
+            started (no conversion).
+        limit_s: the time limit the code had.
+    """
+
+    conversion: Conversion | None
+    error: BaseException | None = None
+    by_deadline: bool = False
+    limit_s: float = 0.0
+
+
+def convert_batch(codes: Sequence[str], data_path: Path, *, limits: GroundTruthLimits | None = None,
+                  run_deadline: float | None = None, iso_timeout_s: float = 10.0) -> Iterator[BatchConversion]:
+    """:func:`convert_transform` of each code, in order, in as few sandbox jobs as possible: each code still
+    runs in a fresh process of its own within ``limits`` (:mod:`evaluation.sandbox.batch`), and gets exactly the
+    conversion it would get alone. ``run_deadline`` (:func:`time.monotonic`): no code runs past it. Yields as
+    each code is converted; closing the iterator stops the job."""
+    from evaluation.sandbox.batch import run_batch
+
+    sandbox_limits = sandbox_limits_of(limits or GroundTruthLimits())
+    for item in run_batch(CONVERT_BATCH_JOB, {}, list(codes), data_path=Path(data_path), limits=sandbox_limits,
+                          run_deadline=run_deadline):
+        if item.error is not None or item.result is None:
+            yield BatchConversion(None, error=item.error, by_deadline=item.by_deadline, limit_s=item.limit_s)
+            continue
+        try:
+            result = checked_result(item.result, sandbox_limits.model_copy(update={"timeout_s": item.limit_s}))
+        except JobFailed as exc:
+            conversion = Conversion(units=[], state=None, error_kind=exc.kind,
+                                    error=f"the transform code could not be converted: {exc.reason}")
+        else:
+            conversion = _conversion(result, iso_timeout_s)
+        yield BatchConversion(conversion, by_deadline=item.by_deadline, limit_s=item.limit_s)
 
 
 def convert_transforms(codes: list[str], data_path: Path, *, limits: GroundTruthLimits | None = None,

@@ -25,9 +25,11 @@ from evaluation.sandbox.registry import sandbox_job
 if TYPE_CHECKING:
     from evaluation.sandbox.runtime import JobContext
 
-__all__ = ["CONVERT_JOB", "convert_code", "convert_code_job", "execute_codes", "measure_codes"]
+__all__ = ["CONVERT_BATCH_JOB", "CONVERT_JOB", "convert_batch_job", "convert_code", "convert_code_job",
+           "execute_codes", "measure_codes"]
 
 CONVERT_JOB = "groundtruth.convert_transform"
+CONVERT_BATCH_JOB = "groundtruth.convert_transform_batch"
 
 
 def _state(obj: Any, hasher: Any) -> tuple[str, list[str], list[str], int | None]:
@@ -119,12 +121,15 @@ def execute_codes(payload: dict[str, Any], table: Any, sender: Any) -> None:
             sender.send({"type": "state", "error": None, "df": header, "names": names}, blobs)
 
 
-def measure_codes(payload: dict[str, Any], table: Any, states: Iterator[Any]) -> dict[str, Any]:
-    """The measuring side: turn the handed-over states into units and hashes (see :func:`convert_code`)."""
+def measure_codes(payload: dict[str, Any], table: Any, states: Iterator[Any], hasher: Any = None) -> dict[str, Any]:
+    """The measuring side: turn the handed-over states into units and hashes (see :func:`convert_code`).
+
+    ``hasher``: a :class:`~evaluation.groundtruth.hashing.ColumnHasher` to reuse (its cache is keyed by the
+    columns' content, so what it holds cannot change a hash)."""
     from evaluation.groundtruth.hashing import ColumnHasher
     from evaluation.sandbox.handoff import Interference
 
-    hasher = ColumnHasher()
+    hasher = hasher or ColumnHasher()
     results = [_convert_one(code, table, hasher, states) for code in _codes(payload)]
     for _extra in states:
         raise Interference("it handed over more states than the code has statements")
@@ -284,3 +289,34 @@ def convert_code_job(ctx: JobContext) -> dict[str, Any]:
         failed = {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
                   "interfered": True}
         return {"results": [dict(failed) for _ in _codes(payload)]} if "codes" in payload else failed
+
+
+@sandbox_job(CONVERT_BATCH_JOB)
+def convert_batch_job(ctx: JobContext) -> dict[str, Any]:
+    """The converter for many analyses on one table (:mod:`evaluation.sandbox.batch`): payload ``{"items":
+    [code, ...], "item_limits": {...}}``; each code is converted as :func:`convert_code_job` converts one, in a
+    child of its own forked from this process (which has read the table and never runs any code), and reported
+    as an ``item`` event. Code that interfered with the hand-over gets the interference error; the others are
+    untouched by it."""
+    from evaluation.groundtruth.hashing import ColumnHasher
+    from evaluation.sandbox.batch import child_limits, run_items
+    from evaluation.sandbox.handoff import Interference
+
+    codes = [str(code) for code in ctx.payload["items"]]
+    prepare = child_limits(float(ctx.payload["item_limits"]["timeout_s"]))
+    table = ctx.load_table()
+    ctx.close_data()
+    hasher = ColumnHasher()
+
+    def convert(index: int, last: bool) -> dict[str, Any]:
+        payload = {"code": codes[index]}
+        messages = ctx.split(lambda sender: execute_codes(payload, table, sender), prepare=prepare, last=last)
+        try:
+            return measure_codes(payload, table, messages, hasher)
+        except Interference as exc:
+            return {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
+                    "interfered": True}
+        finally:
+            messages.close()  # the child is killed now, before the next item's starts
+
+    return run_items(ctx, len(codes), convert)

@@ -14,12 +14,17 @@ from __future__ import annotations
 import hashlib
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
-__all__ = ["IsoTimeout", "derivation_subgraph", "graph_key", "is_isomorphic", "isomorphism", "wl_hash"]
+__all__ = ["IsoTimeout", "derivation_subgraph", "graph_key", "is_isomorphic", "isomorphism", "known_wl_hash",
+           "wl_hash"]
+
+_WL_BY_KEY: dict[str, str] = {}
+_WL_BY_KEY_MAX = 50_000
 
 
 class IsoTimeout(Exception):
@@ -46,6 +51,20 @@ def wl_hash(g: nx.DiGraph) -> str:
     with warnings.catch_warnings():  # networkx >= 3.5 warns that directed hashes changed; we pin the version
         warnings.simplefilter("ignore", UserWarning)
         return str(nx.weisfeiler_lehman_graph_hash(g, edge_attr="type", node_attr="val"))
+
+
+def known_wl_hash(key: str, graph: Callable[[], nx.DiGraph]) -> str:
+    """:func:`wl_hash` of the graph whose :func:`graph_key` is ``key`` (``graph()`` builds it), remembered for the
+    process: the same derivations recur in every analysis scored against a dataset (its data columns, the usual
+    first steps) and in every path of a ground truth. The key is an exact fingerprint of the labelled graph, so
+    a remembered hash is the hash."""
+    found = _WL_BY_KEY.get(key)
+    if found is None:
+        found = wl_hash(graph())
+        if len(_WL_BY_KEY) >= _WL_BY_KEY_MAX:
+            _WL_BY_KEY.clear()
+        _WL_BY_KEY[key] = found
+    return found
 
 
 def is_isomorphic(g1: nx.DiGraph, g2: nx.DiGraph, *, timeout_s: float) -> bool:

@@ -18,7 +18,7 @@ from evaluation.errors import EvaluationError
 from evaluation.groundtruth.jobs import JOB_NAME
 from evaluation.sandbox import SandboxLimits, run_job
 
-__all__ = ["GroundTruthLimits", "JobFailed", "run_groundtruth_job"]
+__all__ = ["GroundTruthLimits", "JobFailed", "checked_result", "run_groundtruth_job", "sandbox_limits_of"]
 
 
 class GroundTruthLimits(BaseModel):
@@ -63,11 +63,24 @@ def run_groundtruth_job(payload: dict[str, Any], *, data_path: Path, limits: Gro
         JobFailed: the job died (time, memory, a crash) or answered something that is not its result.
         SandboxError: the sandbox itself could not run (isolation unavailable and not waived).
     """
-    sandbox_limits = SandboxLimits(timeout_s=limits.timeout_s, memory_mb=limits.memory_mb,
-                                   max_file_mb=limits.max_file_mb)
+    sandbox_limits = sandbox_limits_of(limits)
     result = run_job(job, payload, data_path=Path(data_path), limits=sandbox_limits)
+    return checked_result(result, sandbox_limits)
+
+
+def sandbox_limits_of(limits: GroundTruthLimits) -> SandboxLimits:
+    """The sandbox's limits of a ground-truth job."""
+    return SandboxLimits(timeout_s=limits.timeout_s, memory_mb=limits.memory_mb, max_file_mb=limits.max_file_mb)
+
+
+def checked_result(result: dict[str, Any], limits: SandboxLimits) -> dict[str, Any]:
+    """A job's result (or one item's of a batch) without ``stdout`` and ``seconds``.
+
+    Raises:
+        JobFailed: it says the job died (time, memory, a crash) or failed.
+    """
     if result.get("ok") is False:
-        sentence = _reason(result, sandbox_limits)
+        sentence = _reason(result, limits)
         kind = result.get("error_kind")
         if kind == "timeout":
             raise JobFailed(f"executing the ground truth took longer than {limits.timeout_s:g} s: {sentence}",

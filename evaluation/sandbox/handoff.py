@@ -128,11 +128,16 @@ def _leave_like(status: int) -> None:
     os._exit(128 + number)
 
 
-def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
+def split(ctx: JobContext, body: Callable[[Sender], None], *, prepare: Callable[[], None] | None = None,
+          last: bool = True) -> Iterator[tuple[dict[str, Any], list[bytes]]]:
     """Fork now: run ``body(sender)`` (the untrusted part) in a child; iterate over the messages it sends.
 
     Step messages (``{"type": "step", "index": i}``) are passed on to the parent as progress and not yielded.
     The iterator ends after the child's end message, the child's end of file and its exit.
+
+    ``prepare`` runs in the child before anything untrusted (a batch's child sets its own limits there).
+    ``last``: this is the measurer's last fork, so it forbids itself new processes once the child is started; a
+    batch (:mod:`evaluation.sandbox.batch`) forks one child per item and passes ``False`` until its last item.
 
     Raises (while iterating):
         Interference: a malformed message, or the child leaving without its end message. After the end message
@@ -149,6 +154,8 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dic
             if sys.platform == "linux":
                 namespaces.die_with_parent()  # never outlives the measurer (process mode has no PID namespace)
             ctx.enter_child()
+            if prepare is not None:
+                prepare()
             sender = Sender(write_fd)
             ctx.untrusted()
             body(sender)
@@ -165,7 +172,8 @@ def split(ctx: JobContext, body: Callable[[Sender], None]) -> Iterator[tuple[dic
     os.close(write_fd)
     if sys.platform == "linux":
         namespaces.not_dumpable()  # the child (same user) cannot ptrace this process or read its memory
-        namespaces.forbid_new_processes()  # the measurer needed its one fork; it starts nothing else
+        if last:
+            namespaces.forbid_new_processes()  # the measurer needed its (last) fork; it starts nothing else
     return _messages(ctx, pid, read_fd)
 
 

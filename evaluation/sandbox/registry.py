@@ -24,6 +24,7 @@ ENGINE_MODULES: tuple[str, ...] = (
     "evaluation.hms.expression",
     "evaluation.programmatic.job",
     "evaluation.sandbox.agent_jobs",
+    "evaluation.reproducibility.script_job",
 )
 """Modules whose ``@sandbox_job`` functions may run in the sandbox. Add a module here to register its jobs."""
 

@@ -132,8 +132,11 @@ class JobContext:
         channel: TextIO,
         work: Path,
         audit_hook: bool,
+        isolated: bool = False,
     ) -> None:
         self.payload = payload
+        self.isolated = isolated
+        """The job has namespaces of its own (bubblewrap mode): ``/tmp`` and ``/dev/shm`` are its private tmpfs."""
         self.limits = limits
         self.data = data
         """The one data file of the job, opened read-only (closed by :meth:`untrusted`)."""
@@ -142,6 +145,7 @@ class JobContext:
         self.work = work
         """The job's private writable scratch directory (its working directory)."""
         self.output_limit = int(limits["max_output_chars"])
+        self._output_fd = output_fd
         self.output = BoundedOutput(os.fdopen(output_fd, "w", encoding="utf-8", errors="replace"), self.output_limit)
         self.guard = Guard(str(work))
         self._channel = channel
@@ -191,6 +195,15 @@ class JobContext:
                 handle.close()
         self.data = self.cache = None
 
+    def fresh_streams(self) -> None:
+        """Empty the captured output and the job's stderr (a batch's next item starts with neither: what its
+        death is said to be is read from its own stderr alone)."""
+        self.output.flush()
+        for fd in (self._output_fd, 2):
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.lseek(fd, 0, os.SEEK_SET)
+
     def enter_child(self) -> None:
         """In the child of :func:`evaluation.sandbox.handoff.split`: let go of the result channel and the data."""
         self.close_data()
@@ -199,11 +212,11 @@ class JobContext:
             os.close(self._channel.fileno())
         self._channel = None  # type: ignore[assignment]
 
-    def split(self, body: Any) -> Any:
+    def split(self, body: Any, *, prepare: Any = None, last: bool = True) -> Any:
         """Fork a child that runs ``body(sender)``; iterate over the data messages it hands over.
 
         See :mod:`evaluation.sandbox.handoff`: this process (the measurer) never runs the code."""
         from evaluation.sandbox.handoff import split
 
         self.close_data()
-        return split(self, body)
+        return split(self, body, prepare=prepare, last=last)

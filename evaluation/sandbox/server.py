@@ -288,6 +288,10 @@ class _Request:
     cancel_r: int = -1
     cancel_w: int = -1
     cancelled: threading.Event = field(default_factory=threading.Event)
+    on_event: Callable[[dict[str, Any]], float | None] | None = None
+    """Called with each event as it arrives (in the collecting thread); a number it returns is the job's new
+    deadline (:func:`time.monotonic`), which also restarts the flood count: how a batch gives each of its items
+    a time limit of its own (:mod:`evaluation.sandbox.batch`)."""
 
 
 def _open_data(data_path: Path | None) -> list[int]:
@@ -459,6 +463,10 @@ class _Sandbox:
                         continue  # not ours: ignore rather than trust
                     if isinstance(event, dict):
                         events.append(event)
+                        if request.on_event is not None:
+                            new_deadline = request.on_event(event)
+                            if new_deadline is not None:
+                                deadline, received = new_deadline, 0
                 if any(e.get("event") == "result" for e in events):
                     break  # all that matters is in (the output file is flushed before the result is sent)
         returncode = None
@@ -617,10 +625,19 @@ def _make_request(name: str, payload: dict[str, Any], data_path: Path | None, li
 
 
 def start_job(name: str, payload: dict[str, Any], *, data_path: Path | None, limits: SandboxLimits,
-              finish: Callable[[Outcome], T]) -> JobHandle[T]:
-    """Start a registered job in the background; ``finish`` turns its :class:`Outcome` into the result."""
+              finish: Callable[[Outcome], T],
+              on_event: Callable[[dict[str, Any]], float | None] | None = None,
+              timeout_s: float | None = None) -> JobHandle[T]:
+    """Start a registered job in the background; ``finish`` turns its :class:`Outcome` into the result.
+
+    ``on_event`` sees each event as it arrives and may move the job's deadline (see :class:`_Request`);
+    ``timeout_s`` is the wall clock until then (default ``limits.timeout_s``, which also sets the CPU limit)."""
     isolation.require_isolation()  # refuse at once, in the caller's thread, where isolation is unavailable
-    return JobHandle(_make_request(name, payload, data_path, limits), finish)
+    request = _make_request(name, payload, data_path, limits)
+    request.on_event = on_event
+    if timeout_s is not None:
+        request.timeout = timeout_s
+    return JobHandle(request, finish)
 
 
 def generic_result(outcome: Outcome, limits: SandboxLimits, labels: Sequence[str] = ()) -> dict[str, Any]:

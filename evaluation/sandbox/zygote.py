@@ -55,7 +55,7 @@ def _preload() -> None:
     import statsmodels.formula.api  # noqa: F401
 
     from evaluation import inference  # noqa: F401
-    from evaluation.sandbox import frames, handoff  # noqa: F401 - both sides of every split job use them
+    from evaluation.sandbox import batch, frames, handoff  # noqa: F401 - both sides of every split job use them
     from evaluation.sandbox.code_jobs import preview_rows
 
     registry.import_engine_modules()
@@ -104,7 +104,8 @@ def _worker(spec: dict[str, Any], fds: dict[str, int | None], work: Path, *, iso
         cache = cast(BinaryIO, os.fdopen(_fd(fds, "cache"), "rb")) if fds.get("cache") is not None else None
         ctx = JobContext(payload=spec["payload"], limits=spec["limits"], data=data, cache=cache,
                          output_fd=fds["output"],  # type: ignore[arg-type]
-                         channel=channel, work=work, audit_hook=bool(spec.get("audit_hook", True)))
+                         channel=channel, work=work, audit_hook=bool(spec.get("audit_hook", True)),
+                         isolated=isolated)
         result = function(ctx)
     except MemoryError:
         result = {"ok": False, "error_kind": "memory", "phase": "sandbox"}

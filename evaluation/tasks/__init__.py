@@ -52,3 +52,4 @@ __all__ = [
 # registered after the first kinds, so their order (and the default ranked kind) stays as it was
 from evaluation.tasks import hypotheses as _hypotheses  # noqa: E402, F401 - registers the kind
 from evaluation.tasks import programmatic as _programmatic  # noqa: E402, F401 - registers the kind
+from evaluation.tasks import reproducibility as _reproducibility  # noqa: E402, F401 - registers the kind

@@ -19,7 +19,7 @@ from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.metrics import DECISION_TYPES, DatasetRuns, score_runs
 from evaluation.records import UnitRef
 from evaluation.results import DatasetResult, EvaluationResult, build_result, dump_result
-from evaluation.scoring import RunBudget, TransformMatcher, score_submission
+from evaluation.scoring import RunBudget, TransformBatch, TransformMatcher, score_submission
 from evaluation.submissions import TooManyAnalyses, parse_submission, printable
 from evaluation.tasks.base import (
     CheckedFile,
@@ -61,6 +61,8 @@ item_noun = "analyses"
 uses_judge = True
 accepts_overrides = True
 view: str | None = "analyses"
+#: an agent run's advice (optional attribute of a kind): BLADE's coverage@10 needs k + 1 = 11 runs per dataset
+min_runs_per_task: tuple[int, str] | None = (11, "BLADE's coverage@10 needs at least 11 runs per dataset")
 
 #: decision types in the order the pages show them, with their labels
 _SHOWN = {"cvar": "variables", "value": "transforms (value)", "graph": "transforms (graph)",
@@ -124,6 +126,8 @@ class TransformMatching:
     matcher: TransformMatcher
     units: Sequence[UnitRef] = ()
     description: dict[str, Any] = field(default_factory=dict)
+    batch: TransformBatch | None = None
+    """The same matcher for many analyses in few sandbox jobs (what scoring uses)."""
 
 
 def transform_matching_for(release_dataset: DatasetRelease, release_folder: Path, *, cache_dir: Path | None,
@@ -142,7 +146,8 @@ def transform_matching_for(release_dataset: DatasetRelease, release_folder: Path
                               cache_dir=cache_dir, blade_compat=mode == "blade", limits=build,
                               analysis_limits=GroundTruthLimits(timeout_s=limits.analysis_timeout_s,
                                                                 memory_mb=limits.memory_mb))
-    return TransformMatching(matcher=credit.match, units=tuple(credit.units), description=credit.description)
+    return TransformMatching(matcher=credit.match, units=tuple(credit.units), description=credit.description,
+                             batch=credit.match_batch)
 
 
 def matcher_summary(described: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
@@ -200,7 +205,7 @@ def score_part(ctx: ScoringContext, index: int,
         report(done, total, f"{ds.name}: analysis {done} of {total}")
 
     scored = score_submission(ds, sub, judge=ctx.judge(), transform_matcher=matching.matcher, units=matching.units,
-                              progress=tick, budget=ctx.budget)
+                              progress=tick, budget=ctx.budget, transform_batch=matching.batch)
     scored.transform_matcher = matching.description
     return scored.model_dump_json()
 

@@ -94,6 +94,9 @@ class ScoringContext:
     budget: RunBudget
     gt_cache: Path | None = None
     progress: Callable[[int, int, str], None] = lambda done, total, stage: None
+    # the LLM client of the model recorded at registration, built on demand, for a kind whose model is not a
+    # Judge (it declares ``llm_role``, e.g. the reproducibility inspector); None where no LLM is configured
+    llm: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -168,3 +171,9 @@ class TaskKind(Protocol):
     def summary_line(self, scores: Mapping[str, Any]) -> str:
         """One line for a terminal, from the scores stored on a run."""
         ...
+
+
+# Optional attributes a kind may declare (read with getattr, so kinds without them need not change):
+#   llm_role: str  the name of the model it asks (e.g. "inspector"): registering a run records that model
+#                  (the configured one, or the one the evaluator names) in the run's ``judge`` field, and scoring
+#                  hands the kind its client as ``ScoringContext.llm``.

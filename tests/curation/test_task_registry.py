@@ -41,7 +41,7 @@ def test_both_kinds_are_registered_and_implement_the_protocol():
         kind = tasks.task_kind(name)
         assert isinstance(kind, tasks.TaskKind) and kind.name == name and kind.label
     assert [k.name for k in tasks.ranked_kinds()] == ["analyses", "hypotheses", "programmatic"]
-    assert [k.name for k in tasks.companion_kinds()] == ["mcq"]
+    assert [k.name for k in tasks.companion_kinds()] == ["mcq", "reproducibility"]
     with pytest.raises(tasks.UnknownKind,
                        match="Unknown run kind 'nope'; the known kinds are analyses, mcq, hypotheses"):
         tasks.task_kind("nope")
@@ -125,8 +125,9 @@ def test_the_scoring_modules_do_not_name_a_kind():
     from pathlib import Path
 
     root = Path(sc.__file__).resolve().parents[2]
-    pattern = re.compile(r"kind ?(==|!=|in) ?[(\[]?['\"](analyses|mcq|hypothes|discoverybench|programmatic|checks|"
-                         r"reproducib|agent)")
+    # the task kinds' names (a decision's kind "hypothesis", like "variable", is not a task kind)
+    pattern = re.compile(r"kind ?(==|!=|in) ?[(\[]?['\"](analyses|mcq|hypotheses|discoverybench|programmatic|checks|"
+                         r"reproducib|agent)['\"]")
     hits = [f"{p.relative_to(root)}:{n}" for top in ("annotate_app", "curation", "evaluation", "exports")
             for p in (root / top).rglob("*.py") if "tasks" not in p.relative_to(root).parts[:2]
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]

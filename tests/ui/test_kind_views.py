@@ -30,8 +30,9 @@ def test_columns_come_from_the_kinds_specs():
 
 
 def test_each_kind_view_names_a_component_that_draws_its_drilldown():
-    for name in ("analyses", "mcq"):
+    for name in ("analyses", "mcq", "reproducibility"):
         view = task_kind(name).view
         if view is not None:
             assert callable(view_module(view).drilldown)
     assert task_kind("analyses").view == "analyses"
+    assert task_kind("reproducibility").view == "reproducibility"

@@ -1,7 +1,7 @@
 """scoring runs record their release's and their result's SHA-256: the artifact store addresses them by content
 
-Revision ID: 0022_h_store
-Revises: 0021_h_agent
+Revision ID: 0023_h_store
+Revises: 0022_h_repro
 Create Date: 2026-11-25 02:40:00
 """
 from collections.abc import Sequence
@@ -10,8 +10,8 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision: str = "0022_h_store"
-down_revision: str | None = "0021_h_agent"
+revision: str = "0023_h_store"
+down_revision: str | None = "0022_h_repro"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,150 @@
+"""Scoring with the offline judge, engine only (no database, no queue): one sandbox job per analysis against one
+batched job per file (evaluation/sandbox/batch.py), and two scoring processes side by side.
+
+The file is BLADE's hurricane multi-run example (10 analyses) repeated ``--repeat`` times; the ground truth is
+built once before timing. For each way it prints wall seconds, analyses per second, and CPU seconds per analysis
+of the scoring process and of its sandbox (the template process and every job it forked: load-independent).
+``2 processes`` runs two scorers at once, each on its own copy of the file, each with its own sandbox (what two
+``forkpaths worker`` processes on 2 cores do, without the database). Also the fixed cost of a run: scoring a file of
+1 analysis against one of N, the ground truth loaded from its cache and the result with its bootstrap CIs built, as
+the analyses kind does. Prints figures only; nothing is asserted.
+
+Run: ``.venv/bin/python benchmarks/scoring_batch.py [--repeat 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from proc_cpu import load, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
+
+BLADE = ROOT.parent / "shared" / "blade"
+
+
+def _setup(cache: Path, repeat: int):  # noqa: ANN202
+    from evaluation.groundtruth import sources_from_blade_folders
+    from evaluation.submissions import parse_submission
+    from evaluation.transform_credit import transform_credit
+
+    blade = BLADE if BLADE.is_dir() else Path("/work/shared/blade")
+    source = sources_from_blade_folders([blade / "datasets" / "hurricane"])[0]
+    credit = transform_credit(source.dataset, source.data_path, cache_dir=cache)
+    data = json.loads((blade / "examples" / "multirun_analyses.json").read_text())
+    items = list(data["analyses"].items())
+    big = dict(data, n=len(items) * repeat, analyses={f"{k}_{i}": v for i in range(repeat) for k, v in items})
+    return source, credit, parse_submission(json.dumps(big).encode(), label="bench.json"), data
+
+
+def _score(source, credit, submission, batched: bool):  # noqa: ANN001, ANN202
+    from evaluation.judges.offline import OfflineJudge
+    from evaluation.scoring import RunBudget, score_submission
+
+    return score_submission(source.dataset, submission, judge=OfflineJudge(), transform_matcher=credit.match,
+                            units=credit.units, budget=RunBudget(analysis_s=60.0),
+                            transform_batch=credit.match_batch if batched else None)
+
+
+def _full_run(source, cache: Path, submission) -> None:  # noqa: ANN001
+    """What one run of the analyses kind does for one file: the ground truth from its cache, every analysis,
+    the result with its bootstrap CIs."""
+    from evaluation.judges.offline import OfflineJudge
+    from evaluation.results import build_result
+    from evaluation.scoring import RunBudget, score_submission
+    from evaluation.transform_credit import transform_credit
+
+    credit = transform_credit(source.dataset, source.data_path, cache_dir=cache)
+    scored = score_submission(source.dataset, submission, judge=OfflineJudge(), transform_matcher=credit.match,
+                              units=credit.units, budget=RunBudget(analysis_s=60.0),
+                              transform_batch=credit.match_batch)
+    build_result([scored], release_version="bench", ground_truth_hash="x", judge=OfflineJudge().configuration(),
+                 transform_matcher={}, mode="default", k=10)
+
+
+def _worker(cache: str, repeat: int, start: multiprocessing.synchronize.Event, out: multiprocessing.Queue) -> None:
+    from evaluation import sandbox
+
+    source, credit, submission, _ = _setup(Path(cache), repeat)
+    sandbox.prewarm(wait=True)
+    _score(source, credit, submission, True)  # warm
+    start.wait()
+    t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
+    _score(source, credit, submission, True)
+    out.put((time.perf_counter() - t0, tree_cpu(os.getpid()) - c0, len(submission.analyses)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=5, help="copies of the 10-analysis example in the file")
+    args = parser.parse_args()
+    from evaluation import sandbox
+    from evaluation.submissions import parse_submission
+
+    print(f"at start: {load()}")
+    with tempfile.TemporaryDirectory(prefix="scoring-bench-") as tmp:
+        cache = Path(tmp)
+        source, credit, submission, example = _setup(cache, args.repeat)
+        n = len(submission.analyses)
+        sandbox.prewarm(wait=True)
+        _score(source, credit, submission, True)  # warm every lazy import
+        results = {}
+        for label, batched in (("one sandbox job per analysis", False), ("one batched job per file", True)):
+            t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
+            scored = _score(source, credit, submission, batched)
+            wall, cpu = time.perf_counter() - t0, tree_cpu(os.getpid()) - c0
+            results[label] = scored.model_dump_json()
+            print(f"{label:<30} {n} analyses in {wall:6.2f} s -> {n / wall:5.1f} analyses/s; CPU {cpu:5.2f} s "
+                  f"({cpu / n * 1000:.0f} ms per analysis, scorer and sandbox)")
+        same = len(set(results.values())) == 1
+        print(f"  the two give {'identical' if same else 'DIFFERENT'} results")
+
+        one = dict(example, n=1, analyses=dict(list(example["analyses"].items())[:1]))
+        small = parse_submission(json.dumps(one).encode(), label="one.json")
+        times = {}
+        for label, sub in (("1", small), ("N", submission)):
+            _full_run(source, cache, sub)
+            t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
+            _full_run(source, cache, sub)
+            times[label] = (time.perf_counter() - t0, tree_cpu(os.getpid()) - c0)
+        per_wall = (times["N"][0] - times["1"][0]) / (n - 1)
+        per_cpu = (times["N"][1] - times["1"][1]) / (n - 1)
+        print(f"a run (ground truth from its cache, scoring, result with bootstrap CIs): 1 analysis "
+              f"{times['1'][0]:.2f} s wall / {times['1'][1]:.2f} s CPU, {n} analyses {times['N'][0]:.2f} s / "
+              f"{times['N'][1]:.2f} s -> fixed cost {times['1'][0] - per_wall:.2f} s wall, "
+              f"{times['1'][1] - per_cpu:.2f} s CPU per run")
+        sandbox.shutdown()
+
+        context = multiprocessing.get_context("spawn")
+        start, out = context.Event(), context.Queue()
+        procs = [context.Process(target=_worker, args=(tmp, args.repeat, start, out)) for _ in range(2)]
+        for p in procs:
+            p.start()
+        time.sleep(1.0)
+        while sum(tree_cpu(p.pid) for p in procs) != sum(tree_cpu(p.pid) for p in procs):
+            time.sleep(0.5)
+        time.sleep(20.0)  # both have set up and warmed their sandboxes (they wait for the start signal)
+        t0 = time.perf_counter()
+        start.set()
+        done = [out.get() for _ in procs]
+        wall = time.perf_counter() - t0
+        for p in procs:
+            p.join()
+        total = sum(d[2] for d in done)
+        cpu = sum(d[1] for d in done)
+        print(f"2 processes, batched, side by side: {total} analyses in {wall:.2f} s -> {total / wall:.1f} analyses/s; "
+              f"CPU {cpu:.2f} s ({cpu / total * 1000:.0f} ms per analysis) -> on 2 idle cores about "
+              f"{2 / (cpu / total):.0f} analyses/s")
+    print(f"at end: {load()}")
+
+
+if __name__ == "__main__":
+    main()
