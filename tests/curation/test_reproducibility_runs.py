@@ -251,7 +251,7 @@ def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, 
     with session_scope(engine) as s:
         import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "db"), store=store,
                               max_bytes=200 * 2**20)
-    runs, releases = tmp_path / "runs", tmp_path / "releases"
+    releases = tmp_path / "releases"
     with session_scope(engine) as s:
         rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=artifacts_for(releases), store=store)
     code = "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('slope', round(df['BMI'].cov(df['AGE']), 2))\n"
