@@ -48,7 +48,7 @@ def _startup(database_url: str, data_dir: str) -> StartupReport:
 @st.cache_resource(show_spinner=False)
 def _run_worker(database_url: str, data_dir: str) -> RunSubmitter:
     s = settings()
-    return make_submitter(engine(), runs_root=s.runs_store, releases_root=s.releases_store,
+    return make_submitter(engine(), artifacts=s.artifact_store(),
                           judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
 
 

@@ -78,7 +78,7 @@ def _world(settings: Any) -> tuple[Any, Any, Any]:
         import_blade(session=s, actor=None, path=BLADE / "hurricane", store=settings.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=settings.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=settings.artifact_store(),
                         store=settings.datasets_store)
     return engine, curator, evaluator
 
@@ -129,7 +129,7 @@ def _pg_workers(n: int, answer: dict[str, Any]) -> None:
                     with session_scope(engine) as s:
                         run = ar.start_agent_run(session=s, actor=evaluator, release_version="1.0.0", model="scripted",
                                                  base_url=llm.url, strategy="oneshot", runs_per_task=n,
-                                                 seed=5000 * workers + 100 * i, releases_root=settings.releases_store)
+                                                 seed=5000 * workers + 100 * i, artifacts=settings.artifact_store())
                         started.append((int(run.id or 0), int(run.job_id or 0)))
                 for _, job in started:
                     enqueue_job(engine, job)
@@ -182,7 +182,7 @@ def main() -> None:
         with session_scope(engine) as s:
             run = ar.start_agent_run(session=s, actor=evaluator, release_version="1.0.0", model="scripted",
                                      base_url=url, strategy=strategy, runs_per_task=runs, seed=seed,
-                                     releases_root=settings.releases_store)
+                                     artifacts=settings.artifact_store())
             return int(run.id or 0), int(run.job_id or 0)
 
     def measured(run_ids: list[int], job_ids: list[int]) -> tuple[float, float, int, int]:

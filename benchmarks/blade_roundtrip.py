@@ -40,6 +40,7 @@ def _stage(label: str, fn):
 def run(url: str, label: str) -> None:
     from sqlmodel import select
 
+    from curation.artifacts import ArtifactStore
     from curation.db import make_engine, migrate, session_scope
     from curation.models import Role, User
     from curation.services.accounts import create_user
@@ -71,7 +72,8 @@ def run(url: str, label: str) -> None:
     def do_cut():
         with session_scope(engine) as s:
             actor = s.get(User, admin.id)
-            return cut_release(session=s, actor=actor, version="1.0.0", notes="bench", releases_root=tmp / "releases",
+            return cut_release(session=s, actor=actor, version="1.0.0", notes="bench",
+                               artifacts=ArtifactStore.at(tmp),
                                store=tmp / "store")
 
     _stage("cut native release (dir + zip)", do_cut)
@@ -79,7 +81,7 @@ def run(url: str, label: str) -> None:
     def do_read():  # what every comparison pays per release: folder and zip checked against the recorded hashes
         with session_scope(engine) as s:
             actor = s.get(User, admin.id)
-            return read_release_for(session=s, actor=actor, version="1.0.0", releases_root=tmp / "releases")
+            return read_release_for(session=s, actor=actor, version="1.0.0", artifacts=ArtifactStore.at(tmp))
 
     _stage("verified read (folder + zip hash)", do_read)
 
@@ -87,7 +89,7 @@ def run(url: str, label: str) -> None:
         with session_scope(engine) as s:
             actor = s.get(User, admin.id)
             return release_archive(session=s, actor=actor, version="1.0.0", fmt="native",
-                                   releases_root=tmp / "releases")
+                                   artifacts=ArtifactStore.at(tmp))
 
     name, data = _stage("verified native download", do_download)
     print(f"    {name}: {len(data) / 2**20:.1f} MiB")
@@ -96,7 +98,7 @@ def run(url: str, label: str) -> None:
         with session_scope(engine) as s:
             actor = s.get(User, admin.id)
             return export_release(session=s, actor=actor, version="1.0.0", fmt="blade", out=tmp / "out",
-                                  releases_root=tmp / "releases")
+                                  artifacts=ArtifactStore.at(tmp))
 
     out = _stage("export release in BLADE layout", do_export)
 

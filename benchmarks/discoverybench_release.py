@@ -23,6 +23,7 @@ RUNS = 3
 
 
 def main() -> None:
+    from curation.artifacts import ArtifactStore
     from curation.db import make_engine, migrate, session_scope
     from curation.models import Role
     from curation.services.accounts import create_user
@@ -48,12 +49,12 @@ def main() -> None:
             start = time.perf_counter()
             with session_scope(engine) as session:
                 record = cut_release(session=session, actor=curator, version="1.0.0", notes="",
-                                     releases_root=root / "releases", store=root / "store")
+                                     artifacts=ArtifactStore.at(root), store=root / "store")
             cuts.append(time.perf_counter() - start)
             start = time.perf_counter()
             with session_scope(engine) as session:
                 export_release(session=session, actor=curator, version="1.0.0", fmt="discoverybench",
-                               out=root / "out", releases_root=root / "releases")
+                               out=root / "out", artifacts=ArtifactStore.at(root))
             exports.append(time.perf_counter() - start)
             files = sum(c.get("files", 0) for c in record.summary.values())
             tasks = sum(c.get("hypothesis_tasks", 0) for c in record.summary.values())

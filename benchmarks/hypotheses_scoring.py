@@ -141,7 +141,7 @@ def bench_leaderboard(tmp: Path) -> None:
         with session_scope(engine) as s:
             t = time.perf_counter()
             rows = leaderboard(session=s, actor=evaluator, release_version="2.0.0",
-                               releases_root=settings.releases_store, kind="hypotheses")
+                               artifacts=settings.artifact_store(), kind="hypotheses")
             times.append(time.perf_counter() - t)
     print(f"leaderboard service, 20 hypotheses runs × 250 queries: median {statistics.median(times) * 1000:.1f} ms "
           f"({len(rows)} rows)")

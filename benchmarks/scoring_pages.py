@@ -108,7 +108,7 @@ def bench_leaderboard(tmp: Path) -> None:
         t = time.perf_counter()
         with session_scope(report.engine) as s:
             rows = leaderboard(session=s, actor=evaluator, release_version="1.0.0",
-                               releases_root=settings.releases_store)
+                               artifacts=settings.artifact_store())
         times.append(time.perf_counter() - t)
     print(f"leaderboard service, 50 runs × 12 datasets: median {statistics.median(times) * 1000:.1f} ms "
           f"({len(rows)} rows)")
@@ -141,13 +141,13 @@ def bench_drilldown_and_rescore(tmp: Path, shared: Path) -> None:
         import_blade(session=s, actor=None, path=shared / "datasets" / "hurricane", store=settings.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=settings.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=settings.artifact_store(),
                         store=settings.datasets_store)
     multi = json.loads((shared / "examples" / "multirun_analyses.json").read_text())
     multi["analyses"].update({str(int(k) + 10): v for k, v in list(multi["analyses"].items())})
     multi["n"] = 20
     data = json.dumps(multi).encode()
-    kw = dict(runs_root=settings.runs_store, releases_root=settings.releases_store)
+    kw = dict(artifacts=settings.artifact_store())
     with session_scope(engine) as s:
         run = register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("m20.json", data)],
                            agent="react", max_bytes=settings.max_submission_bytes, **kw)
@@ -195,7 +195,7 @@ def bench_drilldown_and_rescore(tmp: Path, shared: Path) -> None:
             s.add(var)
         with session_scope(engine) as s:
             rel.cut_release(session=s, actor=curator, version="1.1.0", notes="",
-                            releases_root=settings.releases_store, store=settings.datasets_store)
+                            artifacts=settings.artifact_store(), store=settings.datasets_store)
         for label, old, js in (("offline", run, None), ("llm", llm_run, judges)):
             before = len(server.requests)
             t = time.perf_counter()

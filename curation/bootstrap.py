@@ -15,6 +15,7 @@ from curation.db import make_engine, migrate, session_scope
 from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
 from curation.services.accounts import ensure_first_admin, forget_stale_password_file
+from curation.services.artifact_import import import_old_layout
 from curation.services.background_jobs import interrupt_dead_jobs
 from curation.services.release_store import ReleaseStoreReport, reconcile_release_store
 from curation.services.run_lifecycle import interrupt_dead_runs
@@ -99,7 +100,9 @@ def initialise(settings: Settings) -> StartupReport:
             forget_stale_password_file(session=session, path=settings.first_admin_password_file)
     starters = _register_starters(engine, settings, admin_id)
     with session_scope(engine) as session:
-        releases = reconcile_release_store(session=session, releases_root=settings.releases_store)
+        releases = reconcile_release_store(session=session, artifacts=settings.artifact_store())
+    with session_scope(engine) as session:  # runs and releases of the layout before the artifact store
+        import_old_layout(session=session, artifacts=settings.artifact_store(), runs_root=settings.runs_store)
     with session_scope(engine) as session:  # a run (or a job) whose process died does not stay "running"
         interrupt_dead_runs(session=session)
         interrupt_dead_jobs(session=session)

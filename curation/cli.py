@@ -298,7 +298,8 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services.release_data import RELEASE_TABLES
 
     report = initialise(settings)
-    root = settings.releases_store
+    artifacts = settings.artifact_store()
+    root = artifacts.releases_root
     with session_scope(report.engine) as session:
         if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
             one_snapshot(session, tables=RELEASE_TABLES)
@@ -306,7 +307,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
         if args.release_command == "create":
             _, empty = rel.release_candidates(session=session, actor=actor)
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
-                                     releases_root=root, store=settings.datasets_store,
+                                     artifacts=artifacts, store=settings.datasets_store,
                                      dataset_names=args.dataset or None, include_empty=args.include_empty,
                                      progress=ProgressBar().fraction)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
@@ -328,18 +329,18 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                 withheld = rel.withheld_in_release(session=session, actor=actor, version=r.version)
                 hidden = f"  [withheld from you: {', '.join(withheld)}]" if withheld else ""
                 print(f"{r.version:<10} {r.created_at:%Y-%m-%d %H:%M} UTC  {counts}  {r.notes}{hidden}")
-            problems = release_store_problems(session=session, actor=actor, releases_root=root)
+            problems = release_store_problems(session=session, actor=actor, artifacts=artifacts)
             if problems:
                 print("\nNeeds attention:")
                 for problem in problems:
                     print(f"  - {problem}")
         elif args.release_command == "diff":
             comparison = rel.diff_release_versions(session=session, actor=actor, old=args.old, new=args.new,
-                                                   releases_root=root)
+                                                   artifacts=artifacts)
             print(comparison.markdown())
         elif args.release_command == "export":
             out = rel.export_release(session=session, actor=actor, version=args.version, fmt=args.format,
-                                     out=Path(args.out), releases_root=root)
+                                     out=Path(args.out), artifacts=artifacts)
             print(f"Exported release {args.version} ({args.format}) to {out}.")
             skipped = rel.export_skips(session=session, actor=actor, version=args.version, fmt=args.format)
             if skipped:
@@ -366,7 +367,7 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
         with session_scope(report.engine) as session:
             actor = _operator(session, args.as_user)
             path = verified_release_folder(session=session, actor=actor, release_version=version,
-                                           releases_root=settings.releases_store)
+                                           artifacts=settings.artifact_store())
             withheld, why = withheld_ground_truth(session=session, actor=actor, release_version=version,
                                                   names=datasets)
         if withheld:

@@ -74,7 +74,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             base_url=base_url, strategy=args.strategy, runs_per_task=args.runs, kind=args.kind,
             workflow=args.workflow, temperature=args.temperature, seed=args.seed, only=args.dataset or [],
             agent=args.agent or "", settings=limits, prices=settings.agent_prices,
-            releases_root=settings.releases_store)
+            artifacts=settings.artifact_store())
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     from evaluation.tasks import task_kind
 

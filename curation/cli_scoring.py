@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,8 +70,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
                            judge=getattr(args, "judge", None) or default_judge(kind),
                            mode=getattr(args, "mode", "default"),
-                           k=getattr(args, "k", 10), kind=kind, runs_root=settings.runs_store,
-                           releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
+                           k=getattr(args, "k", 10), kind=kind, artifacts=settings.artifact_store(),
+                           max_bytes=settings.max_submission_bytes,
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings),
                            llm_model=getattr(args, "llm_model", None) or "")
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
@@ -127,10 +126,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     print(_summary_line(run))
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(settings.runs_store / (run.result_path or ""), out)
-        print(f"Result written to {out} (kept as run {run.id}).")
+        _write_result(run, settings, args.out)
     return 0
 
 
@@ -153,17 +149,32 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     print(f"Worker {this_executor()} "
           f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
-    run_queue_worker(report.engine, runs_root=settings.runs_store, releases_root=settings.releases_store,
+    run_queue_worker(report.engine, artifacts=settings.artifact_store(),
                      judges=judge_settings(settings), limits=scoring_limits(settings),
                      concurrency=args.concurrency, settings=settings)
     return 0
+
+
+def _cmd_artifacts(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths artifacts check``: every object intact, every recorded artifact present."""
+    from curation.services.artifact_check import check_artifacts
+
+    report = initialise(settings)
+    artifacts = settings.artifact_store()
+    with session_scope(report.engine) as s:
+        found = check_artifacts(session=s, actor=_operator(s, args.as_user), artifacts=artifacts)
+    for problem in found.problems:
+        print(f"- {problem}")
+    print(f"Artifact store {artifacts.root}: {found.objects} objects checked, {found.referenced} recorded "
+          f"artifacts looked up, {len(found.problems)} problem(s).")
+    return 1 if found.problems else 0
 
 
 def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | None) -> int:
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
 
-    done = execute_run(engine, run_id, runs_root=settings.runs_store, releases_root=settings.releases_store,
+    done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
                        judges=judge_settings(settings), on_progress=_Bar(), limits=scoring_limits(settings))
     return _report(done, settings, out_path)
 
@@ -177,15 +188,23 @@ def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
         print(f"note: {done.message}", file=sys.stderr)
     print(_summary_line(done))
     if out_path:
-        out = Path(out_path)
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(settings.runs_store / (done.result_path or ""), out)
-        except OSError as exc:
-            raise ScoringError(f"The result could not be written to {printable(str(out))}: {exc.strerror or exc}. "
-                               f"It is kept as run {done.id} (forkpaths runs show {done.id}).") from exc
-        print(f"Result written to {out} (kept as run {done.id}).")
+        _write_result(done, settings, out_path)
     return 0
+
+
+def _write_result(run: Any, settings: Settings, out_path: str) -> None:
+    """Copy a succeeded run's result file out of the artifact store to ``out_path``."""
+    from curation.services.scoring import stored_result
+
+    out = Path(out_path)
+    data = stored_result(run, settings.artifact_store())
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+    except OSError as exc:
+        raise ScoringError(f"The result could not be written to {printable(str(out))}: {exc.strerror or exc}. "
+                           f"It is kept as run {run.id} (forkpaths runs show {run.id}).") from exc
+    print(f"Result written to {out} (kept as run {run.id}).")
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
@@ -195,7 +214,7 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as s:
         run = rescore_run(session=s, actor=_operator(s, args.as_user), run_id=args.run, release_version=args.release,
-                          runs_root=settings.runs_store, releases_root=settings.releases_store,
+                          artifacts=settings.artifact_store(),
                           max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                           limits=scoring_limits(settings))
     print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
@@ -229,11 +248,11 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
     with session_scope(engine) as s:
         actor = _operator(s, args.as_user)
         release = mcq_release(session=s, actor=actor, release_version=args.release,
-                              releases_root=settings.releases_store)
+                              artifacts=settings.artifact_store())
         run = ar.start_agent_run(session=s, actor=actor, release_version=release.version, model=args.ask_model,
                                  base_url=base_url, strategy="oneshot", kind="mcq", runs_per_task=1,
                                  temperature=0.0, seed=0, agent=args.agent or args.ask_model,
-                                 prices=settings.agent_prices, releases_root=settings.releases_store)
+                                 prices=settings.agent_prices, artifacts=settings.artifact_store())
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
           f"(temperature 0; answers are cached) as agent run {run_id}.", file=sys.stderr)
@@ -313,7 +332,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 for key in ("id", "status", "agent", "model_name", "release_version", "ground_truth_hash",
                             "submission_sha256", "evaluator_version", "mode", "k", "source", "created_at",
-                            "started_at", "finished_at", "result_path", "message"):
+                            "started_at", "finished_at", "release_sha256", "result_sha256", "message"):
                     print(f"{key:<18} {getattr(run, key)}")
                 print(f"{'judge':<18} {json.dumps(run.judge)}")
                 if run.scores_effective:
@@ -323,7 +342,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                           f"({o.reason})")
         elif args.runs_command == "compare":
             cmp = lb.compare_run_results(session=s, actor=actor, run_a=args.a, run_b=args.b,
-                                         runs_root=settings.runs_store, n_bootstrap=args.bootstrap)
+                                         artifacts=settings.artifact_store(), n_bootstrap=args.bootstrap)
             if args.json:
                 print(cmp.model_dump_json(indent=2))
             else:
@@ -335,7 +354,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"note: {n}")
         elif args.runs_command == "export":
             rows = lb.leaderboard(session=s, actor=actor, release_version=args.release,
-                                  releases_root=settings.releases_store, dataset=args.dataset, kind=args.kind)
+                                  artifacts=settings.artifact_store(), dataset=args.dataset, kind=args.kind)
             text = lb.leaderboard_csv(rows) if args.format == "csv" else json.dumps(rows, indent=2) + "\n"
             if args.out:
                 Path(args.out).write_text(text, encoding="utf-8")
@@ -354,7 +373,7 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as s:
         run = reproduce_run(session=s, actor=_operator(s, args.as_user), run_id=args.run,
-                            runs_root=settings.runs_store, releases_root=settings.releases_store,
+                            artifacts=settings.artifact_store(),
                             max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                             limits=scoring_limits(settings), inspector_model=args.inspector_model or "")
     print(f"Run {run.id} registered: the reproducibility of run {args.run} ({run.progress_total} item(s) with a "
@@ -373,7 +392,7 @@ def _import_airepr(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as s:
         runs = import_airepr(session=s, actor=_operator(s, args.as_user), path=Path(args.path),
-                             runs_root=settings.runs_store, releases_root=settings.releases_store,
+                             artifacts=settings.artifact_store(),
                              release_version=args.release)
         lines = [f"Run {r.id}: {r.agent} · {r.model_name} on release {r.release_version}: "
                  f"{_summary_line(r).split(': ', 1)[1]}" for r in runs]
@@ -472,6 +491,12 @@ def add_scoring_commands(sub: Any) -> None:
     ia.add_argument("--as", dest="as_user")
     ia.set_defaults(func=_import_airepr)
     wk = sub.add_parser("worker", help="score queued runs (PostgreSQL): start one on any machine that reaches the "
-                                       "database and the data folder")
+                                       "database and mounts the artifact store (FORKPATHS_ARTIFACT_DIR)")
     wk.add_argument("--concurrency", type=int, default=1, help="runs scored at once by this worker (default 1)")
     wk.set_defaults(func=_worker)
+    art = sub.add_parser("artifacts", help="the artifact store (releases, submissions, results by sha256)")
+    art.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
+    ars = art.add_subparsers(dest="artifacts_command", required=True)
+    ars.add_parser("check", help="check every object against its sha256 (damaged ones are set aside) and that "
+                                 "everything the database refers to is there")
+    art.set_defaults(func=_cmd_artifacts)

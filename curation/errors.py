@@ -10,6 +10,9 @@ from evaluation.errors import EvaluationError, SandboxError
 
 __all__ = [
     "AccountError",
+    "ArtifactCorrupted",
+    "ArtifactError",
+    "ArtifactMissing",
     "AuthenticationError",
     "BlindingViolation",
     "CurationError",
@@ -89,6 +92,19 @@ class ReleaseError(CurationError):
 
 class ScoringError(CurationError):
     """A scoring run could not be registered or changed (bad submission, too large, wrong state...)."""
+
+
+class ArtifactError(CurationError):
+    """An object of the artifact store (a release's file, a submission, a result) cannot be used; the sentence
+    says which one (what it is and its SHA-256) and where the store is."""
+
+
+class ArtifactMissing(ArtifactError):
+    """The object is not in the artifact store (never stored here, or the store is not mounted)."""
+
+
+class ArtifactCorrupted(ArtifactError):
+    """The object's bytes do not match its SHA-256: it was set aside and not used."""
 
 
 class OverrideConflict(ScoringError):

@@ -532,7 +532,14 @@ class ScoringRun(SQLModel, table=True):
                           description="host/pid/start of the process scoring it (curation.services.run_lifecycle)")
     attempts: int = Field(default=0, description="how many times a scorer claimed it (more than 1: retried)")
     job_id: int | None = Field(default=None, description="its procrastinate job, when a worker scores it")
-    result_path: str | None = Field(default=None, max_length=512, description="relative to the data dir")
+    result_path: str | None = Field(default=None, max_length=512,
+                                    description="the result file's name (runs scored before the artifact store: "
+                                    "its path under the data dir's runs/ folder)")
+    release_sha256: str | None = Field(default=None, max_length=64,
+                                       description="SHA-256 of the release's MANIFEST: its address in the "
+                                       "artifact store")
+    result_sha256: str | None = Field(default=None, max_length=64,
+                                      description="SHA-256 of the result file: its address in the artifact store")
     scores: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     scores_effective: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     official: bool = False

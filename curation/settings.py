@@ -10,12 +10,15 @@ import math
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evaluation.llm import LLMConfig
+
+if TYPE_CHECKING:
+    from curation.artifacts import ArtifactStore
 
 __all__ = ["PROJECT_ROOT", "SessionPolicy", "Settings", "ThrottlePolicy"]
 
@@ -54,6 +57,11 @@ class Settings(BaseSettings):
         default=None,
         description="SQLAlchemy URL; empty means a SQLite file in data_dir. "
         "PostgreSQL: postgresql+psycopg://user@host:5432/dbname",
+    )
+    artifact_dir: Path | None = Field(
+        default=None,
+        description="The content-addressed artifact store (releases, submissions, results) shared by every "
+        "machine that scores runs: a network filesystem or a mounted bucket. Empty means data_dir/artifacts.",
     )
     starter_datasets_dir: Path | None = Field(
         default=PROJECT_ROOT / "datasets",
@@ -173,8 +181,19 @@ class Settings(BaseSettings):
 
     @property
     def runs_store(self) -> Path:
-        """Where scoring runs keep their submission files and result files (one folder per run)."""
+        """Where scoring runs kept their files before the artifact store (imported into it at start)."""
         return self.resolved_data_dir / "runs"
+
+    @property
+    def resolved_artifact_dir(self) -> Path:
+        return self.artifact_dir.expanduser().resolve() if self.artifact_dir else self.resolved_data_dir / "artifacts"
+
+    def artifact_store(self) -> ArtifactStore:
+        """The artifact store (submissions, results, releases by content), this data folder's published
+        releases and this machine's cache: the one object services that read or write artifacts take."""
+        from curation.artifacts import ArtifactStore
+
+        return ArtifactStore.at(self.resolved_data_dir, self.resolved_artifact_dir)
 
     @property
     def releases_store(self) -> Path:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from curation.artifacts import ArtifactStore
 from curation.dataset_files import read_blade_folder
 from curation.db import session_scope
 from curation.models import Dataset, Role, User
@@ -127,3 +128,11 @@ def _full_analysis(engine: Engine, actor: User, dataset_id: int) -> dict[str, st
                                                          producer_id=t.id)],
             variable_ids=[iv.id, dv.id], transform_ids=[t.id]))
         return {"transform": t.id, "iv": iv.id, "dv": dv.id, "model": m.id}
+
+
+def artifacts_for(releases_root: Path) -> ArtifactStore:
+    """The artifact store of a test whose published releases are in ``releases_root`` (its objects and cache
+    beside it)."""
+    releases_root = Path(releases_root)
+    return ArtifactStore(root=releases_root.parent / "artifacts", releases_root=releases_root,
+                         cache_dir=releases_root.parent / "cache")

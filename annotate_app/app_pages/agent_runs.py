@@ -60,7 +60,7 @@ if go:
         session=s, actor=user, release_version=version, model=model, base_url=base_url, strategy=strategy,
         runs_per_task=int(runs), kind=kind, workflow=workflow, temperature=float(temperature), seed=int(seed),
         only=only, agent=agent_name, settings=AgentSettings(max_steps=int(steps)), prices=cfg.agent_prices,
-        releases_root=cfg.releases_store))
+        artifacts=cfg.artifact_store()))
     if run is not None:
         jobs.submit(run.job_id or 0)
         state.bump_form("agent")
@@ -115,7 +115,7 @@ def runs_panel() -> None:
     c1, c2 = st.columns(2)
     if run.submissions:
         got = context.attempt(lambda s: ar.submission_download(session=s, actor=user, run_id=pick,
-                                                               runs_root=cfg.runs_store))
+                                                               artifacts=cfg.artifact_store()))
         if got is not None:
             c1.download_button("⬇ Generated submission", got[1], file_name=got[0], mime=got[2], key="agent.download")
     scored = [i for i in run.scoring_run_ids if i]
@@ -132,7 +132,7 @@ def runs_panel() -> None:
                        format_func=lambda i: next(f"{t.title or t.task_key} · run {t.replicate + 1} · {t.status}"
                                                   for t in rows if t.id == i))
     messages = context.attempt(lambda s: ar.transcript(session=s, actor=user, task_run_id=tid,
-                                                       runs_root=cfg.runs_store))
+                                                       artifacts=cfg.artifact_store()))
     if messages is not None:
         transcript(messages)
 

@@ -33,7 +33,7 @@ if a == b:
     st.info("Choose two different runs.")
     st.stop()
 cmp = context.attempt(lambda s: compare_run_results(session=s, actor=user, run_a=a, run_b=b,
-                                                    runs_root=cfg.runs_store))
+                                                    artifacts=cfg.artifact_store()))
 if cmp is None:
     st.stop()
 for note in cmp.notes:

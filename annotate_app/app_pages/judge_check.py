@@ -32,7 +32,7 @@ if runs:
     c3.write("")
     if c3.button("Add to queue", key="judge.sample"):
         added = context.attempt(lambda s: sample_judge_decisions(session=s, actor=user, run_id=run_id, n=int(n),
-                                                                 runs_root=cfg.runs_store))
+                                                                 artifacts=cfg.artifact_store()))
         if added is not None:
             st.success(f"{added} decision(s) added to the queue." if added else
                        "Every decision of this run is already in the queue.")

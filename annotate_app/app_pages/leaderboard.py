@@ -36,7 +36,7 @@ kind = ranked[next(iter(ranked)) if len(ranked) == 1 else st.selectbox(
 columns = [*kind.leaderboard.columns, *(c for k in companion_kinds() for c in k.leaderboard.columns)]
 view = view_module(kind.view) if kind.view else None  # its notes and charts
 rows = context.attempt(lambda s: leaderboard(
-    session=s, actor=user, release_version=version, releases_root=cfg.releases_store,
+    session=s, actor=user, release_version=version, artifacts=cfg.artifact_store(),
     dataset=None if dataset == "all datasets" else dataset, official_only=official_only,
     include_older=include_older, kind=kind.name))
 if rows is None:

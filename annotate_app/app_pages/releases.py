@@ -38,13 +38,13 @@ def _keep_notes(text: str) -> None:
         st.session_state[NOTES_KEPT] = text
 
 cfg = context.settings()
-root = cfg.releases_store
+artifacts = cfg.artifact_store()
 st.title("📦 Releases")
 st.caption("A release is an immutable, versioned snapshot of the submitted ground truth, with a checksum for every "
            "file, a dataset card and a changelog. It is what agents are evaluated against.")
 
 records = context.attempt(lambda s: list_release_records(session=s, actor=user)) or []
-problems = context.attempt(lambda s: release_store_problems(session=s, actor=user, releases_root=root)) or []
+problems = context.attempt(lambda s: release_store_problems(session=s, actor=user, artifacts=artifacts)) or []
 if problems:
     with st.expander(f"⚠️ {len(problems)} problem(s) in the releases folder need a person's attention"):
         st.markdown("\n".join(f"- {p}" for p in problems))
@@ -87,7 +87,7 @@ st.session_state[CUT_SHOWN] = state.get(TAB)  # set once the tab's boxes were dr
 if go:
     bar = tab_cut.progress(0.0, text="starting…")
     record = context.attempt(lambda s: cut_release(
-        session=s, actor=user, version=version, notes=notes, releases_root=root, store=cfg.datasets_store,
+        session=s, actor=user, version=version, notes=notes, artifacts=artifacts, store=cfg.datasets_store,
         dataset_names=[*chosen, *(empty if add_empty else [])] if with_truth or add_empty else None, progress=lambda stage, f: bar.progress(min(max(f, 0.0), 1.0), text=stage)))
     if record is not None:
         context.attempt(lambda s: discard_draft(session=s, actor=user, name=NOTES))
@@ -138,7 +138,7 @@ with tab_list:
                 col.caption(f"Leaves out {', '.join(f'`{n}`' for n in skips)} (named in NOT_EXPORTED.md).")
             if prepare:
                 archive = context.attempt(lambda s, f=fmt: release_archive(session=s, actor=user, version=pick,
-                                                                           fmt=f, releases_root=root))
+                                                                           fmt=f, artifacts=artifacts))
                 if archive is not None:
                     col.download_button(f"⬇ Download {archive[0]}", archive[1], file_name=archive[0],
                                         mime="application/zip", key=f"releases.dl.{fmt}")
@@ -152,7 +152,7 @@ with tab_diff:
         old = c1.selectbox("From", versions, index=1, key="releases.old")
         new = c2.selectbox("To", versions, index=0, key="releases.new")
         comparison = context.attempt(lambda s: diff_release_versions(session=s, actor=user, old=old, new=new,
-                                                                     releases_root=root))
+                                                                     artifacts=artifacts))
         if comparison is not None:
             for name, why in comparison.withheld.items():
                 st.info(f"**`{name}` is left out of this comparison.** {why}", icon="🙈")

@@ -62,8 +62,8 @@ if go:
     run = context.attempt(lambda s: register_run(
         session=s, actor=user, release_version=version, files=[(f.name, f.getvalue()) for f in files or []],
         agent=agent, model_name=model_name, judge=default_judge(kind) if judge == "the kind's own" else judge,
-        mode=mode, k=int(k), kind=kind, runs_root=cfg.runs_store,
-        releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
+        mode=mode, k=int(k), kind=kind,
+        artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
         limits=context.scoring_limits(), llm_model=llm_model))
     if run is not None:
         worker.submit(run.id or 0)
@@ -129,8 +129,8 @@ def runs_panel() -> None:
         label = "Re-score" if target == run.release_version else f"Re-score on release {target}"
         if column.button(label, key=f"runs.rescore.{target}"):
             new = context.attempt(lambda s, v=target: rescore_run(
-                session=s, actor=user, run_id=pick, release_version=v, runs_root=cfg.runs_store,
-                releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes,
+                session=s, actor=user, run_id=pick, release_version=v,
+                artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes,
                 judges=context.judge_settings(), limits=context.scoring_limits()))
             if new is not None:
                 worker.submit(new.id or 0)
@@ -146,7 +146,7 @@ def runs_panel() -> None:
             help="an inspector model redoes each analysis that carries a workflow from the workflow alone (needs "
                  "FORKPATHS_LLM_*); an imported AIRepr run is re-judged"):
         new = context.attempt(lambda s: reproduce_run(
-            session=s, actor=user, run_id=pick, runs_root=cfg.runs_store, releases_root=cfg.releases_store,
+            session=s, actor=user, run_id=pick, artifacts=cfg.artifact_store(),
             max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(), limits=context.scoring_limits()))
         if new is not None:
             worker.submit(new.id or 0)
@@ -161,11 +161,12 @@ def runs_panel() -> None:
             st.rerun(scope="app")
     with st.expander("Provenance"):
         st.json({"submission_sha256": run.submission_sha256, "files": run.submission_files,
-                 "release": run.release_version, "ground_truth_hash": run.ground_truth_hash,
+                 "release": run.release_version, "release_sha256": run.release_sha256, "ground_truth_hash": run.ground_truth_hash,
                  "dataset_hashes": run.dataset_hashes, "evaluator_version": run.evaluator_version,
                  "judge": run.judge, "transform_matcher": run.transform_matcher, "mode": run.mode, "k": run.k,
                  "source": run.source, "rescore_of": run.rescore_of_id, "started_at": str(run.started_at),
-                 "finished_at": str(run.finished_at), "result": run.result_path})
+                 "finished_at": str(run.finished_at), "result": run.result_path,
+                 "result_sha256": run.result_sha256})
 
 
 runs_panel()

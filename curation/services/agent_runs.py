@@ -33,6 +33,8 @@ import sqlalchemy.exc
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
+from curation.artifacts import write_atomic as _write_atomic
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, BlindingViolation, JobError, NotFoundError, ScoringError
 from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, User, utcnow
@@ -45,11 +47,9 @@ from curation.services.scoring import (
     SCORING_ROLES,
     JudgeSettings,
     ScoringLimits,
-    _write_atomic,
     execute_run,
     kind_names,
     register_run,
-    release_by_record,
 )
 from evaluation.agents import (
     ANSWERED,
@@ -104,7 +104,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
                     strategy: str, runs_per_task: int = 1, kind: str = "analyses", workflow: bool = False,
                     temperature: float = 0.0, seed: int = 0, only: Sequence[str] = (), agent: str = "",
                     settings: AgentSettings | None = None, prices: dict[str, tuple[float, float]] | None = None,
-                    releases_root: Path) -> AgentRun:
+                    artifacts: ArtifactStore) -> AgentRun:
     """Record an agent run and its queued job (one transaction; the caller hands ``run.job_id`` to a worker).
 
     Raises:
@@ -134,8 +134,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
     if not 0.0 <= temperature <= 2.0:
         raise ScoringError(f"The temperature must be between 0 and 2 (got {temperature:g}).")
     record = _releases._record(session, release_version)
-    release = release_by_record(session, record, releases_root)
-    folder = _releases.release_dir(record, releases_root)
+    release, folder = _releases.stored_release(record, artifacts)
     tasks = hook.tasks(release, folder, only=list(only) or None)
     if only:
         known = {t.key for t in tasks} | {t.dataset for t in tasks if t.dataset}
@@ -228,13 +227,13 @@ def task_runs(*, session: Session, actor: User, run_id: int) -> list[AgentTaskRu
 
 
 @judges_actor
-def transcript(*, session: Session, actor: User, task_run_id: int, runs_root: Path) -> list[dict[str, Any]]:
+def transcript(*, session: Session, actor: User, task_run_id: int, artifacts: ArtifactStore) -> list[dict[str, Any]]:
     """The transcript of one task run: every prompt, answer, tool call and observation, in order."""
     require_role(actor, *SCORING_ROLES)
     row = session.get(AgentTaskRun, task_run_id)
     if row is None:
         raise NotFoundError(f"There is no agent task run {task_run_id}.")
-    path = runs_root / row.transcript_path
+    path = artifacts.runs / row.transcript_path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -244,11 +243,12 @@ def transcript(*, session: Session, actor: User, task_run_id: int, runs_root: Pa
 
 
 @judges_actor
-def submission_download(*, session: Session, actor: User, run_id: int, runs_root: Path) -> tuple[str, bytes, str]:
+def submission_download(*, session: Session, actor: User, run_id: int,
+                        artifacts: ArtifactStore) -> tuple[str, bytes, str]:
     """The generated submission in the kind's own format: the file itself when there is one, else a zip of them
     (file name, bytes, MIME type)."""
     run = get_agent_run(session=session, actor=actor, run_id=run_id)
-    files = [(f["name"], runs_root / f["path"]) for sub in run.submissions for f in sub["files"]]
+    files = [(f["name"], artifacts.runs / f["path"]) for sub in run.submissions for f in sub["files"]]
     if not files:
         raise ScoringError(f"Agent run {run_id} has no submission yet: it is written once every task is done.")
     try:
@@ -351,14 +351,14 @@ def _tally(rows: Sequence[AgentTaskRun]) -> str:
 def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
     """The job: answer every (task, run) not yet stored, then write the submissions and score them."""
     run_id = int(job.params["agent_run_id"])
-    runs_root, releases_root = settings.runs_store, settings.releases_store
+    artifacts = settings.artifact_store()
+    runs_root = artifacts.runs
     with session_scope(engine) as s:
         run = s.get(AgentRun, run_id)
         if run is None:
             raise NotFoundError(f"There is no agent run {run_id}.")
         record = _releases._record(s, run.release_version)
-        release = release_by_record(s, record, releases_root)
-        folder = _releases.release_dir(record, releases_root)
+        release, folder = _releases.stored_release(record, artifacts)
         done = {(t.task_key, t.replicate) for t in s.exec(select(AgentTaskRun).where(
             AgentTaskRun.agent_run_id == run_id)).all()}
         run.status, run.job_id = RunStatus.RUNNING.value, job.id
@@ -399,7 +399,8 @@ def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, setti
 
 def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Settings, control: JobControl
                       ) -> JobOutcome:
-    runs_root = settings.runs_store
+    artifacts = settings.artifact_store()
+    runs_root = artifacts.runs
     with session_scope(engine) as s:
         run = s.get(AgentRun, run_id)
         assert run is not None
@@ -450,8 +451,8 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
         try:
             with session_scope(engine) as s:
                 sr = register_run(session=s, actor=creator, release_version=run.release_version, files=sub.files,
-                                  agent=run.agent, model_name=run.model, kind=run.kind, runs_root=runs_root,
-                                  releases_root=settings.releases_store, max_bytes=settings.max_submission_bytes,
+                                  agent=run.agent, model_name=run.model, kind=run.kind, artifacts=artifacts,
+                                  max_bytes=settings.max_submission_bytes,
                                   judges=judges, source="agent", limits=limits)
                 sr.agent_run_id = run_id
                 s.add(sr)
@@ -465,7 +466,7 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
             scored.append(0)
             continue
         scored.append(sr_id)
-        done = execute_run(engine, sr_id, runs_root=runs_root, releases_root=settings.releases_store,
+        done = execute_run(engine, sr_id, artifacts=artifacts,
                            judges=judges, limits=limits)
         if done.status != RunStatus.SUCCEEDED.value:
             notes.append(f"scoring run {sr_id} {done.status}: {done.message}")

@@ -14,18 +14,18 @@ apply the judgements (:mod:`evaluation.tasks.hypotheses` is the one that does).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.errors import OverrideConflict, ScoringError
 from curation.models import JudgeLabel, RunStatus, ScoreOverride, ScoringRun, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import blind_datasets, refuse_if_blind, release_holding
-from curation.services.scoring import SCORING_ROLES, get_run, kind_of
+from curation.services.scoring import SCORING_ROLES, get_run, kind_of, stored_result
 from evaluation.agreement import AgreementReport, cohens_kappa, confusion_matrix
 from evaluation.hms import FacetOverride, OverrideRefused
 from evaluation.tasks import SubmissionCheckError, TaskKind
@@ -49,11 +49,11 @@ def _facet_kind(run: ScoringRun) -> TaskKind:
     return task
 
 
-def _result(task: Any, run: ScoringRun, runs_root: Path) -> Any:
-    if run.status != RunStatus.SUCCEEDED.value or not run.result_path:
+def _result(task: Any, run: ScoringRun, artifacts: ArtifactStore) -> Any:
+    if run.status != RunStatus.SUCCEEDED.value or not run.result_sha256:
         raise ScoringError(f"Run {run.id} has {run.status}; only a succeeded run's judgements can be checked.")
     try:
-        return task.read_result((runs_root / run.result_path).read_bytes())
+        return task.read_result(stored_result(run, artifacts))
     except OSError as exc:
         raise ScoringError(f"Run {run.id}: its result file {run.result_path} cannot be read ({exc.strerror}).") from exc
 
@@ -73,13 +73,14 @@ def facet_overrides(session: Session, run_id: int) -> list[FacetOverride]:
 
 
 @judges_actor
-def viewable_facets(*, session: Session, actor: User, run_id: int, runs_root: Path) -> tuple[Any, dict[str, str]]:
+def viewable_facets(*, session: Session, actor: User, run_id: int,
+                    artifacts: ArtifactStore) -> tuple[Any, dict[str, str]]:
     """The run's result with every expert judgement applied, without the queries of datasets ``actor`` is blind
     to (their names with the reason come second)."""
     require_role(actor, *SCORING_ROLES)
     run = get_run(session=session, actor=actor, run_id=run_id)
     task = _facet_kind(run)
-    result = task.effective(_result(task, run, runs_root), facet_overrides(session, run_id))  # type: ignore[attr-defined]
+    result = task.effective(_result(task, run, artifacts), facet_overrides(session, run_id))  # type: ignore[attr-defined]
     withheld = blind_datasets(session=session, actor=actor, names={i.dataset for i in result.items},
                               holding=release_holding(session, run.release_version))
     if withheld:
@@ -99,7 +100,7 @@ def _positive(facet: str, value: dict[str, Any] | None) -> bool:
 
 @judges_actor
 def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pair: str, facet: str,
-                value: dict[str, Any], reason: str, runs_root: Path) -> FacetOutcome:
+                value: dict[str, Any], reason: str, artifacts: ArtifactStore) -> FacetOutcome:
     """Record an evaluator's judgement of ``facet`` of ``pair`` of query ``task_key`` and recompute the run.
 
     Raises:
@@ -119,7 +120,7 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
     if facet not in getattr(task, "facets", ()):
         raise ScoringError(f"'{facet}' is not a facet of {run.kind} runs; choose "
                            f"{', '.join(getattr(task, 'facets', ()))}.")
-    result = _result(task, run, runs_root)
+    result = _result(task, run, artifacts)
     spec = FacetOverride(task=task_key, facet=facet, pair=pair, value=value, reason=reason,  # type: ignore[arg-type]
                          author=actor.username)
     try:

@@ -2,7 +2,7 @@
 
 procrastinate is a distributed task queue that keeps its jobs in PostgreSQL (tables and functions applied by
 migration 0013_h_queue), so a team that runs PostgreSQL runs no broker: ``forkpaths worker`` on any machine that
-reaches the database and the data folder takes jobs, claimed atomically by procrastinate (``SELECT … FOR UPDATE
+reaches the database and mounts the artifact store (:mod:`curation.artifacts`) takes jobs, claimed atomically by procrastinate (``SELECT … FOR UPDATE
 SKIP LOCKED``). What each job does is the same function as on SQLite, :func:`curation.services.scoring.execute_run`,
 which keeps status, progress and the cancel flag in the run's own row, so a cancel from the page reaches a job on
 any machine.
@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import update
@@ -40,6 +39,7 @@ from curation.services.run_lifecycle import executor_alive, orphaned_here, this_
 if TYPE_CHECKING:
     import procrastinate
 
+    from curation.artifacts import ArtifactStore
     from curation.services.scoring import JudgeSettings, ScoringLimits
     from curation.settings import Settings
 
@@ -191,7 +191,7 @@ def _score_run_task(context: Any, run_id: int) -> str:
     engine: Engine = extra["engine"]
     _take_over_if_dead(engine, run_id)
     fan_out = None if extra.get("no_fan_out") else (lambda rid, n: defer_part_jobs(engine, rid, n))
-    run = execute_run(engine, run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
+    run = execute_run(engine, run_id, artifacts=extra["artifacts"],
                       judges=extra["judges"], limits=extra["limits"], fan_out=fan_out, raise_when_database_lost=True)
     if run.status == RunStatus.RUNNING.value and run.executor != this_executor():
         raise RunHeldElsewhere(f"run {run_id} is held by {run.executor}, whose heartbeat has not lapsed yet")
@@ -215,7 +215,7 @@ def _score_part_task(context: Any, run_id: int) -> int:
     from curation.services.scoring import score_parts
 
     extra = context.additional_context
-    return score_parts(extra["engine"], run_id, runs_root=extra["runs_root"], releases_root=extra["releases_root"],
+    return score_parts(extra["engine"], run_id, artifacts=extra["artifacts"],
                        judges=extra["judges"], limits=extra["limits"])
 
 
@@ -246,7 +246,7 @@ async def _retry_stalled(app: procrastinate.App, engine: Engine) -> None:
             log.exception("looking for stalled jobs failed; trying again")
 
 
-def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+def run_queue_worker(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeSettings,
                      limits: ScoringLimits | None = None, concurrency: int = 1,
                      settings: Settings | None = None) -> None:
     """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds)."""
@@ -259,7 +259,7 @@ def run_queue_worker(engine: Engine, *, runs_root: Path, releases_root: Path, ju
                 await app.run_worker_async(
                     queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=WORKER_HEARTBEAT_S,
                     stalled_worker_timeout=STALLED_AFTER_S, name=this_executor(),
-                    additional_context={"engine": engine, "runs_root": runs_root, "releases_root": releases_root,
+                    additional_context={"engine": engine, "artifacts": artifacts,
                                         "judges": judges, "limits": limits,
                                         "settings": settings})
             finally:

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.errors import ScoringError
 from curation.models import JudgeLabel, User, utcnow
 from curation.services.accounts import require_role
@@ -27,7 +27,7 @@ __all__ = ["agreement_card", "label_decision", "next_to_label", "queue_counts", 
 
 
 @judges_actor
-def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int, runs_root: Path,
+def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int, artifacts: ArtifactStore,
                            seed: int = 0) -> int:
     """Add up to ``n`` of the run's judge decisions not yet queued, half matches and half non-matches where the
     run has both (so κ is informative); returns how many were added."""
@@ -36,7 +36,7 @@ def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int
         raise ScoringError("Sample between 1 and 500 decisions at a time.")
     run = get_run(session=session, actor=actor, run_id=run_id)
     result, _ = withhold_blind(session, actor, run_result(session=session, actor=actor, run_id=run_id,
-                                                            runs_root=runs_root))
+                                                            artifacts=artifacts))
     queued = {(q.dataset, q.analysis_key, q.kind, q.item)
               for q in session.exec(select(JudgeLabel).where(JudgeLabel.run_id == run_id)).all()}
     candidates: list[JudgeLabel] = []

@@ -11,12 +11,12 @@ import csv
 import io
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.errors import OverrideConflict, ScoringError
 from curation.models import AgentRun, ReleaseRecord, RunStatus, ScoreOverride, ScoringRun, User
 from curation.services.accounts import require_role
@@ -29,11 +29,12 @@ from curation.services.scoring import (
     release_by_record,
     release_gt_hashes,
     scores_summary,
+    stored_result,
     stored_submissions,
 )
 from evaluation.overrides import OverrideError, OverrideSpec, apply_overrides, find_item, original_value
 from evaluation.paired import PairedComparison, compare_runs
-from evaluation.results import EvaluationResult, read_result
+from evaluation.results import EvaluationResult, parse_result
 from evaluation.submissions import SubmittedAnalysis, parse_submission
 from evaluation.tasks import companion_kinds, ranked_kinds
 
@@ -60,9 +61,9 @@ DECISION_LABELS = {"cvar": "variables", "value": "transforms (value)", "graph": 
 _HASHES: dict[str, dict[str, str]] = {}  # manifest sha256 → dataset ground-truth hashes (releases never change)
 
 
-def _release_hashes(session: Session, record: ReleaseRecord, releases_root: Path) -> dict[str, str]:
+def _release_hashes(session: Session, record: ReleaseRecord, artifacts: ArtifactStore) -> dict[str, str]:
     if record.manifest_sha256 not in _HASHES:
-        _HASHES[record.manifest_sha256] = release_gt_hashes(release_by_record(session, record, releases_root))
+        _HASHES[record.manifest_sha256] = release_gt_hashes(release_by_record(session, record, artifacts))
     return _HASHES[record.manifest_sha256]
 
 
@@ -81,7 +82,7 @@ class StaleInfo:
                 f"{self.latest_version}. Re-score to compare.")
 
 
-def stale_scores(*, session: Session, runs: list[ScoringRun], releases_root: Path,
+def stale_scores(*, session: Session, runs: list[ScoringRun], artifacts: ArtifactStore,
                  against: str | None = None) -> dict[int, StaleInfo]:
     """Runs whose datasets' ground truth differs in release ``against`` (default: the latest); old numbers stay,
     labelled with the release they were scored on."""
@@ -94,7 +95,7 @@ def stale_scores(*, session: Session, runs: list[ScoringRun], releases_root: Pat
     if all(run.release_version == latest.version for run in runs):
         return {}
     try:
-        hashes = _release_hashes(session, latest, releases_root)
+        hashes = _release_hashes(session, latest, artifacts)
     except Exception as exc:  # noqa: BLE001 - a broken latest release must not hide the leaderboard
         log.warning("cannot read release %s for stale checks: %s", latest.version, exc)
         return {}
@@ -109,7 +110,7 @@ def stale_scores(*, session: Session, runs: list[ScoringRun], releases_root: Pat
 
 
 @judges_actor
-def leaderboard(*, session: Session, actor: User, release_version: str, releases_root: Path,
+def leaderboard(*, session: Session, actor: User, release_version: str, artifacts: ArtifactStore,
                 dataset: str | None = None, official_only: bool = False,
                 include_older: bool = False, kind: str | None = None) -> list[dict[str, Any]]:
     """One row per succeeded run of a ranked kind (``kind``, default the first registered: BLADE analyses) on
@@ -146,7 +147,7 @@ def leaderboard(*, session: Session, actor: User, release_version: str, releases
         for o in session.exec(select(ScoreOverride.run_id).where(
                 col(ScoreOverride.run_id).in_([r.id for r in ranked_runs]))).all():
             override_counts[o] = override_counts.get(o, 0) + 1
-    stale = stale_scores(session=session, runs=ranked_runs, releases_root=releases_root)  # vs the latest
+    stale = stale_scores(session=session, runs=ranked_runs, artifacts=artifacts)  # vs the latest
     agents = _agent_runs(session, ranked_runs)
     rows = []
     for r in ranked_runs:
@@ -191,14 +192,14 @@ def leaderboard_csv(rows: list[dict[str, Any]]) -> str:
 
 
 @judges_actor
-def submitted_analyses(*, session: Session, actor: User, run_id: int, runs_root: Path,
+def submitted_analyses(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore,
                        ) -> dict[tuple[str, str], SubmittedAnalysis]:
     """The run's analyses as submitted (code, variables), keyed by (dataset, analysis key)."""
     run = get_run(session=session, actor=actor, run_id=run_id)
     out: dict[tuple[str, str], SubmittedAnalysis] = {}
     if not kind_of(run.kind).accepts_overrides:
         return out
-    for name, data in stored_submissions(run, runs_root):
+    for name, data in stored_submissions(run, artifacts):
         sub = parse_submission(data, label=name)
         for a in sub.analyses:
             out[(sub.dataset_name, a.key)] = a
@@ -206,12 +207,12 @@ def submitted_analyses(*, session: Session, actor: User, run_id: int, runs_root:
 
 
 @judges_actor
-def run_result(*, session: Session, actor: User, run_id: int, runs_root: Path) -> EvaluationResult:
+def run_result(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore) -> EvaluationResult:
     """The engine's result file of a succeeded run, as written (no overrides)."""
     run = get_run(session=session, actor=actor, run_id=run_id)
-    if run.status != RunStatus.SUCCEEDED.value or not run.result_path or not kind_of(run.kind).accepts_overrides:
+    if run.status != RunStatus.SUCCEEDED.value or not run.result_sha256 or not kind_of(run.kind).accepts_overrides:
         raise ScoringError(f"Run {run_id} has no analysis result ({run.kind} run, {run.status}).")
-    return read_result(runs_root / run.result_path)
+    return parse_result(stored_result(run, artifacts), label=f"the result of run {run_id}")
 
 
 @judges_actor
@@ -227,20 +228,20 @@ def _specs(overrides: list[ScoreOverride]) -> list[OverrideSpec]:
 
 
 @judges_actor
-def effective_result(*, session: Session, actor: User, run_id: int, runs_root: Path) -> EvaluationResult:
+def effective_result(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore) -> EvaluationResult:
     """The run's result with every override applied (what its effective scores are computed from)."""
-    result = run_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    result = run_result(session=session, actor=actor, run_id=run_id, artifacts=artifacts)
     return apply_overrides(result, _specs(list_overrides(session=session, actor=actor, run_id=run_id)))
 
 
 @judges_actor
-def viewable_result(*, session: Session, actor: User, run_id: int, runs_root: Path,
+def viewable_result(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore,
                     ) -> tuple[EvaluationResult, dict[str, str]]:
     """What Run details shows: the effective result without the datasets whose stage-1 work ``actor`` is blind
     to (a curator or admin annotating one: its ground-truth variables, models and units are peers' stage-1
     decisions), and those datasets' names with the reason."""
     return withhold_blind(session, actor, effective_result(session=session, actor=actor, run_id=run_id,
-                                                           runs_root=runs_root))
+                                                           artifacts=artifacts))
 
 
 def withhold_blind(session: Session, actor: User, result: EvaluationResult,
@@ -255,7 +256,7 @@ def withhold_blind(session: Session, actor: User, result: EvaluationResult,
 
 @judges_actor
 def add_override(*, session: Session, actor: User, run_id: int, dataset: str, analysis_key: str, kind: str,
-                 item: str, value: bool, reason: str, runs_root: Path) -> ScoreOverride:
+                 item: str, value: bool, reason: str, artifacts: ArtifactStore) -> ScoreOverride:
     """Record that ``item`` does (``value``) or does not count as a match, and recompute the run's scores.
 
     Raises:
@@ -271,7 +272,7 @@ def add_override(*, session: Session, actor: User, run_id: int, dataset: str, an
     run = session.exec(select(ScoringRun).where(ScoringRun.id == run_id).with_for_update()).first()
     if run is None:
         raise ScoringError(f"There is no scoring run {run_id}.")
-    result = run_result(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    result = run_result(session=session, actor=actor, run_id=run_id, artifacts=artifacts)
     try:
         label = find_item(result, dataset, analysis_key, kind, item)
         original = original_value(result, dataset, analysis_key, kind, item)
@@ -314,7 +315,7 @@ def _conflict(session: Session, existing: ScoreOverride) -> str:
 
 
 @judges_actor
-def compare_run_results(*, session: Session, actor: User, run_a: int, run_b: int, runs_root: Path,
+def compare_run_results(*, session: Session, actor: User, run_a: int, run_b: int, artifacts: ArtifactStore,
                         n_bootstrap: int = 1000) -> PairedComparison:
     """Paired comparison of two runs (overrides applied) on the same release."""
     a = get_run(session=session, actor=actor, run_id=run_a)
@@ -322,8 +323,8 @@ def compare_run_results(*, session: Session, actor: User, run_a: int, run_b: int
     if a.release_version != b.release_version:
         raise ScoringError(f"Run {run_a} was scored on release {a.release_version} and run {run_b} on "
                            f"{b.release_version}; re-score one of them on the other's release to compare.")
-    ra, hidden = viewable_result(session=session, actor=actor, run_id=run_a, runs_root=runs_root)
-    rb, hidden_b = viewable_result(session=session, actor=actor, run_id=run_b, runs_root=runs_root)
+    ra, hidden = viewable_result(session=session, actor=actor, run_id=run_a, artifacts=artifacts)
+    rb, hidden_b = viewable_result(session=session, actor=actor, run_id=run_b, artifacts=artifacts)
     comparison = compare_runs(ra, rb, n_bootstrap=n_bootstrap)
     for name, why in sorted({**hidden, **hidden_b}.items()):
         comparison.notes.append(f"{name} is left out: {why}")

@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.errors import CurationError, NotFoundError, PermissionDenied
 from curation.ground_truth import apply_rule, verdicts_by_voter
 from curation.models import (
@@ -486,7 +487,7 @@ class RunDetails:
 
 
 @judges_actor
-def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs_root: Path) -> RunDetails:
+def programmatic_run_details(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore) -> RunDetails:
     """The result file and the submitted output folders of a succeeded programmatic run (evaluators, curators,
     admins; refused to whoever is blind to the release's ground truth, which the result quotes).
 
@@ -495,13 +496,13 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs
     """
     from curation.errors import ScoringError
     from curation.services.blinding import withheld_ground_truth
-    from curation.services.scoring import get_run, stored_submissions
+    from curation.services.scoring import get_run, stored_result, stored_submissions
     from evaluation.programmatic.outputs import read_outputs_zip, split_by_task
     from evaluation.tasks import programmatic as kind
     from evaluation.tasks.programmatic import read_result
 
     run = get_run(session=session, actor=actor, run_id=run_id)
-    if run.kind != kind.name or not run.result_path:
+    if run.kind != kind.name or not run.result_sha256:
         raise NotFoundError(f"Run {run_id} is not a scored programmatic run.")
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=run.release_version,
                                         names=sorted(run.dataset_hashes))
@@ -510,12 +511,12 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs
 
         raise BlindingViolation(f"{withheld} The run's details show it.")
     try:
-        result = read_result((runs_root / run.result_path).read_bytes())
+        result = read_result(stored_result(run, artifacts))
     except (OSError, ValueError) as exc:
         raise ScoringError(f"Run {run_id}: its result file {run.result_path} cannot be read ({exc}).") from exc
     keys = {o.task for o in result.outcomes}
     outputs: dict[tuple[str, str], dict[str, bytes]] = {}
-    for index, (name, data) in enumerate(stored_submissions(run, runs_root)):
+    for index, (name, data) in enumerate(stored_submissions(run, artifacts)):
         label = f"run {index + 1} ({name})"
         for task, files in split_by_task(read_outputs_zip(data, label=name), keys, label=name).items():
             outputs[(label, task)] = files

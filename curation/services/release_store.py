@@ -22,6 +22,7 @@ from pathlib import Path
 
 from sqlmodel import Session, select
 
+from curation.artifacts import ArtifactStore
 from curation.errors import ReleaseError
 from curation.models import ReleaseRecord, Role, User
 from curation.services.accounts import require_role
@@ -124,11 +125,12 @@ def _missing(session: Session, releases_root: Path) -> list[str]:
     return sorted(problems)
 
 
-def reconcile_release_store(*, session: Session, releases_root: Path) -> ReleaseStoreReport:
+def reconcile_release_store(*, session: Session, artifacts: ArtifactStore) -> ReleaseStoreReport:
     """At start: delete ``.partial`` leftovers, set aside unrecorded release files, log what is missing.
 
     Does nothing (and says so) while a cut holds the writer lock: the next start checks again.
     """
+    releases_root = artifacts.releases_root
     report = ReleaseStoreReport()
     if not releases_root.is_dir():
         return report
@@ -158,13 +160,14 @@ def reconcile_release_store(*, session: Session, releases_root: Path) -> Release
 
 
 @judges_actor
-def release_store_problems(*, session: Session, actor: User, releases_root: Path) -> list[str]:
+def release_store_problems(*, session: Session, actor: User, artifacts: ArtifactStore) -> list[str]:
     """Curators and admins: one sentence per thing in the releases folder that needs a person's attention.
 
     Everything ever set aside (newest first, with where it is now and why) and every recorded release whose
     files are missing.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
+    releases_root = artifacts.releases_root
     problems = [
         f"**{s.name}** was set aside on {s.set_aside_at:%Y-%m-%d %H:%M} UTC. {s.reason} Kept in `{s.path}`."
         for s in list_set_aside(releases_root)

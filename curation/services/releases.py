@@ -30,6 +30,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.db import one_snapshot
 from curation.errors import BlindingViolation, NotFoundError, ReleaseError
 from curation.models import Dataset, HypothesisTask, ReleaseRecord, Role, User, utcnow
@@ -60,7 +61,7 @@ from exports.discoverybench_export import (
 )
 from exports.errors import FormatError
 from exports.manifest import MANIFEST_NAME, sha256_file
-from exports.native import write_release
+from exports.native import read_release, write_release
 from exports.published import PublishedRelease, read_published_release, release_zip_path
 from exports.release_folder import set_aside
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
@@ -84,6 +85,7 @@ __all__ = [
     "release_candidates",
     "release_archive",
     "release_dir",
+    "stored_release",
     "withheld_in_release",
 ]
 
@@ -190,6 +192,61 @@ def _verified(session: Session, record: ReleaseRecord, releases_root: Path, *,
     return published
 
 
+def stored_release(record: ReleaseRecord, artifacts: ArtifactStore, manifest_sha256: str | None = None
+                   ) -> tuple[Release, Path]:
+    """Release ``record`` as scoring reads it, on any machine: from the artifact store by its MANIFEST hash,
+    materialised in this machine's cache, every file checked against the MANIFEST recorded when it was cut.
+
+    A release published in this data folder but not yet in the store (cut before the store existed) is put
+    there first. A cached copy that no longer matches is made again from the store once.
+
+    Returns:
+        The release document and the folder holding its files.
+
+    Raises:
+        ArtifactMissing / ArtifactCorrupted: the release (or one of its files) is not in the store, or damaged.
+        ReleaseError: the release does not read as the release of its version.
+    """
+    sha = manifest_sha256 or record.manifest_sha256
+    what = f"release {record.version}"
+    if not artifacts.has(sha):
+        _import_published(record, artifacts)
+    for attempt in (1, 2):
+        folder = artifacts.release_folder(sha, what=what)
+        try:
+            release = read_release(folder, manifest_sha256=sha)
+            if release.version != record.version:
+                raise ReleaseError(f"Release {record.version} cannot be used: the release stored under its "
+                                   f"MANIFEST hash {sha[:12]}… declares version {release.version}.")
+            return release, folder
+        except FormatError as exc:
+            artifacts.forget_release_folder(sha)  # the cached copy was changed: make it again from the store
+            if attempt == 2:
+                raise ReleaseError(f"Release {record.version} cannot be used: {exc}") from exc
+            log.warning("the cached copy of release %s in %s was changed; it is made again from the store",
+                        record.version, folder)
+    raise AssertionError("unreachable")
+
+
+def _import_published(record: ReleaseRecord, artifacts: ArtifactStore) -> bool:
+    """Put a release published in this data folder (cut before the artifact store) into the store, when its
+    folder's MANIFEST is the one recorded at the cut. Returns whether it is in the store now."""
+    folder = release_dir(record, artifacts.releases_root)
+    try:
+        if sha256_file(folder / MANIFEST_NAME) != record.manifest_sha256:
+            log.error("release %s: the MANIFEST in %s is not the one recorded when it was cut; not imported",
+                      record.version, folder)
+            return False
+        artifacts.put_tree(folder)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as exc:
+        log.error("release %s could not be put in the artifact store from %s: %s", record.version, folder, exc)
+        return False
+    log.info("release %s put in the artifact store from %s", record.version, folder)
+    return True
+
+
 def _withheld(session: Session, actor: User, record: ReleaseRecord) -> dict[str, str]:
     """The datasets of ``record`` whose stage-1 work ``actor`` is blind to, with the reason for each: only
     datasets that hold recorded work in this release (one released with its data alone hides nothing)."""
@@ -236,7 +293,7 @@ def _holds_work(d: DatasetRelease) -> bool:
 
 
 @judges_actor
-def read_release_for(*, session: Session, actor: User, version: str, releases_root: Path) -> ReleaseView:
+def read_release_for(*, session: Session, actor: User, version: str, artifacts: ArtifactStore) -> ReleaseView:
     """Release ``version`` as ``actor`` may see it: curators and admins, blind datasets withheld.
 
     Raises:
@@ -246,7 +303,7 @@ def read_release_for(*, session: Session, actor: User, version: str, releases_ro
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
     record = _record(session, version)
-    release = _verified(session, record, releases_root).release
+    release = _verified(session, record, artifacts.releases_root).release
     # The verified document's dataset names, not only the record's summary: what is shown is what is checked.
     names = {*record.summary, *(d.name for d in release.datasets)}
     holding = {d.name for d in release.datasets if _holds_work(d)}
@@ -300,7 +357,7 @@ def cut_release(
     actor: User,
     version: str,
     notes: str,
-    releases_root: Path,
+    artifacts: ArtifactStore,
     store: Path,
     dataset_names: Sequence[str] | None = None,
     include_empty: bool = False,
@@ -317,7 +374,8 @@ def cut_release(
     The files are written to a temporary folder and renamed into place when complete. A release exists
     exactly when its record does: if recording the release fails here, the files are removed again; if the
     caller's transaction rolls back later, they are set aside (see :mod:`curation.services.release_store`).
-    The writer lock is held from before writing until that transaction ends.
+    The writer lock is held from before writing until that transaction ends. The release's files and its
+    MANIFEST are put in the artifact store too (where workers read it, by the MANIFEST's hash).
 
     A dataset with hypothesis tasks (imported from DiscoveryBench) has ground truth; it is released with every
     file of its folder and every task, gold or still to curate. ``hypothesis_parts`` (default
@@ -358,6 +416,7 @@ def cut_release(
             raise ReleaseError(f"There is nothing to release: no dataset has ground truth yet (empty: "
                                f"{', '.join(empty)}). Include the empty datasets to release their data alone.")
     previous_record = max(records, key=lambda r: _semver_key(r.version)) if records else None
+    releases_root = artifacts.releases_root
     previous = _verified(session, previous_record, releases_root).release if previous_record else None
     licence, attribution = _licence_and_attribution(datasets)
     release = Release(version=version, created_at=utcnow(), app_version=app_version(), notes=notes.strip(),
@@ -381,6 +440,12 @@ def cut_release(
             published = read_published_release(path, version, manifest_sha256=manifest)
         except FormatError as exc:
             raise ReleaseError(f"Release {version} could not be written: {exc}") from exc
+        try:
+            stored = artifacts.put_tree(path)
+        except (OSError, ValueError) as exc:
+            raise ReleaseError(f"Release {version} could not be put in the artifact store at {artifacts.root}: "
+                               f"{getattr(exc, 'strerror', None) or exc}. Nothing was released.") from exc
+        assert stored == manifest, "the stored tree is addressed by the MANIFEST written"
         record = ReleaseRecord(
             version=version, format_version=FORMAT_VERSION, previous_version=release.previous_version,
             notes=release.notes, created_at=release.created_at, created_by_id=actor.id,
@@ -505,10 +570,10 @@ def withheld_in_release(*, session: Session, actor: User, version: str) -> dict[
 
 @judges_actor
 def diff_release_versions(*, session: Session, actor: User, old: str, new: str,
-                          releases_root: Path) -> ReleaseComparison:
+                          artifacts: ArtifactStore) -> ReleaseComparison:
     """What changed from release ``old`` to ``new``, as ``actor`` may see it (blind datasets withheld)."""
-    a = read_release_for(session=session, actor=actor, version=old, releases_root=releases_root)
-    b = read_release_for(session=session, actor=actor, version=new, releases_root=releases_root)
+    a = read_release_for(session=session, actor=actor, version=old, artifacts=artifacts)
+    b = read_release_for(session=session, actor=actor, version=new, artifacts=artifacts)
     withheld = {**a.withheld, **b.withheld}
     diff = diff_releases(_blinded(a.release, withheld), _blinded(b.release, withheld))
     return ReleaseComparison(diff=diff, withheld=dict(sorted(withheld.items())))
@@ -561,7 +626,8 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
 
 
 @judges_actor
-def export_release(*, session: Session, actor: User, version: str, fmt: str, out: Path, releases_root: Path) -> Path:
+def export_release(*, session: Session, actor: User, version: str, fmt: str, out: Path,
+                   artifacts: ArtifactStore) -> Path:
     """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip), ``blade`` layout or
     ``discoverybench`` layout (``<version>-blade`` / ``<version>-discoverybench`` under ``out``).
 
@@ -575,7 +641,7 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
         raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
     record = _record(session, version)
     _refuse_if_blind(session, actor, record, "exported")
-    published = _verified(session, record, releases_root)
+    published = _verified(session, record, artifacts.releases_root)
     if fmt == "native":
         dest = out / version
         for target in (dest, release_zip_path(dest)):
@@ -619,7 +685,8 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
 
 
 @judges_actor
-def release_archive(*, session: Session, actor: User, version: str, fmt: str, releases_root: Path) -> tuple[str, bytes]:
+def release_archive(*, session: Session, actor: User, version: str, fmt: str,
+                    artifacts: ArtifactStore) -> tuple[str, bytes]:
     """A downloadable zip of release ``version``: the native zip as cut, or BLADE's or DiscoveryBench's layout
     built from it (see :func:`export_release`).
 
@@ -632,17 +699,17 @@ def release_archive(*, session: Session, actor: User, version: str, fmt: str, re
     record = _record(session, version)
     _refuse_if_blind(session, actor, record, "downloaded")
     if fmt == "native":
-        zip_path = release_zip_path(release_dir(record, releases_root))
+        zip_path = release_zip_path(release_dir(record, artifacts.releases_root))
         try:
             data = zip_path.read_bytes()
         except FileNotFoundError:
             data = None  # _verified names the missing zip
-        _verified(session, record, releases_root, zip_data=data)
+        _verified(session, record, artifacts.releases_root, zip_data=data)
         assert data is not None
         return f"forkpaths-{version}.zip", data
     with tempfile.TemporaryDirectory(prefix=f"forkpaths-{fmt}-") as tmp:
         folder = export_release(session=session, actor=actor, version=version, fmt=fmt, out=Path(tmp),
-                                releases_root=releases_root)
+                                artifacts=artifacts)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
             for file in sorted(folder.rglob("*")):

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.errors import BlindingViolation, NotFoundError, OverrideConflict, ScoringError
 from curation.models import JudgeLabel, ReproducibilityOverride, RunStatus, ScoringRun, User, utcnow
+from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import blind_datasets, refuse_if_blind, release_holding, withheld_ground_truth
@@ -32,12 +33,11 @@ from curation.services.scoring import (
     ScoringLimits,
     _combined,
     _release_for_scoring,
-    _write_atomic,
     get_run,
     register_run,
     release_gt_hashes,
-    run_dir,
     scorable_releases,
+    stored_result,
     stored_submissions,
 )
 from evaluation.agreement import AgreementReport, agreement
@@ -85,19 +85,15 @@ def _repro_run(session: Session, actor: User, run_id: int) -> ScoringRun:
     return run
 
 
-def _result(run: ScoringRun, runs_root: Path) -> ReproResult:
-    path = runs_root / (run.result_path or "")
-    try:
-        return ReproResult.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise ScoringError(f"Run {run.id}: its result file {path} cannot be read ({exc.strerror or exc}).") from exc
+def _result(run: ScoringRun, artifacts: ArtifactStore) -> ReproResult:
+    return ReproResult.model_validate_json(stored_result(run, artifacts))
 
 
 # ------------------------------------------------------------------------------------ running the facet
 
 
 @judges_actor
-def reproduce_run(*, session: Session, actor: User, run_id: int, runs_root: Path, releases_root: Path,
+def reproduce_run(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore,
                   max_bytes: int, judges: JudgeSettings | None = None, limits: ScoringLimits | None = None,
                   inspector_model: str = "") -> ScoringRun:
     """Register a reproducibility run over the files of run ``run_id`` (any kind: a BLADE run with workflows, a
@@ -107,8 +103,8 @@ def reproduce_run(*, session: Session, actor: User, run_id: int, runs_root: Path
     if old.status != RunStatus.SUCCEEDED.value:
         raise ScoringError(f"Run {run_id} has {old.status}; check the reproducibility of a run that succeeded.")
     return register_run(session=session, actor=actor, release_version=old.release_version,
-                        files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,
-                        kind=KIND, runs_root=runs_root, releases_root=releases_root, max_bytes=max_bytes,
+                        files=stored_submissions(old, artifacts), agent=old.agent, model_name=old.model_name,
+                        kind=KIND, artifacts=artifacts, max_bytes=max_bytes,
                         judges=judges, source=old.source if old.source in ("web", "cli") else "cli",
                         limits=limits, llm_model=inspector_model)
 
@@ -133,11 +129,11 @@ def list_outcome_overrides(*, session: Session, actor: User, run_id: int) -> lis
 
 
 @judges_actor
-def run_items(*, session: Session, actor: User, run_id: int, runs_root: Path) -> RunItems:
+def run_items(*, session: Session, actor: User, run_id: int, artifacts: ArtifactStore) -> RunItems:
     """The run's items side by side (both codes, outputs, conclusions, reasoning), overrides applied; items of
     datasets ``actor`` is blind to are left out (their gold answers are peers' work), with the reason."""
     run = _repro_run(session, actor, run_id)
-    result = _result(run, runs_root)
+    result = _result(run, artifacts)
     overrides = list_outcome_overrides(session=session, actor=actor, run_id=run_id)
     withheld = blind_datasets(session=session, actor=actor, names={i.dataset for i in result.items if i.dataset},
                               holding=release_holding(session, run.release_version))
@@ -150,7 +146,7 @@ def run_items(*, session: Session, actor: User, run_id: int, runs_root: Path) ->
 
 @judges_actor
 def override_outcome(*, session: Session, actor: User, run_id: int, item: str, outcome: str, reason: str,
-                     runs_root: Path) -> ReproducibilityOverride:
+                     artifacts: ArtifactStore) -> ReproducibilityOverride:
     """Record that ``item``'s outcome is ``outcome`` (one of the four), and recompute the run's effective scores.
 
     Raises:
@@ -171,7 +167,7 @@ def override_outcome(*, session: Session, actor: User, run_id: int, item: str, o
     if run is None:
         raise NotFoundError(f"There is no scoring run {run_id}.")
     run = _repro_run(session, actor, run_id)
-    result = _result(run, runs_root)
+    result = _result(run, artifacts)
     found = next((i for i in result.items if i.key == item), None)
     if found is None:
         raise ScoringError(f"Run {run_id} has no item '{printable(item)}'.")
@@ -209,14 +205,14 @@ def override_outcome(*, session: Session, actor: User, run_id: int, item: str, o
 
 
 @judges_actor
-def sample_inspector_verdicts(*, session: Session, actor: User, run_id: int, n: int, runs_root: Path,
+def sample_inspector_verdicts(*, session: Session, actor: User, run_id: int, n: int, artifacts: ArtifactStore,
                               seed: int = 0) -> int:
     """Queue up to ``n`` of the run's inspector verdicts (items where both codes ran and the inspector compared
     them) for blind expert labels, half "reproducible" and half "not" where the run has both; returns how many."""
     require_role(actor, *SCORING_ROLES)
     if not 1 <= n <= 500:
         raise ScoringError("Sample between 1 and 500 verdicts at a time.")
-    got = run_items(session=session, actor=actor, run_id=run_id, runs_root=runs_root)
+    got = run_items(session=session, actor=actor, run_id=run_id, artifacts=artifacts)
     queued = {q.item for q in session.exec(select(JudgeLabel).where(JudgeLabel.run_id == run_id,
                                                                     JudgeLabel.kind == KIND)).all()}
     judge = str(got.result.inspector.get("model") or "inspector")[:32]
@@ -313,7 +309,7 @@ def _published_item(dataset: str, s: Any) -> ItemResult:
 
 
 @judges_actor
-def import_airepr(*, session: Session, actor: User, path: Path, runs_root: Path, releases_root: Path,
+def import_airepr(*, session: Session, actor: User, path: Path, artifacts: ArtifactStore,
                   release_version: str | None = None) -> list[ScoringRun]:
     """Import AIRepr's result files under ``path`` (its ``results/`` folder, a folder holding it, or one file):
     one succeeded reproducibility run per (model, dataset, agent), with the published outcomes, workflows, code,
@@ -332,7 +328,7 @@ def import_airepr(*, session: Session, actor: User, path: Path, runs_root: Path,
         if not records:
             raise ScoringError("There is no release yet: cut one before importing AIRepr's results.")
         release_version = records[0].version
-    release = _release_for_scoring(session, release_version, releases_root)
+    release = _release_for_scoring(session, release_version, artifacts)
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version)
     if withheld:
         raise BlindingViolation(f"{withheld} Nothing was imported.")
@@ -343,19 +339,14 @@ def import_airepr(*, session: Session, actor: User, path: Path, runs_root: Path,
                                "view. Score it with 'forkpaths score --kind reproducibility' instead.")
     hashes = release_gt_hashes(release)
     out: list[ScoringRun] = []
-    try:
-        for r in runs:
-            out.append(_import_one(session, actor, r, files, release.version, hashes, runs_root))
-    except BaseException:  # nothing half-stored: the transaction rolls back, the files written go too
-        for run in out:
-            shutil.rmtree(run_dir(runs_root, run.id or 0), ignore_errors=True)
-        raise
+    for r in runs:  # nothing half-stored: the transaction rolls back (whole objects left in the store are harmless)
+        out.append(_import_one(session, actor, r, files, release.version, hashes, artifacts))
     session.flush()
     return out
 
 
 def _import_one(session: Session, actor: User, r: Any, files: list[tuple[str, bytes]], version: str,
-                hashes: dict[str, str], runs_root: Path) -> ScoringRun:
+                hashes: dict[str, str], artifacts: ArtifactStore) -> ScoringRun:
     mine = [(n, d) for n, d in files if run_name(n)[0] == r.stem]
     result = ReproResult(release_version=version, inspector=AIREPR_INSPECTOR, origin="airepr",
                          items=[_published_item(r.dataset, s) for s in r.samples])
@@ -374,13 +365,11 @@ def _import_one(session: Session, actor: User, r: Any, files: list[tuple[str, by
     session.add(run)
     session.flush()
     stored = []
-    for i, (name, data) in enumerate(sorted(mine)):
-        rel = f"{run.id}/submission-{i}.json"
-        _write_atomic(runs_root / rel, data)
-        stored.append({"name": name, "path": rel, "sha256": hashlib.sha256(data).hexdigest(),
+    for name, data in sorted(mine):
+        stored.append({"name": name, "sha256": artifacts.put_bytes(data),
                        "bytes": len(data), "dataset": None, "format": "airepr", "analyses": None})
-    result_path = run_dir(runs_root, run.id or 0) / "reproducibility.json"
-    _write_atomic(result_path, result.model_dump_json(indent=1).encode())
-    run.submission_files, run.result_path = stored, result_path.relative_to(runs_root).as_posix()
+    run.result_sha256 = artifacts.put_bytes(result.model_dump_json(indent=1).encode())
+    run.submission_files, run.result_path = stored, "reproducibility.json"
+    run.release_sha256 = _releases._record(session, version).manifest_sha256
     session.add(run)
     return run

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from curation.artifacts import ArtifactStore
 from curation.db import session_scope
 from curation.models import RunStatus, ScoringRun
 from curation.services.jobs import RunSubmitter, is_postgres, queue_submitter
@@ -28,10 +28,10 @@ log = logging.getLogger(__name__)
 
 
 class RunWorker:
-    def __init__(self, engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+    def __init__(self, engine: Engine, *, artifacts: ArtifactStore, judges: JudgeSettings,
                  max_workers: int = 1, limits: ScoringLimits | None = None) -> None:
         self.engine, self.limits = engine, limits
-        self.runs_root, self.releases_root, self.judges = runs_root, releases_root, judges
+        self.artifacts, self.judges = artifacts, judges
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-scoring")
         self._futures: dict[int, Future[ScoringRun]] = {}
         with session_scope(engine) as s:
@@ -49,8 +49,8 @@ class RunWorker:
         current = self._futures.get(run_id)
         if current is not None and not current.done():
             return current
-        future = self._pool.submit(execute_run, self.engine, run_id, runs_root=self.runs_root,
-                                   releases_root=self.releases_root, judges=self.judges, limits=self.limits)
+        future = self._pool.submit(execute_run, self.engine, run_id, artifacts=self.artifacts,
+                                   judges=self.judges, limits=self.limits)
         self._futures[run_id] = future
         return future
 
@@ -58,10 +58,10 @@ class RunWorker:
         self._pool.shutdown(wait=wait)
 
 
-def make_submitter(engine: Engine, *, runs_root: Path, releases_root: Path, judges: JudgeSettings,
+def make_submitter(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeSettings,
                    limits: ScoringLimits | None = None) -> RunSubmitter:
     """Where the app hands a registered run: the queue's workers on PostgreSQL (``forkpaths worker``, one started
     by ``forkpaths run``), this thread pool on SQLite. Both run :func:`execute_run`."""
     if is_postgres(engine):
         return queue_submitter(engine)
-    return RunWorker(engine, runs_root=runs_root, releases_root=releases_root, judges=judges, limits=limits)
+    return RunWorker(engine, artifacts=artifacts, judges=judges, limits=limits)

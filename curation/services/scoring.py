@@ -6,8 +6,12 @@ BLADE format, datasets the release has), the release is verified against its man
 :func:`execute_run` then does the work in its own short transactions, so a browser page can leave and come back
 (the app's :class:`curation.services.run_worker.RunWorker` calls it in a background thread; ``forkpaths score``
 calls it in the foreground): it records progress and a heartbeat after every analysis, stops when a cancel is
-requested, and ends the run ``succeeded`` (result file written atomically under the data dir), ``cancelled`` or
+requested, and ends the run ``succeeded`` (result file written to the artifact store), ``cancelled`` or
 ``failed`` with a sentence. A crash of one run never touches another.
+
+Submissions, results and releases live in the artifact store (:mod:`curation.artifacts`), addressed by their
+SHA-256, which the run's row records: a job needs only the run's id, and runs on any machine that reaches the
+database and mounts the store.
 
 What is specific to a kind of task (its submission format, how it is scored, its result file and scores) is in
 its module under :mod:`evaluation.tasks`, looked up by the run's ``kind``; nothing here names a kind.
@@ -18,9 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,8 +31,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import Session, col, select
 
+from curation.artifacts import ArtifactStore
 from curation.db import session_scope
-from curation.errors import BlindingViolation, NotFoundError, ReleaseError, ScoringError
+from curation.errors import ArtifactError, BlindingViolation, NotFoundError, ReleaseError, ScoringError
 from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
@@ -100,7 +102,7 @@ __all__ = [
     "release_gt_hashes",
     "rescore_run",
     "score_parts",
-    "run_dir",
+    "stored_result",
     "scorable_releases",
     "scores_summary",
     "set_official",
@@ -142,33 +144,39 @@ def default_judge(kind: str) -> str:
 # ------------------------------------------------------------------------------------ release access
 
 
-def _release_for_scoring(session: Session, version: str, releases_root: Path) -> Release:
+def _scoring_release(session: Session, version: str, artifacts: ArtifactStore,
+                     manifest_sha256: str | None = None) -> tuple[Release, Path]:
     """THE place scoring reads a release: its record by version (NotFoundError naming the known ones), then the
-    release checked against the hashes recorded when it was cut (ReleaseError with the reason when it fails).
-    Who may see which dataset's ground truth is decided where it is shown (registering a run, Run details)."""
-    return _releases._verified(session, _releases._record(session, version), releases_root).release
+    release from the artifact store by its MANIFEST hash (the run's, else the one recorded at the cut), every
+    file checked (ArtifactMissing / ArtifactCorrupted / ReleaseError with the reason when it fails). Who may see
+    which dataset's ground truth is decided where it is shown (registering a run, Run details)."""
+    return _releases.stored_release(_releases._record(session, version), artifacts, manifest_sha256)
+
+
+def _release_for_scoring(session: Session, version: str, artifacts: ArtifactStore) -> Release:
+    return _scoring_release(session, version, artifacts)[0]
 
 
 @judges_actor
-def verified_release_folder(*, session: Session, actor: User, release_version: str, releases_root: Path) -> Path:
+def verified_release_folder(*, session: Session, actor: User, release_version: str,
+                            artifacts: ArtifactStore) -> Path:
     """The folder of release ``release_version``, after the same checks scoring makes (scoring roles only): its
-    record, its MANIFEST against the hash recorded at the cut, every file and zip member against the MANIFEST.
+    record, its MANIFEST against the hash recorded at the cut, every file against the MANIFEST (the folder is
+    this machine's copy materialised from the artifact store).
 
     Raises:
         NotFoundError: no release of that version is recorded (a folder without a record is never used).
         ReleaseError: the release was modified after it was cut (the message names the files).
     """
     require_role(actor, *SCORING_ROLES)
-    record = _releases._record(session, release_version)
-    _releases._verified(session, record, releases_root)
-    return _releases.release_dir(record, releases_root)
+    return _scoring_release(session, release_version, artifacts)[1]
 
 
 @judges_actor
-def mcq_release(*, session: Session, actor: User, release_version: str, releases_root: Path) -> Release:
+def mcq_release(*, session: Session, actor: User, release_version: str, artifacts: ArtifactStore) -> Release:
     """The verified release whose MCQs a model under test is asked (scoring roles only)."""
     require_role(actor, *SCORING_ROLES)
-    release = _release_for_scoring(session, release_version, releases_root)
+    release = _release_for_scoring(session, release_version, artifacts)
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version,
                                         names=[d.name for d in release.datasets if d.mcqs])
     if withheld:
@@ -178,9 +186,9 @@ def mcq_release(*, session: Session, actor: User, release_version: str, releases
     return release
 
 
-def release_by_record(session: Session, record: ReleaseRecord, releases_root: Path) -> Release:
-    """A release from its record, checked like :func:`_release_for_scoring`."""
-    return _releases._verified(session, record, releases_root).release
+def release_by_record(session: Session, record: ReleaseRecord, artifacts: ArtifactStore) -> Release:
+    """A release from its record, read like :func:`_scoring_release`."""
+    return _releases.stored_release(record, artifacts)[0]
 
 
 # ------------------------------------------------------------------------------------ hashes and paths
@@ -210,24 +218,6 @@ def release_gt_hashes(release: Release) -> dict[str, str]:
 
 def _combined(hashes: dict[str, str]) -> str:
     return hashlib.sha256(_canonical(sorted(hashes.items()))).hexdigest()
-
-
-def run_dir(runs_root: Path, run_id: int) -> Path:
-    return runs_root / str(run_id)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ------------------------------------------------------------------------------------ registration
@@ -299,7 +289,7 @@ def _check_files(files: Sequence[tuple[str, bytes]], release: Release, max_bytes
 @judges_actor
 def register_run(*, session: Session, actor: User, release_version: str, files: Sequence[tuple[str, bytes]],
                  agent: str, model_name: str = "", judge: str = "offline", mode: str = "default", k: int = 10,
-                 kind: str = "analyses", runs_root: Path, releases_root: Path, max_bytes: int,
+                 kind: str = "analyses", artifacts: ArtifactStore, max_bytes: int,
                  judges: JudgeSettings | None = None, source: str = "web",
                  rescore_of_id: int | None = None, limits: ScoringLimits | None = None,
                  llm_model: str = "") -> ScoringRun:
@@ -337,7 +327,8 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
     llm_role = getattr(task, "llm_role", "")  # a kind that asks a model of its own (the reproducibility inspector)
     if llm_role:
         judge_config = (judges or JudgeSettings()).llm_configuration(llm_role, llm_model)
-    release = _release_for_scoring(session, release_version, releases_root)  # refuses a failing release
+    record = _releases._record(session, release_version)
+    release = _releases.stored_release(record, artifacts)[0]  # refuses a failing release
     checked = _check_files(files, release, max_bytes, task, (limits or ScoringLimits()).max_analyses)
     hashes = release_gt_hashes(release)
     datasets = [c.dataset for c in checked if c.dataset is not None] or sorted(hashes)
@@ -354,46 +345,38 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         ground_truth_hash=_combined(used), dataset_hashes=used, submission_sha256=digest.hexdigest(),
         evaluator_version=EVALUATOR_VERSION, judge=judge_config,
         mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
+        release_sha256=record.manifest_sha256,
         progress_total=sum(c.items or 0 for c in checked) or 1,
         stage="queued")
     session.add(run)
     session.flush()
-    folder = run_dir(runs_root, run.id or 0)
     stored = []
     try:
-        for i, c in enumerate(checked):
-            rel = f"{run.id}/submission-{i}.json"
-            _write_atomic(runs_root / rel, c.data)
-            stored.append({"name": Path(c.name).name, "path": rel, "sha256": hashlib.sha256(c.data).hexdigest(),
+        for c in checked:  # into the artifact store, by content: a file stored twice is kept once
+            stored.append({"name": Path(c.name).name, "sha256": artifacts.put_bytes(c.data),
                            "bytes": len(c.data), "dataset": c.dataset, "format": c.format, "analyses": c.items})
-    except OSError as exc:  # nothing half-stored: the transaction rolls back, the files go too
-        shutil.rmtree(folder, ignore_errors=True)
-        raise ScoringError(f"The submission could not be stored in {runs_root}: {exc.strerror or exc}.") from exc
+    except OSError as exc:  # nothing half-stored: the run's row rolls back (a whole object left is harmless)
+        raise ScoringError(f"The submission could not be stored in the artifact store at {artifacts.root}: "
+                           f"{exc.strerror or exc}. Nothing was registered.") from exc
     run.submission_files = stored
     session.add(run)
     session.flush()
-    log.info("registered scoring run %s (%s on %s, %s files) in %s", run.id, agent, release.version, len(stored),
-             folder)
+    log.info("registered scoring run %s (%s on %s, %s files)", run.id, agent, release.version, len(stored))
     return run
 
 
-def stored_submissions(run: ScoringRun, runs_root: Path) -> list[tuple[str, bytes]]:
-    """The run's submission files as stored at registration (checked against their recorded hashes)."""
-    out = []
-    for f in run.submission_files:
-        path = runs_root / f["path"]
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} is missing from {path} "
-                               f"({exc.strerror or exc}); it was removed after the run was registered. Register "
-                               "the submission again.") from exc
-        if hashlib.sha256(data).hexdigest() != f["sha256"]:
-            raise ScoringError(f"Run {run.id}: the stored submission {f['name']} ({path}) no longer matches its "
-                               f"hash (the sha256 recorded when the run was registered, {f['sha256'][:12]}…); it "
-                               "was changed on disk. Register the submission again.")
-        out.append((f["name"], data))
-    return out
+def stored_submissions(run: ScoringRun, artifacts: ArtifactStore) -> list[tuple[str, bytes]]:
+    """The run's submission files as stored at registration, read from the artifact store by their recorded
+    hashes (ArtifactMissing / ArtifactCorrupted naming the file, the run and the hash)."""
+    return [(f["name"], artifacts.get_bytes(str(f["sha256"]), what=f"the submission {f['name']} of run {run.id}"))
+            for f in run.submission_files]
+
+
+def stored_result(run: ScoringRun, artifacts: ArtifactStore) -> bytes:
+    """The result file of a succeeded run, read from the artifact store by its recorded hash."""
+    if not run.result_sha256:
+        raise ScoringError(f"Run {run.id} has no result ({run.status}).")
+    return artifacts.get_bytes(run.result_sha256, what=f"the result of run {run.id}")
 
 
 # ------------------------------------------------------------------------------------ execution
@@ -437,7 +420,7 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
             raise RunCancelled()
 
 
-def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
+def execute_run(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
                 judges: JudgeSettings | None = None, gt_cache: Path | None = None,
                 on_progress: Callable[[int, int, str], None] | None = None,
                 limits: ScoringLimits | None = None, fan_out: Callable[[int, int], Any] | None = None,
@@ -457,14 +440,14 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
     judges = judges or JudgeSettings()
     limits = limits or ScoringLimits()
     budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s)
-    # the ground truth's cache sits in the data folder, beside the runs (as `forkpaths gt build` keeps it)
-    gt_cache = gt_cache or runs_root.parent / "cache" / "groundtruth"
+    # the ground truth's cache sits in this machine's data folder (as `forkpaths gt build` keeps it)
+    gt_cache = gt_cache or artifacts.gt_cache
     run = claim_run(engine, run_id)
     if run.status != RunStatus.RUNNING.value or run.executor != this_executor():
         return run  # another process holds it, or it ended (cancelled before it started)
     try:
         with ScoringHere(run_id), Heartbeat(lambda: beat(engine, run_id)):
-            return _execute_claimed(engine, run, runs_root=runs_root, releases_root=releases_root, judges=judges,
+            return _execute_claimed(engine, run, artifacts=artifacts, judges=judges,
                                     gt_cache=gt_cache, on_progress=on_progress, limits=limits, budget=budget,
                                     fan_out=fan_out, raise_when_database_lost=raise_when_database_lost)
     except KeyboardInterrupt:  # Ctrl-C on `forkpaths score`: the record says so, then the command stops
@@ -473,16 +456,14 @@ def execute_run(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
         raise
 
 
-def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releases_root: Path,
-                     judges: JudgeSettings, gt_cache: Path,
+def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStore, judges: JudgeSettings, gt_cache: Path,
                      on_progress: Callable[[int, int, str], None] | None, limits: ScoringLimits,
                      budget: RunBudget, fan_out: Callable[[int, int], Any] | None = None,
                      raise_when_database_lost: bool = False) -> ScoringRun:
     run_id = run.id or 0
     try:
         with session_scope(engine) as s:
-            release = _release_for_scoring(s, run.release_version, releases_root)
-            release_folder = _releases.release_dir(_releases._record(s, run.release_version), releases_root)
+            release, release_folder = _scoring_release(s, run.release_version, artifacts, run.release_sha256)
         task = kind_of(run.kind)
 
         def tick(done: int, total: int, stage: str) -> None:
@@ -491,7 +472,7 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
                 on_progress(done, total, stage)
 
         ctx = ScoringContext(
-            release=release, release_folder=release_folder, files=stored_submissions(run, runs_root),
+            release=release, release_folder=release_folder, files=stored_submissions(run, artifacts),
             judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
             ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache,
             progress=tick, llm=_llm_of(task, run, judges))
@@ -502,12 +483,11 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
                       else task.score(ctx))
         else:
             scored = task.score(ctx)
-        path = run_dir(runs_root, run_id) / scored.result_name
-        _write_atomic(path, scored.result_bytes)
+        result_sha = artifacts.put_bytes(scored.result_bytes)
         if scored.run_fields:  # provenance known once scoring chose it (e.g. the transform matcher)
             _update(engine, run_id, **scored.run_fields)
         return _update(engine, run_id, status=RunStatus.SUCCEEDED.value, finished_at=utcnow(),
-                       result_path=path.relative_to(runs_root).as_posix(), scores=scored.scores,
+                       result_path=scored.result_name, result_sha256=result_sha, scores=scored.scores,
                        scores_effective=scored.scores, progress_done=scored.items, progress_total=scored.items,
                        stage="done", message=scored.message)
     except RunTakenOver as exc:
@@ -526,7 +506,7 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, runs_root: Path, releas
             log.warning("scoring run %s: the database went away (%s); the job is retried", run_id, exc)
             raise
         return _record_crash(engine, run_id, exc)
-    except (ScoringError, ReleaseError) as exc:  # an artifact missing or altered: its own sentence, as it is
+    except (ScoringError, ReleaseError, ArtifactError) as exc:  # an artifact missing or altered: its sentence
         log.warning("scoring run %s failed: %s", run_id, exc)
         return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                        message=f"Scoring failed: {exc}"[:2000])
@@ -545,7 +525,7 @@ def _record_crash(engine: Engine, run_id: int, exc: Exception) -> ScoringRun:
 
 
 
-def score_parts(engine: Engine, run_id: int, *, runs_root: Path, releases_root: Path,
+def score_parts(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
                 judges: JudgeSettings | None = None, limits: ScoringLimits | None = None) -> int:
     """A helper job of a fanned-out run: score its queued parts here (see :mod:`curation.services.fanout`).
     Returns how many parts it scored; a part's crash is recorded on the part, and the run fails with it."""
@@ -553,16 +533,15 @@ def score_parts(engine: Engine, run_id: int, *, runs_root: Path, releases_root: 
 
     judges = judges or JudgeSettings()
     limits = limits or ScoringLimits()
-    gt_cache = runs_root.parent / "cache" / "groundtruth"
+    gt_cache = artifacts.gt_cache
 
     def build(run: ScoringRun) -> tuple[TaskKind, ScoringContext]:
         with session_scope(engine) as s:
-            release = _release_for_scoring(s, run.release_version, releases_root)
-            release_folder = _releases.release_dir(_releases._record(s, run.release_version), releases_root)
+            release, release_folder = _scoring_release(s, run.release_version, artifacts, run.release_sha256)
         elapsed = (utcnow() - run.started_at).total_seconds() if run.started_at else 0.0
         budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s - elapsed)
         return kind_of(run.kind), ScoringContext(
-            release=release, release_folder=release_folder, files=stored_submissions(run, runs_root),
+            release=release, release_folder=release_folder, files=stored_submissions(run, artifacts),
             judge=lambda: judges.build(run.judge.get("name", "offline")), mode=run.mode, k=run.k,
             ground_truth_hash=run.ground_truth_hash, limits=limits, budget=budget, gt_cache=gt_cache,
             llm=_llm_of(kind_of(run.kind), run, judges))
@@ -645,7 +624,7 @@ def set_official(*, session: Session, actor: User, run_id: int, official: bool) 
 
 @judges_actor
 def rescore_run(*, session: Session, actor: User, run_id: int, release_version: str | None = None,
-                runs_root: Path, releases_root: Path, max_bytes: int,
+                artifacts: ArtifactStore, max_bytes: int,
                 judges: JudgeSettings | None = None, limits: ScoringLimits | None = None) -> ScoringRun:
     """Register the same submission, agent, judge and mode again, as a new queued run (the old run is kept): on
     another release, or on its own (``release_version`` None) after it was interrupted, failed or cancelled."""
@@ -655,7 +634,7 @@ def rescore_run(*, session: Session, actor: User, run_id: int, release_version: 
     release_version = release_version or old.release_version
     judge = str(old.judge.get("name", "offline")) if kind_of(old.kind).uses_judge else "offline"
     return register_run(session=session, actor=actor, release_version=release_version,
-                        files=stored_submissions(old, runs_root), agent=old.agent, model_name=old.model_name,
-                        judge=judge, mode=old.mode, k=old.k, kind=old.kind, runs_root=runs_root,
-                        releases_root=releases_root, max_bytes=max_bytes, judges=judges, source=old.source,
+                        files=stored_submissions(old, artifacts), agent=old.agent, model_name=old.model_name,
+                        judge=judge, mode=old.mode, k=old.k, kind=old.kind, artifacts=artifacts,
+                        max_bytes=max_bytes, judges=judges, source=old.source,
                         rescore_of_id=old.id, limits=limits, llm_model=str(old.judge.get("model", "")))

@@ -46,7 +46,7 @@ def test_evaluator_runs_an_agent_follows_it_and_reads_a_transcript(browser, live
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=cfg.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
                         store=cfg.datasets_store)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     with ScriptedLLM(responder=_respond) as llm:

@@ -120,7 +120,7 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
         shot(page, shots / "04-gate-released.png", item)
         sign_out(page)
         with session_scope(engine) as s:
-            rel.cut_release(session=s, actor=cura, version="1.0.0", notes="", releases_root=cfg.releases_store,
+            rel.cut_release(session=s, actor=cura, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
                             store=cfg.datasets_store)
 
         # 4. an evaluator scores two agent runs' output folders

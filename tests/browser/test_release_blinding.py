@@ -32,7 +32,7 @@ def test_an_assigned_admin_sees_the_compare_view_blinded(browser, live_app, shot
     def cut(version: str) -> None:
         with session_scope(engine) as s:
             cut_release(session=s, actor=curator, version=version, notes=f"cut {version}",
-                        releases_root=settings.releases_store, store=settings.datasets_store, include_empty=True)
+                        artifacts=settings.artifact_store(), store=settings.datasets_store, include_empty=True)
 
     cut("1.0.0")
     f.full_analysis(engine, ana, ds.id)

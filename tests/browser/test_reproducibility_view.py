@@ -44,22 +44,21 @@ def test_side_by_side_override_and_validation(browser, live_app, shots: Path, sh
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=cfg.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
                         store=cfg.datasets_store)
     with session_scope(engine) as s:
         run = register_run(session=s, actor=curator, release_version="1.0.0",
                            files=[("hurricane.json", _submission())], agent="ReAct agent", model_name="gpt-4o",
-                           runs_root=cfg.runs_store, releases_root=cfg.releases_store,
+                           artifacts=cfg.artifact_store(),
                            max_bytes=cfg.max_submission_bytes)
-    analyses = execute_run(engine, run.id, runs_root=cfg.runs_store, releases_root=cfg.releases_store)
+    analyses = execute_run(engine, run.id, artifacts=cfg.artifact_store())
     assert analyses.status == RunStatus.SUCCEEDED.value, analyses.message
     with ScriptedLLM(inspector_responder) as llm:
         judges = JudgeSettings(llm=LLMConfig(base_url=llm.url, model="inspector-test", cache_dir=tmp_path / "llm",
                                              max_retries=0))
         with session_scope(engine) as s:
-            reg = reproduce_run(session=s, actor=curator, run_id=analyses.id, runs_root=cfg.runs_store,
-                                releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes, judges=judges)
-        repro = execute_run(engine, reg.id, runs_root=cfg.runs_store, releases_root=cfg.releases_store,
+            reg = reproduce_run(session=s, actor=curator, run_id=analyses.id, artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes, judges=judges)
+        repro = execute_run(engine, reg.id, artifacts=cfg.artifact_store(),
                             judges=judges)
     assert repro.status == RunStatus.SUCCEEDED.value, repro.message
 

@@ -33,7 +33,7 @@ def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Pa
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=cfg.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
                         store=cfg.datasets_store)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
@@ -101,21 +101,20 @@ def test_stale_runs_comparison_and_judge_validation(browser, live_app, shots: Pa
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=cfg.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
                         store=cfg.datasets_store)
     data = (shared_blade / "examples" / "multirun_analyses.json").read_bytes()
     for agent, mode in (("ReAct", "default"), ("CodeAct", "blade")):
         with session_scope(engine) as s:
             run = register_run(session=s, actor=curator, release_version="1.0.0", files=[("m.json", data)],
-                               agent=agent, model_name="gpt-4o", mode=mode, runs_root=cfg.runs_store,
-                               releases_root=cfg.releases_store, max_bytes=cfg.max_submission_bytes)
-        execute_run(engine, run.id, runs_root=cfg.runs_store, releases_root=cfg.releases_store)
+                               agent=agent, model_name="gpt-4o", mode=mode, artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes)
+        execute_run(engine, run.id, artifacts=cfg.artifact_store())
     with session_scope(engine) as s:
         var = s.exec(select(ConceptualVariable).order_by(ConceptualVariable.id)).first()
         var.concept += " (reworded)"
         s.add(var)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.1.0", notes="", releases_root=cfg.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.1.0", notes="", artifacts=cfg.artifact_store(),
                         store=cfg.datasets_store)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:

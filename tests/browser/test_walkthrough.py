@@ -65,14 +65,14 @@ def test_evaluator_pages_have_addresses_and_run_details_fit_at_1024(browser, liv
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=s_.datasets_store,
                      max_bytes=s_.max_upload_bytes)
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=s_.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=s_.artifact_store(),
                         store=s_.datasets_store)
     with session_scope(engine) as s:
         run = register_run(session=s, actor=evaluator, release_version="1.0.0", agent="react", model_name="gpt-x",
                            files=[("multi.json", (shared_blade / "examples" / "multirun_analyses.json").read_bytes())],
-                           runs_root=s_.runs_store, releases_root=s_.releases_store,
+                           artifacts=s_.artifact_store(),
                            max_bytes=s_.max_submission_bytes)
-    assert execute_run(engine, run.id, runs_root=s_.runs_store, releases_root=s_.releases_store).status == "succeeded"
+    assert execute_run(engine, run.id, artifacts=s_.artifact_store()).status == "succeeded"
     engine.dispose()
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     try:

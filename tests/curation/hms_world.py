@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from curation.artifacts import ArtifactStore
 from curation.db import session_scope
 from curation.models import ReleaseRecord, Role, ScoringRun, User
 from curation.services.scoring import JudgeSettings, execute_run, register_run
@@ -21,6 +22,7 @@ from exports.native import MANIFEST_NAME, write_release
 from exports.schema import DatasetRelease, HypothesisGold, HypothesisTaskRelease, Release
 from tests import factories as f
 from tests.evaluation.hms_script import HMSScript, sub
+from tests.factories import artifacts_for
 from tests.llm_server import ScriptedLLM
 
 __all__ = ["HMSWorld", "answers_file", "make_hms_world", "standard_script"]
@@ -123,6 +125,12 @@ class HMSWorld:
     script: HMSScript = field(default_factory=standard_script)
 
     @property
+    def artifacts(self) -> ArtifactStore:
+        """The store of this world's data folder (the release, cut straight into ``releases``, is put there the
+        first time scoring reads it)."""
+        return artifacts_for(self.releases)
+
+    @property
     def judges(self) -> JudgeSettings:
         return JudgeSettings(llm=LLMConfig(base_url=self.server.url, model="judge-model", cache_dir=self.cache,
                                            max_retries=0, backoff_s=0))
@@ -133,12 +141,12 @@ class HMSWorld:
             return register_run(session=s, actor=actor or self.evaluator, release_version=version,
                                 files=[(name, data if data is not None else answers_file())],
                                 agent=kw.pop("agent", "agent-h"), model_name="gpt-test", judge=kw.pop("judge", "hms"),
-                                mode=mode, kind="hypotheses", runs_root=self.runs, releases_root=self.releases,
+                                mode=mode, kind="hypotheses", artifacts=self.artifacts,
                                 max_bytes=5_000_000, judges=self.judges, **kw)
 
     def score(self, data: bytes | None = None, **kw: Any) -> ScoringRun:
         run = self.register(data, **kw)
-        return execute_run(self.engine, run.id or 0, runs_root=self.runs, releases_root=self.releases,
+        return execute_run(self.engine, run.id or 0, artifacts=self.artifacts,
                            judges=self.judges)
 
 

@@ -42,7 +42,7 @@ def _start(world, url, *, actor=None, **kw) -> AgentRun:
     with session_scope(world.engine) as s:
         return ar.start_agent_run(session=s, actor=actor or world.evaluator, release_version="1.0.0", model="scripted",
                                   base_url=url, strategy=kw.pop("strategy", "oneshot"),
-                                  runs_per_task=kw.pop("runs", 2), releases_root=world.releases,
+                                  runs_per_task=kw.pop("runs", 2), artifacts=world.artifacts,
                                   prices={"scripted": (2.0, 8.0)}, **kw)
 
 
@@ -72,16 +72,16 @@ def test_an_agent_run_is_answered_stored_and_scored(world, tmp_path):
             assert [(r.task_key, r.replicate, r.status) for r in rows] == [("hurricane", 0, "answered"),
                                                                            ("hurricane", 1, "answered")]
             messages = ar.transcript(session=s, actor=world.evaluator, task_run_id=rows[0].id,
-                                     runs_root=settings.runs_store)
+                                     artifacts=settings.artifact_store())
             assert [m["role"] for m in messages] == ["system", "user", "assistant"]
             assert "Research question" in messages[1]["content"] and "workflow" in messages[2]["content"]
             name, data, mime = ar.submission_download(session=s, actor=world.evaluator, run_id=run.id,
-                                                      runs_root=settings.runs_store)
+                                                      artifacts=settings.artifact_store())
             sub = json.loads(data)
             assert (name, mime, sub["dataset_name"], sub["n"]) == ("hurricane.json", "application/json", "hurricane", 2)
             assert sub["analyses"]["1"]["workflow"].startswith("OLS")
             board = leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
-                                releases_root=world.releases)
+                                artifacts=world.artifacts)
             row = next(r for r in board if r["run"] == scored.id)
             assert (row["agent"], row["model"], row["strategy"]) == ("oneshot agent", "scripted", "oneshot + workflow")
             assert row["cost"] == pytest.approx(done.cost)
@@ -183,7 +183,7 @@ def test_faults_give_tasks_a_status_and_the_run_goes_on(world, tmp_path):
         assert [r.status for r in rows] == ["invalid_answer", "endpoint_error", "endpoint_error", "answered"]
         assert "HTTP 429" in rows[1].message and "HTML page" in rows[2].message
         name, data, _ = ar.submission_download(session=s, actor=world.evaluator, run_id=done.id,
-                                               runs_root=settings.runs_store)
+                                               artifacts=settings.artifact_store())
         analyses = json.loads(data)["analyses"]
         assert analyses["0"][0] == 2 and "invalid_answer" in analyses["0"][1] and "cvars" in analyses["3"]
         assert s.get(ScoringRun, done.scoring_run_ids[0]).status == RunStatus.SUCCEEDED.value
@@ -357,7 +357,7 @@ def test_a_discoverybench_task_is_answered_with_the_hypotheses_submission(engine
     evaluator = f.user(engine, "eva-h", Role.EVALUATOR)
     settings = _settings(tmp_path / "data")
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=settings.releases_store,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=settings.artifact_store(),
                         store=store)
     key = "real/test/worldbank_education_gdp/metadata_0/q0"
     reply = {"hypothesis": "Education spending goes with GDP growth in most regions.",
@@ -372,7 +372,7 @@ def test_a_discoverybench_task_is_answered_with_the_hypotheses_submission(engine
         with session_scope(engine) as s:
             run = ar.start_agent_run(session=s, actor=evaluator, release_version="1.0.0", model="scripted",
                                      base_url=llm.url, strategy="react", kind="hypotheses", only=[key],
-                                     releases_root=settings.releases_store)
+                                     artifacts=settings.artifact_store())
         execute_job(engine, run.job_id, settings)
         prompt = llm.requests[0]["messages"][1]["content"]
         observation = llm.requests[1]["messages"][-1]["content"]
@@ -383,7 +383,7 @@ def test_a_discoverybench_task_is_answered_with_the_hypotheses_submission(engine
         done = ar.get_agent_run(session=s, actor=evaluator, run_id=run.id)
         assert done.tasks_total == 1 and done.tasks_done == 1
         name, data, _ = ar.submission_download(session=s, actor=evaluator, run_id=run.id,
-                                               runs_root=settings.runs_store)
+                                               artifacts=settings.artifact_store())
     assert name == "hypotheses-run0.json"
     assert json.loads(data) == {"format": "forkpaths-hypotheses", "format_version": "1.0",
                                 "answers": [{"task": key, **reply}]}

@@ -44,8 +44,7 @@ def warm(sqlite_engine, tmp_path, shared_blade):
     """A world whose ground truth is already in the run's cache (its build would count against a small budget)."""
     w = make_world(sqlite_engine, tmp_path, shared_blade)
     with session_scope(w.engine) as s:
-        release = sc.release_by_record(s, rel._record(s, "1.0.0"), w.releases)
-        folder = rel.release_dir(rel._record(s, "1.0.0"), w.releases)
+        release, folder = rel.stored_release(rel._record(s, "1.0.0"), w.artifacts)
     sc._transform_matching_for(release.datasets[0], folder, cache_dir=tmp_path / "cache" / "groundtruth",
                                mode="default")
     return w
@@ -53,11 +52,11 @@ def warm(sqlite_engine, tmp_path, shared_blade):
 
 def _execute(w, files, limits: sc.ScoringLimits) -> ScoringRun:
     run = w.register(files, limits=limits)
-    return sc.execute_run(w.engine, run.id, runs_root=w.runs, releases_root=w.releases, limits=limits)
+    return sc.execute_run(w.engine, run.id, artifacts=w.artifacts, limits=limits)
 
 
 def _analyses(w, run: ScoringRun):
-    return read_result(w.runs / run.result_path).datasets[0].analyses
+    return read_result(w.artifacts.object_path(run.result_sha256)).datasets[0].analyses
 
 
 def test_the_limits_come_from_the_settings(monkeypatch):
@@ -101,7 +100,7 @@ def test_a_file_of_loops_cannot_hold_the_worker_past_the_run_budget(warm):
 
     limits = sc.ScoringLimits(analysis_timeout_s=2, run_budget_s=6)
     run = warm.register([("loops.json", _file(LOOP, LOOP, LOOP, LOOP, LOOP, GOOD))], limits=limits)
-    worker = RunWorker(warm.engine, runs_root=warm.runs, releases_root=warm.releases, judges=sc.JudgeSettings(),
+    worker = RunWorker(warm.engine, artifacts=warm.artifacts, judges=sc.JudgeSettings(),
                        limits=limits)
     try:
         done = worker.submit(run.id).result(timeout=300)

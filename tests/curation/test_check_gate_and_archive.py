@@ -17,6 +17,7 @@ from curation.services.releases import cut_release
 from evaluation.specs import ROOT_SPEC_ID, ColumnMapping
 from tests import factories as f
 from tests.curation.test_bootstrap_cli import _cli
+from tests.factories import artifacts_for
 
 
 @pytest.fixture
@@ -116,10 +117,10 @@ def test_archived_datasets_are_hidden_from_annotation_and_new_releases(team, tmp
         with pytest.raises(DatasetImportError, match="already archived"):
             archive_dataset(session=s, actor=cur, name="storms")
     with session_scope(e) as s, pytest.raises(ReleaseError, match="Archived datasets are not released"):
-        cut_release(session=s, actor=cur, version="1.0.0", notes="", releases_root=tmp_path / "rel", store=team["store"],
+        cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(tmp_path / "rel"), store=team["store"],
                     dataset_names=["storms"])
     with session_scope(e) as s:
-        record = cut_release(session=s, actor=cur, version="1.0.0", notes="", releases_root=tmp_path / "rel",
+        record = cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(tmp_path / "rel"),
                              store=team["store"], include_empty=True)
         assert list(record.summary) == ["fish"]
     with session_scope(e) as s:

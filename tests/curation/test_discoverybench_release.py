@@ -27,6 +27,7 @@ from exports.native import read_release
 from exports.schema import HypothesisCandidate, HypothesisGold
 from tests import factories as f
 from tests.exports.test_release_hypotheses import ANSWER_KEY, make_tree
+from tests.factories import artifacts_for
 
 MB = 2**20
 
@@ -38,14 +39,14 @@ def _import(engine, store: Path, path: Path) -> None:  # type: ignore[no-untyped
 
 def _cut(w, version, **kw):  # type: ignore[no-untyped-def]
     with session_scope(w["engine"]) as s:
-        return rel.cut_release(session=s, actor=w["curator"], version=version, notes="", releases_root=w["root"],
+        return rel.cut_release(session=s, actor=w["curator"], version=version, notes="", artifacts=artifacts_for(w["root"]),
                                store=w["store"], **kw)
 
 
 def _export(w, version, fmt, out):  # type: ignore[no-untyped-def]
     with session_scope(w["engine"]) as s:
         return rel.export_release(session=s, actor=w["curator"], version=version, fmt=fmt, out=out,
-                                  releases_root=w["root"])
+                                  artifacts=artifacts_for(w["root"]))
 
 
 def _files(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, bytes]:
@@ -87,7 +88,7 @@ def test_shared_data_round_trips_through_a_release(world, shared_discoverybench,
     assert _files(out, skip=("ATTRIBUTION.md",)) == _files(shared_discoverybench, skip=("LICENSE.md", "README.md"))
     with session_scope(world["engine"]) as s:
         name, payload = rel.release_archive(session=s, actor=world["curator"], version="1.0.0",
-                                            fmt="discoverybench", releases_root=world["root"])
+                                            fmt="discoverybench", artifacts=artifacts_for(world["root"]))
     assert name == "forkpaths-1.0.0-discoverybench.zip"
     with zipfile.ZipFile(io.BytesIO(payload)) as zf:
         key = zf.read("1.0.0-discoverybench/answer_key_real.csv")
@@ -175,7 +176,7 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
     assert (out / "answer_key_real.csv").read_bytes() == ANSWER_KEY + b"bmi,0,1,Age and income explain BMI.\r\n"
     # an admin assigned to the folder who has not done stage 1 sees the imported gold, not the peers' work
     with session_scope(engine) as s:
-        view = rel.read_release_for(session=s, actor=boss, version="1.0.0", releases_root=world["root"])
+        view = rel.read_release_for(session=s, actor=boss, version="1.0.0", artifacts=artifacts_for(world["root"]))
         assert "db_real_test_bmi" in view.withheld
         blind = next(d for d in view.release.datasets if d.name == "db_real_test_bmi")
         assert [t.gold.source if t.gold else None for t in blind.hypothesis_tasks] == ["answer_key", None, None]
@@ -183,7 +184,7 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
         assert blind.extra["discoverybench"]["folder"] == "bmi"
         with pytest.raises(BlindingViolation, match="cannot be exported by you"):
             rel.export_release(session=s, actor=boss, version="1.0.0", fmt="discoverybench", out=tmp_path / "x",
-                               releases_root=world["root"])
+                               artifacts=artifacts_for(world["root"]))
 
 
 def test_an_altered_discoverybench_file_in_a_release_is_refused_naming_it(world, tmp_path):  # type: ignore[no-untyped-def]

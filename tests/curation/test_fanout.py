@@ -33,7 +33,7 @@ def _normal(value):
 
 
 def _result(world: World, run) -> str:
-    data = json.loads((world.runs / run.result_path).read_text())
+    data = world.result_json(run)
     return json.dumps(_normal(data), indent=2, sort_keys=True)
 
 
@@ -87,7 +87,7 @@ def workers2(world2):
 def test_a_run_scored_across_two_workers_gives_the_same_result_as_in_one_process(world2, workers2, shared_blade):
     files = _files(shared_blade, slow_s=1.5)
     one = world2.register(files, version="1.1.0", agent="one")
-    one = sc.execute_run(world2.engine, one.id, runs_root=world2.runs, releases_root=world2.releases)
+    one = sc.execute_run(world2.engine, one.id, artifacts=world2.artifacts)
     assert one.status == "succeeded", one.message
     assert _parts(world2.engine, one.id) == []  # in one process, no fan-out
 
@@ -129,7 +129,7 @@ def test_a_part_whose_worker_is_killed_is_scored_again_once(world2, workers2, sh
     assert all(p.status == "done" and p.executor.split("/")[1] == str(second.pid) for p in parts)
     assert parts[0].attempts == 2  # the dead worker's part, scored again from its start
     assert run.progress_done == run.progress_total == 14  # each analysis counted once
-    result = json.loads((world2.runs / run.result_path).read_text())
+    result = world2.result_json(run)
     assert [len(d["analyses"]) for d in result["datasets"]] == [10, 4]
 
 

@@ -59,8 +59,8 @@ def hms_pg(tmp_path):
 @pytest.mark.postgres
 def test_a_hypotheses_run_is_scored_across_two_workers_with_the_same_result(hms_pg):
     world, workers = hms_pg
-    one = sc.execute_run(world.engine, world.register(agent="one").id, runs_root=world.runs,
-                         releases_root=world.releases, judges=world.judges)
+    one = sc.execute_run(world.engine, world.register(agent="one").id, artifacts=world.artifacts,
+                         judges=world.judges)
     assert one.status == "succeeded", one.message
     with session_scope(world.engine) as s:
         assert s.exec(select(ScoringRunPart).where(ScoringRunPart.run_id == one.id)).all() == []  # one process

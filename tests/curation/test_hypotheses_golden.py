@@ -38,7 +38,7 @@ def test_hms_result_file_is_golden(sqlite_engine, tmp_path, mode):
         world.script.relationship_full = '{"answer": "B", "explanation": "more general"}'
         run = world.score(mode=mode)
     assert run.status == "succeeded", run.message
-    produced = {"result": json.loads((world.runs / run.result_path).read_text()), "scores": run.scores,
+    produced = {"result": json.loads(world.artifacts.get_bytes(run.result_sha256, what="the result")), "scores": run.scores,
                 "message": run.message}
     text = json.dumps(_normal(produced), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     path = GOLDEN / f"hypotheses_{mode}_result.json"

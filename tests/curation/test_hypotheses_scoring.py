@@ -14,6 +14,7 @@ from curation.services import leaderboard as lb
 from curation.services.scoring import execute_run, kind_of, rescore_run
 from evaluation.tasks.hypotheses import read_result
 from tests.curation.hms_world import answers_file, make_hms_world
+from tests.factories import artifacts_for
 from tests.llm_server import ScriptedLLM
 
 CROPS = "real/test/crops/metadata_0/q0"
@@ -26,7 +27,7 @@ def world(engine, tmp_path):
 
 
 def result_of(world, run):
-    return read_result((world.runs / run.result_path).read_bytes())
+    return read_result(world.artifacts.get_bytes(run.result_sha256, what="the result"))
 
 
 def test_a_run_is_scored_recorded_and_ranked(world):
@@ -47,9 +48,9 @@ def test_a_run_is_scored_recorded_and_ranked(world):
     assert "1 query of the datasets answered has no gold" in run.message
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="2.0.0",
-                              releases_root=world.releases, kind="hypotheses")
+                              artifacts=world.artifacts, kind="hypotheses")
         by_ds = lb.leaderboard(session=s, actor=world.evaluator, release_version="2.0.0",
-                               releases_root=world.releases, kind="hypotheses", dataset="crops")
+                               artifacts=world.artifacts, kind="hypotheses", dataset="crops")
     assert rows[0]["hms"] == pytest.approx(o["hms"]["point"]) and rows[0]["unanswered"] == 1
     assert rows[0]["type.variables"] == pytest.approx(0.5)
     assert by_ds[0]["hms"] == pytest.approx(0.5)
@@ -61,9 +62,8 @@ def test_rescoring_from_the_cache_makes_no_call(world):
     sent = len(world.server.requests)
     assert sent == 13  # 4 + 5 + 4 calls
     with session_scope(world.engine) as s:
-        again = rescore_run(session=s, actor=world.evaluator, run_id=first.id, runs_root=world.runs,
-                            releases_root=world.releases, max_bytes=5_000_000, judges=world.judges)
-    again = execute_run(world.engine, again.id, runs_root=world.runs, releases_root=world.releases,
+        again = rescore_run(session=s, actor=world.evaluator, run_id=first.id, artifacts=world.artifacts, max_bytes=5_000_000, judges=world.judges)
+    again = execute_run(world.engine, again.id, artifacts=world.artifacts,
                         judges=world.judges)
     assert len(world.server.requests) == sent and again.scores["calls"] == 0
     assert again.scores["overall"] == first.scores["overall"]
@@ -150,47 +150,47 @@ def test_experts_judge_facets_and_scores_recompute(world):
     with session_scope(world.engine) as s:
         out = fj.judge_facet(session=s, actor=world.evaluator, run_id=run.id, task_key=CROPS, pair="P0|G0",
                              facet="relationship", value={"level": "A"}, reason="rain helps = doubles, same sign",
-                             runs_root=world.runs)
+                             artifacts=world.artifacts)
         assert out.override is not None and out.override.detail == {"value": {"level": "A"},
                                                                     "original": {"level": "B"}}
     with session_scope(world.engine) as s:  # a confirmation: a label, no override
         same = fj.judge_facet(session=s, actor=world.evaluator, run_id=run.id, task_key=CROPS, pair="P0|G0",
                               facet="variables", value={"size_gold": 2, "size_pred": 2, "intersection": 2},
-                              reason="both variables named", runs_root=world.runs)
+                              reason="both variables named", artifacts=world.artifacts)
         assert same.override is None
         fj.judge_facet(session=s, actor=world.evaluator, run_id=run.id, task_key=CROPS, pair="P0|G0",
-                       facet="context", value={"match": True}, reason="farms are fields", runs_root=world.runs)
+                       facet="context", value={"match": True}, reason="farms are fields", artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         from curation.models import ScoringRun
 
         stored = s.get(ScoringRun, run.id)
         assert stored.scores["overall"]["hms"]["point"] == pytest.approx(4 / 3 / 4)  # the engine's, kept
         assert stored.scores_effective["overall"]["hms"]["point"] == pytest.approx((0.5 + 0 + 1 + 1 / 3) / 4)
-        result, hidden = fj.viewable_facets(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+        result, hidden = fj.viewable_facets(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts)
         crops = next(i for i in result.items if i.task == CROPS)
         assert crops.hms == 1.0 and crops.matched[0].relationship.source == "expert" and hidden == {}
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="2.0.0",
-                              releases_root=world.releases, kind="hypotheses")
+                              artifacts=world.artifacts, kind="hypotheses")
         assert rows[0]["overrides"] == 1 and rows[0]["hms"] == pytest.approx((0.5 + 0 + 1 + 1 / 3) / 4)
         cards = {r.kind: r for r in fj.facet_agreement(session=s, actor=world.evaluator, kind="hypotheses")}
     assert cards["relationship"].n == 1 and cards["relationship"].percent_agreement == 0.0
     assert cards["variables"].percent_agreement == 1.0 and cards["context"].n == 1
     with session_scope(world.engine) as s, pytest.raises(OverrideConflict, match="already judged the relationship"):
         fj.judge_facet(session=s, actor=world.evaluator2, run_id=run.id, task_key=CROPS, pair="P0|G0",
-                       facet="relationship", value={"level": "C"}, reason="no", runs_root=world.runs)
+                       facet="relationship", value={"level": "C"}, reason="no", artifacts=world.artifacts)
     with session_scope(world.engine) as s, pytest.raises(PermissionDenied):
         fj.judge_facet(session=s, actor=world.analyst, run_id=run.id, task_key=CROPS, pair="P0|G0",
-                       facet="context", value={"match": False}, reason="no", runs_root=world.runs)
+                       facet="context", value={"match": False}, reason="no", artifacts=world.artifacts)
     for value, facet, message in [({"level": "Z"}, "relationship", "A \\(very similar"),
                                   ({"match": True}, "context", "no pair P3"),
                                   ({"size_gold": 1}, "variables", "gold count")]:
         with session_scope(world.engine) as s, pytest.raises(ScoringError, match=message):
             fj.judge_facet(session=s, actor=world.evaluator2, run_id=run.id, task_key=CROPS,
                            pair="P3|G0" if facet == "context" else "P0|G0", facet=facet, value=value, reason="r",
-                           runs_root=world.runs)
+                           artifacts=world.artifacts)
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="Give a reason"):
         fj.judge_facet(session=s, actor=world.evaluator2, run_id=run.id, task_key=CROPS, pair="P0|G0",
-                       facet="context", value={"match": True}, reason="  ", runs_root=world.runs)
+                       facet="context", value={"match": True}, reason="  ", artifacts=world.artifacts)
 
 
 def test_the_expression_facet_runs_the_code_in_the_sandbox(world, os_sandbox):
@@ -216,7 +216,7 @@ def test_a_run_whose_time_budget_runs_out_says_so(world):
     from curation.services.scoring import ScoringLimits
 
     run = world.register()
-    run = execute_run(world.engine, run.id, runs_root=world.runs, releases_root=world.releases, judges=world.judges,
+    run = execute_run(world.engine, run.id, artifacts=world.artifacts, judges=world.judges,
                       limits=ScoringLimits(run_budget_s=0.000001))
     assert run.status == "succeeded"
     o = run.scores["overall"]
@@ -241,7 +241,7 @@ def test_a_release_cut_from_imported_discoverybench_folders_is_scored(sqlite_eng
                               max_bytes=200 * 2**20)
     curator = f.user(sqlite_engine, "cura-db", Role.CURATOR)
     with session_scope(sqlite_engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=tmp_path / "releases",
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=artifacts_for(tmp_path / "releases"),
                         store=store)
     script = HMSScript(decompositions={
         "BMI rises with age, then falls.": [sub("g", "adults", ["BMI", "age"], "rises then falls")],

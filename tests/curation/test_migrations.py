@@ -20,4 +20,4 @@ def test_migrations_match_the_models(engine):
 def test_migrating_twice_changes_nothing(engine):
     migrate(engine)
     with engine.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_revision() == "0022_h_repro"
+        assert MigrationContext.configure(conn).get_current_revision() == "0023_h_store"

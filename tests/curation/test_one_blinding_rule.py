@@ -30,6 +30,7 @@ from curation.services.datasets import assign_analysts
 from curation.services.leaderboard import viewable_result
 from curation.settings import Settings
 from tests import factories as f
+from tests.factories import artifacts_for
 
 STARTERS = ("affairs_redbook", "anes96", "rand_hie")
 
@@ -115,9 +116,9 @@ def test_a_blind_curator_is_refused_hurricanes_ground_truth_everywhere_with_one_
     assert main(["score", "--release", "1.0.0", "--submission", str(sub), "--out", str(result), "--as", "evie"]) == 0
     assert "hurricane" in result.read_text()
     with session_scope(engine) as s:
-        shown, withheld = viewable_result(session=s, actor=cass, run_id=1, runs_root=settings.runs_store)
+        shown, withheld = viewable_result(session=s, actor=cass, run_id=1, artifacts=settings.artifact_store())
         assert withheld == {"hurricane": why} and shown.datasets == []
-        shown, withheld = viewable_result(session=s, actor=evie, run_id=1, runs_root=settings.runs_store)
+        shown, withheld = viewable_result(session=s, actor=evie, run_id=1, artifacts=settings.artifact_store())
         assert withheld == {} and [d.dataset for d in shown.datasets] == ["hurricane"]
     # Once an admin removes the assignment (cass had not started), nothing is withheld any more.
     with session_scope(engine) as s:
@@ -127,7 +128,7 @@ def test_a_blind_curator_is_refused_hurricanes_ground_truth_everywhere_with_one_
     assert main(["gt", "build", "1.0.0", "--as", "cass", "--json"]) == 0
     assert "value_hashes" in capsys.readouterr().out
     with session_scope(engine) as s:
-        assert viewable_result(session=s, actor=cass, run_id=1, runs_root=settings.runs_store)[1] == {}
+        assert viewable_result(session=s, actor=cass, run_id=1, artifacts=settings.artifact_store())[1] == {}
 
 
 def _hurricane_id(engine) -> int:
@@ -146,12 +147,12 @@ def test_a_refusal_gives_one_sentence_per_cause(engine, store, tmp_path):
     f.full_analysis(engine, boss, ids["gamma"], checked=False)  # started on gamma, not submitted
     root = tmp_path / "releases"
     with session_scope(engine) as s:
-        record = rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", releases_root=root, store=store,
+        record = rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(root), store=store,
                                  include_empty=True)
     assert set(record.summary) == set(names)
     with session_scope(engine) as s, pytest.raises(BlindingViolation) as refused:
         rel.export_release(session=s, actor=boss, version="1.0.0", fmt="native", out=tmp_path / "x",
-                           releases_root=root)
+                           artifacts=artifacts_for(root))
     message = str(refused.value)
     assert message.count("You are assigned to annotate") == 1
     assert "You are assigned to annotate 'alpha' and 'beta' and have not submitted" in message
@@ -170,13 +171,13 @@ def test_a_new_release_holds_what_has_ground_truth_unless_empty_ones_are_asked_f
     root = tmp_path / "releases"
     with session_scope(engine) as s:
         assert rel.release_candidates(session=s, actor=cur) == (["done"], ["empty"])
-        assert list(rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", releases_root=root,
+        assert list(rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(root),
                                     store=store).summary) == ["done"]
     with session_scope(engine) as s:
-        assert list(rel.cut_release(session=s, actor=cur, version="1.0.1", notes="", releases_root=root, store=store,
+        assert list(rel.cut_release(session=s, actor=cur, version="1.0.1", notes="", artifacts=artifacts_for(root), store=store,
                                     include_empty=True).summary) == ["done", "empty"]
     with session_scope(engine) as s:  # named: asked for
-        assert list(rel.cut_release(session=s, actor=cur, version="1.0.2", notes="", releases_root=root, store=store,
+        assert list(rel.cut_release(session=s, actor=cur, version="1.0.2", notes="", artifacts=artifacts_for(root), store=store,
                                     dataset_names=["empty"]).summary) == ["empty"]
 
 

@@ -34,6 +34,7 @@ from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from tests import factories as f
 from tests.conftest import PG_URL, _pg_schema_engine
+from tests.factories import artifacts_for
 
 
 @pytest.fixture
@@ -162,7 +163,7 @@ def test_a_release_cut_while_analysts_vote_reads_one_moment(team, named, tmp_pat
     def cut() -> Any:
         with session_scope(cutter) as s:
             return rel.cut_release(session=s, actor=team["cur"], version="1.0.0", notes="",
-                                   releases_root=root, store=team["store"])
+                                   artifacts=artifacts_for(root), store=team["store"])
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         try:
@@ -177,7 +178,7 @@ def test_a_release_cut_while_analysts_vote_reads_one_moment(team, named, tmp_pat
         fut.result()
     assert _release_disagreements(root, "1.0.0") == []
     with session_scope(pg) as s:  # the vote itself was not lost: it is in the next release
-        rel.cut_release(session=s, actor=team["cur"], version="1.0.1", notes="", releases_root=root,
+        rel.cut_release(session=s, actor=team["cur"], version="1.0.1", notes="", artifacts=artifacts_for(root),
                         store=team["store"])
     assert _release_disagreements(root, "1.0.1") == []
     doc = json.loads((root / "1.0.1" / "release.json").read_text(encoding="utf-8"))
@@ -199,7 +200,7 @@ def test_a_cut_in_a_transaction_that_already_read_holds_the_votes_still(team, na
         with session_scope(cutter) as s:
             s.exec(select(Vote)).all()  # the transaction has begun, at READ COMMITTED
             return rel.cut_release(session=s, actor=team["cur"], version="1.0.0", notes="",
-                                   releases_root=root, store=team["store"])
+                                   artifacts=artifacts_for(root), store=team["store"])
 
     def vote() -> None:
         with session_scope(voter) as s:
@@ -254,7 +255,7 @@ def _twenty_cuts(team: dict[str, Any], tmp_path: Path) -> None:
         try:
             for n in range(20):
                 with session_scope(pg) as s:
-                    rel.cut_release(session=s, actor=team["cur"], version=f"1.0.{n}", notes="", releases_root=root,
+                    rel.cut_release(session=s, actor=team["cur"], version=f"1.0.{n}", notes="", artifacts=artifacts_for(root),
                                     store=team["store"])
         finally:
             stop.set()

@@ -38,6 +38,7 @@ from evaluation.programmatic.runner import CheckLimits
 from exports.datascibench import read_tree
 from exports.schema import ProgrammaticTaskRelease
 from tests import factories as f
+from tests.factories import artifacts_for
 
 REPO = Path(__file__).resolve().parents[2]
 CLEAN = "data cleaning & preprocessing"
@@ -131,7 +132,7 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
     # the release carries the released check and the accepted artifact only
     releases, runs = t["tmp"] / "releases", t["tmp"] / "runs"
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=t["cur"], version="1.0.0", notes="", releases_root=releases, store=t["store"])
+        rel.cut_release(session=s, actor=t["cur"], version="1.0.0", notes="", artifacts=artifacts_for(releases), store=t["store"])
     shipped = json.loads((releases / "1.0.0" / "release.json").read_text())["datasets"][0]["programmatic_tasks"]
     assert [(c["id"], c["gate"]["released"]) for c in shipped[0]["checks"]] == [(good, True)]
     assert [a["path"] for a in shipped[0]["artifacts"]] == ["clean.csv"]
@@ -140,22 +141,21 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
     bad = _zip({"storms_clean": {"clean.csv": b"deaths,masfem\n,2.5\n"}})
     with pytest.raises(ScoringError, match="path traversal"), session_scope(engine) as s:
         register_run(session=s, actor=t["eva"], release_version="1.0.0", files=[("evil.zip", _zip(
-            {"storms_clean": {"../../x": b""}}))], agent="a", kind="programmatic", runs_root=runs,
-            releases_root=releases, max_bytes=10_000_000)
+            {"storms_clean": {"../../x": b""}}))], agent="a", kind="programmatic", artifacts=artifacts_for(releases), max_bytes=10_000_000)
     with session_scope(engine) as s:
         run = register_run(session=s, actor=t["eva"], release_version="1.0.0",
                            files=[("run1.zip", ok), ("run2.zip", bad)], agent="agent-p", kind="programmatic",
-                           runs_root=runs, releases_root=releases, max_bytes=10_000_000)
-    done = execute_run(engine, run.id, runs_root=runs, releases_root=releases)
+                           artifacts=artifacts_for(releases), max_bytes=10_000_000)
+    done = execute_run(engine, run.id, artifacts=artifacts_for(releases))
     assert done.status == RunStatus.SUCCEEDED.value, done.message
     p = done.scores["programmatic"]
     assert p["success_rate"]["point"] == 0.5 and p["completion_rate"]["point"] == 0.75 and p["runs"] == 2
     assert p["task_types"][CLEAN]["point"] == 0.75
     with session_scope(engine) as s:
-        (row,) = leaderboard(session=s, actor=t["eva"], release_version="1.0.0", releases_root=releases,
+        (row,) = leaderboard(session=s, actor=t["eva"], release_version="1.0.0", artifacts=artifacts_for(releases),
                              kind="programmatic")
         assert (row["success_rate"], row["completion_rate"], row["agent_runs"]) == (0.5, 0.75, 2)
-        details = programmatic_run_details(session=s, actor=t["eva"], run_id=run.id, runs_root=runs)
+        details = programmatic_run_details(session=s, actor=t["eva"], run_id=run.id, artifacts=artifacts_for(runs))
     assert [(o.run, o.passed) for o in details.result.outcomes] == [("run 1 (run1.zip)", True),
                                                                       ("run 2 (run2.zip)", False)]
     assert details.outputs[("run 2 (run2.zip)", "storms_clean")] == {"clean.csv": b"deaths,masfem\n,2.5\n"}
@@ -223,7 +223,7 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     assert "There is no programmatic task 'nope'" in capsys.readouterr().err
     # forkpaths score --kind programmatic: the reference outputs of every starter task, as one agent run
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", releases_root=settings.releases_store,
+        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", artifacts=settings.artifact_store(),
                         store=settings.datasets_store)
     tree = REPO / "datasets" / "programmatic" / "data"
     folders = {k: {p.name: p.read_bytes() for p in (tree / k / "gt").iterdir() if not p.name.endswith(".txt")}

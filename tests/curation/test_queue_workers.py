@@ -171,7 +171,7 @@ def test_a_cancel_from_the_app_reaches_the_worker(pg_world, workers, shared_blad
 
 def test_on_sqlite_runs_are_scored_in_the_apps_own_process(sqlite_engine, tmp_path, shared_blade):
     world = make_world(sqlite_engine, tmp_path, shared_blade)
-    submitter = make_submitter(world.engine, runs_root=world.runs, releases_root=world.releases,
+    submitter = make_submitter(world.engine, artifacts=world.artifacts,
                                judges=sc.JudgeSettings())
     assert isinstance(submitter, RunWorker)
     try:
@@ -183,7 +183,7 @@ def test_on_sqlite_runs_are_scored_in_the_apps_own_process(sqlite_engine, tmp_pa
 
 @pytest.mark.postgres
 def test_on_postgresql_the_app_hands_runs_to_the_queue(pg_world):
-    submitter = make_submitter(pg_world.engine, runs_root=pg_world.runs, releases_root=pg_world.releases,
+    submitter = make_submitter(pg_world.engine, artifacts=pg_world.artifacts,
                                judges=sc.JudgeSettings())
     run_id = pg_world.register().id
     job_id = submitter.submit(run_id)

@@ -37,6 +37,7 @@ from exports.manifest import MANIFEST_NAME, render_manifest
 from exports.native import read_release
 from exports.release_folder import QUARANTINE_DIR, list_set_aside
 from tests import factories as f
+from tests.factories import artifacts_for
 
 DATA = "data/storms/data.csv"
 
@@ -57,7 +58,7 @@ def tiny(engine, store, tmp_path):
 
 def _cut(w, version):
     with session_scope(w["engine"]) as s:
-        return rel.cut_release(session=s, actor=w["curator"], version=version, notes="", releases_root=w["root"],
+        return rel.cut_release(session=s, actor=w["curator"], version=version, notes="", artifacts=artifacts_for(w["root"]),
                                store=w["store"])
 
 
@@ -77,15 +78,13 @@ def _forget_zip_hash(w, version="1.0.0"):
 def _every_read(w, tmp_path):
     """Each service that hands out or shows the release; each must refuse a tampered one."""
     yield lambda s: rel.release_archive(session=s, actor=w["curator"], version="1.0.0", fmt="native",
-                                        releases_root=w["root"])
+                                        artifacts=artifacts_for(w["root"]))
     yield lambda s: rel.release_archive(session=s, actor=w["curator"], version="1.0.0", fmt="blade",
-                                        releases_root=w["root"])
+                                        artifacts=artifacts_for(w["root"]))
     yield lambda s: rel.export_release(session=s, actor=w["curator"], version="1.0.0", fmt="native",
-                                       out=tmp_path / "out-native", releases_root=w["root"])
-    yield lambda s: rel.read_release_for(session=s, actor=w["curator"], version="1.0.0", releases_root=w["root"])
-    # what `forkpaths gt build VERSION` and scoring read
-    yield lambda s: verified_release_folder(session=s, actor=w["curator"], release_version="1.0.0",
-                                            releases_root=w["root"])
+                                       out=tmp_path / "out-native", artifacts=artifacts_for(w["root"]))
+    yield lambda s: rel.read_release_for(session=s, actor=w["curator"], version="1.0.0",
+                                         artifacts=artifacts_for(w["root"]))
 
 
 def _assert_refused_everywhere(w, tmp_path, pattern):
@@ -93,6 +92,14 @@ def _assert_refused_everywhere(w, tmp_path, pattern):
         with session_scope(w["engine"]) as s, pytest.raises(ReleaseError, match=pattern):
             read(s)
     assert not (tmp_path / "out-native").exists()
+    # what `forkpaths gt build VERSION` and scoring read is the release in the artifact store, by the MANIFEST
+    # hash recorded at the cut: the published copy's damage does not reach it (the store's own is refused, see
+    # tests/curation/test_run_artifacts.py)
+    with session_scope(w["engine"]) as s:
+        folder = verified_release_folder(session=s, actor=w["curator"], release_version="1.0.0",
+                                         artifacts=artifacts_for(w["root"]))
+    assert _sha((folder / MANIFEST_NAME).read_bytes()) == _record(w).manifest_sha256
+    assert folder.is_relative_to(w["tmp"] / "cache")
 
 
 def _rezip(zip_path: Path, replace: dict[str, bytes]) -> None:
@@ -118,7 +125,7 @@ def test_a_fresh_release_records_both_hashes_and_reads_back(tiny):
     assert record.zip_sha256 == _sha((tiny["root"] / "1.0.0.zip").read_bytes())
     with session_scope(tiny["engine"]) as s:
         name, data = rel.release_archive(session=s, actor=tiny["curator"], version="1.0.0", fmt="native",
-                                         releases_root=tiny["root"])
+                                         artifacts=artifacts_for(tiny["root"]))
     assert name == "forkpaths-1.0.0.zip" and data == (tiny["root"] / "1.0.0.zip").read_bytes()
 
 
@@ -195,13 +202,13 @@ def test_a_manifest_rewritten_with_matching_hashes_is_refused(tiny, tmp_path):
 def test_a_release_cut_before_zip_hashes_gets_one_on_its_first_full_check(tiny, caplog):
     _forget_zip_hash(tiny)
     with caplog.at_level(logging.WARNING, logger="curation.services.releases"), session_scope(tiny["engine"]) as s:
-        rel.read_release_for(session=s, actor=tiny["curator"], version="1.0.0", releases_root=tiny["root"])
+        rel.read_release_for(session=s, actor=tiny["curator"], version="1.0.0", artifacts=artifacts_for(tiny["root"]))
     assert _record(tiny).zip_sha256 == _sha((tiny["root"] / "1.0.0.zip").read_bytes())
     assert "zip's SHA-256" in caplog.text and "recorded now" in caplog.text
     zip_path = tiny["root"] / "1.0.0.zip"  # from now on a change anywhere in the zip is caught
     zip_path.write_bytes(zip_path.read_bytes() + b"\0")
     with session_scope(tiny["engine"]) as s, pytest.raises(ReleaseError, match="its SHA-256"):
-        rel.read_release_for(session=s, actor=tiny["curator"], version="1.0.0", releases_root=tiny["root"])
+        rel.read_release_for(session=s, actor=tiny["curator"], version="1.0.0", artifacts=artifacts_for(tiny["root"]))
 
 
 def test_a_writer_killed_after_publishing_leaves_files_that_are_set_aside_and_reported(tiny):
@@ -213,7 +220,7 @@ def test_a_writer_killed_after_publishing_leaves_files_that_are_set_aside_and_re
             engine.dispose(close=False)  # the parent's pooled connections are not the child's
             session = Session(engine)
             rel.cut_release(session=session, actor=tiny["curator"], version="1.0.1", notes="",
-                            releases_root=tiny["root"], store=tiny["store"])
+                            artifacts=artifacts_for(tiny["root"]), store=tiny["store"])
             code = 0
         finally:
             os._exit(code)
@@ -224,18 +231,18 @@ def test_a_writer_killed_after_publishing_leaves_files_that_are_set_aside_and_re
     with session_scope(engine) as s:
         assert [r.version for r in rel.list_release_records(session=s, actor=tiny["curator"])] == ["1.0.0"]
         with pytest.raises(NotFoundError, match="There is no release 1.0.1"):
-            rel.release_archive(session=s, actor=tiny["curator"], version="1.0.1", fmt="native", releases_root=root)
+            rel.release_archive(session=s, actor=tiny["curator"], version="1.0.1", fmt="native", artifacts=artifacts_for(root))
     with session_scope(engine) as s:
-        report = reconcile_release_store(session=s, releases_root=root)
+        report = reconcile_release_store(session=s, artifacts=artifacts_for(root))
     assert sorted(x.name for x in report.set_aside) == ["1.0.1", "1.0.1.zip"] and report.skipped is None
     assert not (root / "1.0.1").exists() and (root / QUARANTINE_DIR).is_dir()
     assert all((x.path / "release.json").is_file() for x in report.set_aside if x.name == "1.0.1")  # kept
     with session_scope(engine) as s:
-        problems = release_store_problems(session=s, actor=tiny["curator"], releases_root=root)
+        problems = release_store_problems(session=s, actor=tiny["curator"], artifacts=artifacts_for(root))
     assert len(problems) == 2 and all("no release record was ever committed" in p for p in problems)
     _cut(tiny, "1.0.1")  # the version is free; the new 1.0.1 is intact
     with session_scope(engine) as s:
-        view = rel.read_release_for(session=s, actor=tiny["curator"], version="1.0.1", releases_root=root)
+        view = rel.read_release_for(session=s, actor=tiny["curator"], version="1.0.1", artifacts=artifacts_for(root))
     assert view.release.version == "1.0.1"
 
 
@@ -246,7 +253,7 @@ def test_the_folder_is_left_alone_while_a_cut_holds_the_writer_lock(tiny):
     assert lock.try_acquire()
     try:
         with session_scope(tiny["engine"]) as s:
-            report = reconcile_release_store(session=s, releases_root=root)
+            report = reconcile_release_store(session=s, artifacts=artifacts_for(root))
     finally:
         lock.release()
     assert report.skipped and "being cut right now" in report.skipped
@@ -256,8 +263,8 @@ def test_the_folder_is_left_alone_while_a_cut_holds_the_writer_lock(tiny):
 def test_a_recorded_release_whose_files_are_gone_is_reported(tiny):
     shutil.rmtree(tiny["root"] / "1.0.0")
     with session_scope(tiny["engine"]) as s:
-        report = reconcile_release_store(session=s, releases_root=tiny["root"])
-        problems = release_store_problems(session=s, actor=tiny["curator"], releases_root=tiny["root"])
+        report = reconcile_release_store(session=s, artifacts=artifacts_for(tiny["root"]))
+        problems = release_store_problems(session=s, actor=tiny["curator"], artifacts=artifacts_for(tiny["root"]))
     assert report.missing == problems and len(problems) == 1 and "1.0.0 is recorded but" in problems[0]
 
 
@@ -272,7 +279,7 @@ def test_start_up_cleans_partials_and_sets_aside_unrecorded_releases(tmp_path, m
     f.dataset(engine, settings.datasets_store)
     root = settings.releases_store
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=root,
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=artifacts_for(root),
                         store=settings.datasets_store, include_empty=True)
     # Leftovers of a writer that died mid-write; its pid now belongs to a live process (here: this one).
     partial_dir = root / f".1.0.1.partial-{os.getpid()}-0a1b2c3d"
@@ -292,7 +299,7 @@ def test_start_up_cleans_partials_and_sets_aside_unrecorded_releases(tmp_path, m
         assert sorted(p.name for p in root.iterdir()) == [".writer.lock", "1.0.0", "1.0.0.zip", QUARANTINE_DIR]
         with session_scope(report.engine) as s:
             assert rel.read_release_for(session=s, actor=curator, version="1.0.0",
-                                        releases_root=root).release.version == "1.0.0"
+                                        artifacts=artifacts_for(root)).release.version == "1.0.0"
     finally:
         report.engine.dispose()
 
@@ -303,7 +310,7 @@ def test_one_transaction_may_cut_several_releases(tiny, commit):
     expected = contextlib.nullcontext() if commit else pytest.raises(RuntimeError)
     with expected, session_scope(tiny["engine"]) as s:
         for version in ("1.1.0", "1.2.0"):
-            rel.cut_release(session=s, actor=tiny["curator"], version=version, notes="", releases_root=root,
+            rel.cut_release(session=s, actor=tiny["curator"], version=version, notes="", artifacts=artifacts_for(root),
                             store=tiny["store"])
         if not commit:
             raise RuntimeError("the rest of the action failed")
@@ -312,7 +319,7 @@ def test_one_transaction_may_cut_several_releases(tiny, commit):
     lock.release()
     if commit:
         with session_scope(tiny["engine"]) as s:
-            view = rel.read_release_for(session=s, actor=tiny["curator"], version="1.2.0", releases_root=root)
+            view = rel.read_release_for(session=s, actor=tiny["curator"], version="1.2.0", artifacts=artifacts_for(root))
         assert view.release.previous_version == "1.1.0"
     else:
         assert sorted(x.name for x in list_set_aside(root)) == ["1.1.0", "1.1.0.zip", "1.2.0", "1.2.0.zip"]
@@ -325,7 +332,7 @@ def test_a_cut_that_fails_while_writing_lets_go_of_the_writer_lock(tiny):
     original = data.read_bytes()
     data.write_bytes(original + b"1,1,1,1\n")  # changed after registration: the writer refuses it
     with session_scope(tiny["engine"]) as s, pytest.raises(ReleaseError, match="could not be written"):
-        rel.cut_release(session=s, actor=tiny["curator"], version="1.0.1", notes="", releases_root=tiny["root"],
+        rel.cut_release(session=s, actor=tiny["curator"], version="1.0.1", notes="", artifacts=artifacts_for(tiny["root"]),
                         store=tiny["store"])
     lock = WriterLock(tiny["root"])
     assert lock.try_acquire()
@@ -350,12 +357,19 @@ def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path,
     assert main(["gt", "build", "1.0.0", "--as", "analyst-t"]) == 2  # ground truth is for scoring roles
     assert "evaluator" in capsys.readouterr().err
 
+    # the release is read from the artifact store: its data and its MANIFEST rewritten there, consistently
     folder = tiny["root"] / "1.0.0"
-    files = [p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST_NAME]
-    (folder / DATA).write_bytes((folder / DATA).read_bytes().replace(b"256", b"999"))
-    (folder / MANIFEST_NAME).write_text(
-        render_manifest({p.relative_to(folder).as_posix(): _sha(p.read_bytes()) for p in files}))
+    files = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*")
+             if p.is_file() and p.name != MANIFEST_NAME}
+    files[DATA] = files[DATA].replace(b"256", b"999")
+    artifacts = artifacts_for(tiny["root"])
+    for data in files.values():
+        artifacts.put_bytes(data)
+    manifest = artifacts.object_path(_record(tiny).manifest_sha256)
+    manifest.chmod(0o644)
+    manifest.write_text(render_manifest({rel: _sha(data) for rel, data in files.items()}))
+    shutil.rmtree(artifacts.releases_cache, ignore_errors=True)
     assert main(["gt", "build", "1.0.0", "--as", "curator-t", "--json"]) == 2
     captured = capsys.readouterr()
-    assert "Release 1.0.0 cannot be used" in captured.err and "MANIFEST" in captured.err
+    assert "The MANIFEST of release 1.0.0 (sha256" in captured.err and "is damaged" in captured.err
     assert captured.out == ""  # nothing was built from the tampered files

@@ -22,6 +22,7 @@ from exports.blade_annotations import read_annotations
 from exports.native import read_release
 from exports.release_folder import list_set_aside
 from tests import factories as f
+from tests.factories import artifacts_for
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def world(engine, store, shared_blade, tmp_path):
 def _cut(w, version, notes=""):
     with session_scope(w["engine"]) as s:
         return rel.cut_release(session=s, actor=w["curator"], version=version, notes=notes,
-                               releases_root=w["root"], store=w["store"], include_empty=True)
+                               artifacts=artifacts_for(w["root"]), store=w["store"], include_empty=True)
 
 
 def test_import_then_release_then_read_back_is_identical(world):
@@ -70,7 +71,7 @@ def test_versions_are_checked_and_releases_never_change(world):
         with pytest.raises(ReleaseError, match=message):
             _cut(world, bad)
     with session_scope(world["engine"]) as s, pytest.raises(PermissionDenied):
-        rel.cut_release(session=s, actor=world["ana"], version="2.0.0", notes="", releases_root=world["root"],
+        rel.cut_release(session=s, actor=world["ana"], version="2.0.0", notes="", artifacts=artifacts_for(world["root"]),
                         store=world["store"])
 
 
@@ -81,10 +82,10 @@ def test_a_tampered_release_is_refused_everywhere(world, tmp_path):
     with session_scope(world["engine"]) as s:
         with pytest.raises(ReleaseError, match=r"(?s)modified after it was cut.*data/hurricane/data\.csv: content differs"):
             rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
-                               out=tmp_path / "out", releases_root=world["root"])
+                               out=tmp_path / "out", artifacts=artifacts_for(world["root"]))
         with pytest.raises(ReleaseError, match="modified after it was cut"):
             rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="native",
-                                releases_root=world["root"])
+                                artifacts=artifacts_for(world["root"]))
     assert not (tmp_path / "out").exists()
 
 
@@ -105,7 +106,7 @@ def test_changelog_and_diff_between_releases(world):
     assert "1.0.0" in changelog and "storms" in changelog
     with session_scope(world["engine"]) as s:
         comparison = rel.diff_release_versions(session=s, actor=world["curator"], old="1.0.0", new="1.1.0",
-                                               releases_root=world["root"])
+                                               artifacts=artifacts_for(world["root"]))
     diff = comparison.diff
     assert comparison.withheld == {}
     storms_diff = next(d for d in diff.datasets if d.name == "storms")
@@ -117,11 +118,11 @@ def test_export_in_both_layouts(world, shared_blade, tmp_path):
     _cut(world, "1.0.0")
     with session_scope(world["engine"]) as s:
         native = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="native",
-                                    out=tmp_path / "n", releases_root=world["root"])
+                                    out=tmp_path / "n", artifacts=artifacts_for(world["root"]))
         blade = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
-                                   out=tmp_path / "b", releases_root=world["root"])
+                                   out=tmp_path / "b", artifacts=artifacts_for(world["root"]))
         name, payload = rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
-                                            releases_root=world["root"])
+                                            artifacts=artifacts_for(world["root"]))
     assert read_release(native).version == "1.0.0" and (tmp_path / "n" / "1.0.0.zip").is_file()
     for name_ in ("hurricane", "fish"):
         got = {r.spec_id: r.data for r in read_annotations(blade / name_ / "annotations.csv").rows}
@@ -136,7 +137,7 @@ def test_export_in_both_layouts(world, shared_blade, tmp_path):
 
 def test_a_cut_whose_transaction_fails_leaves_no_release(world):
     with pytest.raises(RuntimeError), session_scope(world["engine"]) as s:
-        rel.cut_release(session=s, actor=world["curator"], version="1.0.0", notes="", releases_root=world["root"],
+        rel.cut_release(session=s, actor=world["curator"], version="1.0.0", notes="", artifacts=artifacts_for(world["root"]),
                         store=world["store"])
         raise RuntimeError("the rest of the user's action failed")
     with session_scope(world["engine"]) as s:
@@ -194,13 +195,13 @@ def _services(w):
     return {
         "list": (rel.list_release_records, {}),
         "get": (rel.get_release, {"version": "1.0.1"}),
-        "read": (rel.read_release_for, {"version": "1.0.1", "releases_root": root}),
+        "read": (rel.read_release_for, {"version": "1.0.1", "artifacts": artifacts_for(root)}),
         "withheld": (rel.withheld_in_release, {"version": "1.0.1"}),
-        "diff": (rel.diff_release_versions, {"old": "1.0.0", "new": "1.0.1", "releases_root": root}),
-        "archive native": (rel.release_archive, {"version": "1.0.1", "fmt": "native", "releases_root": root}),
-        "archive blade": (rel.release_archive, {"version": "1.0.1", "fmt": "blade", "releases_root": root}),
+        "diff": (rel.diff_release_versions, {"old": "1.0.0", "new": "1.0.1", "artifacts": artifacts_for(root)}),
+        "archive native": (rel.release_archive, {"version": "1.0.1", "fmt": "native", "artifacts": artifacts_for(root)}),
+        "archive blade": (rel.release_archive, {"version": "1.0.1", "fmt": "blade", "artifacts": artifacts_for(root)}),
         "export": (rel.export_release, {"version": "1.0.1", "fmt": "blade", "out": w["tmp"] / "x",
-                                        "releases_root": root}),
+                                        "artifacts": artifacts_for(root)}),
     }
 
 
@@ -218,41 +219,41 @@ def _storms(view):
 
 def test_an_assigned_admin_who_has_not_submitted_sees_no_peer_work_in_any_release_service(team):
     root = team["root"]
-    view = _as(team, "boss", rel.read_release_for, version="1.0.1", releases_root=root)
+    view = _as(team, "boss", rel.read_release_for, version="1.0.1", artifacts=artifacts_for(root))
     storms = _storms(view)
     assert not (storms.variables or storms.transforms or storms.models or storms.annotators or storms.votes)
     assert storms.research_question and storms.data_sha256  # what every annotator sees anyway
     assert "assigned to annotate 'storms'" in view.withheld["storms"]
-    comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", releases_root=root)
+    comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", artifacts=artifacts_for(root))
     assert set(comparison.withheld) == {"storms"} and not comparison.diff.has_changes
     assert "femininity" not in comparison.markdown() and "storms` withheld" in comparison.markdown()
     for fmt in ("native", "blade"):
         with pytest.raises(BlindingViolation, match=r"(?s)cannot be downloaded by you.*'storms'"):
-            _as(team, "boss", rel.release_archive, version="1.0.1", fmt=fmt, releases_root=root)
+            _as(team, "boss", rel.release_archive, version="1.0.1", fmt=fmt, artifacts=artifacts_for(root))
     with pytest.raises(BlindingViolation, match="cannot be exported by you"):
         _as(team, "boss", rel.export_release, version="1.0.1", fmt="native", out=team["tmp"] / "x",
-            releases_root=root)
+            artifacts=artifacts_for(root))
     assert not (team["tmp"] / "x").exists()
     with pytest.raises(BlindingViolation):
         _as(team, "boss", list_peer_analyses, dataset_id=team["ds"])
     # An unassigned curator sees everything.
-    assert len(_storms(_as(team, "curator", rel.read_release_for, version="1.0.1", releases_root=root)).variables) == 2
-    diff = _as(team, "curator", rel.diff_release_versions, old="1.0.0", new="1.0.1", releases_root=root)
+    assert len(_storms(_as(team, "curator", rel.read_release_for, version="1.0.1", artifacts=artifacts_for(root))).variables) == 2
+    diff = _as(team, "curator", rel.diff_release_versions, old="1.0.0", new="1.0.1", artifacts=artifacts_for(root))
     assert diff.withheld == {} and "femininity" in diff.markdown()
 
 
 def test_blindness_ends_when_the_admin_submits(team):
     root = team["root"]
     f.full_analysis(team["engine"], team["boss"], team["ds"])  # started, not submitted: still blind
-    view = _as(team, "boss", rel.read_release_for, version="1.0.1", releases_root=root)
+    view = _as(team, "boss", rel.read_release_for, version="1.0.1", artifacts=artifacts_for(root))
     assert "unsubmitted stage-1 analysis of 'storms'" in view.withheld["storms"]
     with session_scope(team["engine"]) as s:
         submit_analysis(session=s, actor=team["boss"], dataset_id=team["ds"])
-    view = _as(team, "boss", rel.read_release_for, version="1.0.1", releases_root=root)
+    view = _as(team, "boss", rel.read_release_for, version="1.0.1", artifacts=artifacts_for(root))
     assert view.withheld == {} and len(_storms(view).variables) == 2
-    comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", releases_root=root)
+    comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", artifacts=artifacts_for(root))
     assert comparison.withheld == {} and "femininity" in comparison.markdown()
-    name, _ = _as(team, "boss", rel.release_archive, version="1.0.1", fmt="native", releases_root=root)
+    name, _ = _as(team, "boss", rel.release_archive, version="1.0.1", fmt="native", artifacts=artifacts_for(root))
     assert name == "forkpaths-1.0.1.zip"
     assert len(_as(team, "boss", list_peer_analyses, dataset_id=team["ds"])) == 1
 

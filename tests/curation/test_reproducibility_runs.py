@@ -26,6 +26,7 @@ from evaluation.llm import LLMConfig
 from evaluation.reproducibility.models import Outcome
 from tests.curation.scoring_world import make_world
 from tests.evaluation.repro_world import inspector_responder
+from tests.factories import artifacts_for
 from tests.llm_server import ScriptedLLM
 
 MODEL = ("def model(df):\n    import statsmodels.formula.api as smf\n"
@@ -69,15 +70,13 @@ def test_reproduce_a_run_then_override_and_validate_the_inspector(world, llm, tm
     analyses = world.score([("hurricane.json", _submission())], agent="agent-w")
     assert analyses.status == RunStatus.SUCCEEDED.value, analyses.message
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="asks an LLM"):
-        rp.reproduce_run(session=s, actor=world.evaluator, run_id=analyses.id, runs_root=world.runs,
-                         releases_root=world.releases, max_bytes=5_000_000)
+        rp.reproduce_run(session=s, actor=world.evaluator, run_id=analyses.id, artifacts=world.artifacts, max_bytes=5_000_000)
     judges = _judges(llm, tmp_path)
     with session_scope(world.engine) as s:
-        reg = rp.reproduce_run(session=s, actor=world.evaluator, run_id=analyses.id, runs_root=world.runs,
-                               releases_root=world.releases, max_bytes=5_000_000, judges=judges)
+        reg = rp.reproduce_run(session=s, actor=world.evaluator, run_id=analyses.id, artifacts=world.artifacts, max_bytes=5_000_000, judges=judges)
         assert (reg.kind, reg.agent, reg.progress_total) == ("reproducibility", "agent-w", 3)
         assert reg.judge == {"name": "inspector", "model": "inspector-test", "base_url": llm.url.rstrip("/")}
-    run = execute_run(world.engine, reg.id, runs_root=world.runs, releases_root=world.releases, judges=judges)
+    run = execute_run(world.engine, reg.id, artifacts=world.artifacts, judges=judges)
     assert run.status == RunStatus.SUCCEEDED.value, run.message
     assert run.judge["model"] == "inspector-test" and run.judge["templates"]["compare"]
     r = run.scores["reproducibility"]
@@ -85,48 +84,48 @@ def test_reproduce_a_run_then_override_and_validate_the_inspector(world, llm, tm
     assert r["rate"]["point"] == 0.5 and r["judged"] == 2
 
     with session_scope(world.engine) as s:
-        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", releases_root=world.releases)
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", artifacts=world.artifacts)
     row = next(x for x in rows if x["run"] == analyses.id)
     assert (row["repro_rate"], row["repro_not"], row["repro_inspector_failed"]) == (0.5, 1, 1)
     assert row["repro_rate.low"] <= 0.5 <= row["repro_rate.high"]
 
     # overrides: role, reason, a real change, one per item; the rate is recomputed, the result file kept
-    before = (world.runs / run.result_path).read_bytes()
+    before = world.artifacts.get_bytes(run.result_sha256, what="the result")
     with session_scope(world.engine) as s, pytest.raises(PermissionDenied):
         rp.override_outcome(session=s, actor=world.analyst, run_id=run.id, item="hurricane/2",
-                            outcome="not_reproducible", reason="x", runs_root=world.runs)
+                            outcome="not_reproducible", reason="x", artifacts=world.artifacts)
     for outcome, reason, message in [("not_reproducible", " ", "Give a reason"),
                                      ("inspector_failed", "same", "already gave item"),
                                      ("maybe", "why", "Unknown outcome 'maybe'")]:
         with session_scope(world.engine) as s, pytest.raises(ScoringError, match=message):
             rp.override_outcome(session=s, actor=world.evaluator, run_id=run.id, item="hurricane/2",
-                                outcome=outcome, reason=reason, runs_root=world.runs)
+                                outcome=outcome, reason=reason, artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         o = rp.override_outcome(session=s, actor=world.evaluator, run_id=run.id, item="hurricane/2",
                                 outcome="not_reproducible", reason="The garbage answer came from our proxy; "
-                                "the workflow itself is too vague to redo.", runs_root=world.runs)
+                                "the workflow itself is too vague to redo.", artifacts=world.artifacts)
         assert (o.original, o.value, o.author_id) == ("inspector_failed", "not_reproducible", world.evaluator.id)
     with session_scope(world.engine) as s, pytest.raises(OverrideConflict, match="eva-s already overrode"):
         rp.override_outcome(session=s, actor=world.evaluator2, run_id=run.id, item="hurricane/2",
-                            outcome="reproducible", reason="I disagree", runs_root=world.runs)
+                            outcome="reproducible", reason="I disagree", artifacts=world.artifacts)
     with session_scope(world.engine) as s:
-        got = rp.run_items(session=s, actor=world.evaluator2, run_id=run.id, runs_root=world.runs)
+        got = rp.run_items(session=s, actor=world.evaluator2, run_id=run.id, artifacts=world.artifacts)
         stored = s.get(ScoringRun, run.id)
         assert stored is not None
         eff = stored.scores_effective["reproducibility"]
-        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", releases_root=world.releases)
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", artifacts=world.artifacts)
     assert {i.key: i.outcome.value for i in got.items}["hurricane/2"] == "not_reproducible"
     assert got.engine["hurricane/2"].value == "inspector_failed" and len(got.overrides) == 1
     # by hand: 1 reproducible of 3 judged; the engine's own scores are kept apart
     assert eff["rate"]["point"] == pytest.approx(1 / 3) and eff["overrides"] == 1
     assert run.scores["reproducibility"]["rate"]["point"] == 0.5
     assert next(x for x in rows if x["run"] == analyses.id)["repro_rate"] == pytest.approx(1 / 3)
-    assert (world.runs / run.result_path).read_bytes() == before
+    assert world.artifacts.get_bytes(run.result_sha256, what="the result") == before
 
     # the inspector's verdicts, labelled blind by an expert, against the inspector: the judge-validation card
     with session_scope(world.engine) as s:
         assert rp.sample_inspector_verdicts(session=s, actor=world.evaluator, run_id=run.id, n=10,
-                                            runs_root=world.runs) == 2  # the items the inspector compared
+                                            artifacts=world.artifacts) == 2  # the items the inspector compared
         assert jv.next_to_label(session=s, actor=world.evaluator) is None  # not in the matches' queue
     for _ in range(2):
         with session_scope(world.engine) as s:
@@ -166,12 +165,11 @@ def _airepr_folder(root: Path, *, scores=(1, 0, -1), name="gpt-4o_DiscoveryBench
 def test_import_airepr_view_and_rejudge(world, llm, tmp_path, os_sandbox):
     folder = _airepr_folder(tmp_path)
     with session_scope(world.engine) as s:
-        runs = rp.import_airepr(session=s, actor=world.evaluator, path=folder, runs_root=world.runs,
-                                releases_root=world.releases)
+        runs = rp.import_airepr(session=s, actor=world.evaluator, path=folder, artifacts=world.artifacts)
     assert len(runs) == 1
     with session_scope(world.engine) as s:
         run = s.get(ScoringRun, runs[0].id)
-        got = rp.run_items(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+        got = rp.run_items(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts)
     assert (run.agent, run.model_name, run.source, run.judge["model"]) == ("AIRepr COT", "gpt-4o", "import",
                                                                           "gpt-4o-2024-11-20")
     r = run.scores["reproducibility"]
@@ -188,13 +186,12 @@ def test_import_airepr_view_and_rejudge(world, llm, tmp_path, os_sandbox):
     # re-judged with forkpaths' inspector: this release holds none of the samples' data, and says so per item
     judges = _judges(llm, tmp_path)
     with session_scope(world.engine) as s:
-        reg = rp.reproduce_run(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs,
-                               releases_root=world.releases, max_bytes=5_000_000, judges=judges)
-    again = execute_run(world.engine, reg.id, runs_root=world.runs, releases_root=world.releases, judges=judges)
+        reg = rp.reproduce_run(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts, max_bytes=5_000_000, judges=judges)
+    again = execute_run(world.engine, reg.id, artifacts=world.artifacts, judges=judges)
     assert again.status == RunStatus.SUCCEEDED.value, again.message
     assert again.scores["reproducibility"]["counts"]["original_failed"] == 3
     with session_scope(world.engine) as s:
-        re_items = rp.run_items(session=s, actor=world.evaluator, run_id=again.id, runs_root=world.runs).items
+        re_items = rp.run_items(session=s, actor=world.evaluator, run_id=again.id, artifacts=world.artifacts).items
     assert "no hypothesis task of release 1.0.0 has its gold answer" in re_items[0].sentence
 
 
@@ -215,8 +212,7 @@ def test_bad_airepr_files_are_named_and_nothing_is_stored(world, tmp_path, chang
         data["0"]["steps"] = "oops"
         analyst.write_text(json.dumps(data))
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match=message):
-        rp.import_airepr(session=s, actor=world.evaluator, path=folder, runs_root=world.runs,
-                         releases_root=world.releases)
+        rp.import_airepr(session=s, actor=world.evaluator, path=folder, artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         assert not [r for r in sc.list_runs(session=s, actor=world.evaluator) if r.kind == "reproducibility"]
 
@@ -255,9 +251,9 @@ def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, 
     with session_scope(engine) as s:
         import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "db"), store=store,
                               max_bytes=200 * 2**20)
-    runs, releases = tmp_path / "runs", tmp_path / "releases"
+    releases = tmp_path / "releases"
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", releases_root=releases, store=store)
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=artifacts_for(releases), store=store)
     code = "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('slope', round(df['BMI'].cov(df['AGE']), 2))\n"
     sub = hypotheses_file([
         {"task": "real/test/bmi/metadata_0/q0", "hypothesis": "BMI rises with age, then falls (positive at first).",
@@ -268,12 +264,11 @@ def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, 
     judges = _judges(llm, tmp_path)
     with session_scope(engine) as s:
         reg = sc.register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("hyp.json", sub)],
-                              agent="coder", model_name="m", kind="reproducibility", runs_root=runs,
-                              releases_root=releases, max_bytes=5_000_000, judges=judges)
-    run = execute_run(engine, reg.id, runs_root=runs, releases_root=releases, judges=judges)
+                              agent="coder", model_name="m", kind="reproducibility", artifacts=artifacts_for(releases), max_bytes=5_000_000, judges=judges)
+    run = execute_run(engine, reg.id, artifacts=artifacts_for(releases), judges=judges)
     assert run.status == RunStatus.SUCCEEDED.value, run.message
     with session_scope(engine) as s:
-        got = rp.run_items(session=s, actor=evaluator, run_id=run.id, runs_root=runs)
+        got = rp.run_items(session=s, actor=evaluator, run_id=run.id, artifacts=artifacts_for(releases))
     items = {i.key: i for i in got.items}
     q0, q1 = items["real/test/bmi/metadata_0/q0"], items["real/test/bmi/metadata_0/q1"]
     assert q0.original_run is not None and q0.original_run.ok and q0.original_run.stdout.startswith("slope")
@@ -285,13 +280,12 @@ def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, 
 
     # AIRepr's sample 0 has this release's gold answer of bmi q0: re-judged on that task's data and question
     with session_scope(engine) as s:
-        imported = rp.import_airepr(session=s, actor=evaluator, runs_root=runs, releases_root=releases,
+        imported = rp.import_airepr(session=s, actor=evaluator, artifacts=artifacts_for(releases),
                                     path=_airepr_folder(tmp_path, gold0="BMI rises with age,  then falls."))[0]
-        again = rp.reproduce_run(session=s, actor=evaluator, run_id=imported.id, runs_root=runs,
-                                 releases_root=releases, max_bytes=5_000_000, judges=judges)
-    done = execute_run(engine, again.id, runs_root=runs, releases_root=releases, judges=judges)
+        again = rp.reproduce_run(session=s, actor=evaluator, run_id=imported.id, artifacts=artifacts_for(releases), max_bytes=5_000_000, judges=judges)
+    done = execute_run(engine, again.id, artifacts=artifacts_for(releases), judges=judges)
     with session_scope(engine) as s:
-        re_items = {i.key: i for i in rp.run_items(session=s, actor=evaluator, run_id=done.id, runs_root=runs).items}
+        re_items = {i.key: i for i in rp.run_items(session=s, actor=evaluator, run_id=done.id, artifacts=artifacts_for(releases)).items}
     matched = re_items["DiscoveryBench/0"]
     assert matched.dataset == "db_real_test_bmi" and matched.question.startswith("How does BMI relate to age?")
     assert matched.original_run is not None and matched.original_run.ok and matched.original_run.stdout == "0\n"

@@ -41,8 +41,7 @@ def test_a_run_whose_scorer_was_killed_is_interrupted_cancellable_and_rescored(w
     assert held.status == RunStatus.RUNNING.value and held.executor.split("/")[0] == this_executor().split("/")[0]
     assert held.executor != this_executor()
     # what a worker does when it finds a run already held: nothing (the claim is not taken twice)
-    assert sc.execute_run(world.engine, run.id, runs_root=world.runs,
-                          releases_root=world.releases).status == RunStatus.RUNNING.value
+    assert sc.execute_run(world.engine, run.id, artifacts=world.artifacts).status == RunStatus.RUNNING.value
     with session_scope(world.engine) as s:
         assert sc.interrupt_dead_runs(session=s) == [run.id]
     ended = _get(world, run.id)
@@ -52,10 +51,9 @@ def test_a_run_whose_scorer_was_killed_is_interrupted_cancellable_and_rescored(w
         assert sc.interrupt_dead_runs(session=s) == []  # once
     again = None
     with session_scope(world.engine) as s:
-        again = sc.rescore_run(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs,
-                               releases_root=world.releases, max_bytes=5_000_000)
+        again = sc.rescore_run(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts, max_bytes=5_000_000)
     assert again.release_version == "1.0.0" and again.rescore_of_id == run.id
-    done = sc.execute_run(world.engine, again.id, runs_root=world.runs, releases_root=world.releases)
+    done = sc.execute_run(world.engine, again.id, artifacts=world.artifacts)
     assert done.status == RunStatus.SUCCEEDED.value, done.message
     with session_scope(world.engine) as s:
         cancelled = sc.cancel_run(session=s, actor=world.evaluator, run_id=run.id)
@@ -78,8 +76,7 @@ def test_a_live_scorer_is_not_interrupted_and_a_running_run_cannot_be_rescored(w
     with session_scope(world.engine) as s:
         assert sc.interrupt_dead_runs(session=s) == []
         with pytest.raises(ScoringError, match="still running"):
-            sc.rescore_run(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs,
-                           releases_root=world.releases, max_bytes=5_000_000)
+            sc.rescore_run(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts, max_bytes=5_000_000)
     with session_scope(world.engine) as s:  # a live scorer gets the flag and stops after its analysis
         assert sc.cancel_run(session=s, actor=world.evaluator, run_id=run.id).status == RunStatus.RUNNING.value
 
@@ -178,7 +175,7 @@ def test_a_scorer_whose_run_was_taken_over_stops_and_writes_nothing(world):
                 r.executor, r.progress_done = "elsewhere/1/1", 0
                 s.add(r)
 
-    ended = sc.execute_run(world.engine, run.id, runs_root=world.runs, releases_root=world.releases,
+    ended = sc.execute_run(world.engine, run.id, artifacts=world.artifacts,
                            on_progress=taken_over_at_third)
     assert ended.status == RunStatus.RUNNING.value and ended.executor == "elsewhere/1/1"
     assert ended.progress_done == 0 and ended.result_path is None and ended.scores is None
@@ -192,5 +189,5 @@ def test_a_run_this_worker_holds_but_no_longer_scores_is_taken_up_again(world):
     _take_over_if_dead(world.engine, run.id)
     again = _get(world, run.id)
     assert again.status == RunStatus.QUEUED.value and "another worker takes it up" in again.message
-    done = sc.execute_run(world.engine, run.id, runs_root=world.runs, releases_root=world.releases)
+    done = sc.execute_run(world.engine, run.id, artifacts=world.artifacts)
     assert done.status == RunStatus.SUCCEEDED.value and done.attempts == 2

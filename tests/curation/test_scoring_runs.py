@@ -11,7 +11,13 @@ import pytest
 from sqlmodel import select
 
 from curation.db import session_scope
-from curation.errors import NotFoundError, OverrideConflict, PermissionDenied, ReleaseError, ScoringError
+from curation.errors import (
+    ArtifactCorrupted,
+    NotFoundError,
+    OverrideConflict,
+    PermissionDenied,
+    ScoringError,
+)
 from curation.models import RunStatus, ScoreOverride, ScoringRun, utcnow
 from curation.services import leaderboard as lb
 from curation.services import scoring as sc
@@ -41,9 +47,10 @@ def test_a_run_is_registered_scored_and_recorded_with_its_provenance(world):
     # transform credit from the release's ground truth, described per dataset (its build) and for the run
     assert run.transform_matcher == {"name": "value+graph", "blade_compat": False, "datasets": ["hurricane"],
                                      "limits": sc.ScoringLimits().describe()}
-    stored = world.runs / run.submission_files[0]["path"]
-    assert stored.read_bytes() == world.multirun and stored.is_relative_to(world.runs)
-    result = read_result(world.runs / run.result_path)
+    stored = world.artifacts.object_path(run.submission_files[0]["sha256"])
+    assert stored.read_bytes() == world.multirun and stored.is_relative_to(world.artifacts.root / "objects")
+    assert run.release_sha256 == world.release_object("MANIFEST")
+    result = read_result(world.artifacts.object_path(run.result_sha256))
     assert result.provenance.release_version == "1.0.0"
     assert result.provenance.ground_truth_hash == run.ground_truth_hash
     assert result.datasets[0].transform_matcher["ground_truth"]["units"] > 0
@@ -66,7 +73,7 @@ def test_a_run_is_registered_scored_and_recorded_with_its_provenance(world):
     rows = None
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
-                              releases_root=world.releases)
+                              artifacts=world.artifacts)
     assert [r["run"] for r in rows] == [run.id]
     assert rows[0]["f1.cvar"] == pytest.approx(overall["f1"]["cvar"]) and rows[0]["stale"] == ""
     assert rows[0]["f1.cvar.low"] is not None and rows[0]["f1.cvar.low"] <= rows[0]["f1.cvar.high"]
@@ -91,20 +98,20 @@ def test_bad_input_is_refused_with_a_sentence_and_nothing_is_stored(world, share
         world.register(version="9.9.9")
     with pytest.raises(ScoringError, match="FORKPATHS_LLM_BASE_URL"):
         world.register(judge="llm")
-    release_json = next(world.releases.glob("1.0.0/release.json"))
-    release_json.write_text(release_json.read_text().replace("hurricane", "hurricanes", 1))
-    with pytest.raises(ReleaseError, match="Release 1.0.0 cannot be used"):
+    original = world.artifacts.get_bytes(world.release_object("release.json"), what="release.json")
+    world.tamper(world.release_object("release.json"), original.replace(b"hurricane", b"hurricanes", 1))
+    with pytest.raises(ArtifactCorrupted, match=r"The file release.json of release 1.0.0 \(sha256 [0-9a-f]{12}…\) "
+                       r"in the artifact store at .* is damaged"):
         world.register()
     assert _runs(world) == []
-    assert not world.runs.exists() or not any(world.runs.iterdir())
+    assert not world.artifacts.has(hashlib.sha256(world.multirun).hexdigest())  # no submission stored
 
 
 def test_cancel_and_crash_end_one_run_with_a_sentence_and_leave_the_others(world):
     queued = world.register()
     with session_scope(world.engine) as s:
         sc.cancel_run(session=s, actor=world.evaluator, run_id=queued.id)
-    assert sc.execute_run(world.engine, queued.id, runs_root=world.runs,
-                          releases_root=world.releases).status == RunStatus.CANCELLED.value
+    assert sc.execute_run(world.engine, queued.id, artifacts=world.artifacts).status == RunStatus.CANCELLED.value
 
     running = world.register()
 
@@ -113,16 +120,16 @@ def test_cancel_and_crash_end_one_run_with_a_sentence_and_leave_the_others(world
             with session_scope(world.engine) as s:
                 sc.cancel_run(session=s, actor=world.evaluator2, run_id=running.id)
 
-    ended = sc.execute_run(world.engine, running.id, runs_root=world.runs, releases_root=world.releases,
+    ended = sc.execute_run(world.engine, running.id, artifacts=world.artifacts,
                            on_progress=cancel_at_third)
     assert ended.status == RunStatus.CANCELLED.value and "after 3 of 10 analyses" in ended.message
     assert ended.result_path is None and ended.scores is None
 
     crashing = world.register()
-    (world.runs / crashing.submission_files[0]["path"]).write_bytes(b"tampered")
-    crashed = sc.execute_run(world.engine, crashing.id, runs_root=world.runs, releases_root=world.releases)
+    world.tamper(crashing.submission_files[0]["sha256"], b"tampered")
+    crashed = sc.execute_run(world.engine, crashing.id, artifacts=world.artifacts)
     assert crashed.status == RunStatus.FAILED.value
-    assert "Scoring failed" in crashed.message and "no longer matches its hash" in crashed.message
+    assert "Scoring failed" in crashed.message and "is damaged" in crashed.message
     fine = world.score()
     assert fine.status == RunStatus.SUCCEEDED.value
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="already succeeded"):
@@ -152,37 +159,37 @@ def _matched_pair(result):
 
 def test_overrides_recompute_the_scores_keep_provenance_and_refuse_a_second_evaluator(world):
     run = world.score()
-    result = read_result(world.runs / run.result_path)
+    result = read_result(world.artifacts.object_path(run.result_sha256))
     key, item = _matched_pair(result)
     before = run.scores_effective["overall"]["precision"]["cvar"]
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="Give a reason"):
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=key,
-                        kind="variable", item=item, value=False, reason=" ", runs_root=world.runs)
+                        kind="variable", item=item, value=False, reason=" ", artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=key,
-                        kind="variable", item=item, value=False, reason="different concept", runs_root=world.runs)
+                        kind="variable", item=item, value=False, reason="different concept", artifacts=world.artifacts)
     with session_scope(world.engine) as s, pytest.raises(OverrideConflict, match="eva-s already overrode .*different"):
         lb.add_override(session=s, actor=world.evaluator2, run_id=run.id, dataset="hurricane", analysis_key=key,
-                        kind="variable", item=item, value=True, reason="it is the same", runs_root=world.runs)
+                        kind="variable", item=item, value=True, reason="it is the same", artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         updated = s.get(ScoringRun, run.id)
         overrides = s.exec(select(ScoreOverride)).all()
         rows = lb.leaderboard(session=s, actor=world.curator, release_version="1.0.0",
-                              releases_root=world.releases)
+                              artifacts=world.artifacts)
     assert len(overrides) == 1 and overrides[0].original is True and overrides[0].value is False
     assert overrides[0].author_id == world.evaluator.id and overrides[0].reason == "different concept"
     assert updated.scores_effective["overall"]["precision"]["cvar"] < before
     assert updated.scores["overall"]["precision"]["cvar"] == before  # the engine's numbers are kept
-    assert read_result(world.runs / run.result_path) == result  # the result file is never rewritten
+    assert read_result(world.artifacts.object_path(run.result_sha256)) == result  # the result file is never rewritten
     assert rows[0]["overrides"] == 1
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="did not compare"):
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=key,
-                        kind="variable", item="nope|0", value=True, reason="x", runs_root=world.runs)
+                        kind="variable", item="nope|0", value=True, reason="x", artifacts=world.artifacts)
 
 
 def test_a_missed_transform_unit_can_be_credited_and_a_credited_one_withdrawn(world):
     run = world.score()
-    result = read_result(world.runs / run.result_path)
+    result = read_result(world.artifacts.object_path(run.result_sha256))
     ds = result.datasets[0]
     a = next(x for x in ds.analyses if x.record.transform.matched_value_units)
     credited = a.record.transform.matched_value_units[0]
@@ -192,16 +199,16 @@ def test_a_missed_transform_unit_can_be_credited_and_a_credited_one_withdrawn(wo
     before = run.scores_effective["overall"]["coverage"]["value"]
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="already counts"):
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
-                        kind="transform", item=f"value|{credited.id}", value=True, reason="x", runs_root=world.runs)
+                        kind="transform", item=f"value|{credited.id}", value=True, reason="x", artifacts=world.artifacts)
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="no ground-truth transform unit"):
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
-                        kind="transform", item="value|nope", value=True, reason="x", runs_root=world.runs)
+                        kind="transform", item="value|nope", value=True, reason="x", artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         lb.add_override(session=s, actor=world.evaluator, run_id=run.id, dataset="hurricane", analysis_key=a.key,
                         kind="transform", item=f"value|{missed.id}", value=True,
-                        reason="log1p of deaths is the expert's log(deaths + 1)", runs_root=world.runs)
+                        reason="log1p of deaths is the expert's log(deaths + 1)", artifacts=world.artifacts)
     with session_scope(world.engine) as s:
-        effective = lb.effective_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+        effective = lb.effective_result(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts)
         up = s.get(ScoringRun, run.id).scores_effective["overall"]["coverage"]["value"]
         (o,) = s.exec(select(ScoreOverride)).all()
     now = next(x for x in effective.datasets[0].analyses if x.key == a.key).record.transform
@@ -212,43 +219,43 @@ def test_a_missed_transform_unit_can_be_credited_and_a_credited_one_withdrawn(wo
         lb.add_override(session=s, actor=world.evaluator2, run_id=run.id, dataset="hurricane", analysis_key=a.key,
                         kind="transform", item=f"graph|{a.record.transform.matched_graph_units[0].id}"
                         if a.record.transform.matched_graph_units else f"value|{credited.id}",
-                        value=False, reason="the agent's column is not this unit's", runs_root=world.runs)
-        effective = lb.effective_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+                        value=False, reason="the agent's column is not this unit's", artifacts=world.artifacts)
+        effective = lb.effective_result(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts)
     now = next(x for x in effective.datasets[0].analyses if x.key == a.key).record.transform
     withdrawn = (a.record.transform.matched_graph_units[:1] or [credited])[0]
     assert withdrawn not in (now.matched_graph_units if a.record.transform.matched_graph_units
                              else now.matched_value_units)
-    assert read_result(world.runs / run.result_path) == result  # the engine's file is never rewritten
+    assert read_result(world.artifacts.object_path(run.result_sha256)) == result  # the engine's file is never rewritten
 
 
 def test_stale_scores_are_flagged_and_rescoring_is_one_action(world):
     old = world.score()
     world.cut("1.0.1")  # nothing changed: not stale
     with session_scope(world.engine) as s:
-        assert lb.stale_scores(session=s, runs=[old], releases_root=world.releases) == {}
+        assert lb.stale_scores(session=s, runs=[old], artifacts=world.artifacts) == {}
     world.change_ground_truth()
     world.cut("1.1.0")
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
-                              releases_root=world.releases)
+                              artifacts=world.artifacts)
         assert "hurricane changed in release 1.1.0" in rows[0]["stale"]
         new = sc.rescore_run(session=s, actor=world.evaluator, run_id=old.id, release_version="1.1.0",
-                             runs_root=world.runs, releases_root=world.releases, max_bytes=5_000_000)
+                             artifacts=world.artifacts, max_bytes=5_000_000)
     with session_scope(world.engine) as s:
         latest = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.1.0",
-                                releases_root=world.releases, include_older=True)
+                                artifacts=world.artifacts, include_older=True)
         only_new = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.1.0",
-                                  releases_root=world.releases)
+                                  artifacts=world.artifacts)
     assert [(r["run"], r["release"]) for r in latest] == [(old.id, "1.0.0")] and latest[0]["stale"]
     assert only_new == []
-    done = sc.execute_run(world.engine, new.id, runs_root=world.runs, releases_root=world.releases)
+    done = sc.execute_run(world.engine, new.id, artifacts=world.artifacts)
     assert done.status == RunStatus.SUCCEEDED.value and done.rescore_of_id == old.id
     assert done.ground_truth_hash != old.ground_truth_hash and done.submission_sha256 == old.submission_sha256
     with session_scope(world.engine) as s:
         assert s.get(ScoringRun, old.id).scores == old.scores  # old numbers kept, labelled with their release
-        assert lb.stale_scores(session=s, runs=[done], releases_root=world.releases) == {}
+        assert lb.stale_scores(session=s, runs=[done], artifacts=world.artifacts) == {}
         board = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.1.0",
-                               releases_root=world.releases, include_older=True)
+                               artifacts=world.artifacts, include_older=True)
     assert {(r["run"], r["release"], bool(r["stale"])) for r in board} == {(old.id, "1.0.0", True),
                                                                           (done.id, "1.1.0", False)}
 
@@ -262,9 +269,9 @@ def test_official_flag_is_for_curators_and_comparison_is_paired(world):
         sc.set_official(session=s, actor=world.curator, run_id=a.id, official=True)
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
-                              releases_root=world.releases, official_only=True)
+                              artifacts=world.artifacts, official_only=True)
         comparison = lb.compare_run_results(session=s, actor=world.evaluator, run_a=a.id, run_b=a.id,
-                                            runs_root=world.runs, n_bootstrap=50)
+                                            artifacts=world.artifacts, n_bootstrap=50)
     assert [r["agent"] for r in rows] == ["agent-a"]
     same = [d for d in comparison.differences if d.dataset == "hurricane" and d.decision_type == "cvar"][0]
     assert same.diff == 0 and same.ci_low == 0 and same.ci_high == 0 and same.paired  # a run against itself
@@ -277,9 +284,9 @@ def test_judge_validation_queue_labels_and_agreement(world):
 
     run = world.score()
     with session_scope(world.engine) as s:
-        added = jv.sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=6, runs_root=world.runs)
+        added = jv.sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=6, artifacts=world.artifacts)
     with session_scope(world.engine) as s:
-        again = jv.sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=6, runs_root=world.runs)
+        again = jv.sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=6, artifacts=world.artifacts)
     assert added == 6 and again == 6  # new decisions each time, never the same twice
     labelled = []
     for i in range(4):
@@ -307,7 +314,7 @@ def test_concurrent_overrides_on_one_run_all_count_and_one_item_goes_to_one_eval
     from evaluation.results import reaggregate
 
     run = world.score()
-    result = read_result(world.runs / run.result_path)
+    result = read_result(world.artifacts.object_path(run.result_sha256))
     pairs = [(a.key, f"{v.gt_id}|{v.agent_index}") for a in result.datasets[0].analyses for v in a.variables
              if v.similarity >= 8]
     distinct = list(dict.fromkeys(pairs))[:4]
@@ -317,7 +324,7 @@ def test_concurrent_overrides_on_one_run_all_count_and_one_item_goes_to_one_eval
         try:
             with session_scope(world.engine) as s:
                 lb.add_override(session=s, actor=actor, run_id=run.id, dataset="hurricane", analysis_key=key,
-                                kind="variable", item=item, value=False, reason="concurrent", runs_root=world.runs)
+                                kind="variable", item=item, value=False, reason="concurrent", artifacts=world.artifacts)
             return "saved"
         except OverrideConflict:
             return "conflict"
@@ -342,7 +349,7 @@ def test_the_app_worker_scores_in_the_background_and_picks_up_queued_runs(world)
     from curation.services.run_worker import RunWorker
 
     waiting = world.register()  # queued before the app (re)started
-    worker = RunWorker(world.engine, runs_root=world.runs, releases_root=world.releases,
+    worker = RunWorker(world.engine, artifacts=world.artifacts,
                        judges=sc.JudgeSettings())
     try:
         fresh = world.register(agent="second")
@@ -367,23 +374,23 @@ def test_a_curator_annotating_a_dataset_sees_no_ground_truth_of_it_in_run_detail
         ds = s.exec(select(Dataset).where(Dataset.name == "hurricane")).one()
         assign_analysts(session=s, actor=admin, dataset_id=ds.id, user_ids=[world.curator.id])
     with session_scope(world.engine) as s:
-        result, withheld = lb.viewable_result(session=s, actor=world.curator, run_id=run.id, runs_root=world.runs)
+        result, withheld = lb.viewable_result(session=s, actor=world.curator, run_id=run.id, artifacts=world.artifacts)
     assert result.datasets == [] and "assigned to annotate 'hurricane'" in withheld["hurricane"]
     with session_scope(world.engine) as s, pytest.raises(BlindingViolation, match="assigned to annotate"):
         lb.add_override(session=s, actor=world.curator, run_id=run.id, dataset="hurricane", analysis_key="0",
-                        kind="variable", item="x|0", value=True, reason="r", runs_root=world.runs)
+                        kind="variable", item="x|0", value=True, reason="r", artifacts=world.artifacts)
     with session_scope(world.engine) as s:  # the evaluator, who annotates nothing, sees it all
-        result, withheld = lb.viewable_result(session=s, actor=world.evaluator, run_id=run.id, runs_root=world.runs)
+        result, withheld = lb.viewable_result(session=s, actor=world.evaluator, run_id=run.id, artifacts=world.artifacts)
     assert [d.dataset for d in result.datasets] == ["hurricane"] and withheld == {}
     # the same in the paired comparison and the judge-validation queue
     other = world.score(agent="agent-y")
     with session_scope(world.engine) as s:
         cmp = lb.compare_run_results(session=s, actor=world.curator, run_a=run.id, run_b=other.id,
-                                     runs_root=world.runs, n_bootstrap=20)
+                                     artifacts=world.artifacts, n_bootstrap=20)
     assert cmp.items == [] and any(n.startswith("hurricane is left out: You are assigned") for n in cmp.notes)
     from curation.services.judge_validation import label_decision, next_to_label, sample_judge_decisions
     with session_scope(world.engine) as s:
-        assert sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=4, runs_root=world.runs)
+        assert sample_judge_decisions(session=s, actor=world.evaluator, run_id=run.id, n=4, artifacts=world.artifacts)
     with session_scope(world.engine) as s:
         assert next_to_label(session=s, actor=world.curator) is None  # every queued decision is hurricane's
         queued = next_to_label(session=s, actor=world.evaluator)

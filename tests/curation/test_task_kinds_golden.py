@@ -53,7 +53,7 @@ def world(sqlite_engine, tmp_path, shared_blade):
 def _rows(world, dataset=None):
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
-                              releases_root=world.releases, dataset=dataset)
+                              artifacts=world.artifacts, dataset=dataset)
     return [{**r, "run": "<run>"} for r in rows]
 
 
@@ -62,12 +62,12 @@ def test_blade_analyses_and_mcq_runs_give_the_golden_results(world):
     blade = world.score(agent="golden-blade", model_name="gpt-golden", mode="blade", k=5)
     for run in (analyses, blade):
         assert run.status == RunStatus.SUCCEEDED.value, run.message
-    _check("analyses_default_result.json", json.loads((world.runs / analyses.result_path).read_text()))
-    _check("analyses_blade_result.json", json.loads((world.runs / blade.result_path).read_text()))
+    _check("analyses_default_result.json", world.result_json(analyses))
+    _check("analyses_blade_result.json", world.result_json(blade))
 
     with session_scope(world.engine) as s:
         release = sc.mcq_release(session=s, actor=world.evaluator, release_version="1.0.0",
-                                 releases_root=world.releases)
+                                 artifacts=world.artifacts)
     ids = [q.id for d in release.datasets for q in d.mcqs]
     assert len(ids) > 4
     answers = {qid: "ABCD"[i % 4] for i, qid in enumerate(sorted(ids))}  # some right, some wrong, fixed
@@ -75,15 +75,14 @@ def test_blade_analyses_and_mcq_runs_give_the_golden_results(world):
     mcq = world.score([("answers.json", json.dumps(answers).encode())], agent="golden-agent",
                       model_name="gpt-golden", kind="mcq")
     assert mcq.status == RunStatus.SUCCEEDED.value, mcq.message
-    _check("mcq_report.json", json.loads((world.runs / mcq.result_path).read_text()))
+    _check("mcq_report.json", world.result_json(mcq))
 
     _check("run_records.json", [{"kind": r.kind, "judge": r.judge, "mode": r.mode, "k": r.k,
                                  "scores": r.scores, "scores_effective": r.scores_effective,
                                  "transform_matcher": r.transform_matcher, "message": r.message,
                                  "progress": [r.progress_done, r.progress_total],
-                                 "result_file": Path(r.result_path).name,
-                                 "submission_files": [{**f, "path": Path(f["path"]).name}
-                                                      for f in r.submission_files],
+                                 "result_file": r.result_path,
+                                 "submission_files": r.submission_files,
                                  "summary_line": _summary_line(r).split(":", 1)[1]}
                                 for r in (analyses, blade, mcq)])
     _check("leaderboard.json", {"all": _rows(world), "hurricane": _rows(world, "hurricane")})

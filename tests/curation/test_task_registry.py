@@ -88,13 +88,13 @@ def test_a_new_kind_is_one_module_and_the_services_serve_it(world, monkeypatch):
     toy = world.score([("answer.txt", b"three short words")], agent="agent-x", kind="toy")
     assert toy.status == RunStatus.SUCCEEDED.value, toy.message
     assert toy.scores == {"toy": {"words": 3}} and toy.judge == {} and toy.progress_done == 1
-    assert json.loads((world.runs / toy.result_path).read_text()) == {"words": 3}
+    assert world.result_json(toy) == {"words": 3}
     assert _summary_line(toy) == f"run {toy.id}: 3 words"
     with session_scope(world.engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
-                              releases_root=world.releases)
+                              artifacts=world.artifacts)
         again = sc.rescore_run(session=s, actor=world.evaluator, run_id=toy.id, release_version="1.0.0",
-                               runs_root=world.runs, releases_root=world.releases, max_bytes=5_000_000)
+                               artifacts=world.artifacts, max_bytes=5_000_000)
     assert [(r["run"], r["toy_words"], r["mcq_accuracy"]) for r in rows] == [(analyses.id, 3, None)]
     assert again.kind == "toy" and again.judge == {}
 

@@ -30,7 +30,7 @@ def released(ui, shared_blade):
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=s_.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(ui.engine) as s:
-        rel.cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", releases_root=s_.releases_store,
+        rel.cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", artifacts=s_.artifact_store(),
                         store=s_.datasets_store)
     return f.user(ui.engine, "evie", Role.EVALUATOR)
 
@@ -66,7 +66,7 @@ def test_a_finished_run_shows_cost_tasks_and_transcript(ui, released):
         with session_scope(ui.engine) as s:
             run = ar.start_agent_run(session=s, actor=released, release_version="1.0.0", model="scripted",
                                      base_url=llm.url, strategy="oneshot", runs_per_task=1,
-                                     releases_root=ui.settings.releases_store, prices={"scripted": (1.0, 2.0)})
+                                     artifacts=ui.settings.artifact_store(), prices={"scripted": (1.0, 2.0)})
         execute_job(ui.engine, run.job_id, ui.settings)
     at = _open(ui, released)
     shown = texts(at)

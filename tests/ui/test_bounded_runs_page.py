@@ -19,16 +19,16 @@ def test_a_run_whose_analysis_timed_out_says_so_on_the_runs_page(ui, shared_blad
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=s_.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(ui.engine) as s:
-        rel.cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", releases_root=s_.releases_store,
+        rel.cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", artifacts=s_.artifact_store(),
                         store=s_.datasets_store)
     evaluator = f.user(ui.engine, "evie", Role.EVALUATOR)
     limits = ScoringLimits(analysis_timeout_s=2)
     data = json.dumps({"dataset_name": "hurricane", "analyses": [GOOD, LOOP]}).encode()
     with session_scope(ui.engine) as s:
         run = register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("loop.json", data)],
-                           agent="looper", runs_root=s_.runs_store, releases_root=s_.releases_store,
+                           agent="looper", artifacts=s_.artifact_store(),
                            max_bytes=s_.max_submission_bytes, limits=limits)
-    run = execute_run(ui.engine, run.id, runs_root=s_.runs_store, releases_root=s_.releases_store, limits=limits)
+    run = execute_run(ui.engine, run.id, artifacts=s_.artifact_store(), limits=limits)
     assert run.status == "succeeded", run.message
     at = ui.app(evaluator).run()
     at.switch_page("app_pages/runs.py").run()

@@ -28,9 +28,8 @@ def hms_run(ui, tmp_path):
         with session_scope(ui.engine) as s:
             run = register_run(session=s, actor=evaluator, release_version="2.0.0",
                                files=[("answers.json", answers_file())], agent="react", model_name="gpt-x",
-                               judge="hms", kind="hypotheses", runs_root=s_.runs_store,
-                               releases_root=s_.releases_store, max_bytes=s_.max_submission_bytes, judges=judges)
-        run = execute_run(ui.engine, run.id, runs_root=s_.runs_store, releases_root=s_.releases_store,
+                               judge="hms", kind="hypotheses", artifacts=s_.artifact_store(), max_bytes=s_.max_submission_bytes, judges=judges)
+        run = execute_run(ui.engine, run.id, artifacts=s_.artifact_store(),
                           judges=judges)
     assert run.status == "succeeded", run.message
     return evaluator, run

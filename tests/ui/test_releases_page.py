@@ -12,6 +12,7 @@ from curation.services.annotation import submit_analysis
 from curation.services.release_store import reconcile_release_store
 from curation.services.releases import cut_release
 from tests import factories as f
+from tests.factories import artifacts_for
 from tests.ui.conftest import texts
 
 
@@ -67,7 +68,7 @@ def test_bad_versions_are_explained_and_nothing_is_cut(ui):
 
 def _cut_as(ui, version):
     with session_scope(ui.engine) as s:
-        cut_release(session=s, actor=ui.curator, version=version, notes="", releases_root=ui.settings.releases_store,
+        cut_release(session=s, actor=ui.curator, version=version, notes="", artifacts=ui.settings.artifact_store(),
                     store=ui.settings.datasets_store, include_empty=True)
 
 
@@ -107,7 +108,7 @@ def test_set_aside_release_files_are_reported_on_the_page(ui):
     root = ui.settings.releases_store
     shutil.copytree(root / "1.0.0", root / "1.0.1")  # as if a writer died between publishing and recording
     with session_scope(ui.engine) as s:
-        reconcile_release_store(session=s, releases_root=root)
+        reconcile_release_store(session=s, artifacts=artifacts_for(root))
     at = _page(ui, ui.admin)
     assert at.expander[0].label.startswith("⚠️ 1 problem(s) in the releases folder")
     assert "**1.0.1** was set aside" in texts(at) and "no release record was ever committed" in texts(at)

@@ -24,15 +24,14 @@ def scored(ui, shared_blade):
         import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=s_.datasets_store,
                      max_bytes=200 * 2**20)
     with session_scope(ui.engine) as s:
-        rel.cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", releases_root=s_.releases_store,
+        rel.cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", artifacts=s_.artifact_store(),
                         store=s_.datasets_store)
     evaluator = f.user(ui.engine, "evie", Role.EVALUATOR)
     data = (shared_blade / "examples" / "multirun_analyses.json").read_bytes()
     with session_scope(ui.engine) as s:
         run = register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("multi.json", data)],
-                           agent="react", model_name="gpt-x", runs_root=s_.runs_store,
-                           releases_root=s_.releases_store, max_bytes=s_.max_submission_bytes)
-    run = execute_run(ui.engine, run.id, runs_root=s_.runs_store, releases_root=s_.releases_store)
+                           agent="react", model_name="gpt-x", artifacts=s_.artifact_store(), max_bytes=s_.max_submission_bytes)
+    run = execute_run(ui.engine, run.id, artifacts=s_.artifact_store())
     assert run.status == "succeeded", run.message
     return evaluator, run
 
@@ -130,12 +129,12 @@ def test_compare_and_judge_validation_pages(ui, scored):
     at = _open(ui, evaluator, "compare.py")
     assert "Score at least two runs" in texts(at)
     s_ = ui.settings
-    data = (s_.runs_store / run.submission_files[0]["path"]).read_bytes()
+    data = s_.artifact_store().get_bytes(run.submission_files[0]["sha256"], what="the submission")
     with session_scope(ui.engine) as s:
         other = register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("m.json", data)],
-                             agent="other", mode="blade", runs_root=s_.runs_store, releases_root=s_.releases_store,
+                             agent="other", mode="blade", artifacts=s_.artifact_store(),
                              max_bytes=s_.max_submission_bytes)
-    execute_run(ui.engine, other.id, runs_root=s_.runs_store, releases_root=s_.releases_store)
+    execute_run(ui.engine, other.id, artifacts=s_.artifact_store())
     at = _open(ui, evaluator, "compare.py")
     assert "Something went wrong" not in texts(at), texts(at)
     table = at.dataframe[0].value
@@ -157,13 +156,13 @@ def test_runs_page_marks_a_run_whose_scorer_died_and_offers_rescore_for_interrup
 
     evaluator, done = scored
     s_ = ui.settings
-    data = (s_.runs_store / done.submission_files[0]["path"]).read_bytes()
+    data = s_.artifact_store().get_bytes(done.submission_files[0]["sha256"], what="the submission")
 
     def register() -> int:
         with session_scope(ui.engine) as s:
             return register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("multi.json", data)],
-                                agent="react", model_name="gpt-x", runs_root=s_.runs_store,
-                                releases_root=s_.releases_store, max_bytes=s_.max_submission_bytes).id
+                                agent="react", model_name="gpt-x", artifacts=s_.artifact_store(),
+                                max_bytes=s_.max_submission_bytes).id
 
     killed = register()
     claim_in_a_process_that_dies(ui.engine, killed)  # the app scoring it was killed mid-run

@@ -47,11 +47,11 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     run_id = run.id
 
     def _load(s):
-        result, withheld = viewable_result(session=s, actor=user, run_id=run_id, runs_root=cfg.runs_store)
+        result, withheld = viewable_result(session=s, actor=user, run_id=run_id, artifacts=cfg.artifact_store())
         overrides = list_overrides(session=s, actor=user, run_id=run_id)
         authors = {u.id: u.display_name or u.username for u in s.exec(select(User)).all()}
         return result, withheld, overrides, authors, submitted_analyses(session=s, actor=user, run_id=run_id,
-                                                                        runs_root=cfg.runs_store)
+                                                                        artifacts=cfg.artifact_store())
 
 
     loaded = context.attempt(_load)
@@ -145,7 +145,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
         current = label.startswith("✔")
         if context.succeeded(lambda s: add_override(
                 session=s, actor=user, run_id=run_id, dataset=dataset, analysis_key=key, kind=kind, item=item,
-                value=not current, reason=reason, runs_root=cfg.runs_store)):
+                value=not current, reason=reason, artifacts=cfg.artifact_store())):
             state.bump_form("override")
             state.flash(f"Override saved: {label[2:]} now counts as {'no match' if current else 'a match'}; the run's "
                         "scores were recomputed.")

@@ -156,7 +156,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     """Run → query for one succeeded hypotheses run, with expert facet judgements."""
     run_id = run.id
     loaded = context.attempt(lambda s: viewable_facets(session=s, actor=user, run_id=run_id,
-                                                       runs_root=cfg.runs_store))
+                                                       artifacts=cfg.artifact_store()))
     if loaded is None:
         return
     result, withheld = loaded
@@ -273,7 +273,7 @@ def _judge_form(item: ItemResult, run_id: int | None, user: User, cfg: Any) -> N
     if go:
         out = context.attempt(lambda s: judge_facet(session=s, actor=user, run_id=run_id or 0, task_key=item.task,
                                                     pair=pair, facet=facet, value=value, reason=reason,
-                                                    runs_root=cfg.runs_store))
+                                                    artifacts=cfg.artifact_store()))
         if out is not None:
             state.bump_form("hms.judge")
             state.flash(f"Judgement saved ({out.description}); "

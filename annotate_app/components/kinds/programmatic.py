@@ -100,7 +100,7 @@ def show_output_file(path: str, data: bytes) -> None:
 def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     """Run → (task, run) → check, with the reason of each outcome and the output files."""
     details = context.attempt(lambda s: programmatic_run_details(session=s, actor=user, run_id=run.id or 0,
-                                                                 runs_root=cfg.runs_store))
+                                                                 artifacts=cfg.artifact_store()))
     if details is None:
         return
     result = details.result

@@ -134,7 +134,7 @@ def _override_form(user: User, run_id: int, i: ItemResult, cfg: Any, authors: di
         go = st.form_submit_button("Save the override", type="primary")
     if go and context.succeeded(lambda s: override_outcome(session=s, actor=user, run_id=run_id, item=i.key,
                                                            outcome=pick.value, reason=reason,
-                                                           runs_root=cfg.runs_store)):
+                                                           artifacts=cfg.artifact_store())):
         state.bump_form("repro.override")
         state.flash(f"Override saved: {i.key} is now '{OUTCOME_LABELS[pick]}'; the run's rates were recomputed.")
         st.rerun()
@@ -149,7 +149,7 @@ def _validation(user: User, run_id: int, cfg: Any) -> None:
         n = c1.number_input("Verdicts", min_value=1, max_value=500, value=20, key="repro.sample.n")
         if c2.button("Add this run's verdicts to the queue", key="repro.sample"):
             added = context.attempt(lambda s: sample_inspector_verdicts(session=s, actor=user, run_id=run_id,
-                                                                        n=int(n), runs_root=cfg.runs_store))
+                                                                        n=int(n), artifacts=cfg.artifact_store()))
             if added is not None:
                 st.success(f"{added} verdict(s) added." if added else "Every verdict of this run is already queued.")
         label = context.attempt(lambda s: next_verdict_to_label(session=s, actor=user))
@@ -175,7 +175,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     run_id = run.id or 0
 
     def _load(s: Any) -> tuple[Any, dict[int, str]]:
-        got = run_items(session=s, actor=user, run_id=run_id, runs_root=cfg.runs_store)
+        got = run_items(session=s, actor=user, run_id=run_id, artifacts=cfg.artifact_store())
         return got, {u.id: u.display_name or u.username for u in s.exec(select(User)).all()}
 
     loaded = context.attempt(_load)
