@@ -5,12 +5,8 @@ release gate shows each check passing on the accepted artifacts and failing on a
 import streamlit as st
 
 from annotate_app import context
-from annotate_app.components.programmatic_review import (
-    render_artifact,
-    render_check,
-    render_generate,
-    render_propose_check,
-)
+from annotate_app.components.programmatic_generation import render_generate
+from annotate_app.components.programmatic_review import render_artifact, render_check, render_propose_check
 from curation.models import Role, Stage
 from curation.services.programmatic import list_programmatic_tasks
 from curation.services.stages import STAGE_LABELS, review_overview

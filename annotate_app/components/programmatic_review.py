@@ -9,20 +9,19 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from annotate_app import context
+from annotate_app import context, state
 from annotate_app.components.kinds.programmatic import show_output_file
 from curation.models import User
 from curation.services.programmatic import (
     CandidateView,
     TaskView,
-    generate_candidates,
     propose_check,
     run_release_gate,
 )
-from curation.services.votes import cast_vote
+from curation.services.votes import QUESTIONS, VERDICT, cast_vote
 from exports.schema import PROGRAMMATIC_TASK_TYPES
 
-__all__ = ["gate_frame", "render_artifact", "render_check", "render_generate", "render_propose_check"]
+__all__ = ["gate_frame", "render_artifact", "render_check", "render_propose_check"]
 
 STATUS = {"justifiable": "🟢 accepted", "unjustifiable": "🔴 rejected", "contested": "🟠 contested",
           "unjudged": "⚪ awaiting votes"}
@@ -39,25 +38,61 @@ def gate_frame(gate: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+ANSWER_LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure"}
+VERDICT_LABELS = {"yes": "Accept", "no": "Reject"}
+
+
+def _widget_key(item: CandidateView, question: str) -> str:
+    return f"prog.vote.{item.item.id}.{question}"
+
+
+def _cast(user: User, item: CandidateView, question: str) -> None:
+    """Callback of a vote widget: save this one answer now (like the review queue's). A refused answer stays in
+    the widget with the reason next to it (e.g. the reason a rejection needs)."""
+    answer = st.session_state.get(_widget_key(item, question))
+    reason = st.session_state.get(_widget_key(item, "reason"), "") or ""
+    if question == "reason":  # the reason belongs to the verdict
+        question, answer = VERDICT, st.session_state.get(_widget_key(item, VERDICT))
+    if answer is None:
+        return
+    try:
+        with context.db() as session:
+            cast_vote(session=session, actor=user, target_kind=f"prog_{item.item.kind}", target_id=item.item.id,
+                      question=question, answer=answer, explanation=reason if question == VERDICT else "")
+        state.set_review_error(f"prog.{item.item.id}", None)
+    except Exception as exc:  # noqa: BLE001 - shown next to the item through context.show_error
+        state.set_review_error(f"prog.{item.item.id}", exc)
+
+
 def _vote(user: User, item: CandidateView, voting: bool) -> None:
-    target = f"prog_{item.item.kind}"
+    """The questions of the votes service for a check or an artifact (the detail questions, then the verdict),
+    each saved the moment it is answered."""
     if not voting:
         return
     if item.item.proposed_by_id == user.id:
         st.caption("Your own proposal: peers vote on it.")
         return
-    mine = next((v for v in item.votes if v["annotator_id"] == user.id and v["question"] == "justifiable"), None)
-    c1, c2 = st.columns([1, 3])
-    answer = c1.radio("Your verdict", ["yes", "no"], key=f"prog.vote.{item.item.id}", horizontal=True,
-                      index=None if mine is None else ["yes", "no"].index(mine["answer"]))
-    reason = c2.text_input("Reason (needed for no)", key=f"prog.reason.{item.item.id}",
-                           value=mine["explanation"] if mine else "")
-    if st.button("Save vote", key=f"prog.save.{item.item.id}") and answer:
-        done = context.attempt(lambda s: cast_vote(session=s, actor=user, target_kind=target,
-                                                   target_id=item.item.id, question="justifiable", answer=answer,
-                                                   explanation=reason))
-        if done is not None:
-            st.rerun()
+    mine = {v["question"]: v for v in item.votes if v["annotator_id"] == user.id}
+    pending = state.review_error(f"prog.{item.item.id}") is not None
+    questions = QUESTIONS[item.item.kind]
+    st.markdown("**Your vote** (each answer is saved when you click it)")
+    cols = st.columns(len(questions))
+    for col_, q in zip(cols, questions, strict=True):
+        key = _widget_key(item, q.key)
+        if not pending or key not in st.session_state:  # the database is the truth (another tab may vote)
+            st.session_state[key] = (mine.get(q.key) or {}).get("answer")
+        col_.segmented_control(q.text, options=list(q.answers), key=key, help=q.help or None,
+                               format_func=(VERDICT_LABELS if q.key == VERDICT else ANSWER_LABELS).get,
+                               on_change=_cast, args=(user, item, q.key))
+    reason_key = _widget_key(item, "reason")
+    stored = (mine.get(VERDICT) or {}).get("explanation", "")
+    if reason_key not in st.session_state or (not pending and st.session_state[reason_key] == ""):
+        st.session_state[reason_key] = stored
+    st.text_input("Reason for the verdict (required to reject; press Enter to save)", key=reason_key,
+                  on_change=_cast, args=(user, item, "reason"))
+    error = state.review_error(f"prog.{item.item.id}")
+    if error is not None:
+        context.show_error(error)
 
 
 def render_artifact(user: User, item: CandidateView, voting: bool) -> None:
@@ -123,25 +158,3 @@ def _check_form(user: User, view: TaskView, start: dict[str, Any], seed_id: str 
 def render_propose_check(user: User, view: TaskView) -> None:
     with st.expander("➕ Propose a new check"):
         _check_form(user, view, {}, seed_id=None)
-
-
-def render_generate(user: User, view: TaskView, cfg: Any) -> None:
-    from evaluation.llm import LLMClient
-
-    with st.expander("🤖 Propose candidates with the LLM (self-consistency)"):
-        st.caption("The LLM writes N solutions; each runs in the sandbox on the task's input files. Output files "
-                   "on which a strict majority (at least two) of the samples that ran agree become candidate "
-                   "artifacts; the LLM then proposes checks. Everything awaits the analysts' votes.")
-        samples = st.number_input("Samples", 2, 20, 3, key="prog.samples")
-        if st.button("Generate candidates", key="prog.generate"):
-            with st.spinner("Asking the LLM and running each solution in the sandbox…"):
-                summary = context.attempt(lambda s: generate_candidates(
-                    session=s, actor=user, task_id=view.task.id or 0, client=LLMClient(cfg.llm_config()),
-                    samples=int(samples), store=cfg.datasets_store))
-            if summary is not None:
-                st.success(f"{summary['ran']} of {summary['samples']} solutions ran; {summary['artifacts']} "
-                           f"artifacts agreed, {summary['checks']} checks proposed.")
-                if summary["disagreeing"]:
-                    st.warning("No majority for: " + ", ".join(summary["disagreeing"]))
-                for err in summary["errors"]:
-                    st.caption(f"A sample failed: {err}")

@@ -17,7 +17,7 @@ import base64
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from evaluation.programmatic.groundtruth import (
     GateResult,
     agree,
     ask_checks,
-    ask_solutions,
+    ask_solution,
     gate,
     run_solution,
 )
@@ -61,7 +61,13 @@ __all__ = [
     "CandidateView",
     "ProgrammaticError",
     "TaskView",
+    "GenerationPlan",
+    "GenerationWork",
+    "do_generation",
     "generate_candidates",
+    "generation_steps",
+    "plan_generation",
+    "store_generation",
     "import_programmatic_tasks",
     "list_programmatic_tasks",
     "programmatic_run_details",
@@ -401,12 +407,145 @@ def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[s
     return out
 
 
+@dataclass
+class GenerationPlan:
+    """What a generation needs, read in one short transaction: the task as a release would carry it and the
+    bytes and columns of its input files."""
+
+    task_id: int
+    key: str
+    dataset_id: int
+    spec: ProgrammaticTaskRelease
+    inputs: dict[str, bytes]
+    columns: dict[str, list[str]]
+
+
+@dataclass
+class GenerationWork:
+    """What the LLM and the sandbox made of a plan (nothing stored yet)."""
+
+    codes: list[str]
+    runs: list[Any]
+    agreement: Any
+    proposed: list[Any]
+    llm: dict[str, Any]
+
+
+MIN_SAMPLES, MAX_SAMPLES = 2, 20
+
+
+@judges_actor
+def plan_generation(*, session: Session, actor: User, task_id: int, samples: int, store: Path) -> GenerationPlan:
+    """Check the request (curators and admins, 2..20 samples, the task and its input files exist) and read what
+    the generation needs.
+
+    Raises:
+        PermissionDenied: not a curator or admin.
+        ProgrammaticError: a sample count out of range, an input file that cannot be read.
+    """
+    require_role(actor, *CURATING)
+    if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
+        raise ProgrammaticError(f"Ask for between {MIN_SAMPLES} and {MAX_SAMPLES} samples (not {samples}): "
+                                "self-consistency needs at least two.")
+    task = _task(session, task_id)
+    spec = _release_task(session, task, released_only=False)
+    inputs = task_inputs(session, task, store)
+    columns = {name: data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
+               for name, data in inputs.items() if name.endswith(".csv")}
+    return GenerationPlan(task_id, task.key, task.dataset_id, spec, inputs, columns)
+
+
+def generation_steps(samples: int) -> int:
+    """Progress steps of a generation: each sample asked, each sample run, the checks asked."""
+    return 2 * samples + 1
+
+
+def do_generation(plan: GenerationPlan, *, client: Any, samples: int, limits: CheckLimits | None = None,
+                  progress: Callable[[int, int, str], None] | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> GenerationWork | None:
+    """Ask the LLM for ``samples`` solutions, run each in the sandbox, apply the agreement rule, ask for checks.
+    Touches no database. Returns None when ``should_stop`` said stop between two steps.
+
+    Raises:
+        LLMNotConfigured / LLMCallError / LLMAnswerError: the LLM is missing, failed or answered garbage.
+    """
+    total = generation_steps(samples)
+    done = 0
+
+    def step(stage: str) -> bool:
+        nonlocal done
+        if progress is not None:
+            progress(done, total, stage)
+        done += 1
+        return should_stop is not None and should_stop()
+
+    codes = []
+    for i in range(samples):
+        if step(f"asking the LLM for solution {i + 1} of {samples}"):
+            return None
+        codes.append(ask_solution(client, plan.spec, i, samples, plan.columns))
+    timeout = (limits or CheckLimits()).check_timeout_s * 6
+    runs = []
+    for i, code in enumerate(codes):
+        if step(f"running solution {i + 1} of {samples} in the sandbox"):
+            return None
+        runs.append(run_solution(code, plan.inputs, timeout_s=timeout))
+    agreement = agree(runs)
+    if step(f"asking the LLM for checks ({len(agreement.artifacts)} agreed artifacts)"):
+        return None
+    proposed = ask_checks(client, plan.spec, sorted(agreement.artifacts))
+    if progress is not None:
+        progress(total, total, "storing the candidates")
+    return GenerationWork(codes, runs, agreement, proposed, client.describe())
+
+
+def store_generation(*, session: Session, plan: GenerationPlan, work: GenerationWork,
+                     samples: int) -> dict[str, Any]:
+    """Store the agreed artifacts and proposed checks as candidates (one transaction: all or nothing) and
+    return the summary the page and the job show.
+
+    Raises:
+        ProgrammaticError: a proposed check that cannot be stored (nothing is stored then).
+    """
+    task = _task(session, plan.task_id)
+    agreement = work.agreement
+    position = _next_position(session, plan.task_id)
+    created = {"artifacts": 0, "checks": 0}
+    for path, data in agreement.artifact_bytes().items():
+        session.add(ProgrammaticItem(task_id=plan.task_id, dataset_id=task.dataset_id, kind="artifact",
+                                     source="agreement", payload=_artifact_payload(path, data), position=position,
+                                     extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
+                                            "samples": agreement.samples, "rule": agreement.rule,
+                                            "llm": work.llm}))
+        position += 1
+        created["artifacts"] += 1
+    for c in work.proposed:
+        try:
+            payload = _check_payload(c.model_dump())
+        except ProgrammaticError as exc:
+            raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
+        session.add(ProgrammaticItem(task_id=plan.task_id, dataset_id=task.dataset_id, kind="check", source="llm",
+                                     payload=payload, position=position, extra={"llm": work.llm}))
+        position += 1
+        created["checks"] += 1
+    summary = {"task": plan.key, "samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
+               "disagreeing": agreement.disagreeing, "errors": [r.error for r in work.runs if not r.ok], **created,
+               "solutions": work.codes,
+               "runs": [{"ok": r.ok, "error": r.error, "files": sorted(r.files)} for r in work.runs]}
+    task.extra = {**task.extra, "last_generation": {k: v for k, v in summary.items()
+                                                    if k not in ("solutions", "runs")}}
+    session.add(task)
+    session.flush()
+    return summary
+
+
 @judges_actor
 def generate_candidates(*, session: Session, actor: User, task_id: int, client: Any, samples: int, store: Path,
                         limits: CheckLimits | None = None) -> dict[str, Any]:
-    """The DataSciBench pipeline with experts in the loop, one user action: the LLM writes ``samples`` solutions,
-    each runs in the sandbox; the outputs that agree become candidate artifacts; the LLM proposes checks. All
-    candidates await the analysts' votes. Returns a summary (agreement, errors of the samples, counts).
+    """The DataSciBench pipeline with experts in the loop, inside one transaction (the CLI and tests; the page
+    runs it as a background job, :mod:`curation.services.programmatic_generation`): the LLM writes ``samples``
+    solutions, each runs in the sandbox; the outputs that agree become candidate artifacts; the LLM proposes
+    checks. All candidates await the analysts' votes. Returns a summary (agreement, errors of the samples, counts).
 
     Raises:
         PermissionDenied: not a curator or admin.
@@ -414,47 +553,10 @@ def generate_candidates(*, session: Session, actor: User, task_id: int, client: 
             is stored then.
         ProgrammaticError: fewer than two samples asked for.
     """
-    require_role(actor, *CURATING)
-    if not 2 <= samples <= 20:
-        raise ProgrammaticError("Ask for between 2 and 20 samples: self-consistency needs at least two.")
-    task = _task(session, task_id)
-    spec = _release_task(session, task, released_only=False)
-    inputs = task_inputs(session, task, store)
-    columns = {}
-    for name, data in inputs.items():
-        if name.endswith(".csv"):
-            columns[name] = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
-    codes = ask_solutions(client, spec, samples, columns)
-    timeout = (limits or CheckLimits()).check_timeout_s * 6
-    runs = [run_solution(code, inputs, timeout_s=timeout) for code in codes]
-    agreement = agree(runs)
-    proposed = ask_checks(client, spec, sorted(agreement.artifacts))
-    llm = client.describe()
-    position = _next_position(session, task_id)
-    created = {"artifacts": 0, "checks": 0}
-    for path, data in agreement.artifact_bytes().items():
-        session.add(ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="artifact", source="agreement",
-                                     payload=_artifact_payload(path, data), position=position,
-                                     extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
-                                            "samples": agreement.samples, "rule": agreement.rule, "llm": llm}))
-        position += 1
-        created["artifacts"] += 1
-    for c in proposed:
-        try:
-            payload = _check_payload(c.model_dump())
-        except ProgrammaticError as exc:
-            raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
-        session.add(ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="check", source="llm",
-                                     payload=payload, position=position, extra={"llm": llm}))
-        position += 1
-        created["checks"] += 1
-    summary = {"samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
-               "disagreeing": agreement.disagreeing, "errors": [r.error for r in runs if not r.ok], **created,
-               "solutions": codes}
-    task.extra = {**task.extra, "last_generation": {k: v for k, v in summary.items() if k != "solutions"}}
-    session.add(task)
-    session.flush()
-    return summary
+    plan = plan_generation(session=session, actor=actor, task_id=task_id, samples=samples, store=store)
+    work = do_generation(plan, client=client, samples=samples, limits=limits)
+    assert work is not None  # nothing asks it to stop
+    return store_generation(session=session, plan=plan, work=work, samples=samples)
 
 
 def release_programmatic_tasks(session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
