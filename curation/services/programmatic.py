@@ -74,6 +74,7 @@ __all__ = [
     "propose_artifact",
     "propose_check",
     "release_programmatic_tasks",
+    "released_task",
     "run_release_gate",
     "task_for_scoring",
 ]
@@ -577,6 +578,53 @@ def task_for_scoring(*, session: Session, actor: User, key: str) -> Programmatic
         known = session.exec(select(ProgrammaticTask.key)).all()
         raise NotFoundError(f"There is no programmatic task {key!r} (known: {', '.join(known) or 'none'}).")
     return _release_task(session, task)
+
+
+@judges_actor
+def released_task(*, session: Session, actor: User, key: str, releases_root: Path,
+                  version: str | None = None) -> tuple[ProgrammaticTaskRelease, str]:
+    """Task ``key`` as release ``version`` carries it (its released checks and accepted artifacts), read from the
+    release's files after the checks scoring makes (record, MANIFEST and hashes); default: the newest release
+    that holds the task. Returns the task and the version used. Writes nothing.
+
+    Raises:
+        PermissionDenied: not an evaluator, curator or admin.
+        NotFoundError: no such release; the release does not hold the task (its tasks are named); no release
+            holds it.
+        ReleaseError: the release's files were modified after it was cut.
+        BlindingViolation: the actor is blind to the ground truth of the task's dataset in that release.
+    """
+    from curation.errors import BlindingViolation
+    from curation.models import ReleaseRecord
+    from curation.services import releases as _releases
+    from curation.services.blinding import withheld_ground_truth
+
+    require_role(actor, Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
+    if version is not None:
+        records = [_releases._record(session, version)]
+    else:
+        records = sorted(session.exec(select(ReleaseRecord)).all(), key=lambda r: _releases._semver_key(r.version),
+                         reverse=True)
+        if not records:
+            raise NotFoundError("No release has been cut yet: cut one (forkpaths release cut) or run the task's "
+                                "current checks from a DataSciBench tree (--datascibench ROOT).")
+    for record in records:
+        release = _releases._verified(session, record, releases_root).release
+        for ds in release.datasets:
+            task = next((t for t in ds.programmatic_tasks if t.key == key), None)
+            if task is None:
+                continue
+            _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=record.version,
+                                                names=[ds.name])
+            if withheld:
+                raise BlindingViolation(f"{withheld} Its checks show it; nothing was run.")
+            return task, record.version
+        if version is not None:
+            held = sorted(t.key for d in release.datasets for t in d.programmatic_tasks)
+            raise NotFoundError(f"Release {version} holds no programmatic task {key!r} (it holds: "
+                                f"{', '.join(held) or 'none'}).")
+    raise NotFoundError(f"No release holds a programmatic task {key!r} (newest release: {records[0].version}); "
+                        "its checks are released with the next cut once they pass the gate.")
 
 
 @dataclass

@@ -212,19 +212,22 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     out = tmp_path / "out"
     out.mkdir()
     (out / "cleaned.csv").write_bytes((gt / "cleaned.csv").read_bytes())
+    assert main(["checks", "run", "affairs_clean", "--outputs", str(out)]) == 2  # the checks come from a release
+    assert "No release has been cut yet" in capsys.readouterr().err
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", releases_root=settings.releases_store,
+                        store=settings.datasets_store)
     assert main(["checks", "run", "affairs_clean", "--outputs", str(out)]) == 0
     printed = capsys.readouterr().out
+    assert "checks of release 1.0.0 (the newest release holding the task)" in printed
     assert "completion rate 1.000  (passed: every check returned True)" in printed
     (out / "cleaned.csv").write_text("rate_marriage,affairs,any_affair\n3,0.5,0\n3,0.5,0\n")
     assert main(["checks", "run", "affairs_clean", "--outputs", str(out), "--json"]) == 0
     outcome = json.loads(capsys.readouterr().out)
-    assert [c["status"] for c in outcome["checks"]] == ["false", "false", "false"]
+    assert [c["status"] for c in outcome["checks"]] == ["false", "false", "false"] and outcome["release"] == "1.0.0"
     assert main(["checks", "run", "nope", "--outputs", str(out)]) == 2
-    assert "There is no programmatic task 'nope'" in capsys.readouterr().err
+    assert "No release holds a programmatic task 'nope'" in capsys.readouterr().err
     # forkpaths score --kind programmatic: the reference outputs of every starter task, as one agent run
-    with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", releases_root=settings.releases_store,
-                        store=settings.datasets_store)
     tree = REPO / "datasets" / "programmatic" / "data"
     folders = {k: {p.name: p.read_bytes() for p in (tree / k / "gt").iterdir() if not p.name.endswith(".txt")}
                for k in (t.key for t in tasks)}
@@ -273,3 +276,53 @@ def test_the_llm_proposes_candidates_by_self_consistency_and_garbage_stores_noth
                                 store=t["store"])
         with session_scope(t["engine"]) as s:
             assert len(s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == t["task_id"])).all()) == before
+
+
+def test_checks_run_against_a_given_release_reads_its_checks_from_its_files(team) -> None:
+    """`checks run --release V`: the checks release V carries (not the database's current ones); default the
+    newest release holding the task; nothing written."""
+    from curation.errors import NotFoundError
+    from curation.models import ReleaseRecord, ScoringRun, VoteChange
+    from curation.services.programmatic import released_task
+    from evaluation.programmatic.runner import run_checks
+
+    t, engine = team, team["engine"]
+    releases = t["tmp"] / "releases"
+    rows = {**GOOD, "metric": "at least two storms",
+            "code": "import pandas as pd\n\ndef rows(ground_truth):\n    return len(pd.read_csv('clean.csv')) >= 2\n"}
+    with pytest.raises(NotFoundError, match="No release has been cut yet"), session_scope(engine) as s:
+        released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases)
+    with session_scope(engine) as s:
+        set_stage(session=s, actor=t["cur"], dataset_id=t["ds"].id, stage=Stage.REVIEW)
+        art = propose_artifact(session=s, actor=t["bob"], task_id=t["task_id"], path="clean.csv",
+                               data=b"deaths,masfem\n10,2.5\n3,8.1\n").id
+        good = propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=GOOD).id
+    _vote(t, t["ana"], art, "artifact", "yes")
+    _vote(t, t["bob"], good, "check", "yes")
+    with session_scope(engine) as s:
+        assert run_release_gate(session=s, actor=t["cur"], item_id=good, limits=FAST).gate["released"]
+        rel.cut_release(session=s, actor=t["cur"], version="1.0.0", notes="", releases_root=releases, store=t["store"])
+    with session_scope(engine) as s:
+        more = propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=rows).id
+    _vote(t, t["bob"], more, "check", "yes")
+    with session_scope(engine) as s:
+        assert run_release_gate(session=s, actor=t["cur"], item_id=more, limits=FAST).gate["released"]
+        rel.cut_release(session=s, actor=t["cur"], version="1.1.0", notes="", releases_root=releases, store=t["store"])
+    one_storm = {"clean.csv": b"deaths,masfem\n10,2.5\n"}
+    with session_scope(engine) as s:
+        counts = [len(s.exec(select(m)).all()) for m in (ScoringRun, VoteChange, ReleaseRecord)]
+        old, v_old = released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases,
+                                   version="1.0.0")
+        new, v_new = released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases)
+        with pytest.raises(NotFoundError, match="There is no release 9.9.9"):
+            released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases, version="9.9.9")
+        with pytest.raises(NotFoundError, match="Release 1.0.0 holds no programmatic task 'nope'.*storms_clean"):
+            released_task(session=s, actor=t["eva"], key="nope", releases_root=releases, version="1.0.0")
+        with pytest.raises(PermissionDenied):
+            released_task(session=s, actor=t["ana"], key="storms_clean", releases_root=releases)
+    assert (v_old, v_new) == ("1.0.0", "1.1.0")
+    assert [c.id for c in old.checks] == [good] and [c.id for c in new.checks] == [good, more]
+    assert run_checks(old, one_storm, limits=FAST).passed  # the 1.0.0 checks: no missing deaths
+    assert [c.status for c in run_checks(new, one_storm, limits=FAST).checks] == ["true", "false"]
+    with session_scope(engine) as s:
+        assert [len(s.exec(select(m)).all()) for m in (ScoringRun, VoteChange, ReleaseRecord)] == counts
