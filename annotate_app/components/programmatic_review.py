@@ -11,6 +11,7 @@ import streamlit as st
 
 from annotate_app import context, state
 from annotate_app.components.kinds.programmatic import show_output_file
+from annotate_app.text import md
 from curation.models import User
 from curation.services.programmatic import (
     CandidateView,
@@ -21,7 +22,7 @@ from curation.services.programmatic import (
 from curation.services.votes import QUESTIONS, VERDICT, cast_vote
 from exports.schema import PROGRAMMATIC_TASK_TYPES
 
-__all__ = ["gate_frame", "render_artifact", "render_check", "render_propose_check"]
+__all__ = ["gate_frame", "render_agenda_candidate", "render_artifact", "render_check", "render_propose_check"]
 
 STATUS = {"justifiable": "🟢 accepted", "unjustifiable": "🔴 rejected", "contested": "🟠 contested",
           "unjudged": "⚪ awaiting votes"}
@@ -158,3 +159,27 @@ def _check_form(user: User, view: TaskView, start: dict[str, Any], seed_id: str 
 def render_propose_check(user: User, view: TaskView) -> None:
     with st.expander("➕ Propose a new check"):
         _check_form(user, view, {}, seed_id=None)
+
+
+def render_agenda_candidate(item: Any, status_line: str) -> None:
+    """A candidate check or artifact on a stage-3 meeting's agenda (a :class:`GroundTruthItem` of kind
+    ``check`` / ``artifact``): its task, its code and the release gate's evidence, or the file itself."""
+    d = item.detail
+    st.markdown(f"**Task:** {md(item.concept or '—')}  ·  **source:** {md(item.source)}  ·  {status_line}")
+    if item.kind == "check":
+        st.caption(f"[{d.get('task_type')}] ground truth: gt/{d.get('ground_truth') or ''}")
+        st.code(item.code, language="python")
+        if item.rationale:
+            st.markdown(md(item.rationale))
+        gate = d.get("gate") or {}
+        if gate:
+            (st.success if gate.get("released") else st.error)(f"Release gate: {gate.get('sentence', '')}")
+            st.dataframe(gate_frame(gate), hide_index=True, key=f"meeting.gate.{item.target_id}")
+        else:
+            st.info("The release gate has not run for this check yet: a curator runs it on the Programmatic checks "
+                    "page; an accepted check is released once it passes the gate.")
+        return
+    if d.get("support"):
+        st.caption(f"Agreed by {d['support']} of {d.get('ok_samples')} LLM samples that ran")
+    if d.get("content_b64"):
+        show_output_file(str(d.get("path")), base64.b64decode(d["content_b64"]))

@@ -39,7 +39,7 @@ from curation.models import (
 )
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.ground_truth import dataset_rule
+from curation.services.ground_truth import GroundTruthItem, dataset_rule
 from curation.services.stages import require_reviewer
 from evaluation.programmatic.groundtruth import (
     GateResult,
@@ -58,6 +58,7 @@ from exports.schema import (
 )
 
 __all__ = [
+    "agenda_items",
     "CandidateView",
     "ProgrammaticError",
     "TaskView",
@@ -172,6 +173,57 @@ def _view(session: Session, task: ProgrammaticTask) -> TaskView:
     views = _status(session, _items(session, task.id or 0), task.dataset_id)
     return TaskView(task, dataset.name if dataset else "?", [v for v in views if v.item.kind == "check"],
                     [v for v in views if v.item.kind == "artifact"])
+
+
+def agenda_items(session: Session, dataset_id: int) -> list[GroundTruthItem]:
+    """The dataset's candidate checks and artifacts as ground-truth items (``target_kind`` ``prog_check`` /
+    ``prog_artifact``), with their votes, their status under the dataset's rule, and the latest meeting outcome:
+    what a stage-3 meeting puts on its agenda when they are contested or split, and decides. Items imported as
+    accepted ground truth that nobody voted on have the basis "imported" (never on an agenda)."""
+    from curation.services.ground_truth import latest_outcomes
+
+    rule = dataset_rule(session=session, dataset_id=dataset_id)
+    tasks = {t.id: t for t in session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id))}
+    if not tasks:
+        return []
+    items = session.exec(select(ProgrammaticItem).where(ProgrammaticItem.dataset_id == dataset_id)
+                         .order_by(col(ProgrammaticItem.task_id), col(ProgrammaticItem.position))).all()
+    ids = [i.id for i in items]
+    votes: dict[str, list[dict[str, Any]]] = {}
+    for v in session.exec(select(Vote).where(col(Vote.target_id).in_(ids),
+                                             col(Vote.target_kind).in_(["prog_check", "prog_artifact"]))
+                          .order_by(col(Vote.id))).all() if ids else []:
+        votes.setdefault(v.target_id, []).append({"annotator_id": v.annotator_id, "question": v.question,
+                                                  "answer": v.answer, "explanation": v.explanation})
+    imported = {c.target_id for c in session.exec(select(Consensus).where(
+        col(Consensus.target_id).in_(ids), Consensus.rule == "imported")).all()} if ids else set()
+    outcomes = latest_outcomes(session, dataset_id)
+    out = []
+    for item in items:
+        task = tasks.get(item.task_id)
+        p = item.payload
+        kind = f"prog_{item.kind}"
+        gt = GroundTruthItem(
+            kind, item.id, item.kind, item.source, item.proposed_by_id,
+            f"{task.key}: {task.prompt}" if task else "", task_id=item.task_id,
+            label=f"{p.get('function')} / {p.get('metric')}" if item.kind == "check" else str(p.get("path")),
+            code=str(p.get("code") or "") if item.kind == "check" else "",
+            rationale=f"Rule: {p['rule']}" if p.get("rule") else "",
+            votes=votes.get(item.id, []),
+            detail={"gate": item.gate or {}, "task_type": p.get("task_type"), "ground_truth": p.get("ground_truth")}
+            if item.kind == "check" else {"path": p.get("path"), "content_b64": p.get("content_b64"),
+                                          "support": (item.extra or {}).get("support"),
+                                          "ok_samples": (item.extra or {}).get("ok_samples")})
+        verdicts = verdicts_by_voter(item.kind, ((str(v["annotator_id"]), v["question"], v["answer"])
+                                                 for v in gt.votes))
+        gt.result = apply_rule(rule, list(verdicts.values()))
+        if not gt.votes and item.id in imported:
+            gt.basis = "imported"
+        gt.meeting = outcomes.get((kind, item.id))
+        if gt.meeting is not None:
+            gt.basis = "meeting"
+        out.append(gt)
+    return out
 
 
 @judges_actor

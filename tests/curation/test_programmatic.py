@@ -326,3 +326,90 @@ def test_checks_run_against_a_given_release_reads_its_checks_from_its_files(team
     assert [c.status for c in run_checks(new, one_storm, limits=FAST).checks] == ["true", "false"]
     with session_scope(engine) as s:
         assert [len(s.exec(select(m)).all()) for m in (ScoringRun, VoteChange, ReleaseRecord)] == counts
+
+
+def test_contested_checks_and_artifacts_go_on_the_meetings_agenda_and_its_outcome_decides_them(engine, store,
+                                                                                             tmp_path) -> None:
+    """Stage 3: a split check and a split artifact are on the meeting's agenda (an imported accepted one is not);
+    analysts revise votes on them in the meeting; the outcomes decide their status and so the release."""
+    from curation.services.meetings import (
+        close_meeting,
+        meeting_agenda,
+        meeting_summary,
+        record_outcome,
+        revise_vote,
+        start_meeting,
+    )
+
+    ana, bob, cat = f.user(engine, "ana"), f.user(engine, "bob"), f.user(engine, "cat")
+    cur = f.user(engine, "cur", Role.CURATOR)
+    ds = f.dataset(engine, store, assign=[ana, bob, cat])
+    for u in (ana, bob, cat):
+        f.full_analysis(engine, u, ds.id)
+        with session_scope(engine) as s:
+            submit_analysis(session=s, actor=u, dataset_id=ds.id)
+    imported = read_tree(REPO / "datasets" / "programmatic")[0].task.model_copy(update={"input_files": ["data.csv"]})
+    with session_scope(engine) as s:
+        (task,) = import_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id, accept=False, tasks=[
+            ProgrammaticTaskRelease(key="storms_clean", prompt="Write clean.csv.", input_files=["data.csv"])])
+        import_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id, tasks=[imported], run_gate=False)
+        set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.REVIEW)
+    with session_scope(engine) as s:
+        art = propose_artifact(session=s, actor=ana, task_id=task.id, path="clean.csv",
+                               data=b"deaths,masfem\n10,2.5\n3,8.1\n").id
+        odd = propose_artifact(session=s, actor=ana, task_id=task.id, path="summary.txt", data=b"mean 6.5\n").id
+        check = propose_check(session=s, actor=ana, task_id=task.id, fields=GOOD).id
+    t = {"engine": engine}
+    for voter in (bob, cat):
+        _vote(t, voter, art, "artifact", "yes")
+    _vote(t, bob, odd, "artifact", "yes")
+    _vote(t, cat, odd, "artifact", "no", "the task asks for no summary")
+    _vote(t, bob, check, "check", "yes")
+    _vote(t, cat, check, "check", "no", "deaths may be zero")
+    with session_scope(engine) as s:
+        assert run_release_gate(session=s, actor=cur, item_id=check, limits=FAST).gate["released"]
+        (view,) = [v for v in list_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id)
+                   if v.task.key == "storms_clean"]
+        assert not next(c for c in view.checks if c.item.id == check).released  # the gate passed, the votes split
+        set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.CLOSED)
+    with session_scope(engine) as s:
+        meeting = start_meeting(session=s, actor=cur, dataset_id=ds.id, attendee_ids=[bob.id, cat.id])
+        on_agenda = {(a["target_kind"], a["target_id"]) for a in meeting.agenda}
+        meeting_id = meeting.id
+    assert on_agenda == {("prog_check", check), ("prog_artifact", odd)}  # not the agreed one, not the imported ones
+    with session_scope(engine) as s:
+        _, agenda = meeting_agenda(session=s, actor=cat, meeting_id=meeting_id)
+        shown = {a.item.target_id: a for a in agenda}
+        assert shown[check].item.kind == "check" and shown[check].item.label == "Data Completeness / no missing deaths"
+        assert shown[check].item.detail["gate"]["released"] and "storms_clean" in shown[check].item.concept
+        assert shown[odd].item.detail["path"] == "summary.txt" and shown[odd].before == {
+            "justifiable": 1, "unjustifiable": 1, "unsure": 0}
+    with pytest.raises(VoteError, match="own proposal"), session_scope(engine) as s:
+        revise_vote(session=s, actor=ana, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                    question="justifiable", answer="yes")
+    with session_scope(engine) as s:  # cat is convinced in the meeting
+        revise_vote(session=s, actor=cat, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                    question="justifiable", answer="yes")
+    with pytest.raises(PermissionDenied), session_scope(engine) as s:
+        record_outcome(session=s, actor=bob, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                       outcome="justifiable", reason="x")
+    with session_scope(engine) as s:
+        record_outcome(session=s, actor=cur, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                       outcome="justifiable", reason="zero deaths are recorded as 0, never missing")
+        record_outcome(session=s, actor=cur, meeting_id=meeting_id, target_kind="prog_artifact", target_id=odd,
+                       outcome="unjustifiable", reason="the task asks for clean.csv only")
+        close_meeting(session=s, actor=cur, meeting_id=meeting_id)
+    with session_scope(engine) as s:
+        (view,) = [v for v in list_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id)
+                   if v.task.key == "storms_clean"]
+        assert {c.item.id: (c.status, c.released) for c in view.checks} == {check: ("justifiable", True)}
+        assert {a.item.id: a.status for a in view.artifacts} == {art: "justifiable", odd: "unjustifiable"}
+        assert "meeting" in next(c for c in view.checks).why
+        summary = meeting_summary(session=s, meeting_id=meeting_id)
+        assert {(r["kind"], r["outcome"]) for r in summary["items"]} == {("check", "justifiable"),
+                                                                          ("artifact", "unjustifiable")}
+        rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", releases_root=tmp_path / "rel", store=store)
+    shipped = json.loads((tmp_path / "rel" / "1.0.0" / "release.json").read_text())["datasets"][0]
+    (task_out,) = [x for x in shipped["programmatic_tasks"] if x["key"] == "storms_clean"]
+    assert [c["id"] for c in task_out["checks"]] == [check] and [a["path"] for a in task_out["artifacts"]] == [
+        "clean.csv"]
