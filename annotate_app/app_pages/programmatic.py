@@ -35,7 +35,7 @@ if not views:
 keys = [v.task.key for v in views]
 key = st.selectbox("Task", keys, key="prog.task")
 view = next(v for v in views if v.task.key == key)
-voting = datasets[dataset_id][1] == Stage.REVIEW.value
+voting = datasets[dataset_id][1] == Stage.REVIEW.value and not staff  # analysts vote; curators run the gate
 st.markdown(f"**Prompt.** {view.task.prompt}")
 st.caption(f"Input files: {', '.join(view.task.input_files) or 'none'} · "
            f"{sum(c.released for c in view.checks)} of {len(view.checks)} checks released · "

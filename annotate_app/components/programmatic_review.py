@@ -101,7 +101,8 @@ def render_artifact(user: User, item: CandidateView, voting: bool) -> None:
     support = item.item.extra.get("support")
     agreed = f" · agreed by {support} of {item.item.extra.get('ok_samples')} samples" if support else ""
     with st.container(key=f"prog-item-{item.item.id}"), \
-            st.expander(f"{STATUS.get(item.status, item.status)} · 📄 {p['path']} · {item.item.source}{agreed}"):
+            st.expander(f"{STATUS.get(item.status, item.status)} · 📄 {p['path']} · {item.item.source}{agreed}",
+                        expanded=voting or item.status != "justifiable"):  # open while there is something to do
         st.caption(item.why)
         show_output_file(p["path"], base64.b64decode(p["content_b64"]))
         _vote(user, item, voting)
@@ -113,7 +114,7 @@ def render_check(user: User, view: TaskView, item: CandidateView, voting: bool, 
     edited = f" · edit of {item.item.seed_id[:8]}" if item.item.seed_id else ""
     with st.container(key=f"prog-item-{item.item.id}"), \
             st.expander(f"{released} · {p['function']} / {p['metric']} · {item.item.source}{edited}",
-                        expanded=not item.released):
+                        expanded=voting or not item.released):
         st.caption(f"[{p['task_type']}] ground truth: gt/{p.get('ground_truth') or ''} · status: {item.why}")
         st.code(p["code"], language="python")
         if p.get("rule"):
