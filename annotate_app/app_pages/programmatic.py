@@ -43,9 +43,14 @@ st.caption(f"Input files: {', '.join(view.task.input_files) or 'none'} · "
 if staff:
     render_generate(user, view, cfg)
 st.subheader("Ground-truth artifacts")
+if not view.artifacts:
+    st.caption("None yet: the LLM generation proposes the outputs its samples agree on"
+               + ("." if staff else " (a curator starts it)."))
 for a in view.artifacts:
     render_artifact(user, a, voting)
 st.subheader("Checks")
+if not view.checks:
+    st.caption("None yet: propose one below" + (", or have the LLM propose some above." if staff else "."))
 for c in view.checks:
     render_check(user, view, c, voting, staff)
 render_propose_check(user, view)

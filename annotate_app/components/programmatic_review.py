@@ -29,13 +29,17 @@ STATUS = {"justifiable": "🟢 accepted", "unjustifiable": "🔴 rejected", "con
 
 
 def gate_frame(gate: dict[str, Any]) -> pd.DataFrame:
-    """The gate's evidence as rows: the accepted artifacts first, then each known wrong output."""
+    """The gate's evidence as rows: the accepted artifacts first (the check must pass), then each known wrong
+    output (the check must catch at least one of them; a check about one property need not catch the others)."""
     acc = gate.get("on_accepted") or {}
-    rows = [{"output": "accepted artifacts", "expected": "pass", "outcome": acc.get("status"),
-             "as expected": "✅" if acc.get("status") == "true" else "❌", "why": acc.get("sentence", "")}]
+    ok = acc.get("status") == "true"
+    rows = [{"output": "accepted artifacts", "the check should": "pass", "it": "passed" if ok else
+             f"did not pass ({acc.get('status')})", "": "✅" if ok else "❌", "why": acc.get("sentence", "")}]
     for w in gate.get("on_wrong") or []:
-        rows.append({"output": f"wrong: {w.get('label')}", "expected": "fail", "outcome": w.get("status"),
-                     "as expected": "✅" if w.get("status") != "true" else "—", "why": w.get("sentence", "")})
+        caught = w.get("status") != "true"
+        rows.append({"output": f"wrong: {w.get('label')}", "the check should": "fail on at least one",
+                     "it": "caught it" if caught else "passed (not caught)", "": "✅" if caught else "·",
+                     "why": w.get("sentence", "")})
     return pd.DataFrame(rows)
 
 
@@ -122,8 +126,11 @@ def render_check(user: User, view: TaskView, item: CandidateView, voting: bool, 
         if gate:
             (st.success if gate.get("released") else st.error)(gate.get("sentence", ""))
             st.dataframe(gate_frame(gate), hide_index=True, key=f"prog.gate.{item.item.id}")
+            st.caption("Release gate: the check must pass on the accepted artifacts and fail on at least one known "
+                       "wrong output (made by altering them); wrong outputs it does not look at may pass.")
         else:
-            st.info("The release gate has not run for this check yet.")
+            st.info("The release gate has not run for this check yet." + ("" if staff else
+                    " A curator runs it once the task has an accepted artifact."))
         if staff and st.button("Run the release gate", key=f"prog.gaterun.{item.item.id}"):
             with st.spinner("Running the check on the accepted artifacts and on known wrong outputs…"):
                 done = context.attempt(lambda s: run_release_gate(session=s, actor=user, item_id=item.item.id))

@@ -59,13 +59,18 @@ def start_candidate_generation(engine: Engine, *, actor: User, task_id: int, sam
                      what=f"An LLM generation for task {plan.key}")
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def generation_report(result: dict[str, Any]) -> tuple[str, str]:
     """(streamlit kind, Markdown text) of a generation's result, as the page shows it."""
     if result.get("cancelled"):
         return "warning", (f"Cancelled at: {result.get('stage', 'a step')}. Nothing was stored; generating again "
                            "sends only the requests not answered yet (answers are cached).")
     text = (f"{result.get('ran', 0)} of {result.get('samples', 0)} solutions ran in the sandbox; "
-            f"{result.get('artifacts', 0)} artifacts agreed and {result.get('checks', 0)} checks were proposed. "
+            f"{_n(result.get('artifacts', 0), 'artifact')} agreed and {_n(result.get('checks', 0), 'check')} "
+            f"{'was' if result.get('checks', 0) == 1 else 'were'} proposed. "
             "They are candidates now: the analysts vote on them in stage 2.")
     if result.get("disagreeing"):
         text += "  \nNo majority for: " + ", ".join(f"{p} (groups {g})" for p, g in result["disagreeing"].items())

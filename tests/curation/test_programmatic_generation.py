@@ -116,7 +116,7 @@ def test_generation_runs_in_the_apps_process_with_progress_one_per_task(world):
     r = job.result
     assert (r["samples"], r["ran"], r["agreed"], r["artifacts"], r["checks"]) == (3, 3, {"clean.csv": 2}, 1, 1)
     assert [run["files"] for run in r["runs"]] == [["clean.csv"]] * 3 and r["solutions"][2] == OTHER
-    assert "3 of 3 solutions ran in the sandbox; 1 artifacts agreed and 1 checks were proposed" in job.message
+    assert "3 of 3 solutions ran in the sandbox; 1 artifact agreed and 1 check was proposed" in job.message
     items = _items(w)
     assert sorted((i.kind, i.source) for i in items) == [("artifact", "agreement"), ("check", "llm")]
     art = next(i for i in items if i.kind == "artifact")

@@ -72,7 +72,8 @@ def test_the_view_functions_draw_what_the_drilldown_shows():
     fig = task_type_figure({"task_types": {"data visualization": {"point": 0.5, "ci_low": 0.25, "ci_high": 0.75}}})
     assert list(fig.data[0].x) == [0.5] and list(fig.data[0].error_x.array) == [0.25]
     gate = gate_frame(GATE)
-    assert list(gate["as expected"]) == ["✅", "✅", "—"] and gate.iloc[1]["output"] == "wrong: clean.csv: a missing value"
+    assert list(gate[""]) == ["✅", "✅", "·"] and gate.iloc[1]["output"] == "wrong: clean.csv: a missing value"
+    assert list(gate["it"]) == ["passed", "caught it", "passed (not caught)"]
 
 
 def _two_voters(ui):

@@ -42,7 +42,7 @@ def task_type_figure(scores: Mapping[str, Any]) -> go.Figure:
 def outcomes_frame(outcomes: Sequence[Any]) -> pd.DataFrame:
     """One row per (task, run): its completion rate, whether it passed, how many checks errored."""
     return pd.DataFrame([{"task": o.task, "run": o.run, "CR": o.completion_rate,
-                          "passed": "✅" if o.passed else "—",
+                          "passed": "✅ yes" if o.passed else "❌ no",
                           "checks failed": sum(c.score == 1 for c in o.checks),
                           "checks errored": sum(c.score == 0 for c in o.checks)} for o in outcomes])
 
