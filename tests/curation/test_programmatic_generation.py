@@ -182,3 +182,23 @@ def test_on_postgresql_a_worker_process_runs_the_generation(world, tmp_path):
     assert job.executor.split("/")[1] == str(worker.pid)  # the worker ran it, not this process
     assert job.result["artifacts"] == 1 and job.result["checks"] == 1
     assert sorted(i.kind for i in _items(w)) == ["artifact", "check"]
+
+
+def test_checks_generate_runs_the_same_job_from_a_terminal(tmp_path, monkeypatch, capsys):
+    """`forkpaths checks generate TASK --samples 2` on a starter task (SQLite, the job run in this process)."""
+    from curation.cli import main
+
+    head = "import pandas as pd\npd.read_csv('data.csv').head(3).to_csv('head.csv', index=False)\n"
+    repo = Path(__file__).resolve().parents[2]
+    with ScriptedLLM(lambda req: json.dumps({"code": head}) if "Candidate" in req["messages"][-1]["content"]
+                     else json.dumps(CHECKS)) as server:
+        monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+        monkeypatch.setenv("FORKPATHS_STARTER_DATASETS_DIR", str(repo / "datasets"))
+        monkeypatch.delenv("FORKPATHS_DATABASE_URL", raising=False)
+        monkeypatch.setenv("FORKPATHS_LLM_BASE_URL", server.url)
+        monkeypatch.setenv("FORKPATHS_LLM_MODEL", "scripted")
+        assert main(["checks", "generate", "nope"]) == 2
+        assert "There is no programmatic task 'nope'" in capsys.readouterr().err
+        assert main(["checks", "generate", "affairs_clean", "--samples", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 solutions ran in the sandbox; 1 artifact agreed and 1 check was proposed" in out, out
