@@ -114,7 +114,8 @@ def render_artifact(user: User, item: CandidateView, voting: bool) -> None:
 
 def render_check(user: User, view: TaskView, item: CandidateView, voting: bool, staff: bool) -> None:
     p, gate = item.item.payload, item.item.gate or {}
-    released = "🚀 released" if item.released else STATUS.get(item.status, item.status)
+    released = "🚀 released" if item.released else STATUS.get(item.status, item.status) + (
+        " · not released (the gate has not passed it)" if item.status == "justifiable" else "")
     edited = f" · edit of {item.item.seed_id[:8]}" if item.item.seed_id else ""
     with st.container(key=f"prog-item-{item.item.id}"), \
             st.expander(f"{released} · {p['function']} / {p['metric']} · {item.item.source}{edited}",
