@@ -685,10 +685,12 @@ class RunDetails:
 
     result: Any
     outputs: dict[tuple[str, str], dict[str, bytes]]
+    code: dict[str, str] = field(default_factory=dict)  # check id → its code, from the run's release
 
 
 @judges_actor
-def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs_root: Path) -> RunDetails:
+def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs_root: Path,
+                             releases_root: Path | None = None) -> RunDetails:
     """The result file and the submitted output folders of a succeeded programmatic run (evaluators, curators,
     admins; refused to whoever is blind to the release's ground truth, which the result quotes).
 
@@ -721,4 +723,11 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, runs
         label = f"run {index + 1} ({name})"
         for task, files in split_by_task(read_outputs_zip(data, label=name), keys, label=name).items():
             outputs[(label, task)] = files
-    return RunDetails(result, outputs)
+    code: dict[str, str] = {}
+    if releases_root is not None:  # the checks' code, so that a failure can be read against what was tested
+        from curation.services.scoring import _release_for_scoring
+
+        release = _release_for_scoring(session, run.release_version, releases_root)
+        code = {c.id: c.code for d in release.datasets for t in d.programmatic_tasks if t.key in keys
+                for c in t.checks}
+    return RunDetails(result, outputs, code)

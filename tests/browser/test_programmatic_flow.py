@@ -146,6 +146,7 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
         idle(page)
         page.locator('[data-testid="stExpander"]').get_by_text("Failed: the check ran and returned False").wait_for(
             timeout=60_000)
+        page.get_by_text("The check's code (release 1.0.0)").wait_for(timeout=30_000)
         shot(page, shots / "07-drilldown-failed-check.png")
         shot(page, shots / "08-output-table.png", page.get_by_text("Output files"))
         assert page.get_by_text("clean.csv: 2 rows × 2 columns").count() == 1

@@ -155,7 +155,9 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
         (row,) = leaderboard(session=s, actor=t["eva"], release_version="1.0.0", releases_root=releases,
                              kind="programmatic")
         assert (row["success_rate"], row["completion_rate"], row["agent_runs"]) == (0.5, 0.75, 2)
-        details = programmatic_run_details(session=s, actor=t["eva"], run_id=run.id, runs_root=runs)
+        details = programmatic_run_details(session=s, actor=t["eva"], run_id=run.id, runs_root=runs,
+                                           releases_root=releases)
+    assert details.code == {good: GOOD["code"]}
     assert [(o.run, o.passed) for o in details.result.outcomes] == [("run 1 (run1.zip)", True),
                                                                       ("run 2 (run2.zip)", False)]
     assert details.outputs[("run 2 (run2.zip)", "storms_clean")] == {"clean.csv": b"deaths,masfem\n,2.5\n"}

@@ -100,7 +100,8 @@ def show_output_file(path: str, data: bytes) -> None:
 def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     """Run → (task, run) → check, with the reason of each outcome and the output files."""
     details = context.attempt(lambda s: programmatic_run_details(session=s, actor=user, run_id=run.id or 0,
-                                                                 runs_root=cfg.runs_store))
+                                                                 runs_root=cfg.runs_store,
+                                                                 releases_root=cfg.releases_store))
     if details is None:
         return
     result = details.result
@@ -132,6 +133,9 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
             if c.stdout:
                 st.caption("What the check printed")
                 st.code(c.stdout, language="text")
+            if details.code.get(c.check_id):
+                st.caption(f"The check's code (release {run.release_version})")
+                st.code(details.code[c.check_id], language="python")
     files = details.outputs.get((outcome.run, outcome.task), {})
     st.subheader("Output files")
     if not files:
