@@ -1,8 +1,9 @@
 """``forkpaths checks``: programmatic tasks from a terminal.
 
-* ``checks run TASK --outputs DIR [--json]`` scores one output folder headless and prints each check's outcome
-  (TASK from the database's released checks, or ``--datascibench ROOT`` to read it from a DataSciBench tree with
-  no database at all);
+* ``checks run TASK --outputs DIR [--release V] [--json]`` scores one output folder headless and prints each
+  check's outcome and which release's checks ran (release V's, read from its files; default the newest release
+  holding TASK; or ``--datascibench ROOT`` to read it from a DataSciBench tree with no database at all);
+* ``checks generate TASK [--samples N]`` — the LLM generation (the page's background job, run here);
 * ``checks list`` — the tasks with their candidates and what is released;
 * ``checks import-datascibench ROOT --dataset NAME`` — store a DataSciBench tree's tasks on a dataset (curators);
 * ``checks export-datascibench OUT`` — write the released tasks in DataSciBench's layout.
@@ -50,20 +51,65 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         except DataSciBenchError as exc:
             raise CurationError(str(exc)) from exc
         configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
+        source = f"DataSciBench tree {args.datascibench}"
+        version = None
     else:
+        from sqlmodel import Session
+
         from curation.bootstrap import initialise
         from curation.cli import _operator
-        from curation.db import session_scope
-        from curation.services.programmatic import task_for_scoring
+        from curation.services.programmatic import released_task
 
         report = initialise(settings)
-        with session_scope(report.engine) as session:
-            task = task_for_scoring(session=session, actor=_operator(session, getattr(args, "as_user", None)),
-                                    key=args.task)
+        with Session(report.engine) as session:  # read only: closed without a commit, nothing is written
+            task, version = released_task(session=session, actor=_operator(session, getattr(args, "as_user", None)),
+                                          key=args.task, releases_root=settings.releases_store,
+                                          version=args.release)
+        source = f"release {version}" + ("" if args.release else " (the newest release holding the task)")
     if not task.checks:
-        raise CurationError(f"Task {task.key} has no released check to run.")
+        raise CurationError(f"Task {task.key} has no released check in {source}.")
     outcome = run_checks(task, files, limits=CheckLimits(check_timeout_s=args.timeout))
-    print(outcome.model_dump_json(indent=1) if args.json else format_outcome(outcome))
+    if args.json:
+        print(json.dumps({"release": version, "source": source, **outcome.model_dump(mode="json")}, indent=1))
+    else:
+        print(f"checks of {source}")
+        print(format_outcome(outcome))
+    return 0
+
+
+def _generate(args: argparse.Namespace, settings: Settings) -> int:
+    """The LLM generation as the page runs it (the same background job), run here with a progress bar."""
+    import sys
+
+    from sqlmodel import select
+
+    from curation.bootstrap import initialise
+    from curation.cli import _operator
+    from curation.cli_progress import ProgressBar
+    from curation.db import session_scope
+    from curation.errors import NotFoundError
+    from curation.models import ProgrammaticTask
+    from curation.services.background_jobs import execute_job
+    from curation.services.programmatic_generation import generation_report, start_candidate_generation
+    from evaluation.llm import LLMClient
+
+    LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, getattr(args, "as_user", None))
+        task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == args.task)).first()
+        if task is None:
+            raise NotFoundError(f"There is no programmatic task {args.task!r}.")
+        task_id = task.id or 0
+    job_id = start_candidate_generation(report.engine, actor=actor, task_id=task_id, samples=args.samples,
+                                        store=settings.datasets_store)
+    job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
+    if not job.result or job.status == "failed":
+        print(f"The generation {job.status}: {job.message}", file=sys.stderr)
+        return 1
+    print(generation_report(job.result)[1].replace("  \n", "\n"))
+    for err in job.result.get("errors") or []:
+        print(f"  a sample failed: {err}")
     return 0
 
 
@@ -150,11 +196,20 @@ def add_checks_commands(sub: Any) -> None:
     run = csub.add_parser("run", help="score one output folder against a task's checks (in the sandbox)")
     run.add_argument("task", help="the task's key")
     run.add_argument("--outputs", required=True, help="the agent's output folder for this task")
-    run.add_argument("--datascibench", metavar="ROOT",
-                     help="read the task from a DataSciBench tree instead of the database")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--release", metavar="V",
+                       help="the checks of release V, read from its files (default: the newest release holding the "
+                            "task)")
+    where.add_argument("--datascibench", metavar="ROOT",
+                       help="read the task from a DataSciBench tree instead of a release (no database at all)")
     run.add_argument("--timeout", type=float, default=30.0, help="seconds each check may run (default 30)")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.set_defaults(func=_run)
+    gen = csub.add_parser("generate", help="LLM candidates for a task: N solutions run in the sandbox, the agreed "
+                                           "outputs and proposed checks stored for review (curators)")
+    gen.add_argument("task", help="the task's key")
+    gen.add_argument("--samples", type=int, default=3, help="how many solutions to ask for (2 to 20, default 3)")
+    gen.set_defaults(func=_generate)
     ls = csub.add_parser("list", help="the programmatic tasks, their checks and artifacts")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_list)

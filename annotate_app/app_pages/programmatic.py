@@ -5,12 +5,8 @@ release gate shows each check passing on the accepted artifacts and failing on a
 import streamlit as st
 
 from annotate_app import context
-from annotate_app.components.programmatic_review import (
-    render_artifact,
-    render_check,
-    render_generate,
-    render_propose_check,
-)
+from annotate_app.components.programmatic_generation import render_generate
+from annotate_app.components.programmatic_review import render_artifact, render_check, render_propose_check
 from curation.models import Role, Stage
 from curation.services.programmatic import list_programmatic_tasks
 from curation.services.stages import STAGE_LABELS, review_overview
@@ -39,7 +35,7 @@ if not views:
 keys = [v.task.key for v in views]
 key = st.selectbox("Task", keys, key="prog.task")
 view = next(v for v in views if v.task.key == key)
-voting = datasets[dataset_id][1] == Stage.REVIEW.value
+voting = datasets[dataset_id][1] == Stage.REVIEW.value and not staff  # analysts vote; curators run the gate
 st.markdown(f"**Prompt.** {view.task.prompt}")
 st.caption(f"Input files: {', '.join(view.task.input_files) or 'none'} · "
            f"{sum(c.released for c in view.checks)} of {len(view.checks)} checks released · "
@@ -47,9 +43,14 @@ st.caption(f"Input files: {', '.join(view.task.input_files) or 'none'} · "
 if staff:
     render_generate(user, view, cfg)
 st.subheader("Ground-truth artifacts")
+if not view.artifacts:
+    st.caption("None yet: the LLM generation proposes the outputs its samples agree on"
+               + ("." if staff else " (a curator starts it)."))
 for a in view.artifacts:
     render_artifact(user, a, voting)
 st.subheader("Checks")
+if not view.checks:
+    st.caption("None yet: propose one below" + (", or have the LLM propose some above." if staff else "."))
 for c in view.checks:
     render_check(user, view, c, voting, staff)
 render_propose_check(user, view)

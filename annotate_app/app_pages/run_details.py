@@ -19,9 +19,9 @@ if not runs:
 ids = [r.id for r in runs]
 chosen = state.chosen_run()
 run_id = st.selectbox("Run", ids, index=ids.index(chosen) if chosen in ids else 0, key="details.run",
-                      format_func=lambda i: next(f"#{r.id} {r.agent} · {r.model_name or '-'} · release "
-                                                 f"{r.release_version} · {r.judge.get('name')} · {r.mode}"
-                                                 for r in runs if r.id == i))
+                      format_func=lambda i: next(" · ".join(filter(None, [  # no "None" for kinds without a judge
+                          f"#{r.id} {r.agent}", r.kind, r.model_name, f"release {r.release_version}",
+                          r.judge.get("name"), r.mode if r.mode != "default" else None])) for r in runs if r.id == i))
 state.choose_run(run_id)
 run = next(r for r in runs if r.id == run_id)
 view_module(kind_of(run.kind).view or "").drilldown(run, user, cfg)

@@ -14,7 +14,14 @@ from annotate_app.text import md
 from curation.ground_truth import RULES
 from curation.models import Role, User
 from curation.services.coverage import Coverage, expert_coverage
-from curation.services.ground_truth import RULE_CHOICES, dataset_rule, ground_truth, preview_rule, set_rule
+from curation.services.ground_truth import (
+    RULE_CHOICES,
+    GroundTruthItem,
+    dataset_rule,
+    ground_truth,
+    preview_rule,
+    set_rule,
+)
 from curation.services.meetings import (
     OUTCOMES,
     AgendaItem,
@@ -57,6 +64,27 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
     """One agenda item: what it is, its place in the decision graph, the votes with reasons, the outcome."""
     i = a.item
     (st.header if big else st.subheader)(item_title(a))
+    if i.kind in ("check", "artifact"):  # a programmatic task's candidate: its task, code or file, gate
+        from annotate_app.components.programmatic_review import render_agenda_candidate
+
+        render_agenda_candidate(i, f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** "
+                                   f"{_tally(a.before)}")
+    else:
+        _render_decision(i, a)
+    names = _names(sorted({v["annotator_id"] for v in i.votes}))
+    if i.votes:
+        asked = {q.key: q.text for q in QUESTIONS.get(i.kind, ())}  # the words analysts answered, not the ids
+        st.dataframe(pd.DataFrame([{"analyst": names.get(v["annotator_id"], "?"),
+                                    "question": asked.get(v["question"], v["question"]),
+                                    "answer": v["answer"] or "skipped", "reason": v["explanation"]}
+                                   for v in i.votes]), hide_index=True, width="stretch")
+    if a.outcome is not None:
+        o = a.outcome
+        st.success(f"Outcome: {BADGE.get(o.outcome, o.outcome)} — {md(o.reason)}"
+                   + (f"  \nDissent: {md(o.dissent)}" if o.dissent else "") + f"  \n(revision {o.revision})")
+
+
+def _render_decision(i: GroundTruthItem, a: AgendaItem) -> None:
     hypothesis = i.kind == "hypothesis"  # a DiscoveryBench hypothesis: its query, its workflow
     st.markdown(f"**{'Query' if hypothesis else 'Variable'}:** {md(i.concept or '—')}  ·  **source:** {md(i.source)}  ·  "
                 f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** {_tally(a.before)}")
@@ -71,17 +99,6 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
         "runs on the raw data" if i.kind == "transform" else "uses the data columns directly")
     if not hypothesis:
         st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
-    names = _names(sorted({v["annotator_id"] for v in i.votes}))
-    if i.votes:
-        asked = {q.key: q.text for q in QUESTIONS.get(i.kind, ())}  # the words analysts answered, not the ids
-        st.dataframe(pd.DataFrame([{"analyst": names.get(v["annotator_id"], "?"),
-                                    "question": asked.get(v["question"], v["question"]),
-                                    "answer": v["answer"] or "skipped", "reason": v["explanation"]}
-                                   for v in i.votes]), hide_index=True, width="stretch")
-    if a.outcome is not None:
-        o = a.outcome
-        st.success(f"Outcome: {BADGE.get(o.outcome, o.outcome)} — {md(o.reason)}"
-                   + (f"  \nDissent: {md(o.dissent)}" if o.dissent else "") + f"  \n(revision {o.revision})")
 
 
 def render_outcome_form(user: User, meeting_id: int, a: AgendaItem) -> None:

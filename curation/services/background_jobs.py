@@ -51,7 +51,8 @@ log = logging.getLogger(__name__)
 
 KINDS: dict[str, str] = {"llm_alternatives": "curation.services.llm_alternatives:run_generation_job",
                          "llm_hypotheses": "curation.services.hypotheses.llm:run_hypothesis_job",
-                         "agent_run": "curation.services.agent_runs:run_agent_job"}
+                         "agent_run": "curation.services.agent_runs:run_agent_job",
+                         "prog_generation": "curation.services.programmatic_generation:run_candidate_job"}
 ACTIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 _DB_AWAY = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
 

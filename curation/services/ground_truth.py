@@ -57,6 +57,7 @@ __all__ = [
     "cvar_str",
     "dataset_rule",
     "ground_truth",
+    "latest_outcomes",
     "normal_concept",
     "preview_rule",
     "same_concept",
@@ -108,6 +109,7 @@ class GroundTruthItem:
     basis: str = "rule"  # rule | meeting | imported
     meeting: dict[str, Any] | None = None
     task_id: int | None = None  # hypotheses: the DiscoveryBench query (HypothesisTask) it answers
+    detail: dict[str, Any] = field(default_factory=dict)  # programmatic candidates: the gate's evidence, the file
 
     @property
     def key(self) -> str:
@@ -166,7 +168,7 @@ def _ancestors(start: list[str], parents: dict[str, list[str]]) -> set[str]:
     return seen
 
 
-def _latest_outcomes(session: Session, dataset_id: int) -> dict[tuple[str, str], dict[str, Any]]:
+def latest_outcomes(session: Session, dataset_id: int) -> dict[tuple[str, str], dict[str, Any]]:
     rows = session.exec(select(MeetingOutcome, Meeting).join(Meeting, col(Meeting.id) == col(MeetingOutcome.meeting_id))
                         .where(MeetingOutcome.dataset_id == dataset_id)
                         .order_by(col(MeetingOutcome.recorded_at), col(MeetingOutcome.id))).all()
@@ -197,7 +199,7 @@ def ground_truth(*, session: Session, dataset_id: int, rule: Rule | None = None)
     for vote in session.exec(select(Vote).where(Vote.dataset_id == dataset_id).order_by(col(Vote.id))).all():
         votes[(vote.target_kind, vote.target_id)].append({"annotator_id": vote.annotator_id, "question": vote.question,
                                                           "answer": vote.answer, "explanation": vote.explanation})
-    outcomes = _latest_outcomes(session, dataset_id)
+    outcomes = latest_outcomes(session, dataset_id)
 
     parents = {t.id: [d for b in t.branches[:1] for d in b.get("dependencies", []) if d != ROOT_SPEC_ID]
                for t in transforms}

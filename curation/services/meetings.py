@@ -1,7 +1,8 @@
 """Stage 3: the consensus meeting on a dataset whose stage 2 is closed.
 
 A curator (or admin) starts a meeting; the agenda is every contested or split item (voters on both sides),
-most disagreement first. The facilitator records attendance and, per item, the outcome (justifiable /
+most disagreement first: decisions, alternatives, hypotheses, and programmatic tasks' candidate checks and
+artifacts (whose release follows the outcome recorded here). The facilitator records attendance and, per item, the outcome (justifiable /
 unjustifiable / stays contested), the reason and any dissent. Analysts who submitted may revise their votes
 while the meeting is open: the votes as they stood at the start are kept in the meeting (``pre_votes``), the
 votes at the close in ``post_votes``, and every change in the vote history with the meeting's note. Each action
@@ -124,7 +125,7 @@ def start_meeting(*, session: Session, actor: User, dataset_id: int, attendee_id
     """Start the consensus meeting of a dataset whose stage 2 is closed; builds and freezes the agenda."""
     _facilitator(actor)
     review = get_review_settings(session=session, dataset_id=dataset_id)
-    items = ground_truth(session=session, dataset_id=dataset_id)  # raises NotFoundError for unknown datasets
+    items = _agenda_candidates(session, dataset_id)  # raises NotFoundError for unknown datasets
     if review.stage != Stage.CLOSED.value:
         where = "stage 1" if review.stage == Stage.ANNOTATE.value else "stage 2 (review)"
         raise StageError(f"This dataset is still in {where}; close stage 2 before the consensus meeting, so that "
@@ -146,6 +147,14 @@ def start_meeting(*, session: Session, actor: User, dataset_id: int, attendee_id
     _event(session, meeting, actor, "start", items=len(agenda), attendance=meeting.attendance)
     session.flush()
     return meeting
+
+
+def _agenda_candidates(session: Session, dataset_id: int) -> list[GroundTruthItem]:
+    """What a meeting may discuss: the dataset's decisions, alternatives and hypotheses (:func:`ground_truth`),
+    and its programmatic tasks' candidate checks and artifacts."""
+    from curation.services.programmatic import agenda_items
+
+    return [*ground_truth(session=session, dataset_id=dataset_id), *agenda_items(session, dataset_id)]
 
 
 def _tally(item: GroundTruthItem) -> dict[str, int]:
@@ -287,7 +296,7 @@ def meeting_agenda(*, session: Session, actor: User, meeting_id: int) -> tuple[M
     """The agenda with each item's current votes and status, its pre-meeting tally and its recorded outcome."""
     meeting = _meeting(session, meeting_id)
     require_reviewer(session=session, actor=actor, dataset_id=meeting.dataset_id)
-    items = {i.key: i for i in ground_truth(session=session, dataset_id=meeting.dataset_id)}
+    items = {i.key: i for i in _agenda_candidates(session, meeting.dataset_id)}
     outcomes = {(o.target_kind, o.target_id): o for o in session.exec(
         select(MeetingOutcome).where(MeetingOutcome.meeting_id == meeting_id)).all()}
     agenda = []
@@ -312,7 +321,7 @@ def meeting_summary(*, session: Session, meeting_id: int, pseudonym: Any = None,
             return (user.display_name or user.username) if user else None
     else:
         who = pseudonym or (lambda uid: f"A{uid}" if uid is not None else None)
-    items = {i.key: i for i in ground_truth(session=session, dataset_id=meeting.dataset_id)}
+    items = {i.key: i for i in _agenda_candidates(session, meeting.dataset_id)}
     outcomes = {(o.target_kind, o.target_id): o for o in session.exec(
         select(MeetingOutcome).where(MeetingOutcome.meeting_id == meeting_id)).all()}
     rows = []

@@ -17,7 +17,7 @@ import base64
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,13 +40,13 @@ from curation.models import (
 )
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.ground_truth import dataset_rule
+from curation.services.ground_truth import GroundTruthItem, dataset_rule
 from curation.services.stages import require_reviewer
 from evaluation.programmatic.groundtruth import (
     GateResult,
     agree,
     ask_checks,
-    ask_solutions,
+    ask_solution,
     gate,
     run_solution,
 )
@@ -59,16 +59,24 @@ from exports.schema import (
 )
 
 __all__ = [
+    "agenda_items",
     "CandidateView",
     "ProgrammaticError",
     "TaskView",
+    "GenerationPlan",
+    "GenerationWork",
+    "do_generation",
     "generate_candidates",
+    "generation_steps",
+    "plan_generation",
+    "store_generation",
     "import_programmatic_tasks",
     "list_programmatic_tasks",
     "programmatic_run_details",
     "propose_artifact",
     "propose_check",
     "release_programmatic_tasks",
+    "released_task",
     "run_release_gate",
     "task_for_scoring",
 ]
@@ -166,6 +174,57 @@ def _view(session: Session, task: ProgrammaticTask) -> TaskView:
     views = _status(session, _items(session, task.id or 0), task.dataset_id)
     return TaskView(task, dataset.name if dataset else "?", [v for v in views if v.item.kind == "check"],
                     [v for v in views if v.item.kind == "artifact"])
+
+
+def agenda_items(session: Session, dataset_id: int) -> list[GroundTruthItem]:
+    """The dataset's candidate checks and artifacts as ground-truth items (``target_kind`` ``prog_check`` /
+    ``prog_artifact``), with their votes, their status under the dataset's rule, and the latest meeting outcome:
+    what a stage-3 meeting puts on its agenda when they are contested or split, and decides. Items imported as
+    accepted ground truth that nobody voted on have the basis "imported" (never on an agenda)."""
+    from curation.services.ground_truth import latest_outcomes
+
+    rule = dataset_rule(session=session, dataset_id=dataset_id)
+    tasks = {t.id: t for t in session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id))}
+    if not tasks:
+        return []
+    items = session.exec(select(ProgrammaticItem).where(ProgrammaticItem.dataset_id == dataset_id)
+                         .order_by(col(ProgrammaticItem.task_id), col(ProgrammaticItem.position))).all()
+    ids = [i.id for i in items]
+    votes: dict[str, list[dict[str, Any]]] = {}
+    for v in session.exec(select(Vote).where(col(Vote.target_id).in_(ids),
+                                             col(Vote.target_kind).in_(["prog_check", "prog_artifact"]))
+                          .order_by(col(Vote.id))).all() if ids else []:
+        votes.setdefault(v.target_id, []).append({"annotator_id": v.annotator_id, "question": v.question,
+                                                  "answer": v.answer, "explanation": v.explanation})
+    imported = {c.target_id for c in session.exec(select(Consensus).where(
+        col(Consensus.target_id).in_(ids), Consensus.rule == "imported")).all()} if ids else set()
+    outcomes = latest_outcomes(session, dataset_id)
+    out = []
+    for item in items:
+        task = tasks.get(item.task_id)
+        p = item.payload
+        kind = f"prog_{item.kind}"
+        gt = GroundTruthItem(
+            kind, item.id, item.kind, item.source, item.proposed_by_id,
+            f"{task.key}: {task.prompt}" if task else "", task_id=item.task_id,
+            label=f"{p.get('function')} / {p.get('metric')}" if item.kind == "check" else str(p.get("path")),
+            code=str(p.get("code") or "") if item.kind == "check" else "",
+            rationale=f"Rule: {p['rule']}" if p.get("rule") else "",
+            votes=votes.get(item.id, []),
+            detail={"gate": item.gate or {}, "task_type": p.get("task_type"), "ground_truth": p.get("ground_truth")}
+            if item.kind == "check" else {"path": p.get("path"), "content_b64": p.get("content_b64"),
+                                          "support": (item.extra or {}).get("support"),
+                                          "ok_samples": (item.extra or {}).get("ok_samples")})
+        verdicts = verdicts_by_voter(item.kind, ((str(v["annotator_id"]), v["question"], v["answer"])
+                                                 for v in gt.votes))
+        gt.result = apply_rule(rule, list(verdicts.values()))
+        if not gt.votes and item.id in imported:
+            gt.basis = "imported"
+        gt.meeting = outcomes.get((kind, item.id))
+        if gt.meeting is not None:
+            gt.basis = "meeting"
+        out.append(gt)
+    return out
 
 
 @judges_actor
@@ -402,12 +461,145 @@ def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[s
     return out
 
 
+@dataclass
+class GenerationPlan:
+    """What a generation needs, read in one short transaction: the task as a release would carry it and the
+    bytes and columns of its input files."""
+
+    task_id: int
+    key: str
+    dataset_id: int
+    spec: ProgrammaticTaskRelease
+    inputs: dict[str, bytes]
+    columns: dict[str, list[str]]
+
+
+@dataclass
+class GenerationWork:
+    """What the LLM and the sandbox made of a plan (nothing stored yet)."""
+
+    codes: list[str]
+    runs: list[Any]
+    agreement: Any
+    proposed: list[Any]
+    llm: dict[str, Any]
+
+
+MIN_SAMPLES, MAX_SAMPLES = 2, 20
+
+
+@judges_actor
+def plan_generation(*, session: Session, actor: User, task_id: int, samples: int, store: Path) -> GenerationPlan:
+    """Check the request (curators and admins, 2..20 samples, the task and its input files exist) and read what
+    the generation needs.
+
+    Raises:
+        PermissionDenied: not a curator or admin.
+        ProgrammaticError: a sample count out of range, an input file that cannot be read.
+    """
+    require_role(actor, *CURATING)
+    if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
+        raise ProgrammaticError(f"Ask for between {MIN_SAMPLES} and {MAX_SAMPLES} samples (not {samples}): "
+                                "self-consistency needs at least two.")
+    task = _task(session, task_id)
+    spec = _release_task(session, task, released_only=False)
+    inputs = task_inputs(session, task, store)
+    columns = {name: data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
+               for name, data in inputs.items() if name.endswith(".csv")}
+    return GenerationPlan(task_id, task.key, task.dataset_id, spec, inputs, columns)
+
+
+def generation_steps(samples: int) -> int:
+    """Progress steps of a generation: each sample asked, each sample run, the checks asked."""
+    return 2 * samples + 1
+
+
+def do_generation(plan: GenerationPlan, *, client: Any, samples: int, limits: CheckLimits | None = None,
+                  progress: Callable[[int, int, str], None] | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> GenerationWork | None:
+    """Ask the LLM for ``samples`` solutions, run each in the sandbox, apply the agreement rule, ask for checks.
+    Touches no database. Returns None when ``should_stop`` said stop between two steps.
+
+    Raises:
+        LLMNotConfigured / LLMCallError / LLMAnswerError: the LLM is missing, failed or answered garbage.
+    """
+    total = generation_steps(samples)
+    done = 0
+
+    def step(stage: str) -> bool:
+        nonlocal done
+        if progress is not None:
+            progress(done, total, stage)
+        done += 1
+        return should_stop is not None and should_stop()
+
+    codes = []
+    for i in range(samples):
+        if step(f"asking the LLM for solution {i + 1} of {samples}"):
+            return None
+        codes.append(ask_solution(client, plan.spec, i, samples, plan.columns))
+    timeout = (limits or CheckLimits()).check_timeout_s * 6
+    runs = []
+    for i, code in enumerate(codes):
+        if step(f"running solution {i + 1} of {samples} in the sandbox"):
+            return None
+        runs.append(run_solution(code, plan.inputs, timeout_s=timeout))
+    agreement = agree(runs)
+    if step(f"asking the LLM for checks ({len(agreement.artifacts)} agreed artifacts)"):
+        return None
+    proposed = ask_checks(client, plan.spec, sorted(agreement.artifacts))
+    if progress is not None:
+        progress(total, total, "storing the candidates")
+    return GenerationWork(codes, runs, agreement, proposed, client.describe())
+
+
+def store_generation(*, session: Session, plan: GenerationPlan, work: GenerationWork,
+                     samples: int) -> dict[str, Any]:
+    """Store the agreed artifacts and proposed checks as candidates (one transaction: all or nothing) and
+    return the summary the page and the job show.
+
+    Raises:
+        ProgrammaticError: a proposed check that cannot be stored (nothing is stored then).
+    """
+    task = _task(session, plan.task_id)
+    agreement = work.agreement
+    position = _next_position(session, plan.task_id)
+    created = {"artifacts": 0, "checks": 0}
+    for path, data in agreement.artifact_bytes().items():
+        session.add(ProgrammaticItem(task_id=plan.task_id, dataset_id=task.dataset_id, kind="artifact",
+                                     source="agreement", payload=_artifact_payload(path, data), position=position,
+                                     extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
+                                            "samples": agreement.samples, "rule": agreement.rule,
+                                            "llm": work.llm}))
+        position += 1
+        created["artifacts"] += 1
+    for c in work.proposed:
+        try:
+            payload = _check_payload(c.model_dump())
+        except ProgrammaticError as exc:
+            raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
+        session.add(ProgrammaticItem(task_id=plan.task_id, dataset_id=task.dataset_id, kind="check", source="llm",
+                                     payload=payload, position=position, extra={"llm": work.llm}))
+        position += 1
+        created["checks"] += 1
+    summary = {"task": plan.key, "samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
+               "disagreeing": agreement.disagreeing, "errors": [r.error for r in work.runs if not r.ok], **created,
+               "solutions": work.codes,
+               "runs": [{"ok": r.ok, "error": r.error, "files": sorted(r.files)} for r in work.runs]}
+    task.extra = {**task.extra, "last_generation": {k: v for k, v in summary.items()
+                                                    if k not in ("solutions", "runs")}}
+    session.add(task)
+    session.flush()
+    return summary
+
+
 @judges_actor
 def generate_candidates(*, session: Session, actor: User, task_id: int, client: Any, samples: int, store: Path,
                         limits: CheckLimits | None = None) -> dict[str, Any]:
-    """The DataSciBench pipeline with experts in the loop, one user action: the LLM writes ``samples`` solutions,
-    each runs in the sandbox; the outputs that agree become candidate artifacts; the LLM proposes checks. All
-    candidates await the analysts' votes. Returns a summary (agreement, errors of the samples, counts).
+    """The DataSciBench pipeline with experts in the loop, inside one transaction (the CLI and tests; the page
+    runs it as a background job, :mod:`curation.services.programmatic_generation`): the LLM writes ``samples``
+    solutions, each runs in the sandbox; the outputs that agree become candidate artifacts; the LLM proposes
+    checks. All candidates await the analysts' votes. Returns a summary (agreement, errors of the samples, counts).
 
     Raises:
         PermissionDenied: not a curator or admin.
@@ -415,47 +607,10 @@ def generate_candidates(*, session: Session, actor: User, task_id: int, client: 
             is stored then.
         ProgrammaticError: fewer than two samples asked for.
     """
-    require_role(actor, *CURATING)
-    if not 2 <= samples <= 20:
-        raise ProgrammaticError("Ask for between 2 and 20 samples: self-consistency needs at least two.")
-    task = _task(session, task_id)
-    spec = _release_task(session, task, released_only=False)
-    inputs = task_inputs(session, task, store)
-    columns = {}
-    for name, data in inputs.items():
-        if name.endswith(".csv"):
-            columns[name] = data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
-    codes = ask_solutions(client, spec, samples, columns)
-    timeout = (limits or CheckLimits()).check_timeout_s * 6
-    runs = [run_solution(code, inputs, timeout_s=timeout) for code in codes]
-    agreement = agree(runs)
-    proposed = ask_checks(client, spec, sorted(agreement.artifacts))
-    llm = client.describe()
-    position = _next_position(session, task_id)
-    created = {"artifacts": 0, "checks": 0}
-    for path, data in agreement.artifact_bytes().items():
-        session.add(ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="artifact", source="agreement",
-                                     payload=_artifact_payload(path, data), position=position,
-                                     extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
-                                            "samples": agreement.samples, "rule": agreement.rule, "llm": llm}))
-        position += 1
-        created["artifacts"] += 1
-    for c in proposed:
-        try:
-            payload = _check_payload(c.model_dump())
-        except ProgrammaticError as exc:
-            raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
-        session.add(ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="check", source="llm",
-                                     payload=payload, position=position, extra={"llm": llm}))
-        position += 1
-        created["checks"] += 1
-    summary = {"samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
-               "disagreeing": agreement.disagreeing, "errors": [r.error for r in runs if not r.ok], **created,
-               "solutions": codes}
-    task.extra = {**task.extra, "last_generation": {k: v for k, v in summary.items() if k != "solutions"}}
-    session.add(task)
-    session.flush()
-    return summary
+    plan = plan_generation(session=session, actor=actor, task_id=task_id, samples=samples, store=store)
+    work = do_generation(plan, client=client, samples=samples, limits=limits)
+    assert work is not None  # nothing asks it to stop
+    return store_generation(session=session, plan=plan, work=work, samples=samples)
 
 
 def release_programmatic_tasks(session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
@@ -478,12 +633,60 @@ def task_for_scoring(*, session: Session, actor: User, key: str) -> Programmatic
     return _release_task(session, task)
 
 
+@judges_actor
+def released_task(*, session: Session, actor: User, key: str, releases_root: Path,
+                  version: str | None = None) -> tuple[ProgrammaticTaskRelease, str]:
+    """Task ``key`` as release ``version`` carries it (its released checks and accepted artifacts), read from the
+    release's files after the checks scoring makes (record, MANIFEST and hashes); default: the newest release
+    that holds the task. Returns the task and the version used. Writes nothing.
+
+    Raises:
+        PermissionDenied: not an evaluator, curator or admin.
+        NotFoundError: no such release; the release does not hold the task (its tasks are named); no release
+            holds it.
+        ReleaseError: the release's files were modified after it was cut.
+        BlindingViolation: the actor is blind to the ground truth of the task's dataset in that release.
+    """
+    from curation.errors import BlindingViolation
+    from curation.models import ReleaseRecord
+    from curation.services import releases as _releases
+    from curation.services.blinding import withheld_ground_truth
+
+    require_role(actor, Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
+    if version is not None:
+        records = [_releases._record(session, version)]
+    else:
+        records = sorted(session.exec(select(ReleaseRecord)).all(), key=lambda r: _releases._semver_key(r.version),
+                         reverse=True)
+        if not records:
+            raise NotFoundError("No release has been cut yet: cut one (forkpaths release cut) or run the task's "
+                                "current checks from a DataSciBench tree (--datascibench ROOT).")
+    for record in records:
+        release = _releases._verified(session, record, releases_root).release
+        for ds in release.datasets:
+            task = next((t for t in ds.programmatic_tasks if t.key == key), None)
+            if task is None:
+                continue
+            _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=record.version,
+                                                names=[ds.name])
+            if withheld:
+                raise BlindingViolation(f"{withheld} Its checks show it; nothing was run.")
+            return task, record.version
+        if version is not None:
+            held = sorted(t.key for d in release.datasets for t in d.programmatic_tasks)
+            raise NotFoundError(f"Release {version} holds no programmatic task {key!r} (it holds: "
+                                f"{', '.join(held) or 'none'}).")
+    raise NotFoundError(f"No release holds a programmatic task {key!r} (newest release: {records[0].version}); "
+                        "its checks are released with the next cut once they pass the gate.")
+
+
 @dataclass
 class RunDetails:
     """A programmatic run's result and the output files it scored: {(run label, task): {path: bytes}}."""
 
     result: Any
     outputs: dict[tuple[str, str], dict[str, bytes]]
+    code: dict[str, str] = field(default_factory=dict)  # check id → its code, from the run's release
 
 
 @judges_actor
@@ -520,4 +723,10 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, arti
         label = f"run {index + 1} ({name})"
         for task, files in split_by_task(read_outputs_zip(data, label=name), keys, label=name).items():
             outputs[(label, task)] = files
-    return RunDetails(result, outputs)
+    code: dict[str, str] = {}
+    from curation.services.scoring import _release_for_scoring  # the checks' code, to read a failure against
+
+    release = _release_for_scoring(session, run.release_version, artifacts)
+    code = {c.id: c.code for d in release.datasets for t in d.programmatic_tasks if t.key in keys
+            for c in t.checks}
+    return RunDetails(result, outputs, code)

@@ -50,7 +50,7 @@ from evaluation.programmatic.runner import (
 )
 from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticCheck, ProgrammaticTaskRelease
 
-__all__ = ["Agreement", "GateResult", "ProposedCheck", "SolutionRun", "agree", "ask_checks", "ask_solutions",
+__all__ = ["Agreement", "GateResult", "ProposedCheck", "SolutionRun", "agree", "ask_checks", "ask_solution", "ask_solutions",
            "fingerprint", "gate", "run_solution", "wrong_outputs"]
 
 SOLUTIONS_TEMPLATE = "programmatic-solutions@1"
@@ -196,26 +196,34 @@ def _parse_solution(text: str) -> _SolutionAnswer:
     return answer
 
 
-def ask_solutions(client: LLMClient, task: ProgrammaticTaskRelease, n: int,
-                  columns: Mapping[str, Sequence[str]] | None = None) -> list[str]:
-    """N candidate solutions (Python code) for the task; each sample is its own request (and cache entry).
-
-    Raises:
-        LLMCallError / LLMAnswerError: the endpoint failed, or answered something that is not a solution.
-    """
+def _solution_messages(task: ProgrammaticTaskRelease, i: int, n: int,
+                       columns: Mapping[str, Sequence[str]] | None) -> list[dict[str, str]]:
     files = ", ".join(f"{name} (columns: {', '.join(cols)})" for name, cols in (columns or {}).items()) or \
         ", ".join(task.input_files)
     system = ("You write a Python script that solves a data-science task. The input files are in the working "
               "directory; write every output file the task asks for into the working directory. Use pandas, numpy, "
               "scikit-learn, scipy or matplotlib (Agg backend). No network, no subprocesses. Answer with JSON: "
               '{"code": "<the script>", "outputs": ["<file names it writes>"]}. ' + DATA_NOTICE)
-    codes = []
-    for i in range(n):
-        user = f"Task: {quote(task.prompt)}\nInput files: {quote(files)}\nCandidate {i + 1} of {n}."
-        codes.append(client.ask(template=SOLUTIONS_TEMPLATE, messages=[
-            {"role": "system", "content": system}, {"role": "user", "content": user}],
-            parse=_parse_solution).value.code)
-    return codes
+    user = f"Task: {quote(task.prompt)}\nInput files: {quote(files)}\nCandidate {i + 1} of {n}."
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def ask_solution(client: LLMClient, task: ProgrammaticTaskRelease, i: int, n: int,
+                 columns: Mapping[str, Sequence[str]] | None = None) -> str:
+    """Candidate solution ``i`` (0-based) of ``n``: its own request and cache entry, so a generation asked again
+    (after a cancel, say) sends only what it has not asked yet.
+
+    Raises:
+        LLMCallError / LLMAnswerError: the endpoint failed, or answered something that is not a solution.
+    """
+    return client.ask(template=SOLUTIONS_TEMPLATE, messages=_solution_messages(task, i, n, columns),
+                      parse=_parse_solution).value.code
+
+
+def ask_solutions(client: LLMClient, task: ProgrammaticTaskRelease, n: int,
+                  columns: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """N candidate solutions (Python code) for the task (:func:`ask_solution` each)."""
+    return [ask_solution(client, task, i, n, columns) for i in range(n)]
 
 
 class ProposedCheck(BaseModel):

@@ -98,14 +98,14 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
         open_checks_page(page)
         for target in (check, artifact):
             item = page.locator(f".st-key-prog-item-{target}")
-            if target == artifact:
-                item.get_by_text("clean.csv", exact=False).first.click()  # open the artifact's expander
-            item.get_by_text("yes", exact=True).click()
+            groups = item.locator("[data-testid=stButtonGroup]")
+            groups.first.wait_for(timeout=60_000)
+            groups.first.get_by_text("Yes", exact=True).click()  # the first detail question
             idle(page)
-            item.get_by_role("button", name="Save vote").click()
+            groups.last.get_by_text("Accept", exact=True).click()  # the verdict, saved on click
             idle(page)
         page.locator(f".st-key-prog-item-{artifact}").get_by_text("accepted").first.wait_for(timeout=60_000)
-        shot(page, shots / "03-peer-verified.png")
+        shot(page, shots / "03-peer-verified.png", page.locator(f".st-key-prog-item-{check}"))
         sign_out(page)
 
         # 3. the curator runs the release gate: passes on the artifact, fails on a known wrong output
@@ -146,6 +146,7 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
         idle(page)
         page.locator('[data-testid="stExpander"]').get_by_text("Failed: the check ran and returned False").wait_for(
             timeout=60_000)
+        page.get_by_text("The check's code (release 1.0.0)").wait_for(timeout=30_000)
         shot(page, shots / "07-drilldown-failed-check.png")
         shot(page, shots / "08-output-table.png", page.get_by_text("Output files"))
         assert page.get_by_text("clean.csv: 2 rows × 2 columns").count() == 1

@@ -155,7 +155,8 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
         (row,) = leaderboard(session=s, actor=t["eva"], release_version="1.0.0", artifacts=artifacts_for(releases),
                              kind="programmatic")
         assert (row["success_rate"], row["completion_rate"], row["agent_runs"]) == (0.5, 0.75, 2)
-        details = programmatic_run_details(session=s, actor=t["eva"], run_id=run.id, artifacts=artifacts_for(runs))
+        details = programmatic_run_details(session=s, actor=t["eva"], run_id=run.id, artifacts=artifacts_for(releases))
+    assert details.code == {good: GOOD["code"]}
     assert [(o.run, o.passed) for o in details.result.outcomes] == [("run 1 (run1.zip)", True),
                                                                       ("run 2 (run2.zip)", False)]
     assert details.outputs[("run 2 (run2.zip)", "storms_clean")] == {"clean.csv": b"deaths,masfem\n,2.5\n"}
@@ -212,19 +213,22 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     out = tmp_path / "out"
     out.mkdir()
     (out / "cleaned.csv").write_bytes((gt / "cleaned.csv").read_bytes())
+    assert main(["checks", "run", "affairs_clean", "--outputs", str(out)]) == 2  # the checks come from a release
+    assert "No release has been cut yet" in capsys.readouterr().err
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", artifacts=settings.artifact_store(),
+                        store=settings.datasets_store)
     assert main(["checks", "run", "affairs_clean", "--outputs", str(out)]) == 0
     printed = capsys.readouterr().out
+    assert "checks of release 1.0.0 (the newest release holding the task)" in printed
     assert "completion rate 1.000  (passed: every check returned True)" in printed
     (out / "cleaned.csv").write_text("rate_marriage,affairs,any_affair\n3,0.5,0\n3,0.5,0\n")
     assert main(["checks", "run", "affairs_clean", "--outputs", str(out), "--json"]) == 0
     outcome = json.loads(capsys.readouterr().out)
-    assert [c["status"] for c in outcome["checks"]] == ["false", "false", "false"]
+    assert [c["status"] for c in outcome["checks"]] == ["false", "false", "false"] and outcome["release"] == "1.0.0"
     assert main(["checks", "run", "nope", "--outputs", str(out)]) == 2
-    assert "There is no programmatic task 'nope'" in capsys.readouterr().err
+    assert "No release holds a programmatic task 'nope'" in capsys.readouterr().err
     # forkpaths score --kind programmatic: the reference outputs of every starter task, as one agent run
-    with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", artifacts=settings.artifact_store(),
-                        store=settings.datasets_store)
     tree = REPO / "datasets" / "programmatic" / "data"
     folders = {k: {p.name: p.read_bytes() for p in (tree / k / "gt").iterdir() if not p.name.endswith(".txt")}
                for k in (t.key for t in tasks)}
@@ -273,3 +277,140 @@ def test_the_llm_proposes_candidates_by_self_consistency_and_garbage_stores_noth
                                 store=t["store"])
         with session_scope(t["engine"]) as s:
             assert len(s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == t["task_id"])).all()) == before
+
+
+def test_checks_run_against_a_given_release_reads_its_checks_from_its_files(team) -> None:
+    """`checks run --release V`: the checks release V carries (not the database's current ones); default the
+    newest release holding the task; nothing written."""
+    from curation.errors import NotFoundError
+    from curation.models import ReleaseRecord, ScoringRun, VoteChange
+    from curation.services.programmatic import released_task
+    from evaluation.programmatic.runner import run_checks
+
+    t, engine = team, team["engine"]
+    releases = t["tmp"] / "releases"
+    rows = {**GOOD, "metric": "at least two storms",
+            "code": "import pandas as pd\n\ndef rows(ground_truth):\n    return len(pd.read_csv('clean.csv')) >= 2\n"}
+    with pytest.raises(NotFoundError, match="No release has been cut yet"), session_scope(engine) as s:
+        released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases)
+    with session_scope(engine) as s:
+        set_stage(session=s, actor=t["cur"], dataset_id=t["ds"].id, stage=Stage.REVIEW)
+        art = propose_artifact(session=s, actor=t["bob"], task_id=t["task_id"], path="clean.csv",
+                               data=b"deaths,masfem\n10,2.5\n3,8.1\n").id
+        good = propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=GOOD).id
+    _vote(t, t["ana"], art, "artifact", "yes")
+    _vote(t, t["bob"], good, "check", "yes")
+    with session_scope(engine) as s:
+        assert run_release_gate(session=s, actor=t["cur"], item_id=good, limits=FAST).gate["released"]
+        rel.cut_release(session=s, actor=t["cur"], version="1.0.0", notes="", artifacts=artifacts_for(releases), store=t["store"])
+    with session_scope(engine) as s:
+        more = propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=rows).id
+    _vote(t, t["bob"], more, "check", "yes")
+    with session_scope(engine) as s:
+        assert run_release_gate(session=s, actor=t["cur"], item_id=more, limits=FAST).gate["released"]
+        rel.cut_release(session=s, actor=t["cur"], version="1.1.0", notes="", artifacts=artifacts_for(releases), store=t["store"])
+    one_storm = {"clean.csv": b"deaths,masfem\n10,2.5\n"}
+    with session_scope(engine) as s:
+        counts = [len(s.exec(select(m)).all()) for m in (ScoringRun, VoteChange, ReleaseRecord)]
+        old, v_old = released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases,
+                                   version="1.0.0")
+        new, v_new = released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases)
+        with pytest.raises(NotFoundError, match="There is no release 9.9.9"):
+            released_task(session=s, actor=t["eva"], key="storms_clean", releases_root=releases, version="9.9.9")
+        with pytest.raises(NotFoundError, match="Release 1.0.0 holds no programmatic task 'nope'.*storms_clean"):
+            released_task(session=s, actor=t["eva"], key="nope", releases_root=releases, version="1.0.0")
+        with pytest.raises(PermissionDenied):
+            released_task(session=s, actor=t["ana"], key="storms_clean", releases_root=releases)
+    assert (v_old, v_new) == ("1.0.0", "1.1.0")
+    assert [c.id for c in old.checks] == [good] and [c.id for c in new.checks] == [good, more]
+    assert run_checks(old, one_storm, limits=FAST).passed  # the 1.0.0 checks: no missing deaths
+    assert [c.status for c in run_checks(new, one_storm, limits=FAST).checks] == ["true", "false"]
+    with session_scope(engine) as s:
+        assert [len(s.exec(select(m)).all()) for m in (ScoringRun, VoteChange, ReleaseRecord)] == counts
+
+
+def test_contested_checks_and_artifacts_go_on_the_meetings_agenda_and_its_outcome_decides_them(engine, store,
+                                                                                             tmp_path) -> None:
+    """Stage 3: a split check and a split artifact are on the meeting's agenda (an imported accepted one is not);
+    analysts revise votes on them in the meeting; the outcomes decide their status and so the release."""
+    from curation.services.meetings import (
+        close_meeting,
+        meeting_agenda,
+        meeting_summary,
+        record_outcome,
+        revise_vote,
+        start_meeting,
+    )
+
+    ana, bob, cat = f.user(engine, "ana"), f.user(engine, "bob"), f.user(engine, "cat")
+    cur = f.user(engine, "cur", Role.CURATOR)
+    ds = f.dataset(engine, store, assign=[ana, bob, cat])
+    for u in (ana, bob, cat):
+        f.full_analysis(engine, u, ds.id)
+        with session_scope(engine) as s:
+            submit_analysis(session=s, actor=u, dataset_id=ds.id)
+    imported = read_tree(REPO / "datasets" / "programmatic")[0].task.model_copy(update={"input_files": ["data.csv"]})
+    with session_scope(engine) as s:
+        (task,) = import_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id, accept=False, tasks=[
+            ProgrammaticTaskRelease(key="storms_clean", prompt="Write clean.csv.", input_files=["data.csv"])])
+        import_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id, tasks=[imported], run_gate=False)
+        set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.REVIEW)
+    with session_scope(engine) as s:
+        art = propose_artifact(session=s, actor=ana, task_id=task.id, path="clean.csv",
+                               data=b"deaths,masfem\n10,2.5\n3,8.1\n").id
+        odd = propose_artifact(session=s, actor=ana, task_id=task.id, path="summary.txt", data=b"mean 6.5\n").id
+        check = propose_check(session=s, actor=ana, task_id=task.id, fields=GOOD).id
+    t = {"engine": engine}
+    for voter in (bob, cat):
+        _vote(t, voter, art, "artifact", "yes")
+    _vote(t, bob, odd, "artifact", "yes")
+    _vote(t, cat, odd, "artifact", "no", "the task asks for no summary")
+    _vote(t, bob, check, "check", "yes")
+    _vote(t, cat, check, "check", "no", "deaths may be zero")
+    with session_scope(engine) as s:
+        assert run_release_gate(session=s, actor=cur, item_id=check, limits=FAST).gate["released"]
+        (view,) = [v for v in list_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id)
+                   if v.task.key == "storms_clean"]
+        assert not next(c for c in view.checks if c.item.id == check).released  # the gate passed, the votes split
+        set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.CLOSED)
+    with session_scope(engine) as s:
+        meeting = start_meeting(session=s, actor=cur, dataset_id=ds.id, attendee_ids=[bob.id, cat.id])
+        on_agenda = {(a["target_kind"], a["target_id"]) for a in meeting.agenda}
+        meeting_id = meeting.id
+    assert on_agenda == {("prog_check", check), ("prog_artifact", odd)}  # not the agreed one, not the imported ones
+    with session_scope(engine) as s:
+        _, agenda = meeting_agenda(session=s, actor=cat, meeting_id=meeting_id)
+        shown = {a.item.target_id: a for a in agenda}
+        assert shown[check].item.kind == "check" and shown[check].item.label == "Data Completeness / no missing deaths"
+        assert shown[check].item.detail["gate"]["released"] and "storms_clean" in shown[check].item.concept
+        assert shown[odd].item.detail["path"] == "summary.txt" and shown[odd].before == {
+            "justifiable": 1, "unjustifiable": 1, "unsure": 0}
+    with pytest.raises(VoteError, match="own proposal"), session_scope(engine) as s:
+        revise_vote(session=s, actor=ana, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                    question="justifiable", answer="yes")
+    with session_scope(engine) as s:  # cat is convinced in the meeting
+        revise_vote(session=s, actor=cat, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                    question="justifiable", answer="yes")
+    with pytest.raises(PermissionDenied), session_scope(engine) as s:
+        record_outcome(session=s, actor=bob, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                       outcome="justifiable", reason="x")
+    with session_scope(engine) as s:
+        record_outcome(session=s, actor=cur, meeting_id=meeting_id, target_kind="prog_check", target_id=check,
+                       outcome="justifiable", reason="zero deaths are recorded as 0, never missing")
+        record_outcome(session=s, actor=cur, meeting_id=meeting_id, target_kind="prog_artifact", target_id=odd,
+                       outcome="unjustifiable", reason="the task asks for clean.csv only")
+        close_meeting(session=s, actor=cur, meeting_id=meeting_id)
+    with session_scope(engine) as s:
+        (view,) = [v for v in list_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id)
+                   if v.task.key == "storms_clean"]
+        assert {c.item.id: (c.status, c.released) for c in view.checks} == {check: ("justifiable", True)}
+        assert {a.item.id: a.status for a in view.artifacts} == {art: "justifiable", odd: "unjustifiable"}
+        assert "meeting" in next(c for c in view.checks).why
+        summary = meeting_summary(session=s, meeting_id=meeting_id)
+        assert {(r["kind"], r["outcome"]) for r in summary["items"]} == {("check", "justifiable"),
+                                                                          ("artifact", "unjustifiable")}
+        rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(tmp_path / "rel"), store=store)
+    shipped = json.loads((tmp_path / "rel" / "1.0.0" / "release.json").read_text())["datasets"][0]
+    (task_out,) = [x for x in shipped["programmatic_tasks"] if x["key"] == "storms_clean"]
+    assert [c["id"] for c in task_out["checks"]] == [check] and [a["path"] for a in task_out["artifacts"]] == [
+        "clean.csv"]

@@ -72,4 +72,95 @@ def test_the_view_functions_draw_what_the_drilldown_shows():
     fig = task_type_figure({"task_types": {"data visualization": {"point": 0.5, "ci_low": 0.25, "ci_high": 0.75}}})
     assert list(fig.data[0].x) == [0.5] and list(fig.data[0].error_x.array) == [0.25]
     gate = gate_frame(GATE)
-    assert list(gate["as expected"]) == ["✅", "✅", "—"] and gate.iloc[1]["output"] == "wrong: clean.csv: a missing value"
+    assert list(gate[""]) == ["✅", "✅", "·"] and gate.iloc[1]["output"] == "wrong: clean.csv: a missing value"
+    assert list(gate["it"]) == ["passed", "caught it", "passed (not caught)"]
+
+
+def _two_voters(ui):
+    """ana and bob submitted stage 1 of the dataset; stage 2 open; the curator proposed a check and an artifact."""
+    from curation.models import Stage
+    from curation.services.annotation import submit_analysis
+    from curation.services.datasets import assign_analysts
+    from curation.services.programmatic import propose_artifact, propose_check
+    from curation.services.stages import set_stage
+    from tests import factories as f
+
+    bob = f.user(ui.engine, "bob")
+    with session_scope(ui.engine) as s:
+        assign_analysts(session=s, actor=ui.admin, dataset_id=ui.dataset_id, user_ids=[ui.analyst.id, bob.id])
+    for u in (ui.analyst, bob):
+        f.full_analysis(ui.engine, u, ui.dataset_id)
+        with session_scope(ui.engine) as s:
+            submit_analysis(session=s, actor=u, dataset_id=ui.dataset_id)
+    with session_scope(ui.engine) as s:
+        (task,) = import_programmatic_tasks(session=s, actor=ui.curator, dataset_id=ui.dataset_id, accept=False,
+                                            run_gate=False, tasks=[ProgrammaticTaskRelease(
+                                                key="storms_clean", prompt="Clean the storms.",
+                                                input_files=["data.csv"])])
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
+    with session_scope(ui.engine) as s:
+        check = propose_check(session=s, actor=ui.curator, task_id=task.id, fields={
+            "task_type": "data cleaning & preprocessing", "function": "Data Completeness", "metric": "no missing",
+            "code": "def complete(ground_truth):\n    return True\n"}).id
+        art = propose_artifact(session=s, actor=ui.curator, task_id=task.id, path="clean.csv", data=b"a,b\n1,2\n").id
+    return bob, check, art
+
+
+def _votes(ui, item_id):
+    from sqlmodel import select
+
+    from curation.models import Vote
+
+    with session_scope(ui.engine) as s:
+        return {(v.annotator_id, v.question): (v.answer, v.explanation)
+                for v in s.exec(select(Vote).where(Vote.target_id == item_id)).all()}
+
+
+def test_analysts_answer_the_detail_questions_and_the_verdict_of_checks_and_artifacts(ui):
+    bob, check, art = _two_voters(ui)
+    at = ui.app(ui.analyst).run()
+    at.switch_page("app_pages/programmatic.py").run()
+    assert not at.exception, at.exception
+    labels = {w.label for w in at.button_group}
+    assert {"Does the check test what the task asks for?", "Is this the correct output for the task?",
+            "Overall: should this check be part of the ground truth?"} <= labels
+    at.button_group(key=f"prog.vote.{check}.is_faithful").set_value("yes").run()
+    at.button_group(key=f"prog.vote.{check}.is_code_correct").set_value("unsure").run()
+    at.button_group(key=f"prog.vote.{art}.is_correct").set_value("no").run()
+    at.button_group(key=f"prog.vote.{art}.justifiable").set_value("no").run()  # a rejection needs its reason
+    assert not at.exception, at.exception
+    assert "Say why" in texts(at)
+    assert (ui.analyst.id, "justifiable") not in _votes(ui, art)
+    at.text_input(key=f"prog.vote.{art}.reason").set_value("it keeps the storms with no deaths").run()
+    assert _votes(ui, check) == {(ui.analyst.id, "is_faithful"): ("yes", ""),
+                                 (ui.analyst.id, "is_code_correct"): ("unsure", "")}
+    assert _votes(ui, art) == {(ui.analyst.id, "is_correct"): ("no", ""),
+                               (ui.analyst.id, "justifiable"): ("no", "it keeps the storms with no deaths")}
+    at = ui.app(ui.analyst).run()  # a new visit shows the stored answers
+    at.switch_page("app_pages/programmatic.py").run()
+    assert at.button_group(key=f"prog.vote.{art}.is_correct").value == "no"
+
+
+def test_a_split_check_is_on_the_meetings_agenda_with_its_code_and_gate(ui):
+    from curation.models import Stage
+    from curation.services.meetings import start_meeting
+    from curation.services.stages import set_stage
+    from curation.services.votes import cast_vote
+
+    bob, check, _ = _two_voters(ui)
+    with session_scope(ui.engine) as s:
+        cast_vote(session=s, actor=ui.analyst, target_kind="prog_check", target_id=check, question="justifiable",
+                  answer="yes")
+        cast_vote(session=s, actor=bob, target_kind="prog_check", target_id=check, question="justifiable",
+                  answer="no", explanation="it passes on everything")
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.CLOSED)
+    with session_scope(ui.engine) as s:
+        start_meeting(session=s, actor=ui.curator, dataset_id=ui.dataset_id, attendee_ids=[ui.analyst.id, bob.id])
+    at = ui.app(ui.curator).run()
+    at.switch_page("app_pages/consensus.py").run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    assert "1. check · Data Completeness / no missing" in shown and "storms_clean: Clean the storms." in shown
+    assert "def complete(ground_truth):" in shown and "The release gate has not run for this check yet" in shown
+    assert "it passes on everything" in at.dataframe[0].value.to_string()
+    assert "Variable:" not in shown and "Decision graph" not in shown

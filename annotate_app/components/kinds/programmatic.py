@@ -42,7 +42,7 @@ def task_type_figure(scores: Mapping[str, Any]) -> go.Figure:
 def outcomes_frame(outcomes: Sequence[Any]) -> pd.DataFrame:
     """One row per (task, run): its completion rate, whether it passed, how many checks errored."""
     return pd.DataFrame([{"task": o.task, "run": o.run, "CR": o.completion_rate,
-                          "passed": "✅" if o.passed else "—",
+                          "passed": "✅ yes" if o.passed else "❌ no",
                           "checks failed": sum(c.score == 1 for c in o.checks),
                           "checks errored": sum(c.score == 0 for c in o.checks)} for o in outcomes])
 
@@ -132,6 +132,9 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
             if c.stdout:
                 st.caption("What the check printed")
                 st.code(c.stdout, language="text")
+            if details.code.get(c.check_id):
+                st.caption(f"The check's code (release {run.release_version})")
+                st.code(details.code[c.check_id], language="python")
     files = details.outputs.get((outcome.run, outcome.task), {})
     st.subheader("Output files")
     if not files:
