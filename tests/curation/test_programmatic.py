@@ -130,7 +130,7 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
         (view,) = list_programmatic_tasks(session=s, actor=t["cur"], dataset_id=t["ds"].id)
         assert next(c for c in view.checks if c.item.id == edit).released is False
     # the release carries the released check and the accepted artifact only
-    releases, runs = t["tmp"] / "releases", t["tmp"] / "runs"
+    releases = t["tmp"] / "releases"
     with session_scope(engine) as s:
         rel.cut_release(session=s, actor=t["cur"], version="1.0.0", notes="", artifacts=artifacts_for(releases), store=t["store"])
     shipped = json.loads((releases / "1.0.0" / "release.json").read_text())["datasets"][0]["programmatic_tasks"]
