@@ -1,0 +1,121 @@
+"""The pieces used together, as a user chains them: an agent run asked for workflows, then the reproducibility
+of its scored run (service on SQLite and PostgreSQL, and ``forkpaths agent run --workflow`` then ``forkpaths
+reproduce RUN`` in real processes); consensus gold decided in stage 3 reaching the release and the hypotheses
+scoring; the leaderboard with runs of every kind at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from curation.db import session_scope
+from curation.models import RunStatus, ScoringRun
+from curation.services import agent_runs as ar
+from curation.services import reproducibility as rp
+from curation.services.background_jobs import execute_job
+from curation.services.scoring import JudgeSettings, execute_run, stored_submissions
+from curation.settings import PROJECT_ROOT, Settings
+from evaluation.llm import LLMConfig
+from tests.curation.scoring_world import make_world
+from tests.evaluation.repro_world import inspector_responder
+from tests.llm_server import ScriptedLLM
+
+ANALYSIS = {"cvars": {"ivs": [{"description": "femininity of the hurricane's name", "columns": ["masfem"]}],
+                      "dv": {"description": "deaths", "columns": ["alldeaths"]}, "controls": []},
+            "transform_code": "def transform(df):\n    return df",
+            "m_code": "def model(df):\n    import statsmodels.formula.api as smf\n"
+                      "    return smf.ols('alldeaths ~ masfem', data=df).fit()"}
+WORKFLOWS = ["Regress alldeaths on masfem by OLS; report the slope. [scenario: good]",
+             "Report the mean of the deaths. [scenario: differ]"]
+_INSPECTOR = ("Rewrite an analysis", "State the conclusion", "Compare two analyses", "Grade an answer")
+
+
+def _responder(seeds: list[int]):
+    """One endpoint playing two parts: the agent (answers with an analysis and a workflow, the workflow by the
+    request's seed, so each replicate gets its own) and the inspector (tests/evaluation/repro_world.py)."""
+
+    def respond(req):
+        if any(m in req["messages"][0]["content"] for m in _INSPECTOR):
+            return inspector_responder(req)
+        seeds.append(req.get("seed"))
+        return json.dumps({**ANALYSIS, "workflow": WORKFLOWS[(req.get("seed") or 0) % 2]})
+
+    return respond
+
+
+def test_an_agent_run_with_workflows_is_then_checked_for_reproducibility(engine, tmp_path, shared_blade, os_sandbox):
+    """Agent run --workflow on BLADE: its scored submission's analyses carry the workflows, and the
+    reproducibility of that scored run judges exactly those items (one reproducible, one not)."""
+    world = make_world(engine, tmp_path, shared_blade)
+    seeds: list[int] = []
+    with ScriptedLLM(responder=_responder(seeds)) as llm:
+        settings = Settings(data_dir=tmp_path, llm_max_retries=0, llm_timeout_s=5)
+        assert settings.releases_store == world.releases
+        with session_scope(engine) as s:
+            run = ar.start_agent_run(session=s, actor=world.evaluator, release_version="1.0.0", model="scripted",
+                                     base_url=llm.url, strategy="oneshot", runs_per_task=2, workflow=True, seed=0,
+                                     releases_root=world.releases)
+        execute_job(engine, run.job_id, settings)
+        with session_scope(engine) as s:
+            done = ar.get_agent_run(session=s, actor=world.evaluator, run_id=run.id)
+        assert done.status == RunStatus.SUCCEEDED.value and len(done.scoring_run_ids) == 1, done.message
+        scored_id = done.scoring_run_ids[0]
+        with session_scope(engine) as s:
+            scored = s.get(ScoringRun, scored_id)
+            assert scored is not None and scored.status == RunStatus.SUCCEEDED.value, scored.message
+            files = stored_submissions(scored, settings.runs_store)
+        analyses = [a for _name, data in files for a in json.loads(data)["analyses"].values()]  # BLADE multi-run
+        assert sorted(a["workflow"] for a in analyses) == sorted(WORKFLOWS)
+
+        judges = JudgeSettings(llm=LLMConfig(base_url=llm.url, model="inspector-test", cache_dir=tmp_path / "llm",
+                                             max_retries=0))
+        with session_scope(engine) as s:
+            reg = rp.reproduce_run(session=s, actor=world.evaluator, run_id=scored_id, runs_root=settings.runs_store,
+                                   releases_root=settings.releases_store, max_bytes=5_000_000, judges=judges)
+            assert (reg.kind, reg.agent, reg.progress_total) == ("reproducibility", done.agent, 2)
+        repro = execute_run(engine, reg.id, runs_root=settings.runs_store, releases_root=settings.releases_store,
+                            judges=judges)
+    assert repro.status == RunStatus.SUCCEEDED.value, repro.message
+    counts = repro.scores["reproducibility"]["counts"]
+    assert counts == {"reproducible": 1, "not_reproducible": 1, "original_failed": 0, "inspector_failed": 0}
+    with session_scope(engine) as s:
+        items = rp.run_items(session=s, actor=world.evaluator, run_id=repro.id, runs_root=settings.runs_store)
+    assert sorted(i.workflow for i in items.items) == sorted(WORKFLOWS)
+
+
+def _cli(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
+               FORKPATHS_ADMIN_PASSWORD="admin password 1", FORKPATHS_LLM_MAX_RETRIES="0", **env_extra)
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_agent_run_workflow_then_reproduce_from_the_terminal(tmp_path, shared_blade, os_sandbox):
+    assert _cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
+    assert _cli(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    seeds: list[int] = []
+    with ScriptedLLM(responder=_responder(seeds)) as llm:
+        done = _cli(tmp_path, "agent", "run", "--release", "1.0.0", "--model", "scripted", "--base-url", llm.url,
+                    "--strategy", "oneshot", "--workflow", "--runs", "2", "--seed", "0")
+        assert done.returncode == 0, done.stderr
+        assert "Scored as run #1." in done.stdout, done.stdout
+        got = _cli(tmp_path, "reproduce", "1", FORKPATHS_LLM_BASE_URL=llm.url, FORKPATHS_LLM_MODEL="inspector-cli")
+    assert got.returncode == 0, got.stderr
+    assert "the reproducibility of run 1 (2 item(s) with a workflow; inspector inspector-cli)" in got.stderr
+    runs = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)
+    repro = next(r for r in runs if r["kind"] == "reproducibility")
+    assert repro["status"] == "succeeded", repro
+    assert repro["scores"]["reproducibility"]["counts"] == {"reproducible": 1, "not_reproducible": 1,
+                                                             "original_failed": 0, "inspector_failed": 0}
+
+
+@pytest.mark.parametrize("flag", ["--workflow"])
+def test_agent_run_help_says_what_the_workflow_is_for(tmp_path, flag):
+    out = _cli(tmp_path, "agent", "run", "--help").stdout
+    assert flag in out and "reproduce" in out
