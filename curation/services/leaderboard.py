@@ -178,10 +178,12 @@ def _agent_runs(session: Session, runs: list[ScoringRun]) -> dict[int, dict[str,
 
 
 def leaderboard_csv(rows: list[dict[str, Any]]) -> str:
-    """The leaderboard rows as CSV (one column per field, in the rows' order)."""
+    """The leaderboard rows as CSV: one column per field of any row, in the order first seen (rows differ: a run
+    with a reproducibility facet carries its rate and CI, one without does not); a field a row lacks is empty."""
     buffer = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n", restval="")
         writer.writeheader()
         writer.writerows(rows)
     return buffer.getvalue()

@@ -119,3 +119,19 @@ def test_agent_run_workflow_then_reproduce_from_the_terminal(tmp_path, shared_bl
 def test_agent_run_help_says_what_the_workflow_is_for(tmp_path, flag):
     out = _cli(tmp_path, "agent", "run", "--help").stdout
     assert flag in out and "reproduce" in out
+
+
+def test_the_leaderboard_csv_holds_rows_with_and_without_companion_columns():
+    """A run checked for reproducibility carries repro_rate and its CI; one not checked does not: the CSV (page
+    download, `forkpaths runs export`) has every column, empty where a run has none (it raised before)."""
+    import csv
+    import io
+
+    from curation.services.leaderboard import leaderboard_csv
+
+    rows = [{"run": 1, "agent": "a", "weighted": 0.5},
+            {"run": 2, "agent": "b", "weighted": 0.25, "repro_rate": 0.5, "repro_rate.low": 0.1,
+             "repro_rate.high": 0.9}]
+    got = list(csv.DictReader(io.StringIO(leaderboard_csv(rows))))
+    assert list(got[0]) == ["run", "agent", "weighted", "repro_rate", "repro_rate.low", "repro_rate.high"]
+    assert got[0]["repro_rate"] == "" and got[1]["repro_rate.high"] == "0.9"
