@@ -102,7 +102,9 @@ def stale_scores(*, session: Session, runs: list[ScoringRun], releases_root: Pat
     for run in runs:
         if run.release_version == latest.version:
             continue
-        changed = tuple(sorted(d for d, h in run.dataset_hashes.items() if hashes.get(d) != h))
+        # a dataset the latest release does not hold (a release of other datasets, e.g. DiscoveryBench only) has
+        # not changed: only a dataset released again with another ground truth makes the run's numbers stale
+        changed = tuple(sorted(d for d, h in run.dataset_hashes.items() if d in hashes and hashes[d] != h))
         if changed:
             out[run.id or 0] = StaleInfo(latest.version, changed)
     return out

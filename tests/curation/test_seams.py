@@ -135,3 +135,24 @@ def test_the_leaderboard_csv_holds_rows_with_and_without_companion_columns():
     got = list(csv.DictReader(io.StringIO(leaderboard_csv(rows))))
     assert list(got[0]) == ["run", "agent", "weighted", "repro_rate", "repro_rate.low", "repro_rate.high"]
     assert got[0]["repro_rate"] == "" and got[1]["repro_rate.high"] == "0.9"
+
+
+def test_a_release_of_other_datasets_does_not_make_older_runs_stale(engine, tmp_path, shared_blade):
+    """A BLADE run on 1.0.0, then a release 2.0.0 of DiscoveryBench tasks only: hurricane is not in 2.0.0, so it
+    did not change there; the run is not labelled stale (it said 'hurricane changed in release 2.0.0'). A run whose
+    dataset is released again with another ground truth still is."""
+    from curation.services import leaderboard as lb
+    from tests.curation.hms_world import cut_hypotheses_release
+
+    world = make_world(engine, tmp_path, shared_blade)
+    run = world.score()
+    assert run.status == RunStatus.SUCCEEDED.value, run.message
+    cut_hypotheses_release(engine, world.releases, tmp_path, version="2.0.0")
+    with session_scope(engine) as s:
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", releases_root=world.releases)
+    assert [(r["run"], r["stale"]) for r in rows] == [(run.id, "")]
+    world.change_ground_truth()
+    world.cut("3.0.0")
+    with session_scope(engine) as s:
+        rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", releases_root=world.releases)
+    assert rows[0]["stale"].startswith("Scored on an older ground truth: hurricane changed in release 3.0.0")
