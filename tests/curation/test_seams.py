@@ -156,3 +156,55 @@ def test_a_release_of_other_datasets_does_not_make_older_runs_stale(engine, tmp_
     with session_scope(engine) as s:
         rows = lb.leaderboard(session=s, actor=world.evaluator, release_version="1.0.0", releases_root=world.releases)
     assert rows[0]["stale"].startswith("Scored on an older ground truth: hurricane changed in release 3.0.0")
+
+
+def test_consensus_gold_of_stage_three_reaches_the_release_and_the_hypotheses_score(engine, store, tmp_path):
+    """Stage 3 decides a gold hypothesis (context, variables, relationship as the analyst grounded them); the
+    release cut by the service (its default parts hook) carries it, and scoring an answer against that release
+    uses the curated decomposition as given (the judge decomposes the answer only)."""
+    from curation.models import Stage
+    from curation.services import releases as rel
+    from curation.services.hypotheses import decide_gold
+    from evaluation.tasks.hypotheses import read_result
+    from tests.curation.hms_world import HMSWorld
+    from tests.curation.hypothesis_world import build
+    from tests.curation.test_hypothesis_curation import _stage, _two_submitted, _vote
+    from tests.evaluation.hms_script import HMSScript, sub
+
+    w = build(engine, store, tmp_path / "src")
+    a_id, b_id = _two_submitted(w)
+    _vote(w, w.bob, "hypothesis", a_id, "yes", "clear slope")
+    _vote(w, w.ana, "hypothesis", b_id, "no", "the slope is clear")
+    _stage(w, Stage.CLOSED)
+    with session_scope(engine) as s:
+        decide_gold(session=s, actor=w.cur, task_id=w.tasks["q0"].id, target_kind="hypothesis", target_id=a_id)
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=w.cur, version="1.0.0", notes="", releases_root=tmp_path / "releases",
+                        store=store)
+    key = w.tasks["q0"].key
+    predicted = "BMI goes up with age among adults."
+    script = HMSScript(decompositions={predicted: [sub("p", "adults", ["age", "BMI"], "goes up")]},
+                       pair_contexts={"P0|G0": True}, variables={"P0|G0": [[1, 1], [2, 2]]},
+                       relationships={"P0|G0": "A"})
+    answers = {"format": "forkpaths-hypotheses", "format_version": "1.0",
+               "answers": [{"task": key, "hypothesis": predicted, "workflow": "OLS"}]}
+    evaluator = f_user(engine)
+    with ScriptedLLM(script) as server:
+        hw = HMSWorld(engine=engine, releases=tmp_path / "releases", runs=tmp_path / "runs", server=server,
+                      cache=tmp_path / "llm", curator=w.cur, evaluator=evaluator, evaluator2=w.cur, analyst=w.ana,
+                      script=script)
+        run = hw.score(json.dumps(answers).encode(), version="1.0.0")
+    assert run.status == RunStatus.SUCCEEDED.value, run.message
+    item = {i.task: i for i in read_result((tmp_path / "runs" / run.result_path).read_bytes()).items}[key]
+    assert item.gold_hypothesis == "In US adults, BMI rises with age."
+    assert item.gold is not None and item.gold.source == "given"
+    (g,) = item.gold.sub_hypo
+    assert (g.context, g.variables) == ("US adults surveyed", ["age", "bmi"]) and g.relations.startswith("positive")
+    assert "decompose" in script.seen and item.hms == 1.0
+
+
+def f_user(engine):
+    from curation.models import Role
+    from tests import factories as f
+
+    return f.user(engine, "eva-gold", Role.EVALUATOR)
