@@ -1,4 +1,6 @@
-"""The ``forkpaths`` command: run the app, manage users and datasets from a terminal."""
+"""The ``forkpaths`` command: run the app; from a terminal, manage users and datasets, import BLADE,
+DiscoveryBench and DataSciBench data, cut and export releases, score submissions of every task kind, run agents
+and check the reproducibility of their analyses. ``forkpaths COMMAND --help`` tells more."""
 
 from __future__ import annotations
 
@@ -620,12 +622,12 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("old")
     rd.add_argument("new")
     rx = rsub.add_parser("export", help="write a release in forkpaths', BLADE's or DiscoveryBench's layout")
-    rx.add_argument("version")
+    rx.add_argument("version", help="the release version (forkpaths release list)")
     rx.add_argument("--format", choices=["native", "blade", "discoverybench"], default="native",
                     help="native: the release folder and zip; blade: BLADE's layout (its BLADE datasets); "
                          "discoverybench: the DiscoveryBench tree its hypothesis tasks were imported from, with "
                          "answer keys")
-    rx.add_argument("--out", required=True)
+    rx.add_argument("--out", required=True, help="the folder to write (created; must be empty)")
     rel.set_defaults(func=_cmd_release)
     gt = sub.add_parser("gt", help="ground truth of a release (paths, units, value and graph hashes)")
     gsub = gt.add_subparsers(dest="gt_command", required=True)

@@ -138,16 +138,22 @@ def add_agent_commands(sub: Any) -> None:
     ag.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     asub = ag.add_subparsers(dest="agent_command", required=True)
     r = asub.add_parser("run", help="run a model on a release's tasks with a strategy, then score it")
-    r.add_argument("--release", required=True)
+    r.add_argument("--release", required=True, help="the release whose tasks the model answers")
     r.add_argument("--model", required=True, help="the model under test, as its endpoint names it")
     r.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL; key: "
                                       "FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY)")
-    r.add_argument("--strategy", choices=["oneshot", "react"], default="oneshot")
-    r.add_argument("--workflow", action="store_true", help="also write a workflow narrative per answer")
+    r.add_argument("--strategy", choices=["oneshot", "react"], default="oneshot",
+                   help="oneshot: one answer from the task prompt (repaired once if invalid); react: a loop "
+                        "whose one tool runs Python in the sandbox on the task's data (default oneshot)")
+    r.add_argument("--workflow", action="store_true", help="also write a workflow per answer (a narrative a person could redo the code from); "
+                                                        "forkpaths reproduce RUN then checks it on the scored run")
     r.add_argument("--runs", type=int, default=1, help="runs per task (BLADE's coverage@10 needs 11)")
     r.add_argument("--dataset", action="append", help="only this dataset (or task key); repeatable")
-    r.add_argument("--kind", default="analyses", help="analyses (default), hypotheses or mcq")
-    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--kind", default="analyses",
+                   help="the kind of task to answer: analyses (BLADE, the default), hypotheses (DiscoveryBench) "
+                        "or mcq; the run is scored by that kind, with its own judge (hypotheses: hms, at "
+                        "FORKPATHS_LLM_BASE_URL)")
+    r.add_argument("--temperature", type=float, default=0.0, help="recorded with the run (default 0)")
     r.add_argument("--seed", type=int, default=0, help="run i is asked with seed + i")
     r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent')")
     r.add_argument("--max-steps", type=int, default=12, help="ReAct: tool calls at most")

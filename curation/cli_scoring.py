@@ -403,7 +403,7 @@ def _import_airepr(args: argparse.Namespace, settings: Settings) -> int:
 
 def add_scoring_commands(sub: Any) -> None:
     sc = sub.add_parser("score", help="score an agent's submission against a release (registered as a run)")
-    sc.add_argument("--release", required=True)
+    sc.add_argument("--release", required=True, help="the release version to score against")
     sc.add_argument("--submission", required=True, action="append",
                     help="BLADE single- or multi-run file (repeatable: one per dataset); for --kind hypotheses a "
                          "hypotheses file (forkpaths score-schema hypotheses prints its JSON schema)")
@@ -414,7 +414,7 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--mode", choices=["default", "blade", "discoverybench"], default="default",
                     help="blade: BLADE's definitions (analyses); discoverybench: upstream's HMS step by step "
                          "(hypotheses)")
-    sc.add_argument("--k", type=int, default=10)
+    sc.add_argument("--k", type=int, default=10, help="analyses: k of coverage@k (default 10)")
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
     sc.add_argument("--model", help="the agent's language model")
     sc.add_argument("--out", help="where to copy the result file (required without --enqueue)")
@@ -422,7 +422,8 @@ def add_scoring_commands(sub: Any) -> None:
                     help="queue the run for the workers (PostgreSQL), print its id and return")
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     sc.add_argument("--kind", default="analyses",
-                    help="the task kind of the submission, as registered in evaluation.tasks (default: analyses)")
+                    help="the task kind of the submission, as registered in evaluation.tasks: analyses (the "
+                         "default), mcq, hypotheses, programmatic or reproducibility")
     sc.add_argument("--llm-model", help="for a kind that asks a model of its own (reproducibility: the "
                                         "inspector): which model (default FORKPATHS_LLM_MODEL)")
     sc.set_defaults(func=lambda a, s: _score(a, s, a.kind) if a.enqueue or a.out else sc.error(
@@ -478,17 +479,20 @@ def add_scoring_commands(sub: Any) -> None:
     runs.set_defaults(func=_cmd_runs)
     rp = sub.add_parser("reproduce", help="check whether an inspector model can redo a run's analyses from their "
                                           "workflows (a reproducibility run); re-judges an imported AIRepr run")
-    rp.add_argument("run", type=int)
+    rp.add_argument("run", type=int, help="a succeeded scoring run (forkpaths runs list): BLADE analyses with "
+                                          "a workflow, hypotheses with code, an agent run --workflow, or an "
+                                          "imported AIRepr run; the inspector is asked at "
+                                          "FORKPATHS_LLM_BASE_URL")
     rp.add_argument("--inspector-model", help="the model to ask (default FORKPATHS_LLM_MODEL, at its endpoint)")
     rp.add_argument("--out", help="where to copy the result file")
     rp.add_argument("--enqueue", action="store_true", help="queue it for the workers, print its id and return")
-    rp.add_argument("--as", dest="as_user")
+    rp.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     rp.set_defaults(func=_reproduce)
     ia = sub.add_parser("import-airepr", help="import AIRepr's result files (results/{model}_{dataset}_{agent}*.json)"
                                               " as reproducibility runs to view and re-judge")
     ia.add_argument("path", help="AIRepr's results/ folder, a folder holding it, or one file")
     ia.add_argument("--release", help="the release the runs are filed under (default: the newest)")
-    ia.add_argument("--as", dest="as_user")
+    ia.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     ia.set_defaults(func=_import_airepr)
     wk = sub.add_parser("worker", help="score queued runs (PostgreSQL): start one on any machine that reaches the "
                                        "database and mounts the artifact store (FORKPATHS_ARTIFACT_DIR)")

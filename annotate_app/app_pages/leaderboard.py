@@ -42,8 +42,10 @@ rows = context.attempt(lambda s: leaderboard(
 if rows is None:
     st.stop()
 if not rows:
-    st.info(f"No succeeded run on release {version}{'' if dataset == 'all datasets' else f' for {dataset}'} yet. "
-            "Score one on the Scoring runs page.")
+    other = " Pick another kind of task above, or score" if len(ranked) > 1 else " Score"
+    st.info(f"No succeeded run on release {version}{'' if dataset == 'all datasets' else f' for {dataset}'} yet"
+            + (f" of this kind ({kind.label.split(' (')[0]})." if len(ranked) > 1 else ".")
+            + f"{other} one on the Scoring runs page.")
     st.stop()
 
 table = leaderboard_frame(rows, columns)

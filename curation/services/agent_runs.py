@@ -47,6 +47,7 @@ from curation.services.scoring import (
     SCORING_ROLES,
     JudgeSettings,
     ScoringLimits,
+    default_judge,
     execute_run,
     kind_names,
     register_run,
@@ -452,6 +453,7 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
             with session_scope(engine) as s:
                 sr = register_run(session=s, actor=creator, release_version=run.release_version, files=sub.files,
                                   agent=run.agent, model_name=run.model, kind=run.kind, artifacts=artifacts,
+                                  judge=default_judge(run.kind),
                                   max_bytes=settings.max_submission_bytes,
                                   judges=judges, source="agent", limits=limits)
                 sr.agent_run_id = run_id
@@ -471,8 +473,9 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
         if done.status != RunStatus.SUCCEEDED.value:
             notes.append(f"scoring run {sr_id} {done.status}: {done.message}")
     ids = [i for i in scored if i]
-    message = (f"{tally}. Scored as run{'s' if len(ids) != 1 else ''} {', '.join(f'#{i}' for i in ids)}."
-               + (" " + " ".join(notes) if notes else ""))[:4000]
+    said = (f"Scored as run{'s' if len(ids) != 1 else ''} {', '.join(f'#{i}' for i in ids)}." if ids
+            else "The submission is stored but was not scored.")
+    message = (f"{tally}. {said}" + (" " + " ".join(notes) if notes else ""))[:4000]
     _set(engine, run_id, status=RunStatus.SUCCEEDED.value, message=message, finished_at=utcnow(),
          scoring_run_ids=scored)
     return JobOutcome(RunStatus.SUCCEEDED.value, message, {"scoring_run_ids": ids})

@@ -103,7 +103,9 @@ def stale_scores(*, session: Session, runs: list[ScoringRun], artifacts: Artifac
     for run in runs:
         if run.release_version == latest.version:
             continue
-        changed = tuple(sorted(d for d, h in run.dataset_hashes.items() if hashes.get(d) != h))
+        # a dataset the latest release does not hold (a release of other datasets, e.g. DiscoveryBench only) has
+        # not changed: only a dataset released again with another ground truth makes the run's numbers stale
+        changed = tuple(sorted(d for d, h in run.dataset_hashes.items() if d in hashes and hashes[d] != h))
         if changed:
             out[run.id or 0] = StaleInfo(latest.version, changed)
     return out
@@ -179,10 +181,12 @@ def _agent_runs(session: Session, runs: list[ScoringRun]) -> dict[int, dict[str,
 
 
 def leaderboard_csv(rows: list[dict[str, Any]]) -> str:
-    """The leaderboard rows as CSV (one column per field, in the rows' order)."""
+    """The leaderboard rows as CSV: one column per field of any row, in the order first seen (rows differ: a run
+    with a reproducibility facet carries its rate and CI, one without does not); a field a row lacks is empty."""
     buffer = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n", restval="")
         writer.writeheader()
         writer.writerows(rows)
     return buffer.getvalue()

@@ -341,34 +341,57 @@ def test_a_queued_agent_run_is_answered_and_scored_by_a_worker_process(tmp_path,
         next(gen, None)
 
 
+def _worldbank_tree(shared, root):
+    """One real folder of the shared DiscoveryBench in its tree, with its rows of the answer key (the gold)."""
+    import shutil
+
+    shutil.copytree(shared / "real" / "test" / "worldbank_education_gdp", root / "real" / "test" /
+                    "worldbank_education_gdp")
+    lines = (shared / "answer_key_real.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    (root / "answer_key_real.csv").write_text(lines[0] + "".join(x for x in lines[1:]
+                                                                 if x.startswith("worldbank_education_gdp,")))
+    return root
+
+
 def test_a_discoverybench_task_is_answered_with_the_hypotheses_submission(engine, tmp_path, shared_discoverybench,
                                                                           os_sandbox):
     """A DiscoveryBench folder imported and released: a ReAct agent reads the task's own data file in the sandbox
-    and answers; the run's submission is the hypotheses format, scored when the hypotheses kind is installed."""
+    and answers; the run's submission is the hypotheses format, and the run is scored by the hypotheses kind (its
+    own judge, hms, through the configured endpoint) against the released gold."""
     from curation.services.discoverybench_import import import_discoverybench
-    from curation.services.scoring import kind_names
+    from curation.services.scoring import get_run, stored_result
+    from evaluation.tasks.hypotheses import read_result
     from tests import factories as f
+    from tests.evaluation.hms_script import HMSScript, step_of, sub
 
     store = tmp_path / "data" / "datasets"
     with session_scope(engine) as s:
-        import_discoverybench(session=s, actor=None, path=shared_discoverybench / "real" / "test" /
-                              "worldbank_education_gdp", store=store, max_bytes=200 * 2**20)
+        import_discoverybench(session=s, actor=None, path=_worldbank_tree(shared_discoverybench, tmp_path / "db"),
+                              store=store, max_bytes=200 * 2**20)
     curator = f.user(engine, "cura-h", Role.CURATOR)
     evaluator = f.user(engine, "eva-h", Role.EVALUATOR)
-    settings = _settings(tmp_path / "data")
     with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=settings.artifact_store(),
-                        store=store)
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="",
+                        artifacts=_settings(tmp_path / "data").artifact_store(), store=store)
     key = "real/test/worldbank_education_gdp/metadata_0/q0"
     reply = {"hypothesis": "Education spending goes with GDP growth in most regions.",
              "workflow": "Group by region, correlate spending with growth."}
+    gold = "Increase in education expenditure generates a positive impact on per capita GDP in developing countries"
+    judge = HMSScript(decompositions={
+        gold: [sub("g", "developing countries", ["education expenditure", "per capita GDP"], "positive")],
+        reply["hypothesis"]: [sub("p", "most regions", ["education spending", "GDP growth"], "goes with")]},
+        pair_contexts={"P0|G0": True}, variables={"P0|G0": [[1, 1], [2, 2]]}, relationships={"P0|G0": "B"})
 
     def respond(req):
+        if step_of(req["messages"][-1]["content"]) != "unknown":  # the hms judge asks (same endpoint)
+            return judge(req)
         if req["messages"][-1]["role"] == "tool":
             return json.dumps(reply)
         return {"tool_calls": [{"name": "run_python", "arguments": {"code": "print(list(df.columns)[:5], len(df))"}}]}
 
     with ScriptedLLM(responder=respond) as llm:
+        settings = _settings(tmp_path / "data", llm_base_url=llm.url, llm_model="judge-model")
+        assert settings.releases_store == tmp_path / "data" / "releases"
         with session_scope(engine) as s:
             run = ar.start_agent_run(session=s, actor=evaluator, release_version="1.0.0", model="scripted",
                                      base_url=llm.url, strategy="react", kind="hypotheses", only=[key],
@@ -387,7 +410,47 @@ def test_a_discoverybench_task_is_answered_with_the_hypotheses_submission(engine
     assert name == "hypotheses-run0.json"
     assert json.loads(data) == {"format": "forkpaths-hypotheses", "format_version": "1.0",
                                 "answers": [{"task": key, **reply}]}
-    if "hypotheses" in kind_names():
-        assert done.scoring_run_ids and done.status == RunStatus.SUCCEEDED.value, done.message
-    else:
-        assert done.status == RunStatus.SUCCEEDED.value and "not installed here" in done.message
+    # scored by the hypotheses kind with its own judge: one scoring run, succeeded, HMS worked by hand
+    assert done.status == RunStatus.SUCCEEDED.value and "not scored" not in done.message, done.message
+    assert len(done.scoring_run_ids) == 1 and done.scoring_run_ids[0] > 0, done.message
+    assert f"Scored as run #{done.scoring_run_ids[0]}." in done.message
+    assert "decompose" in judge.seen
+    with session_scope(engine) as s:
+        scored = get_run(session=s, actor=evaluator, run_id=done.scoring_run_ids[0])
+        assert (scored.kind, scored.status, scored.agent_run_id) == ("hypotheses", RunStatus.SUCCEEDED.value, run.id)
+        assert scored.judge["name"] == "hms" and scored.judge["model"] == "judge-model"
+        result = read_result(stored_result(scored, settings.artifact_store()))
+    items = {i.task: i for i in result.items}
+    assert key in items, list(items)
+    # context matched, variables 2 of 2 (F1 1), relationship B (0.5): HMS = recall 1 x (1 x 0.5) = 0.5
+    assert items[key].hms == 0.5
+
+
+def test_an_agent_run_without_a_judge_for_its_kind_says_it_was_not_scored(engine, tmp_path, shared_discoverybench):
+    """No LLM endpoint configured: the hypotheses run is stored and the run says, in words, why it was not scored
+    (never "Scored as runs ." with no run)."""
+    from curation.services.discoverybench_import import import_discoverybench
+    from tests import factories as f
+
+    store = tmp_path / "data" / "datasets"
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=shared_discoverybench / "real" / "test" /
+                              "worldbank_education_gdp", store=store, max_bytes=200 * 2**20)
+    curator = f.user(engine, "cura-n", Role.CURATOR)
+    evaluator = f.user(engine, "eva-n", Role.EVALUATOR)
+    settings = _settings(tmp_path / "data")
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=settings.artifact_store(),
+                        store=store)
+    key = "real/test/worldbank_education_gdp/metadata_0/q0"
+    reply = json.dumps({"hypothesis": "h", "workflow": "w"})
+    with ScriptedLLM(responder=lambda _r: reply) as llm:
+        with session_scope(engine) as s:
+            run = ar.start_agent_run(session=s, actor=evaluator, release_version="1.0.0", model="scripted",
+                                     base_url=llm.url, strategy="oneshot", kind="hypotheses", only=[key],
+                                     artifacts=settings.artifact_store())
+        execute_job(engine, run.job_id, settings)
+    with session_scope(engine) as s:
+        done = ar.get_agent_run(session=s, actor=evaluator, run_id=run.id)
+    assert "Scored as" not in done.message and "was not scored" in done.message, done.message
+    assert "hms judge needs an endpoint" in done.message and "FORKPATHS_LLM_BASE_URL" in done.message

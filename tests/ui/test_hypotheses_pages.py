@@ -75,7 +75,7 @@ def test_drilldown_shows_decompositions_side_by_side_and_records_a_judgement(ui,
     (facets,) = having("relationship explanation")
     assert facets["relationship"][0].startswith("B ·") and facets["relationship explanation"][0] == "rel P0|G0"
     assert facets["F1"][0] == 1.0 and facets["accuracy"][0] == 0.5
-    assert "context recall 1/1 × mean accuracy (0.500) / 1 predicted" in texts(at)
+    assert "context recall 1/1 × mean accuracy ((0.500) / 1 predicted)" in texts(at)
     assert set(having("domain", "95 % CI")[0]["domain"]) == {"agriculture", "sociology", "synthetic"}
 
     _select(at, "Facet", "relationship")
@@ -90,7 +90,7 @@ def test_drilldown_shows_decompositions_side_by_side_and_records_a_judgement(ui,
     assert any("by experts" in (m.proto.delta or "") for m in at.metric)
     _select(at, "Query", CROPS)
     assert "relationship of P0|G0: A · very similar (1) by evie" in texts(at)
-    assert "HMS = context recall 1/1 × mean accuracy (1.000) / 1 predicted = 1.000 × 1.000 = **1.000**" in texts(at)
+    assert "HMS = context recall 1/1 × mean accuracy ((1.000) / 1 predicted) = 1.000 × 1.000 = **1.000**" in texts(at)
     at = _open(ui, evaluator, "leaderboard.py")
     _select(at, "Kind of task", "hypotheses")
     assert "HMS relationship level: **0%** agreement" in texts(at)

@@ -113,7 +113,7 @@ def _formula(item: ItemResult) -> str:
     n_pred = len(item.predicted.sub_hypo) if item.predicted else 0
     n_gold = len(item.gold.sub_hypo) if item.gold else 0
     accs = " + ".join(_f(m.accuracy) for m in item.matched) or "0"
-    return (f"HMS = context recall {len(item.matched)}/{n_gold} × mean accuracy ({accs}) / {n_pred} predicted "
+    return (f"HMS = context recall {len(item.matched)}/{n_gold} × mean accuracy (({accs}) / {n_pred} predicted) "
             f"= {_f(item.recall_context)} × {_f(item.mean_accuracy)} = **{_f(item.hms)}**")
 
 
