@@ -18,7 +18,7 @@ from curation.models import RunStatus, ScoringRun
 from curation.services import agent_runs as ar
 from curation.services import reproducibility as rp
 from curation.services.background_jobs import execute_job
-from curation.services.scoring import JudgeSettings, execute_run, stored_submissions
+from curation.services.scoring import JudgeSettings, execute_run, stored_result, stored_submissions
 from curation.settings import PROJECT_ROOT, Settings
 from evaluation.llm import LLMConfig
 from tests.curation.scoring_world import make_world
@@ -195,7 +195,7 @@ def test_consensus_gold_of_stage_three_reaches_the_release_and_the_hypotheses_sc
                       script=script)
         run = hw.score(json.dumps(answers).encode(), version="1.0.0")
     assert run.status == RunStatus.SUCCEEDED.value, run.message
-    item = {i.task: i for i in read_result((tmp_path / "runs" / run.result_path).read_bytes()).items}[key]
+    item = {i.task: i for i in read_result(stored_result(run, hw.artifacts)).items}[key]
     assert item.gold_hypothesis == "In US adults, BMI rises with age."
     assert item.gold is not None and item.gold.source == "given"
     (g,) = item.gold.sub_hypo
