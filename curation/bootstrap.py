@@ -15,7 +15,6 @@ from curation.db import make_engine, migrate, session_scope
 from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
 from curation.services.accounts import ensure_first_admin, forget_stale_password_file
-from curation.services.artifact_import import import_old_layout
 from curation.services.background_jobs import interrupt_dead_jobs
 from curation.services.release_store import ReleaseStoreReport, reconcile_release_store
 from curation.services.run_lifecycle import interrupt_dead_runs
@@ -102,6 +101,8 @@ def initialise(settings: Settings) -> StartupReport:
     with session_scope(engine) as session:
         releases = reconcile_release_store(session=session, artifacts=settings.artifact_store())
     with session_scope(engine) as session:  # runs and releases of the layout before the artifact store
+        from curation.services.artifact_import import import_old_layout  # lazy: it reads releases (pandas)
+
         import_old_layout(session=session, artifacts=settings.artifact_store(), runs_root=settings.runs_store)
     with session_scope(engine) as session:  # a run (or a job) whose process died does not stay "running"
         interrupt_dead_runs(session=session)

@@ -115,8 +115,8 @@ def test_a_part_whose_worker_is_killed_is_scored_again_once(world2, workers2, sh
 
     def first_scores_hurricane() -> bool:
         parts = _parts(world2.engine, run_id)
-        return (bool(parts) and parts[0].executor.endswith(f"/{first.pid}")  # "" until a worker claims it
-                and parts[0].progress_done >= 1)
+        held_by = (parts[0].executor.split("/") + ["", ""])[1] if parts else ""  # host/pid/start; "" unclaimed
+        return held_by == str(first.pid) and parts[0].progress_done >= 1
 
     _wait_for(first_scores_hurricane, workers2)
     second = workers2.start()

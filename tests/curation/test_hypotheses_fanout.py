@@ -31,7 +31,7 @@ def _normal(value):
 
 
 def _result(world, run) -> str:
-    return json.dumps(_normal(json.loads((world.runs / run.result_path).read_text())), indent=1, sort_keys=True)
+    return json.dumps(_normal(json.loads(sc.stored_result(run, world.artifacts))), indent=1, sort_keys=True)
 
 
 @pytest.fixture

@@ -51,10 +51,11 @@ def test_a_fresh_install_imports_cuts_and_exports_as_the_first_admin(tmp_path, s
     assert imported.returncode == 0, imported.stderr
     cut = _fresh_cli(tmp_path, "release", "create", "--version", "0.1.0")
     assert cut.returncode == 0, cut.stderr
-    # The empty starters are listed and left out; the release holds the dataset that has ground truth.
-    assert f"Left out, with no ground truth yet: {', '.join(STARTERS)}" in cut.stdout and "--include-empty" in cut.stdout
+    # The starters come with accepted programmatic checks (ground truth of their own), so none is left out.
+    assert "Left out" not in cut.stdout, cut.stdout
     record = json.loads((tmp_path / "data" / "releases" / "0.1.0" / "release.json").read_text())
-    assert [d["name"] for d in record["datasets"]] == ["hurricane"]
+    assert {d["name"] for d in record["datasets"]} == {"hurricane", *STARTERS}
+    assert all(d["programmatic_tasks"] for d in record["datasets"] if d["name"] in STARTERS)
     out = tmp_path / "X"
     export = _fresh_cli(tmp_path, "release", "export", "0.1.0", "--format", "blade", "--out", str(out))
     assert export.returncode == 0, export.stderr
