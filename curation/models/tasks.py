@@ -1,0 +1,130 @@
+"""Task tables of the kinds beyond BLADE analyses: DiscoveryBench hypothesis tasks and the analysts'
+proposals, programmatic tasks and their checks and artifacts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from curation.models.columns import _json, _ts, new_spec_id
+
+__all__ = [
+    "HypothesisTaskStatus",
+    "HypothesisTask",
+    "HypothesisProposal",
+    "ProgrammaticTask",
+    "ProgrammaticItem",
+]
+
+
+class HypothesisTaskStatus(StrEnum):
+    NEEDS_CURATION = "needs_curation"  # no gold hypothesis shipped: experts write one (stages 1-3)
+    GOLD = "gold"  # a gold hypothesis came with the import (metadata or answer key), or stage 3 decided one
+
+
+class HypothesisTask(SQLModel, table=True):
+    """One DiscoveryBench query over a registered dataset (folder): the question, what the folder says about it,
+    and its gold hypothesis (natural-language text, workflow, and the decomposition curation fills in)."""
+
+    __tablename__ = "hypothesis_task"
+    __table_args__ = (UniqueConstraint("dataset_id", "metadata_k", "qid"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    key: str = Field(unique=True, index=True, description="real/test/<folder>/metadata_<k>/q<qid>")
+    source: str = Field(max_length=8, description="real or synth")
+    split: str = Field(max_length=16, description="train, dev or test")
+    metadata_k: int = Field(description="k of metadata_<k>.json (the answer keys' metadataid)")
+    qid: int
+    query_field: str = Field(default="", description="JSON path of the query: queries[0][1]")
+    question: str
+    question_type: str | None = Field(default=None, max_length=16, description="normalised: context, variables...")
+    question_type_raw: str | None = Field(default=None, description="as written (relationhsip)")
+    difficulty: int | None = None
+    domain: str | None = None
+    domain_knowledge: str | None = None
+    workflow_tags: str | None = None
+    data_files: list[str] = _json()
+    gold_hypothesis: str | None = None
+    gold_source: str | None = Field(default=None, max_length=16, description="metadata or answer_key")
+    gold_workflow: str | None = None
+    gold_context: str | None = None
+    gold_variables: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    gold_relationship: str | None = None
+    true_hypothesis_expr: str | None = None
+    target_col: str | None = None
+    relevant_cols: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
+    created_at: datetime = _ts()
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+    gold_provenance: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True),
+        description="gold_source consensus: how stage 3 decided it (rule, tally, meeting, candidate, by, at)")
+
+
+class HypothesisProposal(SQLModel, table=True):
+    """One analyst's stage-1 hypothesis for one DiscoveryBench query, written blind, decomposed into context,
+    variables (each a data-dictionary column or a derived column with how it is derived) and relationship, with
+    a workflow and optional supporting code whose sandbox run is kept (``check``).
+
+    It belongs to the analyst's :class:`Analysis` of the dataset: submitting that analysis submits every
+    hypothesis in it at once, and the stage-1 blinding rule that holds for BLADE decisions holds for these."""
+
+    __tablename__ = "hypothesis_proposal"
+    __table_args__ = (UniqueConstraint("analysis_id", "task_id"),)
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    analysis_id: int = Field(foreign_key="analysis.id", index=True)
+    task_id: int = Field(foreign_key="hypothesis_task.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    hypothesis: str
+    context: str = ""
+    variables: list[dict[str, Any]] = _json()
+    relationship: str = ""
+    workflow: str = ""
+    code: str = ""
+    check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class ProgrammaticTask(SQLModel, table=True):
+    """A programmatic task over a registered dataset (DataSciBench style): a prompt, the dataset files it reads;
+    its checks and ground-truth artifacts are :class:`ProgrammaticItem` rows, reviewed like any decision."""
+
+    __tablename__ = "programmatic_task"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    key: str = Field(unique=True, index=True, max_length=128, description="the task id, also its outputs folder")
+    prompt: str
+    input_files: list[str] = _json()
+    data_source_type: str = ""
+    extra: dict[str, Any] = _json(dict)
+    created_at: datetime = _ts()
+    created_by_id: int | None = Field(default=None, foreign_key="user.id")
+
+
+class ProgrammaticItem(SQLModel, table=True):
+    """A candidate check or ground-truth artifact of a programmatic task. Votes and consensus are the usual
+    :class:`Vote` / :class:`Consensus` rows with ``target_kind`` ``prog_check`` or ``prog_artifact``."""
+
+    __tablename__ = "programmatic_item"
+
+    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
+    task_id: int = Field(foreign_key="programmatic_task.id", index=True)
+    dataset_id: int = Field(foreign_key="dataset.id", index=True)
+    kind: str = Field(max_length=16, description="check | artifact")
+    source: str = Field(max_length=16, description="llm | peer | imported | agreement")
+    proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
+    seed_id: str | None = Field(default=None, max_length=64, description="the item it is an edit of")
+    payload: dict[str, Any] = _json(dict)
+    gate: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    extra: dict[str, Any] = _json(dict)
+    position: int = 0
+    created_at: datetime = _ts()
+
