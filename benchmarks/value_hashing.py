@@ -8,16 +8,23 @@ Prints the CPU seconds (best of ``--repeat``) of:
 * ``hash_frame`` of a row subset after the whole frame (a filter: numeric strings reused by row);
 * ``hash_frame`` of the same frame again (every column found by its fingerprint).
 
+With ``--before REV`` (default: the commit before the vectorisation), the same two cold figures for that
+revision's ``evaluation/groundtruth/hashing.py``, read from git and run on this machine, and a check that both give
+the same hashes: the speed-up on this machine, whatever its speed.
+
 Goal (issue 16): the cold hashing at least 3x faster than before the vectorisation. Figures only.
 
-Run: ``.venv/bin/python benchmarks/value_hashing.py [--repeat N]``
+Run: ``.venv/bin/python benchmarks/value_hashing.py [--repeat N] [--before REV | --no-before]``
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +33,24 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evaluation.groundtruth import hashing  # noqa: E402
 from evaluation.groundtruth.hashing import ColumnHasher, blade_value_hash  # noqa: E402
+
+ROOT_DIR = Path(__file__).resolve().parents[1]
+VECTORISED = "b599043"  # "Value hashing vectorised" (issue 16)
+
+
+def _module_at(rev: str):  # type: ignore[no-untyped-def]
+    """``evaluation/groundtruth/hashing.py`` as it was at ``rev``, imported under another name."""
+    source = subprocess.run(["git", "show", f"{rev}:evaluation/groundtruth/hashing.py"], cwd=ROOT_DIR,
+                            capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp(prefix="hashing-")) / "hashing_before.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("hashing_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def soccer_like(rows: int = 146_000) -> pd.DataFrame:
@@ -54,6 +78,8 @@ def _best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--before", default=f"{VECTORISED}^", help="the revision to compare with (git)")
+    parser.add_argument("--no-before", action="store_true", help="skip the comparison (no git checkout)")
     args = parser.parse_args()
     df = soccer_like()
     sub = df[df["i0"] > 20]
@@ -83,6 +109,20 @@ def main() -> None:
     print(f"{'ColumnHasher.hash_frame, cold':<44}{cold:>8.3f} s CPU")
     print(f"{'hash_frame of a row subset after it':<44}{min(times):>8.3f} s CPU")
     print(f"{'hash_frame of the same frame again':<44}{again:>8.3f} s CPU")
+    if args.no_before:
+        return
+    try:
+        old = _module_at(args.before)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        print(f"\nno comparison: cannot read {args.before} from git ({exc}); --no-before skips it")
+        return
+    old_plain = _best(lambda: [old.blade_value_hash(df[c]) for c in df.columns], args.repeat)
+    old_cold = _best(lambda: old.ColumnHasher().hash_frame(df), args.repeat)
+    same = all(old.blade_value_hash(df[c]) == hashing.blade_value_hash(df[c]) for c in df.columns)
+    print(f"\nat {args.before}, on this machine:")
+    print(f"{'blade_value_hash, every column':<44}{old_plain:>8.3f} s CPU  -> {old_plain / plain:.1f}x faster now")
+    print(f"{'ColumnHasher.hash_frame, cold':<44}{old_cold:>8.3f} s CPU  -> {old_cold / cold:.1f}x faster now")
+    print(f"every column's hash the same at both: {same}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ SIGALRM, so it works in any thread and on any OS; a timeout counts as "not isomo
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import warnings
 from collections.abc import Callable
@@ -20,8 +21,8 @@ from typing import Any
 import networkx as nx
 from networkx.algorithms.isomorphism import DiGraphMatcher
 
-__all__ = ["IsoTimeout", "derivation_subgraph", "graph_key", "is_isomorphic", "isomorphism", "known_wl_hash",
-           "wl_hash"]
+__all__ = ["IsoTimeout", "derivation_keys", "derivation_subgraph", "graph_key", "is_isomorphic", "isomorphism",
+           "known_wl_hash", "wl_hash"]
 
 _WL_BY_KEY: dict[str, str] = {}
 _WL_BY_KEY_MAX = 50_000
@@ -47,6 +48,20 @@ def graph_key(g: nx.DiGraph, nodes: set[str] | None = None) -> str:
     return hashlib.blake2b("\x1e".join(parts).encode("utf-8"), digest_size=20).hexdigest()
 
 
+def derivation_keys(g: nx.DiGraph) -> dict[str, str]:
+    """For every node of a DAG, an exact fingerprint of its derivation subgraph (the node and its ancestors,
+    with ``val`` and edge ``type``), computed bottom-up in one pass: a node's key digests its id, its ``val``
+    and, per incoming edge, the parent's id, the edge's type and the parent's key. The subgraph a node's
+    ancestors induce is the union of its parents' plus the edges into the node, so equal keys mean equal
+    labelled subgraphs (as :func:`graph_key` of them would say), without building or sorting any subgraph."""
+    keys: dict[str, str] = {}
+    for n in nx.topological_sort(g):
+        parents = sorted([str(u), str(d.get("type")), keys[u]] for u, d in g.pred[n].items())
+        text = json.dumps([str(n), str(g.nodes[n].get("val")), parents], ensure_ascii=False)
+        keys[n] = "d" + hashlib.blake2b(text.encode("utf-8"), digest_size=20).hexdigest()
+    return keys
+
+
 def wl_hash(g: nx.DiGraph) -> str:
     with warnings.catch_warnings():  # networkx >= 3.5 warns that directed hashes changed; we pin the version
         warnings.simplefilter("ignore", UserWarning)
@@ -54,7 +69,8 @@ def wl_hash(g: nx.DiGraph) -> str:
 
 
 def known_wl_hash(key: str, graph: Callable[[], nx.DiGraph]) -> str:
-    """:func:`wl_hash` of the graph whose :func:`graph_key` is ``key`` (``graph()`` builds it), remembered for the
+    """:func:`wl_hash` of the graph whose exact fingerprint is ``key`` (its :func:`graph_key`, or a node's
+    :func:`derivation_keys` entry, which start with "d"; ``graph()`` builds it), remembered for the
     process: the same derivations recur in every analysis scored against a dataset (its data columns, the usual
     first steps) and in every path of a ground truth. The key is an exact fingerprint of the labelled graph, so
     a remembered hash is the hash."""

@@ -6,9 +6,13 @@ Per column: numeric NaN → 0; integers as ``str``; floats rounded to 5 decimals
 the strings joined with ``:`` in row order (so it ignores the index and the name, and NaN ≡ 0 for numbers).
 
 BLADE re-hashes every column of every executed frame (≈10 s per step on a 146k-row table). Most columns do
-not change from one step to the next, so :class:`ColumnHasher` first takes a cheap vectorised fingerprint
-(``pandas.util.hash_pandas_object`` of the values, plus dtype and length) and reuses the hash of an identical
-column seen before. Object columns holding anything but strings are hashed without the cache, because the
+not change from one step to the next, so :class:`ColumnHasher` first takes a content fingerprint of the column
+(dtype, length and a BLAKE3 digest of its bytes, or of its strings joined) and reuses the hash of an identical
+column seen before. The fingerprint is cryptographic because the same hasher measures agents' frames: a
+column made to collide with another would be given the other's hash. An object column whose element pointers
+are those of a column fingerprinted before (the hasher keeps that column's elements alive, so no address can
+have been reused, and ``str`` is immutable) holds the very same strings and takes that column's fingerprint
+without reading them. Object columns holding anything but strings are hashed without the cache, because the
 fingerprint stringifies mixed objects (``1`` and ``"1"`` would collide while BLADE's result may differ).
 """
 
@@ -16,8 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections import OrderedDict
 from typing import Any
 
+import blake3
 import numpy as np
 import pandas as pd
 from pandas.api.types import (
@@ -285,9 +291,86 @@ def blade_value_hash(series: pd.Series) -> str:
     return _digest(blade_strings(series).astype(str).tolist())
 
 
-def _content_digest(data: bytes) -> bytes:
-    """The cache's content key: SHA-256 (hardware-accelerated on current CPUs, faster than BLAKE2 there)."""
-    return hashlib.sha256(data).digest()
+def _content_digest(data: bytes | memoryview) -> bytes:
+    """The cache's content key: BLAKE3, cryptographic (a column cannot be made to collide with another) and
+    several times faster than SHA-256 even where SHA-256 has hardware support."""
+    return blake3.blake3(data).digest()
+
+
+def _array_bytes(values: np.ndarray) -> memoryview:
+    """The bytes of a numeric array, without a copy when it is contiguous."""
+    return np.ascontiguousarray(values).data.cast("B")
+
+
+def _numeric_key(values: np.ndarray) -> tuple[Any, ...]:
+    """The content key of a plain numpy int, float or bool column (``dtype.str``: ``str(dtype)`` is slow)."""
+    return (values.dtype.str, len(values), _content_digest(_array_bytes(values)))
+
+
+POINTER_CACHE_BYTES = 256 * 1024 * 1024
+"""At most about this many bytes kept alive by :class:`_SameObjects`: its object arrays (8 bytes a row) and the
+strings they hold (counted in full, although most are shared with live frames); the oldest entries go first
+(a forgotten entry only costs a fingerprint)."""
+_STR_OVERHEAD = 49  # sys.getsizeof("") on 64-bit CPython: what a str object costs besides its characters
+
+
+def _pointers(values: np.ndarray) -> np.ndarray:
+    """The element pointers of a contiguous 1-D object array, as integers (a view of its buffer)."""
+    return np.frombuffer(values.data.cast("B"), dtype=np.uintp)
+
+
+class _SameObjects:
+    """Fingerprints of object columns by the identity of their elements.
+
+    An entry holds a private copy of a fingerprinted column's object array: its pointer buffer, and references
+    that keep every element alive, so that no other object can be allocated at any of those addresses while the
+    entry lives. A column whose pointer buffer equals an entry's (compared in full) therefore holds the very same
+    objects, in the same order; the cache only takes columns of strings and missing values, which are immutable,
+    so it has the content the entry's fingerprint was computed from. Lookups go through a cheap checksum of the
+    pointers, which only chooses the candidates to compare."""
+
+    def __init__(self, budget: int = POINTER_CACHE_BYTES) -> None:
+        self._budget = budget
+        self._bytes = 0
+        self._serial = 0
+        self._entries: OrderedDict[int, tuple[np.ndarray, tuple[Any, ...], bool, int]] = OrderedDict()
+        self._buckets: dict[tuple[int, ...], list[int]] = {}
+
+    @staticmethod
+    def _checksum(pointers: np.ndarray) -> tuple[int, ...]:
+        n = len(pointers)
+        if n == 0:
+            return (0,)
+        return (n, int(np.bitwise_xor.reduce(pointers)), int(pointers[0]), int(pointers[n // 2]),
+                int(pointers[-1]))
+
+    def get(self, values: np.ndarray) -> tuple[tuple[Any, ...], bool] | None:
+        """The fingerprint and all-strings flag of the column with exactly these elements, if kept."""
+        pointers = _pointers(values)
+        for serial in self._buckets.get(self._checksum(pointers), ()):
+            kept, key, all_str, _ = self._entries[serial]
+            if np.array_equal(_pointers(kept), pointers):
+                self._entries.move_to_end(serial)
+                return key, all_str
+        return None
+
+    def put(self, values: np.ndarray, key: tuple[Any, ...], all_str: bool, text_bytes: int) -> None:
+        """Keep the column; ``text_bytes``: its strings' encoded size, to count what it keeps alive."""
+        size = values.nbytes + text_bytes + _STR_OVERHEAD * len(values)
+        if size > self._budget:
+            return
+        kept = values.copy()  # private: nothing else can change its pointers, and it holds its elements
+        while self._entries and self._bytes + size > self._budget:
+            serial, (old, _, _, old_size) = self._entries.popitem(last=False)
+            self._bytes -= old_size
+            bucket = self._buckets[self._checksum(_pointers(old))]
+            bucket.remove(serial)
+            if not bucket:
+                del self._buckets[self._checksum(_pointers(old))]
+        self._serial += 1
+        self._entries[self._serial] = (kept, key, all_str, size)
+        self._buckets.setdefault(self._checksum(_pointers(kept)), []).append(self._serial)
+        self._bytes += size
 
 
 class _Base:
@@ -318,9 +401,12 @@ class ColumnHasher:
         self._bases: dict[str, _Base] = {}
         self.date_inferred: dict[str, set[str]] = {}
         """column name → value hashes of its versions whose date parse depends on pandas' inference"""
+        self._same_objects = _SameObjects()
         self.hits = 0
         self.subset_hits = 0
         self.misses = 0
+        self.pointer_hits = 0
+        """object columns whose fingerprint was found by the identity of their elements"""
 
     def _fingerprint(self, series: pd.Series) -> tuple[Any, ...] | None:
         return self._fingerprint_and_kind(series)[0]
@@ -328,34 +414,61 @@ class ColumnHasher:
     def _fingerprint_and_kind(self, series: pd.Series) -> tuple[tuple[Any, ...] | None, bool]:
         """The content key (None: not cacheable) and whether the column holds only ``str`` values."""
         dtype = series.dtype
-        all_str = False
         if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
-            data = np.ascontiguousarray(series.to_numpy()).tobytes()
-        else:
-            if is_object_dtype(dtype) and infer_dtype(series, skipna=True) not in ("string", "empty"):
-                return None, False
-            try:  # all strings: joining them is several times faster than hash_pandas_object
-                joined = "\x1f".join(series.to_numpy().tolist())
-                all_str = True
-                if joined.count("\x1f") != max(len(series) - 1, 0):
-                    return None, all_str  # a value contains the separator: the join would be ambiguous
-                data = joined.encode("utf-8", "surrogatepass")
-            except TypeError:  # missing values among the strings
-                try:
-                    data = pd.util.hash_pandas_object(series, index=False, categorize=False).to_numpy().tobytes()
-                except (TypeError, ValueError):
-                    return None, False
-        return (str(dtype), len(series), _content_digest(data)), all_str
+            return _numeric_key(series.to_numpy()), False
+        if not (isinstance(dtype, np.dtype) and dtype.kind == "O"):
+            return self._content_key(series)[:2]
+        values = np.ascontiguousarray(series.to_numpy())
+        if values.ndim != 1:  # pragma: no cover - a column is one-dimensional
+            return self._content_key(series)[:2]
+        known = self._same_objects.get(values)
+        if known is not None:
+            self.pointer_hits += 1
+            return known
+        key, all_str, text_bytes = self._content_key(series)
+        if key is not None:
+            self._same_objects.put(values, key, all_str, text_bytes)
+        return key, all_str
 
-    def _from_base(self, name: str, series: pd.Series) -> np.ndarray | None:
+    @staticmethod
+    def _content_key(series: pd.Series) -> tuple[tuple[Any, ...] | None, bool, int]:
+        """The content key (None: not cacheable), whether the column holds only ``str`` values, and the size
+        of what was digested."""
+        dtype = series.dtype
+        all_str = False
+        if is_object_dtype(dtype) and infer_dtype(series, skipna=True) not in ("string", "empty"):
+            return None, False, 0
+        try:  # all strings: joining them is several times faster than hash_pandas_object
+            joined = "\x1f".join(series.to_numpy().tolist())
+            all_str = True
+            if joined.count("\x1f") != max(len(series) - 1, 0):
+                return None, all_str, 0  # a value contains the separator: the join would be ambiguous
+            data = joined.encode("utf-8", "surrogatepass")
+        except TypeError:  # missing values among the strings
+            try:
+                data = pd.util.hash_pandas_object(series, index=False, categorize=False).to_numpy().tobytes()
+            except (TypeError, ValueError):
+                return None, False, 0
+        return (str(dtype), len(series), _content_digest(data)), all_str, len(data)
+
+    def _from_base(self, name: str, series: pd.Series,
+                   memo: list[tuple[pd.Index, pd.Index, np.ndarray | None]] | None = None) -> np.ndarray | None:
+        """``memo``: positions already looked up (the columns of one frame share its index, and the bases
+        taken from one frame share theirs)."""
         base = self._bases.get(name)
         if base is None or base.dtype != series.dtype or not base.index.is_unique or not series.index.is_unique:
             return None
-        try:
-            positions = base.index.get_indexer(series.index)
-        except (TypeError, ValueError):
-            return None
-        if (positions < 0).any():
+        known = [p for b, i, p in memo or () if b is base.index and i is series.index]
+        if known:
+            positions = known[0]
+        else:
+            try:
+                positions = base.index.get_indexer(series.index)
+            except (TypeError, ValueError):
+                positions = None
+            if memo is not None:
+                memo.append((base.index, series.index, positions))
+        if positions is None or (positions < 0).any():
             return None
         expected = base.values[positions]
         if not np.array_equal(expected, series.to_numpy(), equal_nan=series.dtype.kind == "f"):
@@ -396,7 +509,8 @@ class ColumnHasher:
         key, all_str = self._fingerprint_and_kind(series)
         return self._hash(series, name, key, all_str)
 
-    def _hash(self, series: pd.Series, name: str, key: tuple[Any, ...] | None, all_str: bool) -> str:
+    def _hash(self, series: pd.Series, name: str, key: tuple[Any, ...] | None, all_str: bool,
+              memo: list[tuple[pd.Index, pd.Index, np.ndarray | None]] | None = None) -> str:
         if key is not None and key in self._cache:
             self.hits += 1
             self._note_dates(key, series, name, self._cache[key])
@@ -404,7 +518,7 @@ class ColumnHasher:
         if isinstance(series.dtype, np.dtype) and series.dtype.kind == "O":
             self.misses += 1
             return self._hash_object(key, series, name, all_str)
-        matrix = self._from_base(name, series)
+        matrix = self._from_base(name, series, memo)
         if matrix is not None:
             self.subset_hits += 1
         else:
@@ -421,16 +535,17 @@ class ColumnHasher:
     def hash_frame(self, frame: pd.DataFrame) -> dict[str, str]:
         """``{column: hash}``; for a duplicated column name the last one wins, as in BLADE."""
         out: dict[str, str] = {}
+        memo: list[tuple[pd.Index, pd.Index, np.ndarray | None]] = []
         get_array = getattr(frame, "_get_column_array", None)  # pandas 2: the column's array, no Series built
-        for i, (name, dtype) in enumerate(zip(frame.columns, frame.dtypes, strict=True)):
-            if get_array is not None and isinstance(dtype, np.dtype) and dtype.kind in "iufb":
-                values = get_array(i)
-                key = (str(dtype), len(values), _content_digest(np.ascontiguousarray(values).tobytes()))
+        for i, name in enumerate(frame.columns):
+            values = get_array(i) if get_array is not None else None
+            if isinstance(values, np.ndarray) and values.dtype.kind in "iufb":
+                key = _numeric_key(values)
                 if key in self._cache:  # the same key _fingerprint computes for this column
                     self.hits += 1
                     out[str(name)] = self._cache[key]
                     continue
-                out[str(name)] = self._hash(frame.iloc[:, i], str(name), key, False)  # key computed once
+                out[str(name)] = self._hash(frame.iloc[:, i], str(name), key, False, memo)  # key computed once
                 continue
             out[str(name)] = self.hash(frame.iloc[:, i], str(name))
         return out
