@@ -50,6 +50,8 @@ from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.release_data import IMPORTED_USERNAME
 from evaluation.specs import ROOT_SPEC_ID
+from evaluation.tasks import item_kind
+from evaluation.tasks.hypotheses import HYPOTHESIS
 
 __all__ = [
     "GroundTruthItem",
@@ -227,8 +229,8 @@ def ground_truth(*, session: Session, dataset_id: int, rule: Rule | None = None)
             _topological(_ancestors([t.id], parents), parents, order)))
     items += _hypothesis_items(session, dataset_id, owner, alternatives)
     for a in alternatives:
-        if (a.extra or {}).get("merged_into") or a.kind == "hypothesis":
-            continue
+        if (a.extra or {}).get("merged_into") or not item_kind(a.kind).in_decision_graph:
+            continue  # the other kinds' alternatives are items of their own (above)
         p, blade = a.payload or {}, (a.extra or {}).get("blade") or {}
         if a.kind == "variable":
             items.append(GroundTruthItem(
@@ -283,16 +285,16 @@ def _hypothesis_items(session: Session, dataset_id: int, owner: dict[int | None,
     for h in proposals:
         task = tasks.get(h.task_id)
         items.append(GroundTruthItem(
-            "hypothesis", h.id, "hypothesis", "decision", owner[h.analysis_id], task.question if task else "",
+            HYPOTHESIS.name, h.id, HYPOTHESIS.name, "decision", owner[h.analysis_id], task.question if task else "",
             label=h.hypothesis, code=h.code, rationale=h.workflow, columns=_hypothesis_columns(h.variables),
             task_id=h.task_id))
     for a in alternatives:
-        if a.kind != "hypothesis" or (a.extra or {}).get("merged_into"):
+        if a.kind != HYPOTHESIS.name or (a.extra or {}).get("merged_into"):
             continue
         p = a.payload or {}
         task = tasks.get(int(p.get("task_id") or 0))
         items.append(GroundTruthItem(
-            "alternative", a.id, "hypothesis", a.source, a.proposed_by_id, task.question if task else "",
+            "alternative", a.id, HYPOTHESIS.name, a.source, a.proposed_by_id, task.question if task else "",
             label=str(p.get("hypothesis", "")), code=str(p.get("code", "")), rationale=str(p.get("workflow", "")),
             columns=_hypothesis_columns(list(p.get("variables") or [])), task_id=task.id if task else None))
     return items

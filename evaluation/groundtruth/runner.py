@@ -56,15 +56,16 @@ def _reason(result: dict[str, Any], limits: SandboxLimits) -> str:
 
 
 def run_groundtruth_job(payload: dict[str, Any], *, data_path: Path, limits: GroundTruthLimits,
-                        job: str = JOB_NAME) -> dict[str, Any]:
-    """Run a ground-truth sandbox job (execution by default, or the code → units converter) on ``data_path``.
+                        job: str = JOB_NAME, fast_copy: Path | None = None) -> dict[str, Any]:
+    """Run a ground-truth sandbox job (execution by default, or the code → units converter) on ``data_path``
+    (``fast_copy``: the table's fast copy, when the caller made one; see :func:`evaluation.sandbox.run_job`).
 
     Raises:
         JobFailed: the job died (time, memory, a crash) or answered something that is not its result.
         SandboxError: the sandbox itself could not run (isolation unavailable and not waived).
     """
     sandbox_limits = sandbox_limits_of(limits)
-    result = run_job(job, payload, data_path=Path(data_path), limits=sandbox_limits)
+    result = run_job(job, payload, data_path=Path(data_path), limits=sandbox_limits, fast_copy=fast_copy)
     return checked_result(result, sandbox_limits)
 
 

@@ -155,8 +155,9 @@ class DerivationState:
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".partial")
-        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as fh:
-            json.dump(self.to_json(), fh, separators=(",", ":"))
+        text = json.dumps(self.to_json(), separators=(",", ":"))  # one write: json.dump writes piece by piece
+        with gzip.open(tmp, "wb", compresslevel=6) as fh:
+            fh.write(text.encode("utf-8"))
         tmp.replace(path)
 
     @classmethod

@@ -79,13 +79,8 @@ if TYPE_CHECKING:
         start_model_check,
         start_transform_check,
     )
-    from evaluation.sandbox.results import (
-        DEFAULT_LIMITS,
-        ErrorKind,
-        ModelCheck,
-        SandboxLimits,
-        TransformCheck,
-    )
+    from evaluation.sandbox.limits import DEFAULT_LIMITS, SandboxLimits
+    from evaluation.sandbox.results import ErrorKind, ModelCheck, TransformCheck
     from evaluation.sandbox.server import (
         JobHandle,
         MappedJobHandle,
@@ -96,14 +91,15 @@ if TYPE_CHECKING:
         start_job,
     )
 
-# The checks, results and server modules import pandas (through the frame-change model): they load on first
-# use, so that configuring the sandbox at start-up (every CLI command does) does not import pandas.
+# The checks and results modules import pandas (through the frame-change model): they load on first use, so
+# that configuring the sandbox at start-up (every CLI command does) does not import pandas. The server and the
+# limits do not, so that the sandbox's template process can start before the caller imports pandas.
 _LAZY = {
     **dict.fromkeys(("check_model", "check_transform", "prepare_fast_copy", "rewrite_groupby_code",
                      "start_files_model_check", "start_model_check", "start_transform_check"),
                   "evaluation.sandbox.checks"),
-    **dict.fromkeys(("DEFAULT_LIMITS", "ErrorKind", "ModelCheck", "SandboxLimits", "TransformCheck"),
-                    "evaluation.sandbox.results"),
+    **dict.fromkeys(("DEFAULT_LIMITS", "SandboxLimits"), "evaluation.sandbox.limits"),
+    **dict.fromkeys(("ErrorKind", "ModelCheck", "TransformCheck"), "evaluation.sandbox.results"),
     **dict.fromkeys(("JobHandle", "MappedJobHandle", "Outcome", "prewarm", "run_job", "shutdown", "start_job"),
                     "evaluation.sandbox.server"),
 }

@@ -139,6 +139,13 @@ class _Base:
         for j, name in enumerate(frame.columns):
             self.positions.setdefault(str(name), j)
         self._text: dict[int, bool] = {}
+        self._values: dict[int, Any] = {}
+
+    def values(self, j: int) -> Any:
+        """Column ``j``'s values as the frame holds them (see :func:`_plain_values`)."""
+        if j not in self._values:
+            self._values[j] = _plain_values(self.frame, j)
+        return self._values[j]
 
     def is_text(self, j: int) -> bool:
         """Does column ``j`` hold only text (and missing values)?"""
@@ -159,6 +166,50 @@ def _base(frame: Any) -> _Base:
         _BASES.clear()
         found = _BASES[id(frame)] = _Base(frame)
     return found
+
+
+def _plain_values(frame: Any, i: int) -> Any:
+    """Column ``i`` of ``frame`` as its numpy array when it holds one (what ``frame.iloc[:, i].to_numpy()``
+    gives, without making the Series), else None."""
+    import numpy as np
+
+    manager = getattr(frame, "_mgr", None)
+    try:
+        values = manager.iget_values(i) if manager is not None else None
+    except Exception:  # noqa: BLE001 - not a plain block manager: the caller takes the Series path
+        return None
+    if isinstance(values, np.ndarray) and values.ndim == 1 and isinstance(values.dtype, np.dtype) \
+            and values.dtype.kind in NUMPY_KINDS + "O":
+        return values
+    return None
+
+
+def _same_plain(after: Any, base: _Base, j: int) -> bool | None:
+    """:func:`_same_column` for a column held as a plain numpy array (``after``, from :func:`_plain_values`):
+    the same verdict from the arrays; None when the table's column is not plain (then the Series decide)."""
+    import numpy as np
+    import pandas as pd
+
+    before = base.values(j)
+    if before is None:
+        return None
+    if len(after) != len(before) or after.dtype != before.dtype:
+        return False
+    try:
+        if after.dtype.kind in NUMPY_KINDS:
+            a, b = np.ascontiguousarray(after), np.ascontiguousarray(before)
+            return a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        if not base.is_text(j):
+            return False
+        equal = after == before  # text equals only text: where the table has text, so does the column
+        if not isinstance(equal, np.ndarray):
+            return False
+        rest = ~equal
+        if not rest.any():
+            return True
+        return bool(pd.isna(before[rest]).all() and pd.isna(after[rest]).all())
+    except Exception:  # noqa: BLE001 - when in doubt, the column travels in full
+        return False
 
 
 def _same_column(after: Any, base: _Base, j: int) -> bool:
@@ -208,12 +259,16 @@ def encode_frame(frame: Any, base: Any = None) -> tuple[dict[str, Any], list[byt
     same_index = known is not None and type(frame.index) is type(base.index) and frame.index.equals(base.index)
     columns = []
     for i, name in enumerate(frame.columns):
-        column = frame.iloc[:, i]
         j = known.positions.get(str(name)) if known is not None else None
-        if same_index and known is not None and j is not None and _same_column(column, known, j):
-            columns.append({"name": str(name)[:MAX_NAME_CHARS], "enc": "ref", "pos": j})
-        else:
-            columns.append({"name": str(name)[:MAX_NAME_CHARS], **_encode_array(column, blobs)})
+        if same_index and known is not None and j is not None:
+            plain = _plain_values(frame, i)
+            same = _same_plain(plain, known, j) if plain is not None else None
+            if same is None:  # an extension dtype (or a table column that is one): the Series decide
+                same = _same_column(frame.iloc[:, i], known, j)
+            if same:
+                columns.append({"name": str(name)[:MAX_NAME_CHARS], "enc": "ref", "pos": j})
+                continue
+        columns.append({"name": str(name)[:MAX_NAME_CHARS], **_encode_array(frame.iloc[:, i], blobs)})
     index = {"enc": "ref"} if same_index else _encode_index(frame.index, blobs)
     header = {"rows": len(frame), "series": series, "columns": columns, "index": index}
     return header, blobs

@@ -37,6 +37,7 @@ __all__ = [
     "SandboxMode",
     "configure",
     "current_mode",
+    "hidden_paths",
     "isolation_status",
 ]
 
@@ -82,6 +83,12 @@ def configure(*, mode: SandboxMode = "bwrap", hidden_paths: Sequence[Path] = ())
 
 def current_mode() -> SandboxMode:
     return _CONFIG.mode
+
+
+def hidden_paths() -> tuple[Path, ...]:
+    """The folders :func:`configure` keeps out of the sandbox (a template process started before they changed
+    mounted what was visible then: it is not used afterwards)."""
+    return _CONFIG.hidden
 
 
 def audit_hook_enabled() -> bool:

@@ -1,12 +1,14 @@
-"""The value objects of the sandbox: limits and the results of the two sanity checks."""
+"""The value objects of the sandbox: the results of the two sanity checks (and the limits, from
+:mod:`evaluation.sandbox.limits`)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from evaluation.inference import FrameChange
+from evaluation.sandbox.limits import DEFAULT_LIMITS, SandboxLimits
 from evaluation.specs import ColumnMapping
 
 __all__ = ["DEFAULT_LIMITS", "ErrorKind", "ModelCheck", "SandboxLimits", "TransformCheck"]
@@ -23,31 +25,6 @@ ErrorKind = Literal[
 ``interfered``: the code tampered with what it hands over to the measuring process (forged messages, left
 before handing over its result), so nothing it reported was recorded.
 """
-
-
-class SandboxLimits(BaseModel):
-    """Resource limits of one sandbox job."""
-
-    model_config = ConfigDict(frozen=True)
-
-    timeout_s: float = Field(
-        default=30.0, gt=0, description="wall clock for the whole job, data loading included"
-    )
-    memory_mb: int = Field(
-        default=2048,
-        gt=0,
-        description="address space (RLIMIT_AS) the job may add on top of the pre-loaded interpreter "
-        "(pandas, numpy and statsmodels already map about 0.5 GB)",
-    )
-    max_output_chars: int = Field(
-        default=20_000,
-        gt=0,
-        description="captured stdout/stderr, tracebacks and summaries are truncated to this",
-    )
-    max_file_mb: int = Field(default=512, gt=0, description="largest file the job may write (RLIMIT_FSIZE)")
-
-
-DEFAULT_LIMITS = SandboxLimits()
 
 
 class _CheckBase(BaseModel):

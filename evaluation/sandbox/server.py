@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, Generic, TypeVar
 
 from evaluation.errors import SandboxError
 from evaluation.sandbox import isolation
-from evaluation.sandbox.results import DEFAULT_LIMITS, SandboxLimits
+from evaluation.sandbox.limits import DEFAULT_LIMITS, SandboxLimits
 from evaluation.sandbox.runtime import fast_copy_path
 
 __all__ = ["JobHandle", "Outcome", "prewarm", "run_job", "shutdown", "start_job"]
@@ -159,6 +159,7 @@ class _Zygote:
                  home: Path | None, isolated: bool) -> None:
         self.proc = proc
         self.isolated = isolated
+        self.hidden = isolation.hidden_paths()  # what bwrap_command() left unmounted when it started
         self.home = home
         self.sources: list[str] = []
         self.stamp: tuple[int, ...] = ()
@@ -285,6 +286,8 @@ class _Request:
     data_path: Path | None
     timeout: float
     output_limit: int
+    fast_copy: Path | None = None
+    """The table's fast copy when the caller made one elsewhere (default: next to the data file)."""
     cancel_r: int = -1
     cancel_w: int = -1
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -294,13 +297,14 @@ class _Request:
     a time limit of its own (:mod:`evaluation.sandbox.batch`)."""
 
 
-def _open_data(data_path: Path | None) -> list[int]:
-    """Read-only descriptors of the job's data file and, when there is one, of the table's fast copy."""
+def _open_data(data_path: Path | None, fast_copy: Path | None = None) -> list[int]:
+    """Read-only descriptors of the job's data file and, when there is one, of the table's fast copy (the job
+    takes the copy only while it matches the data file's size and modification time)."""
     if data_path is None:
         return []
     fds = [os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)]
     with contextlib.suppress(OSError):
-        fds.append(os.open(fast_copy_path(data_path), os.O_RDONLY | os.O_CLOEXEC))
+        fds.append(os.open(fast_copy or fast_copy_path(data_path), os.O_RDONLY | os.O_CLOEXEC))
     return fds
 
 
@@ -318,7 +322,8 @@ class _Sandbox:
         isolated = isolation.require_isolation()
         with self._lock:
             zygote = self._zygote
-            if zygote is not None and (not zygote.alive or zygote.stale or zygote.isolated != isolated):
+            if zygote is not None and (not zygote.alive or zygote.stale or zygote.isolated != isolated
+                                       or zygote.hidden != isolation.hidden_paths()):
                 self._retire_locked(zygote)
                 zygote = None
             if zygote is None:
@@ -406,7 +411,7 @@ class _Sandbox:
         read_fd, write_fd = os.pipe()
         data_fds: list[int] = []
         try:
-            data_fds = _open_data(request.data_path)
+            data_fds = _open_data(request.data_path, request.fast_copy)
             work = None
             if work_root is not None:
                 work = work_root / "work"
@@ -606,7 +611,8 @@ class MappedJobHandle(Generic[U]):
             return self._mapped[0]
 
 
-def _make_request(name: str, payload: dict[str, Any], data_path: Path | None, limits: SandboxLimits) -> _Request:
+def _make_request(name: str, payload: dict[str, Any], data_path: Path | None, limits: SandboxLimits,
+                  fast_copy: Path | None = None) -> _Request:
     if data_path is not None:
         data_path = Path(data_path).resolve()
         if not data_path.is_file():
@@ -621,19 +627,22 @@ def _make_request(name: str, payload: dict[str, Any], data_path: Path | None, li
         json.dumps(spec)
     except (TypeError, ValueError) as exc:
         raise SandboxError(f"The payload of sandbox job {name!r} is not JSON: {exc}") from exc
-    return _Request(spec=spec, data_path=data_path, timeout=limits.timeout_s, output_limit=limits.max_output_chars)
+    return _Request(spec=spec, data_path=data_path, timeout=limits.timeout_s, output_limit=limits.max_output_chars,
+                    fast_copy=fast_copy if data_path is not None else None)
 
 
 def start_job(name: str, payload: dict[str, Any], *, data_path: Path | None, limits: SandboxLimits,
               finish: Callable[[Outcome], T],
               on_event: Callable[[dict[str, Any]], float | None] | None = None,
-              timeout_s: float | None = None) -> JobHandle[T]:
+              timeout_s: float | None = None, fast_copy: Path | None = None) -> JobHandle[T]:
     """Start a registered job in the background; ``finish`` turns its :class:`Outcome` into the result.
 
     ``on_event`` sees each event as it arrives and may move the job's deadline (see :class:`_Request`);
-    ``timeout_s`` is the wall clock until then (default ``limits.timeout_s``, which also sets the CPU limit)."""
+    ``timeout_s`` is the wall clock until then (default ``limits.timeout_s``, which also sets the CPU limit);
+    ``fast_copy``: the table's fast copy (:func:`evaluation.sandbox.prepare_fast_copy`) when it is not next to
+    the data file."""
     isolation.require_isolation()  # refuse at once, in the caller's thread, where isolation is unavailable
-    request = _make_request(name, payload, data_path, limits)
+    request = _make_request(name, payload, data_path, limits, fast_copy)
     request.on_event = on_event
     if timeout_s is not None:
         request.timeout = timeout_s
@@ -661,7 +670,7 @@ def generic_result(outcome: Outcome, limits: SandboxLimits, labels: Sequence[str
 
 
 def run_job(name: str, payload: dict[str, Any], *, data_path: Path | None,
-            limits: SandboxLimits = DEFAULT_LIMITS) -> dict[str, Any]:
+            limits: SandboxLimits = DEFAULT_LIMITS, fast_copy: Path | None = None) -> dict[str, Any]:
     """Run the registered sandbox job ``name`` on one data file and return its JSON result.
 
     Args:
@@ -669,6 +678,7 @@ def run_job(name: str, payload: dict[str, Any], *, data_path: Path | None,
         payload: JSON-able input of the job (:attr:`JobContext.payload` inside).
         data_path: the one file the job may read (handed over read-only), or None.
         limits: time, memory, output and file-size limits.
+        fast_copy: the table's fast copy when it is not next to the data file (see :func:`start_job`).
 
     Returns:
         The job function's dict plus ``stdout`` (what it printed, bounded) and ``seconds``; when the job died
@@ -679,7 +689,7 @@ def run_job(name: str, payload: dict[str, Any], *, data_path: Path | None,
     """
     labels = payload.get("labels") if isinstance(payload, dict) else None
     labels = [str(label) for label in labels] if isinstance(labels, list) else []
-    return start_job(name, payload, data_path=data_path, limits=limits,
+    return start_job(name, payload, data_path=data_path, limits=limits, fast_copy=fast_copy,
                      finish=lambda outcome: generic_result(outcome, limits, labels)).result()
 
 

@@ -104,3 +104,52 @@ def test_code_that_allocates_too_much_is_stopped_by_the_memory_limit(data: Path)
     result = build_dataset(src, limits=GroundTruthLimits(memory_mb=1536))
     assert any("'greedy' raised MemoryError" in e for e in result.state.errors)
     assert [c.unit for c in result.state.columns] == ["fine__derive_y"]
+
+
+def test_a_large_table_reaches_the_job_through_its_fast_copy_unchanged(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data file past FAST_COPY_MIN_BYTES is parsed in the caller (while the sandbox starts) and handed over
+    as a fast copy in a private folder: the state is the one the job builds from the CSV itself, and the
+    release folder gets no file."""
+    import numpy as np
+    import pandas as pd
+
+    import evaluation.sandbox as sandbox
+    from evaluation.groundtruth import build as build_module
+    from evaluation.sandbox import checks
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"a": rng.normal(0, 1, 2000).round(6), "b": rng.integers(0, 9, 2000),
+                          "t": np.array(["x", "y", "z"], dtype=object)[rng.integers(0, 3, 2000)]})
+    data = tmp_path / "release" / "data.csv"
+    data.parent.mkdir()
+    frame.to_csv(data, index=False)
+    src = _source(data, _t("f", "filter", "df = df[df['b'] > 2]", [(["b"], "")], [ROOT]),
+                  _t("d", "derive", "df['c'] = df['a'] * 2 + df['b']", [(["a", "b"], "c")], ["f"]),
+                  _t("u", "derive", "df['t2'] = df['t'].str.upper()", [(["t"], "t2")], [ROOT]))
+    plain = build_dataset(src).state
+    copies: list[Path] = []
+    real = checks.prepare_fast_copy
+
+    def spy(path: Path) -> Path:
+        copies.append(real(path))
+        assert pd.read_pickle(copies[-1])["frame"].equals(pd.read_csv(data))
+        return copies[-1]
+
+    monkeypatch.setattr(build_module, "FAST_COPY_MIN_BYTES", 1)
+    monkeypatch.setattr(sandbox, "prepare_fast_copy", spy, raising=False)
+    fast = build_dataset(src).state
+    assert len(copies) == 1 and copies[0].parent != data.parent and not copies[0].exists()
+    assert sorted(p.name for p in data.parent.iterdir()) == ["data.csv"]
+    assert fast.value_hashes == plain.value_hashes and len(plain.value_hashes) >= 5
+    assert [c.value_hash for c in fast.columns] == [c.value_hash for c in plain.columns]
+    # and the job did read the copy: one whose frame differs gives other hashes
+    def altered(path: Path) -> Path:
+        copy = real(path)
+        payload = pd.read_pickle(copy)
+        payload["frame"]["a"] = payload["frame"]["a"] + 1
+        pd.to_pickle(payload, copy)
+        return copy
+
+    monkeypatch.setattr(sandbox, "prepare_fast_copy", altered, raising=False)
+    assert build_dataset(src).state.value_hashes != plain.value_hashes

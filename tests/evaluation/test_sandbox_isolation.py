@@ -154,3 +154,27 @@ def test_the_log_says_isolation_is_weak(tmp_path: Path, no_bubblewrap: None, cap
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any(m.startswith("Code isolation is unavailable: bubblewrap (bwrap) is not installed") for m in warnings)
     assert any(m.startswith("Code isolation is weak: bubblewrap (bwrap) is not installed") for m in warnings)
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_a_template_process_is_not_used_after_the_hidden_paths_change(tmp_path: Path) -> None:
+    """The zygote's mounts leave out the folders configure() hides; one started before they changed (a process
+    that runs several commands in turn, each with its data folder) is replaced, not used."""
+    from evaluation.sandbox import isolation
+
+    mode, hidden = isolation.current_mode(), isolation.hidden_paths()
+    try:
+        configure(mode="bwrap", hidden_paths=[tmp_path / "one"])
+        sandbox_server.prewarm(wait=True)
+        first = sandbox_server._SANDBOX._zygote
+        assert first is not None and first.alive
+        configure(mode="bwrap", hidden_paths=[tmp_path / "one"])  # the same setting again: kept
+        sandbox_server.prewarm(wait=True)
+        assert sandbox_server._SANDBOX._zygote is first
+        configure(mode="bwrap", hidden_paths=[tmp_path / "two"])
+        sandbox_server.prewarm(wait=True)
+        second = sandbox_server._SANDBOX._zygote
+        assert second is not None and second is not first and not first.alive
+        assert second.hidden == ((tmp_path / "two").resolve(),)
+    finally:
+        configure(mode=mode, hidden_paths=hidden)
