@@ -117,8 +117,8 @@ def _differing(left: pd.DataFrame, right: pd.DataFrame, left_cols: list[int], ri
         else:
             alone.append(j)
     for dtype, js in groups.items():
-        lv = left.iloc[:, [left_cols[j] for j in js]].to_numpy(dtype=dtype)
-        rv = right.iloc[:, [right_cols[j] for j in js]].to_numpy(dtype=dtype)
+        lv = _block(left, [left_cols[j] for j in js], dtype)
+        rv = _block(right, [right_cols[j] for j in js], dtype)
         verdicts = _block_same(lv, rv, dtype)
         if verdicts is None:
             alone += js
@@ -128,6 +128,18 @@ def _differing(left: pd.DataFrame, right: pd.DataFrame, left_cols: list[int], ri
     for j in alone:
         differ[j] = not _same_values(left.iloc[:, left_cols[j]], right.iloc[:, right_cols[j]])
     return differ
+
+
+def _block(frame: pd.DataFrame, positions: list[int], dtype: np.dtype) -> np.ndarray:
+    """The columns at ``positions`` (all of numpy dtype ``dtype``) as one 2-D array, what
+    ``frame.iloc[:, positions].to_numpy(dtype=dtype)`` gives, without building that frame (a take of every
+    column, several times the cost of the comparison)."""
+    out = np.empty((len(frame), len(positions)), dtype=dtype)
+    manager: Any = getattr(frame, "_mgr", None)
+    for k, j in enumerate(positions):
+        values = manager.iget_values(j) if hasattr(manager, "iget_values") else frame.iloc[:, j].to_numpy()
+        out[:, k] = values
+    return out
 
 
 def _block_same(lv: np.ndarray, rv: np.ndarray, dtype: np.dtype) -> list[bool] | None:
@@ -294,22 +306,23 @@ def _is_imputed(
     if rows is None:
         return info.fill
     b_rows, a_rows = rows
-    new = _column(after, name).iloc[a_rows]
+    # the rows are taken from the columns' arrays (the values a row-wise take of each Series would give)
+    new = _column(after, name)
     sources = (
         [name]
         if name in change.columns_before
         else [d for d in order_columns(info.deps, change.columns_before) if d in change.columns_before]
     )
-    new_values = new.to_numpy(dtype=object)
-    new_na = new.isna().to_numpy()
+    new_values = new.to_numpy(dtype=object)[a_rows]
+    new_na = new.isna().to_numpy()[a_rows]
     for src in sources:
-        old = _column(before, src).iloc[b_rows]
-        old_na = old.isna().to_numpy()
+        old = _column(before, src)
+        old_na = old.isna().to_numpy()[b_rows]
         keep = ~old_na
         if (new_na & keep).any():
             continue
         try:
-            same = bool(np.all(old.to_numpy(dtype=object)[keep] == new_values[keep]))
+            same = bool(np.all(old.to_numpy(dtype=object)[b_rows][keep] == new_values[keep]))
         except (TypeError, ValueError):
             same = False
         if not same:

@@ -328,14 +328,18 @@ def _bootstrap(counted: Sequence[Sequence[RunRecord]], counts: Sequence[GroundTr
     A run's precision does not depend on the sample, so it is computed once per run; a replicate's coverage is
     the size of a union of the first k sampled runs' sets, kept as bit masks."""
     rng = np.random.default_rng(seed)
-    draws: list[list[np.ndarray]] = [[] for _ in counted]
-    for _ in range(n_bootstrap):
-        for d, runs in enumerate(counted):
-            draws[d].append(rng.integers(0, len(runs), size=len(runs)))
+    indexes: list[np.ndarray]  # per dataset (replicates, runs), C-contiguous: a row's mean is np.mean of that sample
+    if len(counted) == 1:  # the replicates' draws in one call: the generator gives the same numbers in the same order
+        indexes = [rng.integers(0, len(counted[0]), size=(n_bootstrap, len(counted[0])))]
+    else:  # the datasets' draws interleave, replicate after replicate
+        draws: list[list[np.ndarray]] = [[] for _ in counted]
+        for _ in range(n_bootstrap):
+            for d, runs in enumerate(counted):
+                draws[d].append(rng.integers(0, len(runs), size=len(runs)))
+        indexes = [np.vstack(picks) for picks in draws]
     precision: dict[str, list[np.ndarray]] = {t: [] for t in DECISION_TYPES}
     coverage: dict[str, list[np.ndarray | None]] = {t: [] for t in DECISION_TYPES}
-    for runs, count, picks in zip(counted, counts, draws, strict=True):
-        index = np.vstack(picks)  # (replicates, runs), C-contiguous: a row's mean is np.mean of that sample
+    for runs, count, index in zip(counted, counts, indexes, strict=True):
         first = index[:, :k]
         sets = [_coverage_sets(r, mode) for r in runs]
         for t in DECISION_TYPES:
@@ -345,11 +349,7 @@ def _bootstrap(counted: Sequence[Sequence[RunRecord]], counts: Sequence[GroundTr
             if denominator <= 0:
                 coverage[t].append(None if mode == "blade" else np.zeros(n_bootstrap))
                 continue
-            bits: dict[object, int] = {}
-            masks = [sum(1 << bits.setdefault(item, len(bits)) for item in s[t]) for s in sets]
-            found = np.fromiter(((_union(masks, row)).bit_count() for row in first.tolist()), dtype=float,
-                                count=n_bootstrap)
-            coverage[t].append(found / denominator)
+            coverage[t].append(_covered(first, [s[t] for s in sets]) / denominator)
     out: dict[str, Any] = {}  # each figure: an array of the replicates' values, or a list of None (undefined)
     undefined: list[None] = [None] * n_bootstrap
     f1s: dict[str, np.ndarray | None] = {}
@@ -394,6 +394,27 @@ def _union(masks: Sequence[int], row: Sequence[int]) -> int:
     return found
 
 
+_COVERED_CELLS = 20_000_000  # above this many (replicate, run, item) cells, the replicates are counted one by one
+
+
+def _covered(first: np.ndarray, sets: Sequence[set[object]]) -> np.ndarray:
+    """Per replicate (a row of ``first``: the indexes of its first k sampled runs), how many distinct items
+    those runs' ``sets`` hold together, as floats: a (runs x items) membership matrix indexed by every
+    replicate at once, or the runs' sets as bit masks unioned row by row when that matrix would be large."""
+    bits: dict[object, int] = {}
+    for s in sets:
+        for item in s:
+            bits.setdefault(item, len(bits))
+    if first.size * max(len(bits), 1) <= _COVERED_CELLS:
+        member = np.zeros((len(sets), len(bits)), dtype=bool)
+        for i, s in enumerate(sets):
+            member[i, [bits[item] for item in s]] = True
+        return member[first].any(axis=1).sum(axis=1).astype(float)
+    masks = [sum(1 << bits[item] for item in s) for s in sets]
+    return np.fromiter(((_union(masks, row)).bit_count() for row in first.tolist()), dtype=float,
+                       count=first.shape[0])
+
+
 def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 10, n_bootstrap: int = 1000,
                seed: int = 0) -> Scores:
     """Precision, coverage@k, F1 per decision type, weighted and unweighted scores, bootstrap CIs.
@@ -434,7 +455,8 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
 
     def estimate(name: str) -> Estimate:
         values = boot.get(name)
-        if values is None or len(values) == 0 or any(v is None for v in values):
+        if values is None or len(values) == 0 or (
+                not isinstance(values, np.ndarray) and any(v is None for v in values)):  # floats: never None
             return Estimate(point=overall[name])
         arr = np.asarray(values, dtype=float)
         lo, hi = np.quantile(arr, [0.025, 0.975])

@@ -175,6 +175,32 @@ def _context_checks(item: ItemResult, g_subs: list[SubHypothesis], p_subs: list[
     return checks
 
 
+_Decompose = Callable[[str, GoldHypothesis | Prediction, HMSJudge, Any, _Calls], Decomposition]
+
+
+def _decompose_and_match(
+    item: ItemResult, gold: GoldHypothesis, pred: Prediction, judge: HMSJudge, datasets: Any, calls: _Calls,
+    mode: HMSMode, decompose: _Decompose,
+) -> tuple[list[SubHypothesis], list[SubHypothesis], list[tuple[int, int]]]:
+    """Decompose both hypotheses (``decompose``: the mode's way), check every pair's context, and return the gold
+    and predicted sub-hypotheses with the (predicted, gold) pairs upstream's greedy scan takes: each predicted
+    sub-hypothesis takes the first unmatched gold sub-hypothesis whose context matches
+    (:func:`~evaluation.hms.formula.settle` recomputes the same scan from the checks kept on ``item``)."""
+    item.gold = decompose("gold", gold, judge, datasets, calls)
+    item.predicted = decompose("predicted", pred, judge, datasets, calls)
+    g_subs, p_subs = item.gold.sub_hypo, item.predicted.sub_hypo
+    checks = _context_checks(item, g_subs, p_subs, mode, judge, datasets, calls)
+    taken: set[int] = set()
+    matched: list[tuple[int, int]] = []
+    for i in range(len(p_subs)):
+        for j in range(len(g_subs)):
+            if j not in taken and checks[(i, j)].match:
+                taken.add(j)
+                matched.append((i, j))
+                break
+    return g_subs, p_subs, matched
+
+
 # ------------------------------------------------------------------------------------ discoverybench mode
 
 
@@ -195,20 +221,8 @@ def _decompose_db(which: str, h: GoldHypothesis | Prediction, judge: HMSJudge, d
 
 def _discoverybench(item: ItemResult, gold: GoldHypothesis, pred: Prediction, judge: HMSJudge, datasets: Any,
                     calls: _Calls) -> None:
-    item.gold = _decompose_db("gold", gold, judge, datasets, calls)
-    item.predicted = _decompose_db("predicted", pred, judge, datasets, calls)
-    g_subs, p_subs = item.gold.sub_hypo, item.predicted.sub_hypo
-    checks = _context_checks(item, g_subs, p_subs, "discoverybench", judge, datasets, calls)
-    # upstream's greedy scan, reading the answers: each predicted sub-hypothesis takes the first unmatched gold
-    # sub-hypothesis whose context matches
-    taken: set[int] = set()
-    matched: list[tuple[int, int]] = []
-    for i in range(len(p_subs)):
-        for j in range(len(g_subs)):
-            if j not in taken and checks[(i, j)].match:
-                taken.add(j)
-                matched.append((i, j))
-                break
+    _, _, matched = _decompose_and_match(item, gold, pred, judge, datasets, calls, "discoverybench",
+                                         _decompose_db)
     if not matched:
         return
     full_gold, full_pred = (gold.hypothesis, gold.workflow), (pred.hypothesis, pred.workflow)
@@ -255,19 +269,8 @@ def _decompose_default(which: str, h: GoldHypothesis | Prediction, judge: HMSJud
 
 def _default(item: ItemResult, gold: GoldHypothesis, pred: Prediction, judge: HMSJudge, datasets: Any,
              calls: _Calls) -> None:
-    item.gold = _decompose_default("gold", gold, judge, datasets, calls)
-    item.predicted = _decompose_default("predicted", pred, judge, datasets, calls)
-    g_subs, p_subs = item.gold.sub_hypo, item.predicted.sub_hypo
-    checks = _context_checks(item, g_subs, p_subs, "default", judge, datasets, calls)
-    # which pairs the greedy matching takes (settle recomputes it the same way from these checks)
-    taken: set[int] = set()
-    matched: list[tuple[int, int]] = []
-    for i in range(len(p_subs)):
-        for j in range(len(g_subs)):
-            if j not in taken and checks[(i, j)].match:
-                taken.add(j)
-                matched.append((i, j))
-                break
+    g_subs, p_subs, matched = _decompose_and_match(item, gold, pred, judge, datasets, calls, "default",
+                                                   _decompose_default)
     facets = {(i, j): PairResult(pred=i, gold=j) for i, j in matched}
     item.facets = list(facets.values())
     if not matched:

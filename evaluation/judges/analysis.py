@@ -88,10 +88,10 @@ def _all_matched(gt: Sequence[GTVariable], agent: Sequence[AgentVar], pairs: dic
     if not agent:
         return None
     bucket = {"Moderator": "Control"}
+    ok = {pair for pair, s in pairs.items() if s >= threshold}
     for role in ("IV", "DV", "Control"):
         g = [x for x in gt if bucket.get(x.role, x.role) == role]
         a = [x for x in agent if bucket.get(x.role, x.role) == role]
-        ok = {(gi, ai) for (gi, ai), s in pairs.items() if s >= threshold}
         if any(not any((x.id, y.index) in ok for y in a) for x in g):
             return False
         if any(not any((x.id, y.index) in ok for x in g) for y in a):
@@ -223,6 +223,15 @@ def _judge(gt: GroundTruthDecisions, analysis: SubmittedAnalysis, judge: Judge, 
                     or set(a.original_columns) & linked_cols]
     by_id = {v.id: v for v in gt.variables}
     seen: set[tuple[frozenset[str], frozenset[int]]] = set()
+    # rows share variable sets: a verdict holds until the pair scores change (a pair judged or added)
+    verdicts: dict[tuple[int, int, tuple[str, ...]], bool | None] = {}
+
+    def all_matched(vars_: list[GTVariable]) -> bool | None:
+        key = (len(judged), len(pair_cache), tuple(v.id for v in vars_))
+        if key not in verdicts:
+            verdicts[key] = _all_matched(vars_, agent_linked, pair_cache, threshold)
+        return verdicts[key]
+
     for mj in model_judgements:
         rep = reps[mj.gt_index]
         rep_vars = [by_id[i] for i in rep.variable_ids if i in by_id]
@@ -231,8 +240,8 @@ def _judge(gt: GroundTruthDecisions, analysis: SubmittedAnalysis, judge: Judge, 
             row_vars = [by_id[i] for i in row.variable_ids if i in by_id]
             for vars_ in (row_vars, rep_vars):
                 judged += _pair_scores(judge, vars_, agent_linked, gt, pair_cache, seen)
-            own = _all_matched(row_vars, agent_linked, pair_cache, threshold)
-            representative = _all_matched(rep_vars, agent_linked, pair_cache, threshold)
+            own = all_matched(row_vars)
+            representative = all_matched(rep_vars)
             models.append(ModelMatchRecord(
                 gt_id=row.id, representative_id=rep.id, specification=row.specification, judge=mj.judge,
                 rationale=mj.rationale, cvars_all_matched=own, cvars_all_matched_representative=representative))

@@ -1,6 +1,7 @@
 """Task kinds, registered by name: each kind of task forkpaths scores is one module here.
 
-``task_kind("analyses")`` gives the BLADE-analysis kind, ``task_kind("mcq")`` the MCQ kind. A new kind is one
+``task_kind("analyses")`` gives the BLADE-analysis kind, ``task_kind("mcq")`` the MCQ kind; ``item_kind(name)``
+the kind of decision item a kind brings to curation (``item_kind("hypothesis")``: the hypotheses kind's). A new kind is one
 module that implements :class:`~evaluation.tasks.base.TaskKind` and calls :func:`register_kind`, plus its page
 component in ``annotate_app/components/kinds/``.
 """
@@ -12,6 +13,7 @@ from evaluation.tasks import mcq as _mcq  # noqa: F401 - registers the kind
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    ItemKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -24,6 +26,7 @@ from evaluation.tasks.registry import (
     KINDS,
     UnknownKind,
     companion_kinds,
+    item_kind,
     kind_names,
     ranked_kinds,
     register_kind,
@@ -34,6 +37,7 @@ __all__ = [
     "KINDS",
     "CheckedFile",
     "Column",
+    "ItemKind",
     "LeaderboardSpec",
     "RunView",
     "ScoredRun",
@@ -43,6 +47,7 @@ __all__ = [
     "TaskKind",
     "UnknownKind",
     "companion_kinds",
+    "item_kind",
     "kind_names",
     "ranked_kinds",
     "register_kind",

@@ -20,10 +20,11 @@ from evaluation.metrics import DECISION_TYPES, DatasetRuns, score_runs
 from evaluation.records import UnitRef
 from evaluation.results import DatasetResult, EvaluationResult, build_result, dump_result
 from evaluation.scoring import RunBudget, TransformBatch, TransformMatcher, score_submission
-from evaluation.submissions import TooManyAnalyses, parse_submission, printable
+from evaluation.submissions import Submission, TooManyAnalyses, parse_submission, printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    ItemKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -61,6 +62,8 @@ item_noun = "analyses"
 uses_judge = True
 accepts_overrides = True
 view: str | None = "analyses"
+#: BLADE's decisions: the conceptual variables and the transforms that operationalise them
+item_kinds = (ItemKind("variable", in_decision_graph=True), ItemKind("transform", in_decision_graph=True))
 #: an agent run's advice (optional attribute of a kind): BLADE's coverage@10 needs k + 1 = 11 runs per dataset
 min_runs_per_task: tuple[int, str] | None = (11, "BLADE's coverage@10 needs at least 11 runs per dataset")
 
@@ -169,20 +172,23 @@ def score(ctx: ScoringContext) -> ScoredRun:
     """Score every analysis of every file, dataset after dataset, reporting progress after each analysis: the
     same parts a fanned-out run scores on several workers (:func:`score_part`), combined the same way
     (:func:`combine`), so both give the same result file."""
-    total = sum(_count(data) for _, data in ctx.files)
+    # each file is read once: the count for the progress, then the scoring, from the same parsed submission
+    subs = [_parse(ctx, index) for index in range(len(ctx.files))]
+    total = sum(len(sub.analyses) for sub in subs)
     parts: list[str] = []
     done_before = 0
-    for index in range(len(ctx.files)):
+    for index, sub in enumerate(subs):
         def tick(done: int, _total: int, stage: str, *, base: int = done_before) -> None:
             ctx.progress(base + done, total, stage)
 
-        parts.append(score_part(ctx, index, progress=tick))
-        done_before += _count(ctx.files[index][1])
+        parts.append(score_part(ctx, index, progress=tick, submission=sub))
+        done_before += len(sub.analyses)
     return combine(ctx, parts)
 
 
-def _count(data: bytes) -> int:
-    return len(parse_submission(data, label="submission").analyses)
+def _parse(ctx: ScoringContext, index: int) -> Submission:
+    fname, data = ctx.files[index]
+    return parse_submission(data, label=fname, known_datasets=[d.name for d in ctx.release.datasets])
 
 
 def part_count(ctx: ScoringContext) -> int:
@@ -191,11 +197,12 @@ def part_count(ctx: ScoringContext) -> int:
 
 
 def score_part(ctx: ScoringContext, index: int,
-               progress: Callable[[int, int, str], None] | None = None) -> str:
+               progress: Callable[[int, int, str], None] | None = None, *,
+               submission: Submission | None = None) -> str:
     """Score the run's ``index``-th file (one dataset) on its own: what one worker does for a fanned-out run.
-    Returns the part's result as text (its DatasetResult), which :func:`combine` reads back."""
-    fname, data = ctx.files[index]
-    sub = parse_submission(data, label=fname, known_datasets=[d.name for d in ctx.release.datasets])
+    Returns the part's result as text (its DatasetResult), which :func:`combine` reads back. ``submission``:
+    that file already parsed (by :func:`score`), else it is parsed here."""
+    sub = submission if submission is not None else _parse(ctx, index)
     ds = next(d for d in ctx.release.datasets if d.name == sub.dataset_name)
     report = progress or ctx.progress
     matching = transform_matching_for(ds, ctx.release_folder, cache_dir=ctx.gt_cache, mode=ctx.mode,

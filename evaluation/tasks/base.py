@@ -7,7 +7,8 @@ A kind declares (conventions.md, "A kind of task is one module in a registry"):
 * how item results aggregate into the scores stored on the run (metrics with CIs, inside ``score``), and which
   of them the leaderboard shows (:meth:`TaskKind.leaderboard_values`, :attr:`TaskKind.leaderboard`);
 * what it adds to the leaderboard and run pages, as data (:class:`Column`, :class:`LeaderboardSpec`, and the name
-  of the page component that draws its drill-down, :attr:`TaskKind.view`).
+  of the page component that draws its drill-down, :attr:`TaskKind.view`);
+* the kinds of decision item it brings to curation and what differs for them (:class:`ItemKind`, optional).
 
 The services, the pages and the CLI look a kind up by name (:func:`evaluation.tasks.task_kind`) and never
 branch on a kind's name. Nothing here touches a database or a UI.
@@ -28,6 +29,7 @@ from exports.schema import Release
 __all__ = [
     "CheckedFile",
     "Column",
+    "ItemKind",
     "LeaderboardSpec",
     "RunView",
     "ScoredRun",
@@ -136,6 +138,26 @@ class LeaderboardSpec:
     sort_key: str = ""
 
 
+@dataclass(frozen=True)
+class ItemKind:
+    """A kind of decision item a task kind brings to curation: the ``kind`` of its alternatives, of its items in
+    the ground truth and on a meeting's agenda. The curation services and pages ask the registry
+    (:func:`evaluation.tasks.item_kind`) what differs for it instead of naming it.
+
+    ``in_decision_graph``: one of BLADE's decisions (a conceptual variable or a transform), read from BLADE's
+    payloads by the shared review queue and ground truth and placed in the graph of transforms; the items of
+    other kinds are built, listed and reviewed by their kind's own services. ``subject`` and ``rationale`` are
+    what a meeting card calls the item's ``concept`` and ``rationale``; ``agenda_view`` names the page component
+    (``annotate_app/components/kinds/<view>.py``, its ``agenda_item``) that draws the item on a meeting's agenda
+    instead of the decision card."""
+
+    name: str
+    in_decision_graph: bool = False
+    subject: str = "Variable"
+    rationale: str = "Rationale"
+    agenda_view: str | None = None
+
+
 class RunView(Protocol):
     """The parts of a stored run a kind reads to fill its leaderboard values."""
 
@@ -174,6 +196,7 @@ class TaskKind(Protocol):
 
 
 # Optional attributes a kind may declare (read with getattr, so kinds without them need not change):
+#   item_kinds: tuple[ItemKind, ...]  the kinds of decision item it owns (each name owned by one kind)
 #   llm_role: str  the name of the model it asks (e.g. "inspector"): registering a run records that model
 #                  (the configured one, or the one the evaluator names) in the run's ``judge`` field, and scoring
 #                  hands the kind its client as ``ScoringContext.llm``.

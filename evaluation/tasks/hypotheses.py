@@ -44,6 +44,7 @@ from evaluation.submissions import printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    ItemKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -56,6 +57,7 @@ from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
 
 __all__ = [
     "FORMAT",
+    "HYPOTHESIS",
     "FORMAT_VERSION",
     "RESULT_FORMAT",
     "SCHEMA_PATH",
@@ -91,6 +93,10 @@ item_noun = "queries"
 uses_judge = True
 accepts_overrides = False  # BLADE-style match overrides and paired comparison do not apply; facets do
 view: str | None = "hypotheses"
+#: a DiscoveryBench hypothesis: a stage-1 one (vote target kind "hypothesis", a proposal row) or an LLM's
+#: alternative; on a meeting card its concept is the query it answers and its rationale its workflow
+HYPOTHESIS = ItemKind("hypothesis", subject="Query", rationale="Workflow")
+item_kinds = (HYPOTHESIS,)
 modes = ("default", "discoverybench")
 judges = ("hms",)
 default_judge = "hms"

@@ -22,6 +22,7 @@ from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_many
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    ItemKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -32,7 +33,7 @@ from evaluation.tasks.base import (
 from evaluation.tasks.registry import register_kind
 from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticTaskRelease, Release
 
-__all__ = ["RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
+__all__ = ["ARTIFACT", "CHECK", "RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
            "read_result", "release_tasks", "score", "summary_line"]
 
 name = "programmatic"
@@ -41,6 +42,10 @@ item_noun = "task folders"
 uses_judge = False
 accepts_overrides = False
 view: str | None = "programmatic"
+#: a task's candidate check and ground-truth artifact, shown on a meeting's agenda by the kind's own component
+CHECK = ItemKind("check", subject="Task", agenda_view="programmatic")
+ARTIFACT = ItemKind("artifact", subject="Task", agenda_view="programmatic")
+item_kinds = (CHECK, ARTIFACT)
 
 _TYPE_LABELS = {"data cleaning & preprocessing": "cleaning", "data exploration & statistics understanding":
                 "exploration", "data visualization": "visualization", "predictive modeling": "modeling",
