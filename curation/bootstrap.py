@@ -44,13 +44,13 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
     root = settings.starter_datasets_dir
     if not settings.load_starter_datasets or root is None or not Path(root).is_dir():
         return []
-    from curation.dataset_files import read_blade_folder
-    from curation.services.datasets import register_dataset
-    from curation.starters import list_starter_dirs
-
     with session_scope(engine) as session:
         if session.exec(select(Dataset)).first() is not None:
             return []  # only on first start: curators may have removed or renamed them since
+    from curation.dataset_files import read_blade_folder  # pandas: only when there is something to register
+    from curation.services.datasets import register_dataset
+    from curation.starters import list_starter_dirs
+
     names = []
     for folder in list_starter_dirs(Path(root)):
         try:
@@ -101,7 +101,7 @@ def initialise(settings: Settings) -> StartupReport:
     with session_scope(engine) as session:
         releases = reconcile_release_store(session=session, artifacts=settings.artifact_store())
     with session_scope(engine) as session:  # runs and releases of the layout before the artifact store
-        from curation.services.artifact_import import import_old_layout  # lazy: it reads releases (pandas)
+        from curation.services.artifact_import import import_old_layout
 
         import_old_layout(session=session, artifacts=settings.artifact_store(), runs_root=settings.runs_store)
     with session_scope(engine) as session:  # a run (or a job) whose process died does not stay "running"

@@ -295,7 +295,33 @@ def _describe_check(check) -> str:  # type: ignore[no-untyped-def]
     return "\n".join(lines)
 
 
+def _release_list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services import release_records as rr
+    from curation.services.release_store import release_store_problems
+
+    report = initialise(settings)
+    artifacts = settings.artifact_store()
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user)
+        records = rr.list_release_records(session=session, actor=actor)
+        if not records:
+            print("No releases yet.")
+        for r in records:
+            counts = ", ".join(f"{name}" for name in r.summary)
+            withheld = rr.withheld_in_release(session=session, actor=actor, version=r.version)
+            hidden = f"  [withheld from you: {', '.join(withheld)}]" if withheld else ""
+            print(f"{r.version:<10} {r.created_at:%Y-%m-%d %H:%M} UTC  {counts}  {r.notes}{hidden}")
+        problems = release_store_problems(session=session, actor=actor, artifacts=artifacts)
+        if problems:
+            print("\nNeeds attention:")
+            for problem in problems:
+                print(f"  - {problem}")
+    return 0
+
+
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
+    if args.release_command == "list":  # records alone: none of the data libraries the other commands need
+        return _release_list(args, settings)
     from curation.services import releases as rel
     from curation.services.release_data import RELEASE_TABLES
 
@@ -320,22 +346,6 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                       "their data alone).")
             if note := rel.unreviewed_note(record.summary):
                 print(note)
-        elif args.release_command == "list":
-            from curation.services.release_store import release_store_problems
-
-            records = rel.list_release_records(session=session, actor=actor)
-            if not records:
-                print("No releases yet.")
-            for r in records:
-                counts = ", ".join(f"{name}" for name in r.summary)
-                withheld = rel.withheld_in_release(session=session, actor=actor, version=r.version)
-                hidden = f"  [withheld from you: {', '.join(withheld)}]" if withheld else ""
-                print(f"{r.version:<10} {r.created_at:%Y-%m-%d %H:%M} UTC  {counts}  {r.notes}{hidden}")
-            problems = release_store_problems(session=session, actor=actor, artifacts=artifacts)
-            if problems:
-                print("\nNeeds attention:")
-                for problem in problems:
-                    print(f"  - {problem}")
         elif args.release_command == "diff":
             comparison = rel.diff_release_versions(session=session, actor=actor, old=args.old, new=args.new,
                                                    artifacts=artifacts)
@@ -355,9 +365,15 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from curation.errors import BlindingViolation
-    from curation.services.blinding import withheld_ground_truth
-    from curation.services.scoring import verified_release_folder
+    from curation.services.sandbox_setting import configure_sandbox
+    from evaluation.sandbox import prewarm
+
+    # The sandbox's template process imports its libraries (about two seconds of CPU) on the other core while
+    # this one imports the services and reads and verifies the release; a build found whole in the cache leaves
+    # it unused.
+    configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
+    prewarm(wait=False)
+
     from evaluation.groundtruth import BuildResult, build_release
     from exports.errors import FormatError
 
@@ -365,6 +381,10 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     datasets = args.dataset or None
     version = _recorded_release_of(path, settings) if path.exists() else args.release
     if version is not None:  # a release version (or its folder): the recorded, verified release, as its reader may
+        from curation.errors import BlindingViolation
+        from curation.services.blinding import withheld_ground_truth
+        from curation.services.scoring import verified_release_folder
+
         report = initialise(settings)
         with session_scope(report.engine) as session:
             actor = _operator(session, args.as_user)

@@ -132,7 +132,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths worker``: score queued runs until stopped (PostgreSQL)."""
-    from curation.services.jobs import run_queue_worker
+    from curation.services.jobs import run_queue_worker, warm_up
     from curation.services.run_lifecycle import this_executor
 
     if not settings.resolved_database_url.startswith("postgresql"):
@@ -146,6 +146,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from evaluation.sandbox import prewarm
 
     prewarm(wait=False)  # the sandbox's template process imports pandas while the worker connects, not in its first run
+    warm_up()  # and this process what its jobs import, meanwhile
     print(f"Worker {this_executor()} "
           f"takes scoring runs and background jobs from {settings.resolved_database_url.split('@')[-1]} (concurrency "
           f"{args.concurrency}); Ctrl-C stops it after the runs it holds.", file=sys.stderr, flush=True)
@@ -302,7 +303,27 @@ def _run_dict(run: ScoringRun) -> dict[str, Any]:
     return run.model_dump(mode="json")
 
 
+def _runs_list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.services import run_records as rr
+
+    report = initialise(settings)
+    with session_scope(report.engine) as s:
+        actor = _operator(s, args.as_user)
+        runs = rr.list_runs(session=s, actor=actor, release_version=args.release)
+        if args.json:
+            print(json.dumps([_run_dict(r) for r in runs], indent=2))
+        elif not runs:
+            print("No scoring runs yet.")
+        for r in [] if args.json else runs:
+            print(f"{r.id:>4}  {r.status:<9} {r.release_version:<8} {r.kind:<8} {r.agent:<20} "
+                  f"{r.model_name:<16} {r.judge.get('name', '-'):<7} {r.mode:<7} {r.created_at:%Y-%m-%d %H:%M}"
+                  f"{'  official' if r.official else ''}  {r.message[:60]}")
+    return 0
+
+
 def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    if args.runs_command == "list":  # rows alone: none of the data libraries scoring needs
+        return _runs_list(args, settings)
     from curation.services import leaderboard as lb
     from curation.services import scoring as sc
 
@@ -313,17 +334,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as s:
         actor = _operator(s, args.as_user)
-        if args.runs_command == "list":
-            runs = sc.list_runs(session=s, actor=actor, release_version=args.release)
-            if args.json:
-                print(json.dumps([_run_dict(r) for r in runs], indent=2))
-            elif not runs:
-                print("No scoring runs yet.")
-            for r in [] if args.json else runs:
-                print(f"{r.id:>4}  {r.status:<9} {r.release_version:<8} {r.kind:<8} {r.agent:<20} "
-                      f"{r.model_name:<16} {r.judge.get('name', '-'):<7} {r.mode:<7} {r.created_at:%Y-%m-%d %H:%M}"
-                      f"{'  official' if r.official else ''}  {r.message[:60]}")
-        elif args.runs_command == "show":
+        if args.runs_command == "show":
             run = sc.get_run(session=s, actor=actor, run_id=args.run)
             overrides = lb.list_overrides(session=s, actor=actor, run_id=args.run)
             if args.json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -79,12 +80,25 @@ def _alembic_config(engine: Engine) -> Config:
 
 def script_heads() -> set[str] | None:
     """The head revisions of the migration scripts, read from their source without importing alembic; None
-    when a script does not state ``revision`` and ``down_revision`` as literals (then alembic decides)."""
+    when a script does not state ``revision`` and ``down_revision`` as literals (then alembic decides).
+
+    Parsed once per set of script files (path, size, modification time): every start of the app and every
+    test database asks, and parsing the scripts takes ~20 ms."""
+    files = []
+    for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+        stat = path.stat()
+        files.append((str(path), stat.st_mtime_ns, stat.st_size))
+    heads = _script_heads(tuple(files))
+    return None if heads is None else set(heads)
+
+
+@functools.lru_cache(maxsize=4)
+def _script_heads(files: tuple[tuple[str, int, int], ...]) -> frozenset[str] | None:
     revisions: set[str] = set()
     parents: set[str] = set()
-    for path in sorted((MIGRATIONS_DIR / "versions").glob("*.py")):
+    for name, _mtime, _size in files:
         found: dict[str, object] = {}
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in ast.parse(Path(name).read_text(encoding="utf-8")).body:
             target = node.target if isinstance(node, ast.AnnAssign) else (
                 node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
             value = node.value if isinstance(node, ast.AnnAssign | ast.Assign) else None
@@ -103,7 +117,7 @@ def script_heads() -> set[str] | None:
             parents.update(str(d) for d in down)
         elif down is not None:
             return None
-    return (revisions - parents) or None
+    return frozenset(revisions - parents) or None
 
 
 def _at_head(conn: Any) -> bool:

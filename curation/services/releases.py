@@ -49,6 +49,13 @@ from curation.services.release_data import (
     dataset_release,
     unreviewed_mcqs,
 )
+from curation.services.release_records import (  # the light half of this module, re-exported
+    _record,
+    _semver_key,
+    get_release,
+    list_release_records,
+    withheld_in_release,
+)
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
 from exports.card import hypothesis_counts, is_hypothesis_dataset
@@ -154,20 +161,8 @@ def app_version() -> str:
         return "0+unknown"
 
 
-def _semver_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
-
-
 def release_dir(record: ReleaseRecord, releases_root: Path) -> Path:
     return releases_root / record.path
-
-
-def _record(session: Session, version: str) -> ReleaseRecord:
-    row = session.exec(select(ReleaseRecord).where(ReleaseRecord.version == version)).first()
-    if row is None:
-        known = ", ".join(r.version for r in session.exec(select(ReleaseRecord)).all()) or "none yet"
-        raise NotFoundError(f"There is no release {version} (releases: {known}).")
-    return row
 
 
 def _verified(session: Session, record: ReleaseRecord, releases_root: Path, *,
@@ -245,12 +240,6 @@ def _import_published(record: ReleaseRecord, artifacts: ArtifactStore) -> bool:
         return False
     log.info("release %s put in the artifact store from %s", record.version, folder)
     return True
-
-
-def _withheld(session: Session, actor: User, record: ReleaseRecord) -> dict[str, str]:
-    """The datasets of ``record`` whose stage-1 work ``actor`` is blind to, with the reason for each: only
-    datasets that hold recorded work in this release (one released with its data alone hides nothing)."""
-    return blind_datasets(session=session, actor=actor, names=record.summary, holding=summary_holding(record.summary))
 
 
 def _refuse_if_blind(session: Session, actor: User, record: ReleaseRecord, what: str) -> None:
@@ -541,31 +530,6 @@ def release_candidates(*, session: Session, actor: User) -> tuple[list[str], lis
     holding = datasets_holding_work(session, ids) | _with_hypothesis_tasks(session, ids)
     return ([d.name for d in datasets if (d.id or 0) in holding],
             [d.name for d in datasets if (d.id or 0) not in holding])
-
-
-@judges_actor
-def list_release_records(*, session: Session, actor: User) -> list[ReleaseRecord]:
-    """Every cut release, newest version first: curators and admins."""
-    require_role(actor, Role.CURATOR, Role.ADMIN)
-    rows = session.exec(select(ReleaseRecord)).all()
-    return sorted(rows, key=lambda r: _semver_key(r.version), reverse=True)
-
-
-@judges_actor
-def get_release(*, session: Session, actor: User, version: str) -> ReleaseRecord:
-    """The record of release ``version`` (its metadata and counts): curators and admins."""
-    require_role(actor, Role.CURATOR, Role.ADMIN)
-    return _record(session, version)
-
-
-@judges_actor
-def withheld_in_release(*, session: Session, actor: User, version: str) -> dict[str, str]:
-    """The datasets of release ``version`` whose stage-1 work ``actor`` may not see yet, each with why.
-
-    Such a release cannot be downloaded or exported by them, and comparing it leaves those datasets out.
-    """
-    require_role(actor, Role.CURATOR, Role.ADMIN)
-    return _withheld(session, actor, _record(session, version))
 
 
 @judges_actor

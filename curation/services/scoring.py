@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import Session, col, select
@@ -48,6 +49,7 @@ from curation.services.run_lifecycle import (
     interrupt_dead_runs,
     this_executor,
 )
+from curation.services.run_records import SCORING_ROLES, get_run, list_runs
 from evaluation.judges import judge_names, judge_needs_llm, make_judge
 from evaluation.judges.base import Judge
 from evaluation.llm import LLMClient, LLMConfig
@@ -111,7 +113,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SCORING_ROLES = (Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 MODES = ("default", "blade")
 FINISHED = {RunStatus.SUCCEEDED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value,
             RunStatus.INTERRUPTED.value}
@@ -408,15 +409,21 @@ def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
 
 
 def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) -> None:
+    """Record progress and a heartbeat after an analysis, while this process still holds the run: one
+    conditional UPDATE that also reads the cancel flag (a cancel requested rolls the write back and stops the
+    run; a run that is no longer this process's is read again only to say why)."""
     with session_scope(engine) as s:
-        run = s.get(ScoringRun, run_id)
-        if run is None:
-            raise RunCancelled("the run record disappeared")
-        if run.executor != this_executor() or run.status != RunStatus.RUNNING.value:
+        held = s.connection().execute(
+            update(ScoringRun).where(col(ScoringRun.id) == run_id, col(ScoringRun.executor) == this_executor(),
+                                     col(ScoringRun.status) == RunStatus.RUNNING.value)
+            .values(progress_done=done, progress_total=total, stage=stage[:256], heartbeat_at=utcnow())
+            .returning(col(ScoringRun.cancel_requested))).first()
+        if held is None:
+            run = s.get(ScoringRun, run_id)
+            if run is None:
+                raise RunCancelled("the run record disappeared")
             raise RunTakenOver(f"run {run_id} is now {run.status}, held by {run.executor or 'nobody'}")
-        run.progress_done, run.progress_total, run.stage, run.heartbeat_at = done, total, stage[:256], utcnow()
-        s.add(run)
-        if run.cancel_requested:
+        if held[0]:
             raise RunCancelled()
 
 
@@ -484,12 +491,12 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
         else:
             scored = task.score(ctx)
         result_sha = artifacts.put_bytes(scored.result_bytes)
-        if scored.run_fields:  # provenance known once scoring chose it (e.g. the transform matcher)
-            _update(engine, run_id, **scored.run_fields)
-        return _update(engine, run_id, status=RunStatus.SUCCEEDED.value, finished_at=utcnow(),
-                       result_path=scored.result_name, result_sha256=result_sha, scores=scored.scores,
-                       scores_effective=scored.scores, progress_done=scored.items, progress_total=scored.items,
-                       stage="done", message=scored.message)
+        # with the provenance known once scoring chose it (e.g. the transform matcher), in the same write
+        return _update(engine, run_id, **{
+            **(scored.run_fields or {}), "status": RunStatus.SUCCEEDED.value, "finished_at": utcnow(),
+            "result_path": scored.result_name, "result_sha256": result_sha, "scores": scored.scores,
+            "scores_effective": scored.scores, "progress_done": scored.items, "progress_total": scored.items,
+            "stage": "done", "message": scored.message})
     except RunTakenOver as exc:
         log.warning("scoring run %s stopped here: %s", run_id, exc)
         with session_scope(engine) as s:
@@ -561,33 +568,11 @@ def _llm_of(task: TaskKind, run: ScoringRun, judges: JudgeSettings) -> Callable[
 
 
 @judges_actor
-def get_run(*, session: Session, actor: User, run_id: int) -> ScoringRun:
-    require_role(actor, *SCORING_ROLES)
-    run = session.get(ScoringRun, run_id)
-    if run is None:
-        raise NotFoundError(f"There is no scoring run {run_id}.")
-    return run
-
-
-@judges_actor
 def scorable_releases(*, session: Session, actor: User) -> list[ReleaseRecord]:
     """The releases a run can be scored against, newest first (evaluators included)."""
     require_role(actor, *SCORING_ROLES)
     rows = session.exec(select(ReleaseRecord)).all()
     return sorted(rows, key=lambda r: tuple(int(x) for x in r.version.split(".") if x.isdigit()), reverse=True)
-
-
-@judges_actor
-def list_runs(*, session: Session, actor: User, release_version: str | None = None,
-              kind: str | None = None) -> list[ScoringRun]:
-    """Runs, newest first."""
-    require_role(actor, *SCORING_ROLES)
-    stmt = select(ScoringRun)
-    if release_version:
-        stmt = stmt.where(ScoringRun.release_version == release_version)
-    if kind:
-        stmt = stmt.where(ScoringRun.kind == kind)
-    return list(session.exec(stmt.order_by(col(ScoringRun.id).desc())).all())
 
 
 @judges_actor

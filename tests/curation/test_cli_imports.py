@@ -5,8 +5,10 @@ heavy libraries (they are imported inside the commands that use them). Checked i
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 
 import pytest
 
@@ -22,7 +24,8 @@ def _loaded_after(module: str) -> list[str]:
 
 
 @pytest.mark.parametrize("module", ["curation.cli", "curation.cli_scoring", "curation.bootstrap",
-                                    "evaluation.sandbox"])
+                                    "evaluation.sandbox",
+                                    "evaluation.sandbox.server"])  # gt build starts the sandbox before pandas
 def test_importing_the_cli_loads_no_heavy_library(module: str) -> None:
     assert _loaded_after(module) == []
 
@@ -78,3 +81,26 @@ def test_a_database_at_head_is_not_migrated_again_and_an_older_one_is(tmp_path) 
         command.upgrade(cfg, "0010")
     engine.dispose()
     assert _migrate_in_fresh_process(old) == {"alembic": True, "versions": heads}  # behind: upgraded
+
+
+def test_the_start_every_command_runs_loads_no_heavy_library(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``forkpaths init`` on an initialised data folder is the start-up every database command runs first (the
+    engine, the migration check, the first admin, the starter datasets, the release store, the old layout's
+    import): none of it needs pandas or alembic when there is nothing to do. Listing releases or runs reads
+    records alone. The data folder is the default one, with the bundled starter datasets."""
+    import os
+
+    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
+    for name in ("FORKPATHS_DATABASE_URL", "FORKPATHS_LOAD_STARTER_DATASETS", "FORKPATHS_STARTER_DATASETS_DIR"):
+        env.pop(name, None)
+    first = subprocess.run([sys.executable, "-m", "curation.cli", "init"], capture_output=True, text=True, env=env,
+                           cwd=tmp_path)  # migrates (alembic) and registers the starter datasets (pandas)
+    assert first.returncode == 0, first.stderr
+    with closing(sqlite3.connect(tmp_path / "data" / "forkpaths.db")) as db:
+        assert db.execute("select count(*) from dataset").fetchone()[0] > 0  # the later starts find them there
+    for command in (["init"], ["release", "list"], ["runs", "list"]):
+        code = (f"import json, sys; from curation.cli import main; assert main({command!r}) == 0; "
+                f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (command, json.loads(done.stdout.strip().splitlines()[-1])) == (command, [])
