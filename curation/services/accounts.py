@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlmodel import Session, select
 from zxcvbn.frequency_lists import FREQUENCY_LISTS
@@ -48,8 +49,22 @@ MAX_PASSWORD_LENGTH = 1024
 PASSWORD_RULE = (f"A password has {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH:,} characters and is not one of the "
                  "common passwords anyone guessing tries first; a few words of your own are easy to remember.")
 _USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
-_hasher = PasswordHasher()
 log = logging.getLogger(__name__)
+
+#: Set only by the test suite (tests/conftest.py), which creates and signs in thousands of accounts: Argon2 with
+#: argon2-cffi's own profile for tests (``profiles.CHEAPEST``) instead of its RFC 9106 default, a hundredth of
+#: the cost. Hashes made either way verify either way (a hash carries its parameters), and the next sign-in
+#: without it upgrades a cheap hash to the default (``check_needs_rehash``).
+INSECURE_TEST_HASHING_VARIABLE = "FORKPATHS_INSECURE_TEST_PASSWORD_HASHING"
+
+
+def _password_hasher() -> PasswordHasher:
+    if os.environ.get(INSECURE_TEST_HASHING_VARIABLE) == "1":
+        return PasswordHasher.from_parameters(profiles.CHEAPEST)
+    return PasswordHasher()
+
+
+_hasher = _password_hasher()
 
 
 def require_role(actor: User, *roles: Role) -> None:

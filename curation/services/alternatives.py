@@ -15,7 +15,7 @@ white space) as a decision. They are flagged (``extra.duplicate_of``), never sil
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,18 +146,22 @@ def output_hashes(t: Transform) -> set[str]:
     return {hashes[m["output"]] for m in t.mapping if m.get("output") in hashes}
 
 
+#: ``same_as(session, dataset_id, payload, submitted analysis ids, live alternatives of the kind)``: the existing
+#: item a proposal is the same decision as, for a kind whose own service says what "the same" is.
+SameAs = Callable[[Session, int, dict[str, Any], Sequence[int | None], Sequence[Alternative]], dict[str, str] | None]
+
+
 def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[str, Any],
-                   value_hash: str | None) -> dict[str, str] | None:
-    """The existing item this proposal is the same decision as, if any."""
+                   value_hash: str | None, same_as: SameAs | None = None) -> dict[str, str] | None:
+    """The existing item this proposal is the same decision as, if any: by ``same_as`` when given, else by
+    BLADE's rules for a variable (concept and columns) or a transform (code or output values)."""
     ids = list(session.exec(select(Analysis.id).where(Analysis.dataset_id == dataset_id,
                                                       Analysis.status == AnalysisStatus.SUBMITTED.value)).all())
     alts = [a for a in session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id,
                                                                Alternative.kind == kind)).all()
             if not (a.extra or {}).get("merged_into")]
-    if kind == "hypothesis":  # the same statement for the same query as a stage-1 hypothesis or another one
-        from curation.services.hypotheses.common import same_hypothesis_as
-
-        return same_hypothesis_as(session, dataset_id, payload, ids, alts)
+    if same_as is not None:
+        return same_as(session, dataset_id, payload, ids, alts)
     if kind == "variable":
         key = (_normal(payload.get("concept", "")), tuple(sorted(payload.get("columns") or [])))
         if ids:
@@ -182,10 +186,10 @@ def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[s
 
 def store_alternative(
     session: Session, *, dataset_id: int, kind: str, source: str, proposed_by_id: int | None, seed_id: str | None,
-    payload: dict[str, Any], extra: dict[str, Any], llm: dict[str, Any] | None = None,
+    payload: dict[str, Any], extra: dict[str, Any], llm: dict[str, Any] | None = None, same_as: SameAs | None = None,
 ) -> ProposalResult:
-    """Store one alternative, flagging a duplicate of an existing decision or alternative."""
-    duplicate = find_duplicate(session, dataset_id, kind, payload, extra.get("value_hash"))
+    """Store one alternative, flagging a duplicate of an existing decision or alternative (:func:`find_duplicate`)."""
+    duplicate = find_duplicate(session, dataset_id, kind, payload, extra.get("value_hash"), same_as)
     if duplicate:
         extra = {**extra, "duplicate_of": duplicate["target_id"], "duplicate_kind": duplicate["target_kind"]}
     last = session.exec(select(Alternative.position).where(Alternative.dataset_id == dataset_id)

@@ -20,7 +20,6 @@ from sqlmodel import Session, select
 
 from curation.artifacts import ArtifactStore
 from curation.models import ReleaseRecord, ScoringRun
-from curation.services import releases as _releases
 
 __all__ = ["OldLayoutImport", "import_old_layout"]
 
@@ -58,7 +57,13 @@ def import_old_layout(*, session: Session, artifacts: ArtifactStore, runs_root: 
     """Put the old layout's run files and release folders into the artifact store (see the module's text)."""
     report = OldLayoutImport()
     for record in session.exec(select(ReleaseRecord)).all():
-        if not artifacts.has(record.manifest_sha256) and _releases._import_published(record, artifacts):
+        if artifacts.has(record.manifest_sha256):
+            continue
+        # imported only when a release is missing from the store: the releases service reads releases (pandas),
+        # and every start of the app and of each command runs this import
+        from curation.services import releases as _releases
+
+        if _releases._import_published(record, artifacts):
             report.releases += 1
     for run in session.exec(select(ScoringRun)).all():
         changed = False

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,6 @@ from curation.models import (
     ConceptualVariable,
     Dataset,
     Role,
-    RunStatus,
     Stage,
     Transform,
     User,
@@ -48,9 +47,15 @@ from curation.services.alternatives import (
     store_alternative,
     transform_payload,
 )
-from curation.services.background_jobs import JobControl, JobOutcome, start_job
+from curation.services.background_jobs import JobControl, JobOutcome
 from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import dataset_data_path, original_columns
+from curation.services.generation_jobs import (
+    generation_outcome,
+    job_requester,
+    problems_text,
+    start_dataset_generation,
+)
 from curation.services.stages import get_review_settings
 from evaluation.errors import EvaluationError
 from evaluation.llm import LLMClient, LLMConfig, LLMResult
@@ -298,13 +303,8 @@ def start_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
     """Record a generation for the dataset as a queued job (checked first: curator, stage 2, not blind), one per
     dataset at a time; returns the job's id. The caller hands it to a submitter
     (:func:`curation.services.background_jobs.make_job_submitter`)."""
-    with db_scope(engine) as s:
-        planned = plan_generation(session=s, actor=actor, dataset_id=dataset_id)
-        dataset = s.get(Dataset, dataset_id)
-        name = dataset.name if dataset else str(dataset_id)
-    return start_job(engine, kind=JOB_KIND, params={"dataset_id": dataset_id}, scope=f"dataset:{dataset_id}",
-                     requested_by_id=actor.id, total=len(planned),
-                     what=f"An LLM generation for '{name}'")
+    return start_dataset_generation(engine, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
+                                    plan=plan_generation)
 
 
 def generation_summary(result: dict[str, Any]) -> tuple[str, str]:
@@ -316,10 +316,7 @@ def generation_summary(result: dict[str, Any]) -> tuple[str, str]:
     if r.cancelled:
         text = (f"Cancelled after {r.seeds_done} of {r.seeds_total} seeds; the {r.created} alternatives stored "
                 f"before it stopped are kept. " + text)
-    details = [*(f"failed: {e}" for e in r.errors), *(f"rejected: {x}" for x in r.rejected)]
-    if details:
-        text += "  \n" + "  \n".join(details[:12])
-    return ("warning" if r.errors or r.cancelled else "success"), text
+    return ("warning" if r.errors or r.cancelled else "success"), text + problems_text(r.errors, r.rejected)
 
 
 def run_generation_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
@@ -327,16 +324,9 @@ def run_generation_job(engine: Engine, job: BackgroundJob, control: JobControl, 
     endpoint, data folder and sandbox limits of the process that runs it. Each seed's alternatives are stored in
     one transaction when that seed is done (see the module's docstring), so a cancel or a failure keeps whole
     seeds only, and a retried job adds nothing twice (cached answers, already-stored items skipped)."""
-    with db_scope(engine) as s:
-        actor = s.get(User, job.requested_by_id) if job.requested_by_id is not None else None
-        if actor is None:
-            raise StageError(f"Job {job.id}: the person who asked for it no longer exists.")
-        s.expunge(actor)
     report = generate_alternatives(
-        session_scope=lambda: db_scope(engine), actor=actor, dataset_id=int(job.params["dataset_id"]),
-        config=settings.llm_config(), store=settings.datasets_store,
+        session_scope=lambda: db_scope(engine), actor=job_requester(engine, job),
+        dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(), store=settings.datasets_store,
         limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
         progress=control.progress, should_stop=control.cancelled)
-    result = asdict(report)
-    status = RunStatus.CANCELLED.value if report.cancelled else RunStatus.SUCCEEDED.value
-    return JobOutcome(status, generation_summary(result)[1], result)
+    return generation_outcome(report, generation_summary)

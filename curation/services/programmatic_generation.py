@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 
 from curation.db import session_scope
-from curation.errors import NotFoundError
 from curation.models import BackgroundJob, RunStatus, User
 from curation.services.actor import judges_actor
 from curation.services.background_jobs import JobControl, JobOutcome, start_job
+from curation.services.generation_jobs import (
+    job_requester,
+)
 from curation.services.programmatic import (
     do_generation,
     generation_steps,
@@ -82,11 +84,8 @@ def run_candidate_job(engine: Engine, job: BackgroundJob, control: JobControl, s
     run outside any transaction; the candidates are stored in one at the end."""
     task_id, samples = int(job.params["task_id"]), int(job.params["samples"])
     client = LLMClient(settings.llm_config())  # LLMNotConfigured: the job fails with the sentence saying what to set
+    actor = job_requester(engine, job)
     with session_scope(engine) as s:
-        actor = s.get(User, job.requested_by_id) if job.requested_by_id is not None else None
-        if actor is None:
-            raise NotFoundError(f"Job {job.id}: the person who asked for it no longer exists.")
-        s.expunge(actor)
         plan = plan_generation(session=s, actor=actor, task_id=task_id, samples=samples, store=settings.datasets_store)
     stage = {"now": "queued"}
 

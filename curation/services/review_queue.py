@@ -37,6 +37,7 @@ from curation.services.datasets import original_columns
 from curation.services.stages import require_reviewer
 from curation.services.votes import QUESTIONS
 from evaluation.specs import ROOT_SPEC_ID
+from evaluation.tasks import item_kind
 
 __all__ = ["ReviewItem", "ReviewQueue", "filter_items", "neutral_title", "review_queue"]
 
@@ -205,8 +206,8 @@ def review_queue(*, session: Session, actor: User, dataset_id: int) -> ReviewQue
         items += [(_variable_item(v, names, firsts), analysis.annotator_id, "peer") for v in mine_v]
     seeds = {v.id: v.concept for v in variables}
     for a in alternatives:
-        if (a.extra or {}).get("merged_into") or a.kind == "hypothesis":  # hypotheses: hypotheses.review
-            continue
+        if (a.extra or {}).get("merged_into") or not item_kind(a.kind).in_decision_graph:
+            continue  # the other kinds' alternatives are reviewed on their kind's own page
         items.append((_alternative_item(a, seeds, names, blind), a.proposed_by_id, a.source))
 
     votes = session.exec(select(Vote).where(Vote.dataset_id == dataset_id)).all()

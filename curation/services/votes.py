@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, SQLModel, col, select
 
 from curation.errors import NotFoundError, VoteError
 from curation.models import (
@@ -40,10 +40,12 @@ from curation.models import (
 )
 from curation.services.actor import judges_actor
 from curation.services.stages import lock_for_review_write, require_reviewer, require_voter
+from evaluation.tasks.hypotheses import HYPOTHESIS
 
 __all__ = [
     "ANSWERS",
     "QUESTIONS",
+    "STAGE1_ROWS",
     "VERDICT",
     "Question",
     "ResolvedItem",
@@ -121,8 +123,15 @@ class ResolvedItem:
     merged_into: str | None = None
 
 
+#: The stage-1 rows a vote can be about, by the vote's target kind (also the item's kind): each belongs to an
+#: analyst's :class:`Analysis` and can be voted on once that analysis is submitted.
+STAGE1_ROWS: dict[str, type[SQLModel]] = {"variable": ConceptualVariable, "transform": Transform,
+                                          HYPOTHESIS.name: HypothesisProposal}
+
+
 def resolve_item(session: Session, target_kind: str, target_id: str) -> ResolvedItem:
-    """The item a vote is about: a submitted stage-1 variable or transform, or an alternative."""
+    """The item a vote is about: a submitted stage-1 row (:data:`STAGE1_ROWS`), an alternative, or a programmatic
+    task's candidate."""
     if target_kind == "alternative":
         alt = session.get(Alternative, target_id)
         if alt is None:
@@ -137,9 +146,7 @@ def resolve_item(session: Session, target_kind: str, target_id: str) -> Resolved
             raise NotFoundError(f"There is no candidate {target_kind.removeprefix('prog_')} {target_id}.")
         return ResolvedItem(target_kind, item.id, item.kind, item.dataset_id, item.proposed_by_id,
                             (item.extra or {}).get("merged_into"))
-    if target_kind == "hypothesis":
-        return _resolve_hypothesis(session, target_id)
-    model: Any = {"variable": ConceptualVariable, "transform": Transform}.get(target_kind)
+    model: Any = STAGE1_ROWS.get(target_kind)
     if model is None:
         raise VoteError(f"Votes are on variables, transforms, hypotheses or alternatives, not on '{target_kind}'.")
     row = session.get(model, target_id)
@@ -147,15 +154,6 @@ def resolve_item(session: Session, target_kind: str, target_id: str) -> Resolved
     if row is None or analysis is None or analysis.status != AnalysisStatus.SUBMITTED.value:
         raise NotFoundError(f"There is no submitted {target_kind} {target_id} to review.")
     return ResolvedItem(target_kind, row.id, target_kind, analysis.dataset_id, analysis.annotator_id)
-
-
-def _resolve_hypothesis(session: Session, target_id: str) -> ResolvedItem:
-    """A submitted stage-1 hypothesis of a DiscoveryBench query (:class:`HypothesisProposal`)."""
-    row = session.get(HypothesisProposal, target_id)
-    analysis = session.get(Analysis, row.analysis_id) if row is not None else None
-    if row is None or analysis is None or analysis.status != AnalysisStatus.SUBMITTED.value:
-        raise NotFoundError(f"There is no submitted hypothesis {target_id} to review.")
-    return ResolvedItem("hypothesis", row.id, "hypothesis", row.dataset_id, analysis.annotator_id)
 
 
 def _state(vote: Vote | None) -> dict[str, Any] | None:

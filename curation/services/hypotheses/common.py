@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 
 from curation.errors import DecisionValidationError, NotFoundError
 from curation.models import Alternative, Dataset, HypothesisProposal, HypothesisTask, HypothesisTaskStatus
+from evaluation.tasks.hypotheses import HYPOTHESIS
 
 __all__ = [
     "HypothesisInput",
@@ -141,7 +142,7 @@ def same_hypothesis_as(session: Session, dataset_id: int, payload: dict[str, Any
         for h in session.exec(select(HypothesisProposal).where(
                 HypothesisProposal.task_id == task_id, col(HypothesisProposal.analysis_id).in_(list(analysis_ids)))):
             if _normal(h.hypothesis) == key:
-                return {"target_kind": "hypothesis", "target_id": h.id}
+                return {"target_kind": HYPOTHESIS.name, "target_id": h.id}
     for a in alternatives:
         if int((a.payload or {}).get("task_id") or 0) == task_id and _normal(a.payload.get("hypothesis", "")) == key:
             return {"target_kind": "alternative", "target_id": a.id}

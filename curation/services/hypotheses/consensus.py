@@ -22,6 +22,7 @@ from sqlmodel import Session, col, select
 from curation.errors import DecisionValidationError, NotFoundError, StageError
 from curation.ground_truth import Status
 from curation.models import (
+    Alternative,
     Analysis,
     Consensus,
     Dataset,
@@ -41,6 +42,7 @@ from curation.services.hypotheses.common import task_label
 from curation.services.meetings import display_names, open_meeting
 from curation.services.release_data import pseudonym
 from curation.services.stages import get_review_settings, lock_for_review_write
+from evaluation.tasks.hypotheses import HYPOTHESIS
 from exports.schema import HypothesisCandidate, HypothesisGold, HypothesisVariable
 
 __all__ = ["GoldBoard", "TaskGold", "decide_gold", "gold_board", "hypothesis_release_parts", "task_release_parts"]
@@ -85,17 +87,15 @@ class GoldBoard:
 def _payloads(session: Session, items: list[GroundTruthItem]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for item in items:
-        if item.target_kind == "hypothesis":
+        if item.target_kind == "alternative":  # an LLM's hypothesis
+            a = session.get(Alternative, item.target_id)
+            if a is not None:
+                out[item.key] = dict(a.payload or {})
+        else:  # a stage-1 hypothesis
             h = session.get(HypothesisProposal, item.target_id)
             if h is not None:
                 out[item.key] = {"hypothesis": h.hypothesis, "context": h.context, "variables": h.variables,
                                  "relationship": h.relationship, "workflow": h.workflow, "code": h.code}
-        else:
-            from curation.models import Alternative
-
-            a = session.get(Alternative, item.target_id)
-            if a is not None:
-                out[item.key] = dict(a.payload or {})
     return out
 
 
@@ -104,7 +104,7 @@ def _board(session: Session, dataset_id: int) -> list[TaskGold]:
                               .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all())
     items: dict[int, list[GroundTruthItem]] = defaultdict(list)
     for item in ground_truth(session=session, dataset_id=dataset_id):
-        if item.kind == "hypothesis" and item.task_id is not None:
+        if item.kind == HYPOTHESIS.name and item.task_id is not None:
             items[item.task_id].append(item)
     board = []
     for task in tasks:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
@@ -28,19 +28,25 @@ from curation.models import (
     HypothesisTask,
     HypothesisTaskStatus,
     Role,
-    RunStatus,
     Stage,
     User,
 )
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.alternatives import store_alternative
-from curation.services.background_jobs import JobControl, JobOutcome, start_job
+from curation.services.background_jobs import JobControl, JobOutcome
 from curation.services.blinding import refuse_if_blind
+from curation.services.generation_jobs import (
+    generation_outcome,
+    job_requester,
+    problems_text,
+    start_dataset_generation,
+)
 from curation.services.hypotheses.common import (
     HypothesisInput,
     HypothesisVariableInput,
     is_hypothesis_dataset,
+    same_hypothesis_as,
     task_label,
     validated_payload,
 )
@@ -54,6 +60,7 @@ from evaluation.llm.hypothesis_prompts import (
     hypothesis_messages,
 )
 from evaluation.llm.prompts import parse_items, prompt_sha256
+from evaluation.tasks.hypotheses import HYPOTHESIS
 
 if TYPE_CHECKING:
     from curation.settings import Settings
@@ -113,7 +120,7 @@ def _parser(text: str) -> object:
 
 def _stored_items(session: Session, dataset_id: int, cache_key: str) -> set[int]:
     alts = session.exec(select(Alternative).where(Alternative.dataset_id == dataset_id, Alternative.source == "llm",
-                                                  Alternative.kind == "hypothesis"))
+                                                  Alternative.kind == HYPOTHESIS.name))
     return {int(a.extra["llm_call"].get("item", -1)) for a in alts
             if (a.extra or {}).get("llm_call", {}).get("cache_key") == cache_key}
 
@@ -145,9 +152,9 @@ def _store_query(session: Session, dataset_id: int, job: PlannedQuery, result: L
             report.rejected.append(f"{job.label}: hypothesis {i + 1} rejected: {exc}")
             continue
         payload = {**payload, "task_id": task.id, "task_key": task.key}
-        stored = store_alternative(session, dataset_id=dataset_id, kind="hypothesis", source="llm",
+        stored = store_alternative(session, dataset_id=dataset_id, kind=HYPOTHESIS.name, source="llm",
                                    proposed_by_id=None, seed_id=None, payload=payload, llm=llm,
-                                   extra={"llm_call": {**call, "item": i}})
+                                   extra={"llm_call": {**call, "item": i}}, same_as=same_hypothesis_as)
         report.created += 1
         report.duplicates += stored.duplicate_of is not None
 
@@ -186,12 +193,8 @@ def generate_hypotheses(
 @judges_actor
 def start_hypothesis_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
     """Record a generation as a queued job (checked first), one per dataset at a time; returns its id."""
-    with db_scope(engine) as s:
-        planned = plan_hypothesis_generation(session=s, actor=actor, dataset_id=dataset_id)
-        dataset = s.get(Dataset, dataset_id)
-        name = dataset.name if dataset else str(dataset_id)
-    return start_job(engine, kind=JOB_KIND, params={"dataset_id": dataset_id}, scope=f"dataset:{dataset_id}",
-                     requested_by_id=actor.id, total=len(planned), what=f"An LLM generation for '{name}'")
+    return start_dataset_generation(engine, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
+                                    plan=plan_hypothesis_generation)
 
 
 def hypothesis_generation_summary(result: dict[str, Any]) -> tuple[str, str]:
@@ -202,22 +205,12 @@ def hypothesis_generation_summary(result: dict[str, Any]) -> tuple[str, str]:
             f"already stored; {r.cached} of {r.calls} answers came from the cache.")
     if r.cancelled:
         text = f"Cancelled after {r.queries_done} of {r.queries_total} queries; what was stored is kept. " + text
-    details = [*(f"failed: {e}" for e in r.errors), *(f"rejected: {x}" for x in r.rejected)]
-    if details:
-        text += "  \n" + "  \n".join(details[:12])
-    return ("warning" if r.errors or r.cancelled else "success"), text
+    return ("warning" if r.errors or r.cancelled else "success"), text + problems_text(r.errors, r.rejected)
 
 
 def run_hypothesis_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
     """The job's function (background_jobs.KINDS), run as the person who asked for it."""
-    with db_scope(engine) as s:
-        actor = s.get(User, job.requested_by_id) if job.requested_by_id is not None else None
-        if actor is None:
-            raise StageError(f"Job {job.id}: the person who asked for it no longer exists.")
-        s.expunge(actor)
-    report = generate_hypotheses(session_scope=lambda: db_scope(engine), actor=actor,
+    report = generate_hypotheses(session_scope=lambda: db_scope(engine), actor=job_requester(engine, job),
                                  dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(),
                                  progress=control.progress, should_stop=control.cancelled)
-    result = asdict(report)
-    status = RunStatus.CANCELLED.value if report.cancelled else RunStatus.SUCCEEDED.value
-    return JobOutcome(status, hypothesis_generation_summary(result)[1], result)
+    return generation_outcome(report, hypothesis_generation_summary)

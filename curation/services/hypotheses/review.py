@@ -31,6 +31,7 @@ from curation.services.actor import judges_actor
 from curation.services.hypotheses.common import dictionary_columns
 from curation.services.stages import require_reviewer
 from curation.services.votes import VERDICT
+from evaluation.tasks.hypotheses import HYPOTHESIS
 
 __all__ = ["HypothesisItem", "HypothesisReview", "TaskReview", "hypothesis_review"]
 
@@ -96,7 +97,7 @@ def hypothesis_review(*, session: Session, actor: User, dataset_id: int) -> Hypo
     proposals = list(session.exec(select(HypothesisProposal).where(
         col(HypothesisProposal.analysis_id).in_(list(owners)))).all()) if owners else []
     alternatives = [a for a in session.exec(select(Alternative).where(
-        Alternative.dataset_id == dataset_id, Alternative.kind == "hypothesis")
+        Alternative.dataset_id == dataset_id, Alternative.kind == HYPOTHESIS.name)
         .order_by(col(Alternative.position))).all() if not (a.extra or {}).get("merged_into")]
     users = {u.id: u for u in session.exec(select(User)).all()}
     votes = session.exec(select(Vote).where(Vote.dataset_id == dataset_id, Vote.question == VERDICT)).all()
@@ -109,7 +110,7 @@ def hypothesis_review(*, session: Session, actor: User, dataset_id: int) -> Hypo
 
     rows: list[tuple[HypothesisItem, int | None, str]] = []
     for h in proposals:
-        rows.append((HypothesisItem("hypothesis", h.id, h.task_id, h.hypothesis, h.context, list(h.variables),
+        rows.append((HypothesisItem(HYPOTHESIS.name, h.id, h.task_id, h.hypothesis, h.context, list(h.variables),
                                     h.relationship, h.workflow, h.code, h.check), owners[h.analysis_id], "peer"))
     for a in alternatives:
         p = a.payload or {}
