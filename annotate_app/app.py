@@ -10,7 +10,7 @@ import streamlit as st
 if __package__ in (None, ""):  # `streamlit run annotate_app/app.py` runs this file as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotate_app import context, state  # noqa: E402
+from annotate_app import context, heap, state  # noqa: E402
 from annotate_app.components.session_cookie import sync_cookie  # noqa: E402
 from annotate_app.text import md  # noqa: E402
 from curation.models import Role  # noqa: E402
@@ -72,4 +72,7 @@ else:
             st.rerun()
 sync_cookie(context.session_cookie_name(), state.cookie_action())
 context.show_flash()
-nav.run()
+try:
+    nav.run()
+finally:  # also when the page stops early (st.rerun, st.stop)
+    heap.freeze_new_modules()

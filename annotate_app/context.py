@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,26 +34,60 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{20,128}")  # what secrets.token_urlsafe m
 T = TypeVar("T")
 
 
+_settings_read: tuple[object, Settings] | None = None
+
+
+def _settings_sources() -> object:
+    """What :class:`Settings` is read from, as it is now: the ``FORKPATHS_*`` variables (any case, as
+    pydantic-settings matches them) and the ``.env`` file of the working directory."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.upper().startswith("FORKPATHS_")))
+    try:
+        dotenv = os.stat(".env")
+        dotenv_key: tuple[int, int, int] | None = (dotenv.st_ino, dotenv.st_mtime_ns, dotenv.st_size)
+    except OSError:
+        dotenv_key = None
+    return (os.getcwd(), env, dotenv_key)
+
+
 def settings() -> Settings:
-    """Read per run (cheap); the expensive start-up below is cached per database and data folder."""
-    return Settings()
+    """The settings as the environment and ``.env`` state them now: read again whenever either changed, else the
+    same object (reading them takes ~3 ms and a page asks a dozen times per run). Do not modify it.
+
+    The expensive start-up below is cached per database and data folder."""
+    global _settings_read
+    sources, read = _settings_sources(), _settings_read
+    if read is None or read[0] != sources:
+        read = _settings_read = (sources, Settings())
+    return read[1]
 
 
-@st.cache_resource(show_spinner="Preparing the database…")
+def _close_engine(report: StartupReport) -> None:
+    report.engine.dispose()
+
+
+def _stop_taking_work(runner: RunSubmitter | JobSubmitter) -> None:
+    """Its threads (SQLite) end once the work they already took is done; nothing to stop for the queue."""
+    shutdown = getattr(runner, "shutdown", None)
+    if shutdown is not None:
+        shutdown(wait=False)
+
+
+# on_release: when Streamlit's resource cache is cleared, the engine's connections are closed and the threads end
+@st.cache_resource(show_spinner="Preparing the database…", on_release=_close_engine)
 def _startup(database_url: str, data_dir: str) -> StartupReport:
     report = initialise(settings())
     prewarm(wait=False)  # the sandbox's template process imports pandas in the background
     return report
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=_stop_taking_work)
 def _run_worker(database_url: str, data_dir: str) -> RunSubmitter:
     s = settings()
     return make_submitter(engine(), artifacts=s.artifact_store(),
                           judges=JudgeSettings.from_settings(s), limits=ScoringLimits.from_settings(s))
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, on_release=_stop_taking_work)
 def _job_runner(database_url: str, data_dir: str) -> JobSubmitter:
     return make_job_submitter(engine(), settings)
 

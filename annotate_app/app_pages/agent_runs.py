@@ -4,11 +4,11 @@ server; follow it, read its transcripts and cost, download its submission, open 
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.components.release_choice import scorable_releases_or_stop
 from annotate_app.components.transcript_view import COST_HELP, agent_runs_frame, task_runs_frame, transcript
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services import agent_runs as ar
-from curation.services.scoring import scorable_releases
 from evaluation.agents import AgentSettings
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
@@ -19,10 +19,8 @@ st.caption("Run a model under test (any OpenAI-compatible endpoint) on a release
            "works on the server: you can leave this page and come back. Each finished run is scored automatically; "
            "every model call is cached, so running the same thing again sends no request.")
 
-records = context.attempt(lambda s: scorable_releases(session=s, actor=user)) or []
-if not records:
-    st.info("There is no release yet: a curator cuts one on the Releases page before agents can run on it.")
-    st.stop()
+records = scorable_releases_or_stop(user, "There is no release yet: a curator cuts one on the Releases page "
+                                          "before agents can run on it.")
 kinds = ar.agent_kinds()
 existing = context.attempt(lambda s: ar.list_agent_runs(session=s, actor=user)) or []
 
@@ -117,7 +115,8 @@ def runs_panel() -> None:
         got = context.attempt(lambda s: ar.submission_download(session=s, actor=user, run_id=pick,
                                                                artifacts=cfg.artifact_store()))
         if got is not None:
-            c1.download_button("⬇ Generated submission", got[1], file_name=got[0], mime=got[2], key="agent.download")
+            c1.download_button("⬇ Generated submission", got[1], file_name=got[0], mime=got[2], key="agent.download",
+                              on_click="ignore")
     scored = [i for i in run.scoring_run_ids if i]
     if scored and c2.button(f"Open scored run #{scored[0]}", key="agent.open"):
         state.choose_run(scored[0])

@@ -7,20 +7,18 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.components.judge_card import judge_card
 from annotate_app.components.kinds import column_config, leaderboard_frame, view_module
+from annotate_app.components.release_choice import scorable_releases_or_stop
 from annotate_app.components.score_charts import run_label
 from curation.models import Role
 from curation.services.judge_validation import agreement_card
 from curation.services.leaderboard import leaderboard, leaderboard_csv
-from curation.services.scoring import companion_kinds, ranked_kinds, scorable_releases
+from curation.services.scoring import companion_kinds, ranked_kinds
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
 st.title("🏆 Leaderboard")
 
-records = context.attempt(lambda s: scorable_releases(session=s, actor=user)) or []
-if not records:
-    st.info("There is no release yet, so nothing has been scored.")
-    st.stop()
+records = scorable_releases_or_stop(user, "There is no release yet, so nothing has been scored.")
 c1, c2 = st.columns(2)
 c3 = c4 = st.container(horizontal=True, gap="medium")  # the toggles' labels in full, on their own row at 1024 px
 version = c1.selectbox("Release", [r.version for r in records], key="leaderboard.release")
@@ -69,9 +67,10 @@ with right:
 
 c1, c2, c3 = st.columns(3)
 name = f"leaderboard-{version}{'' if dataset == 'all datasets' else '-' + dataset}"
-c1.download_button("⬇ CSV", leaderboard_csv(rows), file_name=f"{name}.csv", mime="text/csv", key="leaderboard.csv")
+c1.download_button("⬇ CSV", leaderboard_csv(rows), file_name=f"{name}.csv", mime="text/csv", key="leaderboard.csv",
+                   on_click="ignore")
 c2.download_button("⬇ JSON", json.dumps(rows, indent=2), file_name=f"{name}.json", mime="application/json",
-                   key="leaderboard.json")
+                   key="leaderboard.json", on_click="ignore")
 pick = c3.selectbox("Drill into run", [r["run"] for r in rows], key="leaderboard.pick",
                     format_func=lambda i: next(run_label(r) for r in rows if r["run"] == i))
 if c3.button("Open run details", key="leaderboard.open"):

@@ -141,7 +141,7 @@ with tab_list:
                                                                            fmt=f, artifacts=artifacts))
                 if archive is not None:
                     col.download_button(f"⬇ Download {archive[0]}", archive[1], file_name=archive[0],
-                                        mime="application/zip", key=f"releases.dl.{fmt}")
+                                        mime="application/zip", key=f"releases.dl.{fmt}", on_click="ignore")
 
 with tab_diff:
     if len(records) < 2:

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.components.release_choice import scorable_releases_or_stop
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.reproducibility import reproduce_run
@@ -17,7 +18,6 @@ from curation.services.scoring import (
     list_runs,
     register_run,
     rescore_run,
-    scorable_releases,
     set_official,
 )
 
@@ -29,11 +29,9 @@ st.caption("Score an agent's submission (BLADE analyses, MCQ answers, DiscoveryB
            "release. Scoring runs on the server: you can leave this page and come back. Each run keeps its "
            "submission, the release and ground-truth hashes, the judge and the mode it was scored with.")
 
-records = context.attempt(lambda s: scorable_releases(session=s, actor=user)) or []
+records = scorable_releases_or_stop(user, "There is no release yet: a curator cuts one on the Releases page "
+                                          "before runs can be scored.")
 versions = [r.version for r in records]
-if not versions:
-    st.info("There is no release yet: a curator cuts one on the Releases page before runs can be scored.")
-    st.stop()
 
 with st.expander("Score a submission", expanded=True), st.form(f"score.{state.form_version('score')}"):
     kind = st.radio("What to score", kind_names(), horizontal=True, key="runs.kind",

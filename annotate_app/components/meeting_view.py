@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.components.kinds import view_module
 from annotate_app.text import md
 from curation.ground_truth import RULES
 from curation.models import Role, User
@@ -35,6 +36,7 @@ from curation.services.meetings import (
     show_item,
 )
 from curation.services.votes import QUESTIONS
+from evaluation.tasks import ItemKind, item_kind
 
 AGENDA_PICK = "meeting.item"  # the agenda item picked in the list view
 CLOSE_ASKED = "fp.meeting.close_asked"  # the meeting whose close waits for the facilitator's confirmation
@@ -64,13 +66,12 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
     """One agenda item: what it is, its place in the decision graph, the votes with reasons, the outcome."""
     i = a.item
     (st.header if big else st.subheader)(item_title(a))
-    if i.kind in ("check", "artifact"):  # a programmatic task's candidate: its task, code or file, gate
-        from annotate_app.components.programmatic_review import render_agenda_candidate
-
-        render_agenda_candidate(i, f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** "
-                                   f"{_tally(a.before)}")
+    spec = item_kind(i.kind)
+    if spec.agenda_view is not None:  # drawn by its task kind's component (a programmatic check: code, gate)
+        view_module(spec.agenda_view).agenda_item(
+            i, f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** {_tally(a.before)}")
     else:
-        _render_decision(i, a)
+        _render_decision(i, a, spec)
     names = _names(sorted({v["annotator_id"] for v in i.votes}))
     if i.votes:
         asked = {q.key: q.text for q in QUESTIONS.get(i.kind, ())}  # the words analysts answered, not the ids
@@ -84,21 +85,20 @@ def render_item(a: AgendaItem, *, big: bool = False) -> None:
                    + (f"  \nDissent: {md(o.dissent)}" if o.dissent else "") + f"  \n(revision {o.revision})")
 
 
-def _render_decision(i: GroundTruthItem, a: AgendaItem) -> None:
-    hypothesis = i.kind == "hypothesis"  # a DiscoveryBench hypothesis: its query, its workflow
-    st.markdown(f"**{'Query' if hypothesis else 'Variable'}:** {md(i.concept or '—')}  ·  **source:** {md(i.source)}  ·  "
+def _render_decision(i: GroundTruthItem, a: AgendaItem, spec: ItemKind) -> None:
+    st.markdown(f"**{spec.subject}:** {md(i.concept or '—')}  ·  **source:** {md(i.source)}  ·  "
                 f"**now:** {BADGE.get(i.status, i.status)}  ·  **before the meeting:** {_tally(a.before)}")
     if i.code:
         st.code(i.code, language="python")
     if i.rationale:
-        st.caption(f"{'Workflow' if hypothesis else 'Rationale'}: {md(i.rationale)}")
-    if hypothesis:
+        st.caption(f"{spec.rationale}: {md(i.rationale)}")
+    if not spec.in_decision_graph:  # e.g. a DiscoveryBench hypothesis: the columns its variables use
         st.caption(f"Variables grounded in the columns {md(', '.join(i.columns) or '— (derived only)')}")
+        return
     before = len(i.path_ids) - 1 if i.kind == "transform" else len(i.path_ids)
     runs = f"runs after {before} earlier transform(s)" if before > 0 else (
         "runs on the raw data" if i.kind == "transform" else "uses the data columns directly")
-    if not hypothesis:
-        st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
+    st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
 
 
 def render_outcome_form(user: User, meeting_id: int, a: AgendaItem) -> None:
@@ -249,7 +249,7 @@ def render_summary(meeting_id: int) -> None:
                                 "reason": r["reason"], "dissent": r["dissent"]} for r in summary["items"]]),
                  hide_index=True, width="stretch")
     st.download_button("⬇ Meeting record (JSON)", json.dumps(summary, indent=2), file_name=f"meeting-{meeting_id}.json",
-                       mime="application/json", key=f"meeting.download.{meeting_id}")
+                       mime="application/json", key=f"meeting.download.{meeting_id}", on_click="ignore")
 
 
 def render_rule_picker(user: User, dataset_id: int) -> None:

@@ -69,7 +69,9 @@ def parse_answer_key(content: bytes, *, kind: Literal["real", "synth"], label: s
         raise DiscoveryBenchFormatError(
             _fail(label, f"{label} is not UTF-8 text (undecodable byte at offset {exc.start}); save it as UTF-8.")
         ) from exc
-    newline: Literal["\n", "\r\n"] = "\r\n" if "\r\n" in text else "\n"
+    # the file's line end is the header's: a quoted value may hold other line ends of its own
+    first_end = text.find("\n")
+    newline: Literal["\n", "\r\n"] = "\r\n" if first_end > 0 and text[first_end - 1] == "\r" else "\n"
     try:
         records = list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as exc:

@@ -3,7 +3,8 @@
 A kind that shows a drill-down names a module here (``analyses`` → :mod:`annotate_app.components.kinds.analyses`)
 holding ``drilldown(run, user, cfg)`` and, if it ranks runs on the leaderboard, ``leaderboard_notes(rows)`` and
 ``leaderboard_charts(rows, container)``. The leaderboard's table itself is drawn from the kinds' column specs by
-:func:`leaderboard_frame`, so a kind's columns need no page code.
+:func:`leaderboard_frame`, so a kind's columns need no page code. A decision-item kind whose ``agenda_view`` names
+a module here is drawn on a meeting's agenda by its ``agenda_item(item, status_line)``.
 """
 
 from __future__ import annotations

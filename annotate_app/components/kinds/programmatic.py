@@ -16,8 +16,8 @@ from annotate_app import context
 from curation.models import ScoringRun, User
 from curation.services.programmatic import programmatic_run_details
 
-__all__ = ["checks_frame", "drilldown", "show_output_file", "leaderboard_charts", "leaderboard_notes", "outcomes_frame",
-           "task_type_figure"]
+__all__ = ["agenda_item", "checks_frame", "drilldown", "show_output_file", "leaderboard_charts", "leaderboard_notes",
+           "outcomes_frame", "task_type_figure"]
 
 STATUS_ICON = {"true": "✅", "false": "❌"}
 MAX_TABLE_ROWS = 500
@@ -142,3 +142,10 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     for path, data in sorted(files.items()):
         with st.expander(f"📄 {path} ({len(data):,} bytes)", expanded=len(files) <= 3):
             show_output_file(path, data)
+
+
+def agenda_item(item: Any, status_line: str) -> None:
+    """A candidate check or artifact on a stage-3 meeting's agenda (the kind's ``agenda_view``)."""
+    from annotate_app.components.programmatic_review import render_agenda_candidate  # it imports this module
+
+    render_agenda_candidate(item, status_line)
