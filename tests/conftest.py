@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import shutil
@@ -12,8 +13,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# Argon2 at argon2-cffi's test profile for every account the suite creates and signs in, here and in the app and
+# CLI processes it starts (they inherit the environment); test_accounts checks the app's own default.
+os.environ["FORKPATHS_INSECURE_TEST_PASSWORD_HASHING"] = "1"
 from sqlalchemy import create_engine, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 
 from curation.db import make_engine, migrate
 
@@ -39,17 +44,62 @@ def pg_unavailable_reason() -> str | None:
     return _pg_state["reason"]
 
 
-def _pg_schema_engine() -> Iterator[Engine]:
+_templates: dict[str, object] = {}
+
+
+def _pg_template_dump() -> str | None:
+    """The SQL of a freshly migrated schema named ``fp_tpl_<hex>`` (``pg_dump`` of it, data as INSERTs), made
+    once per test process: loading it is a tenth of running the migrations. None without pg_dump (then each
+    test migrates). The migrations themselves are tested from an empty database in test_migrations."""
+    if "pg" not in _templates:
+        dump: str | None = None
+        if shutil.which("pg_dump"):
+            schema = f"fp_tpl_{uuid.uuid4().hex[:12]}"
+            admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+            try:
+                eng = make_engine(PG_URL, connect_args={"options": f"-csearch_path={schema}"})
+                migrate(eng)
+                eng.dispose()
+                url = make_url(PG_URL).set(drivername="postgresql").render_as_string(hide_password=False)
+                done = subprocess.run(["pg_dump", "--no-owner", "--no-privileges", "--inserts", "-n", schema,
+                                       "-d", url], capture_output=True, text=True, timeout=120)
+                if done.returncode == 0 and schema in done.stdout:  # without psql's meta-commands (\\restrict)
+                    sql = "\n".join(line for line in done.stdout.splitlines() if not line.startswith("\\"))
+                    dump = sql.replace(schema, "{schema}")
+            finally:
+                with admin.connect() as conn:
+                    conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+                admin.dispose()
+        _templates["pg"] = dump
+    return _templates["pg"]  # type: ignore[return-value]
+
+
+def _pg_schema_engine(*, template: bool = True) -> Iterator[Engine]:
+    """A migrated schema of its own on the PostgreSQL test server (dropped afterwards), as an engine whose
+    search_path is that schema; loaded from the process's template, or with ``template=False`` migrated."""
     reason = pg_unavailable_reason()
     if reason:
         pytest.skip(reason)
     schema = f"fp_test_{uuid.uuid4().hex[:12]}"
+    dump = _pg_template_dump() if template else None
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    if dump is not None:
+        raw = admin.raw_connection()
+        try:
+            with raw.cursor() as cur:
+                cur.execute(dump.replace("{schema}", schema))  # creates the schema; one statement string
+            raw.commit()
+        finally:
+            raw.close()
+    else:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     engine = make_engine(PG_URL, connect_args={"options": f"-csearch_path={schema}"})
     try:
-        migrate(engine)
+        if dump is None:
+            migrate(engine)
         yield engine
     finally:
         engine.dispose()
@@ -58,12 +108,33 @@ def _pg_schema_engine() -> Iterator[Engine]:
         admin.dispose()
 
 
+def _sqlite_template() -> Path:
+    """A migrated SQLite file made once per test process (in WAL mode, checkpointed, so the file is whole)."""
+    if "sqlite" not in _templates:
+        folder = Path(tempfile.mkdtemp(prefix="forkpaths-template-"))
+        atexit.register(shutil.rmtree, folder, True)
+        path = folder / "forkpaths.db"
+        eng = make_engine(f"sqlite:///{path}")
+        migrate(eng)
+        with eng.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        eng.dispose()
+        _templates["sqlite"] = path
+    return _templates["sqlite"]  # type: ignore[return-value]
+
+
+def migrated_sqlite(path: Path) -> Engine:
+    """An engine on a freshly migrated SQLite database at ``path`` (a copy of the process's migrated template)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_sqlite_template(), path)
+    return make_engine(f"sqlite:///{path}")
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     """A freshly migrated database, once on SQLite and once on PostgreSQL."""
     if request.param == "sqlite":
-        eng = make_engine(f"sqlite:///{tmp_path / 'forkpaths.db'}")
-        migrate(eng)
+        eng = migrated_sqlite(tmp_path / "forkpaths.db")
         yield eng
         eng.dispose()
     else:
@@ -72,8 +143,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
 
 @pytest.fixture
 def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
-    eng = make_engine(f"sqlite:///{tmp_path / 'forkpaths.db'}")
-    migrate(eng)
+    eng = migrated_sqlite(tmp_path / "forkpaths.db")
     yield eng
     eng.dispose()
 

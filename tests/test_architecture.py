@@ -49,3 +49,13 @@ def test_ruff_finds_nothing() -> None:
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise",
                            str(ROOT)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_finds_nothing() -> None:
+    """The domain packages stay mypy-clean (conventions.md), checked on every run so a merge cannot slip past it."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mypy", "curation", "evaluation", "exports"],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr

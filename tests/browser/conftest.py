@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from curation.bootstrap import initialise
-from curation.settings import Settings
+from tests.browser.helpers import LiveApp, WatchedBrowser, serving
 from tests.conftest import apt_install
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-ADMIN_PASSWORD = "admin password 1"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -51,72 +41,15 @@ def browser(chromium: str) -> Iterator[object]:
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
-        yield b
+        yield WatchedBrowser(b)
         b.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class LiveApp:
-    url: str
-    settings: Settings
-    log: Path
 
 
 @pytest.fixture
 def live_app(tmp_path: Path) -> Iterator[LiveApp]:
     """The app as a user runs it (streamlit run), on its own SQLite file and data folder."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("FORKPATHS_")},
-        "FORKPATHS_DATA_DIR": str(tmp_path / "data"),
-        "FORKPATHS_ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-    }
-    old = {k: os.environ.get(k) for k in env if k.startswith("FORKPATHS_")}
-    os.environ.update({k: v for k, v in env.items() if k.startswith("FORKPATHS_")})
-    try:
-        settings = Settings()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    initialise(settings)
-    port = free_port()
-    log = tmp_path / "streamlit.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "annotate_app" / "app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=tmp_path, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the app did not start; its log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
-    try:
-        yield LiveApp(url, settings, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serving(tmp_path) as app:
+        yield app
 
 
 @pytest.fixture

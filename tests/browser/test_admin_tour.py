@@ -10,8 +10,7 @@ from sqlmodel import select
 from curation.db import make_engine, session_scope
 from curation.models import Dataset
 from tests import factories as f
-from tests.browser.conftest import ADMIN_PASSWORD
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import ADMIN_PASSWORD, click, idle, shot, sign_in, tab
 
 pytestmark = pytest.mark.browser
 
@@ -26,10 +25,7 @@ def test_admin_registers_a_dataset_and_visits_every_page(browser, live_app, shot
     f.dataset(engine, live_app.settings.datasets_store, assign=[ana])
     f.full_analysis(engine, ana, 1)
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(live_app.url)
-    page.get_by_label("User name", exact=True).fill("admin")
-    page.get_by_label("Password", exact=True).fill(ADMIN_PASSWORD)
-    click(page, "Sign in")
+    sign_in(page, live_app.url, "admin", ADMIN_PASSWORD)
     page.get_by_text("Every analyst").wait_for()
     page.locator(".js-plotly-plot .bars").first.wait_for()
     page.wait_for_timeout(500)
@@ -38,7 +34,7 @@ def test_admin_registers_a_dataset_and_visits_every_page(browser, live_app, shot
 
     page.get_by_role("link", name="Datasets").click()
     idle(page)
-    page.get_by_role("tab", name="Add a BLADE folder").click()
+    tab(page, "Add a BLADE folder")
     folder = f.tiny_blade_folder(tmp_path / "upload", "uploaded")
     page.locator("input[type=file]").first.set_input_files([str(folder / "info.json"), str(folder / "data.csv")])
     idle(page)
@@ -65,7 +61,7 @@ def test_admin_registers_a_dataset_and_visits_every_page(browser, live_app, shot
     page.get_by_role("tab", name="Users").wait_for()
     shot(page, shots / "04-users.png")
     no_exception(page)
-    page.get_by_role("tab", name="Assign datasets").click()
+    tab(page, "Assign datasets")
     page.wait_for_timeout(500)
     shot(page, shots / "05-assign.png")
 

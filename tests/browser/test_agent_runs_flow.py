@@ -10,12 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from curation.db import make_engine, session_scope
-from curation.models import Role
-from curation.services import releases as rel
-from curation.services.blade_import import import_blade
-from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, release_hurricane, shot, sign_in
 from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
@@ -38,25 +33,11 @@ def _respond(req):
 
 def test_evaluator_runs_an_agent_follows_it_and_reads_a_transcript(browser, live_app, shots: Path, shared_blade: Path,
                                                                    os_sandbox):
-    cfg = live_app.settings
-    engine = make_engine(cfg.resolved_database_url)
-    curator = f.user(engine, "cleo", Role.CURATOR)
-    f.user(engine, "evie", Role.EVALUATOR)
-    with session_scope(engine) as s:
-        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
-                     max_bytes=200 * 2**20)
-    with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
-                        store=cfg.datasets_store)
+    release_hurricane(live_app, shared_blade)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     with ScriptedLLM(responder=_respond) as llm:
         try:
-            page.goto(live_app.url)
-            page.get_by_label("User name", exact=True).fill("evie")
-            page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-            click(page, "Sign in")
-            page.get_by_role("link", name="Agent runs").click()
-            idle(page)
+            sign_in(page, live_app.url, "evie", open_page="Agent runs")
             page.get_by_text("coverage@10 needs at least").wait_for()
             page.get_by_label("Model", exact=True).fill("scripted-7b")
             page.get_by_label("Endpoint (OpenAI-compatible base URL)", exact=True).fill(llm.url)

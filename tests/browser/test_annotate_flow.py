@@ -11,54 +11,9 @@ from sqlmodel import select
 from curation.db import make_engine, session_scope
 from curation.models import Analysis, ConceptualVariable, StatModel, Transform
 from tests import factories as f
+from tests.browser.helpers import PASSWORD, click, fill_text, idle, pick, shot, tab
 
 pytestmark = pytest.mark.browser
-PASSWORD = f.PASSWORD
-
-
-def idle(page) -> None:
-    """Wait until Streamlit has finished re-running the script."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000)
-    page.wait_for_timeout(200)
-
-
-def fill_text(page, label: str, value: str, *, area: bool = False) -> None:
-    box = page.get_by_label(label, exact=True).filter(visible=True)
-    box.fill(value)
-    if area:
-        box.press("Control+Enter")
-    else:
-        box.press("Enter")
-    idle(page)
-
-
-def pick(page, label: str, option: str) -> None:
-    """Choose ``option`` in a selectbox or multiselect labelled ``label``."""
-    page.get_by_label(label, exact=True).filter(visible=True).click()
-    page.get_by_role("option", name=option, exact=True).filter(visible=True).click()
-    page.keyboard.press("Escape")
-    idle(page)
-
-
-def click(page, name: str) -> None:
-    page.get_by_role("button", name=name).filter(visible=True).click()
-    idle(page)
-
-
-def shot(page, path: Path, anchor=None) -> None:
-    """A viewport screenshot with ``anchor`` (a locator) scrolled into view: Streamlit scrolls inside its own
-    container, so a full-page screenshot would only show the top."""
-    if anchor is not None:
-        anchor.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
-    page.screenshot(path=path)
-
-
-def tab(page, name: str) -> None:
-    page.get_by_role("tab", name=name).click()
-    page.wait_for_timeout(300)
 
 
 def test_analyst_records_and_submits_an_analysis(browser, live_app, shots: Path):

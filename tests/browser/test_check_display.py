@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from curation.db import make_engine
 from tests import factories as f
-from tests.browser.test_annotate_flow import PASSWORD, click, fill_text, idle, shot, tab
+from tests.browser.helpers import fill_text, idle, shot, sign_in, tab
 
 pytestmark = pytest.mark.browser
 CODE = "Code (pandas statements acting on `df`)"
@@ -29,12 +29,7 @@ def test_a_long_check_counts_up_then_shows_output_and_can_be_cancelled(browser, 
     engine.dispose()
     page = browser.new_page(viewport={"width": 1400, "height": 1300})
     try:
-        page.goto(live_app.url)
-        page.get_by_label("User name", exact=True).fill("ana")
-        page.get_by_label("Password", exact=True).fill(PASSWORD)
-        click(page, "Sign in")
-        page.get_by_role("link", name="Annotate").click()
-        idle(page)
+        sign_in(page, live_app.url, "ana", open_page="Annotate")
         tab(page, "Transforms")
 
         # a check that runs until cancelled: nothing can finish it while the test looks at the elapsed time

@@ -12,9 +12,8 @@ from sqlmodel import func, select
 from curation.db import make_engine, session_scope
 from curation.models import Dataset, Transform
 from tests import factories as f
-from tests.browser.conftest import ADMIN_PASSWORD
+from tests.browser.helpers import ADMIN_PASSWORD, click, idle, shot, sign_in, tab
 from tests.browser.test_admin_tour import no_exception
-from tests.browser.test_annotate_flow import click, idle, shot, tab
 
 pytestmark = pytest.mark.browser
 
@@ -22,12 +21,7 @@ pytestmark = pytest.mark.browser
 def test_upload_tabs_explain_bad_files_and_import_ground_truth(browser, live_app, shots: Path, tmp_path: Path,
                                                                shared_blade: Path):
     page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    page.goto(live_app.url)
-    page.get_by_label("User name", exact=True).fill("admin")
-    page.get_by_label("Password", exact=True).fill(ADMIN_PASSWORD)
-    click(page, "Sign in")
-    page.get_by_role("link", name="Datasets").click()
-    idle(page)
+    sign_in(page, live_app.url, "admin", ADMIN_PASSWORD, open_page="Datasets")
 
     # the CSV tab: registration's own message, with the line, not pandas' "Error tokenizing data"
     tab(page, "Add a CSV")

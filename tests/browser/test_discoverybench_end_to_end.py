@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,8 @@ from playwright.sync_api import expect
 from curation.db import make_engine, session_scope
 from curation.models import HypothesisTask, Role, ScoringRun
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, fill_text, idle, shot, tab
-from tests.browser.test_hypotheses_flow import _metric, _serve
-from tests.browser.test_hypothesis_flow import CODE, _sign_in, _vote, _write, pick
+from tests.browser.helpers import click, fill_text, idle, llm_env, metric, serving, shot, tab
+from tests.browser.test_hypothesis_flow import _sign_in, _vote, _write, pick
 from tests.curation.hypothesis_world import import_folder
 from tests.evaluation.hms_script import HMSScript, sub
 from tests.llm_server import ScriptedLLM
@@ -42,8 +40,8 @@ def _script() -> HMSScript:
 
 
 def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_path, shots: Path):
-    with ScriptedLLM(_script()) as server:
-        proc, url, cfg = _serve(tmp_path, server.url)
+    with ScriptedLLM(_script()) as server, serving(tmp_path, llm_env(server.url)) as app:
+        url, cfg = app.url, app.settings
         pages = []
         try:
             engine = make_engine(cfg.resolved_database_url)
@@ -52,13 +50,14 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
             root = f.user(engine, "root", Role.ADMIN)
             _ds, tasks = import_folder(engine, cfg.datasets_store, tmp_path / "src", root, [ana, bob])
 
-            # stage 1: two analysts, blind
+            # stage 1: two analysts, blind (test_hypothesis_flow runs supporting code in the sandbox and has a
+            # hypothesis refused first; neither is asserted here)
             a = _sign_in(browser, url, "ana", "Annotate")
             pages.append(a)
-            _write(a, shots, "01-ana", GOLD, "bmi", CODE)
+            _write(a, shots, "01-ana", GOLD, "bmi", None)
             b = _sign_in(browser, url, "bob", "Annotate")
             pages.append(b)
-            _write(b, shots, "02-bob", "BMI falls with age.", "weight", None)
+            _write(b, shots, "02-bob", "BMI falls with age.", "bmi", None)
 
             # stage 2: the curator opens it, each analyst judges the other's hypothesis
             c = _sign_in(browser, url, "cleo", "Review")
@@ -92,13 +91,13 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
             # the release, cut on the page
             c.get_by_role("link", name="Releases").click()
             idle(c)
-            c.get_by_role("tab", name="Cut a release").click()
+            tab(c, "Cut a release")
             idle(c)
             shot(c, shots / "07-cleo-cut-release.png")
             click(c, "Cut release")
             c.get_by_text(re.compile(r"Release 1\.0\.0 cut")).first.wait_for(timeout=60_000)
             idle(c)
-            c.get_by_role("tab", name="Releases").click()
+            tab(c, "Releases")
             c.get_by_text(re.compile(r"DiscoveryBench hypotheses: 1 dataset")).wait_for(timeout=60_000)
             shot(c, shots / "08-cleo-released.png")
 
@@ -123,7 +122,7 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
             e.get_by_role("link", name="Run details").click()
             idle(e)
             expect(e.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_be_visible(timeout=60_000)
-            assert _metric(e, "HMS") == "0.500"
+            assert metric(e, "HMS") == "0.500"
             pick(e, "Query", Q0)
             e.get_by_text("Context matching").wait_for()
             shot(e, shots / "11-evie-query.png")
@@ -143,12 +142,6 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
             for n, page in enumerate(pages):
                 page.screenshot(path=shots / f"failure-{n}.png", full_page=True)
             raise
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
     with session_scope(engine) as s:
         task = s.get(HypothesisTask, tasks["q0"].id)
         assert (task.gold_source, task.gold_hypothesis) == ("consensus", GOLD)

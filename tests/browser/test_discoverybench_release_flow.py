@@ -14,7 +14,7 @@ from curation.db import make_engine, session_scope
 from curation.models import Role
 from curation.services.discoverybench_import import import_discoverybench
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, shot, sign_in, tab
 from tests.exports.test_release_hypotheses import ANSWER_KEY, make_tree
 
 pytestmark = pytest.mark.browser
@@ -28,19 +28,14 @@ def test_curator_releases_and_downloads_discoverybench(browser, live_app, shots:
         import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "tree"),
                               store=live_app.settings.datasets_store, max_bytes=2**26)
     page = browser.new_page(viewport={"width": 1400, "height": 1200}, accept_downloads=True)
-    page.goto(live_app.url)
-    page.get_by_label("User name", exact=True).fill("dora")
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    page.get_by_role("link", name="Releases").click()
-    idle(page)
-    page.get_by_role("tab", name="Cut a release").click()
+    sign_in(page, live_app.url, "dora", open_page="Releases")
+    tab(page, "Cut a release")
     page.get_by_text("Also release the datasets without ground truth yet (storms)").click()
     click(page, "Cut release")
     try:
         page.get_by_text("Release 1.0.0 cut: 4 datasets").first.wait_for(timeout=60_000)
         idle(page)
-        page.get_by_role("tab", name="Releases").click()
+        tab(page, "Releases")
         page.get_by_text("DiscoveryBench hypotheses: 3 datasets").wait_for(timeout=60_000)
         expect(page.get_by_role("button", name="Prepare DiscoveryBench layout (.zip)")).to_be_visible(timeout=60_000)
     except Exception:

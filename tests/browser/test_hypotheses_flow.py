@@ -4,127 +4,66 @@ decompositions side by side with the judge's explanations), judges its relations
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from curation.bootstrap import initialise
 from curation.db import make_engine
 from curation.models import Role
-from curation.settings import Settings
 from tests import factories as f
-from tests.browser.conftest import ADMIN_PASSWORD, PROJECT_ROOT, free_port
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, llm_env, metric, serving, shot, sign_in
 from tests.curation.hms_world import answers_file, cut_hypotheses_release, standard_script
 from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
 
 
-def _metric(page, label: str) -> str:
-    box = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return box.locator('[data-testid="stMetricValue"]').inner_text()
-
-
-def _serve(tmp_path: Path, llm_url: str):
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORKPATHS_")},
-           "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_ADMIN_PASSWORD": ADMIN_PASSWORD,
-           "FORKPATHS_LOAD_STARTER_DATASETS": "false", "FORKPATHS_LLM_BASE_URL": llm_url,
-           "FORKPATHS_LLM_MODEL": "judge-model", "FORKPATHS_LLM_MAX_RETRIES": "0"}
-    saved = dict(os.environ)
-    os.environ.update({k: v for k, v in env.items() if k.startswith("FORKPATHS_")})
-    try:
-        settings = Settings()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    initialise(settings)
-    port = free_port()
-    log = tmp_path / "streamlit.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "annotate_app" / "app.py"),
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=tmp_path, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url, settings
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the app did not start; its log:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
-
-
 def test_evaluator_scores_hypotheses_drills_down_and_judges_a_facet(browser, tmp_path, shots: Path):
-    with ScriptedLLM(standard_script()) as server:
-        proc, url, cfg = _serve(tmp_path, server.url)
-        try:
-            engine = make_engine(cfg.resolved_database_url)
-            cut_hypotheses_release(engine, cfg.releases_store, tmp_path)
-            f.user(engine, "evie", Role.EVALUATOR)
-            answers = tmp_path / "agent-hypotheses.json"
-            answers.write_bytes(answers_file())
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.goto(url)
-            page.get_by_label("User name", exact=True).fill("evie")
-            page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-            click(page, "Sign in")
-            idle(page)
-            page.get_by_role("link", name="Scoring runs").click()
-            idle(page)
-            page.get_by_text(re.compile(r"^Hypotheses \(DiscoveryBench")).click()
-            page.locator('input[type="file"]').set_input_files(str(answers))
-            page.get_by_text(re.compile(r"theses\.json")).first.wait_for()
-            page.get_by_label("Agent", exact=True).fill("ReAct agent")
-            page.get_by_label("Language model", exact=True).fill("gpt-4o")
-            shot(page, shots / "01-upload.png")
-            page.get_by_role("button", name="Score").filter(visible=True).click()
-            page.get_by_text("Run 1 succeeded").wait_for(timeout=120_000)
-            shot(page, shots / "02-run-succeeded.png")
+    with ScriptedLLM(standard_script()) as server, serving(tmp_path, llm_env(server.url)) as app:
+        url, cfg = app.url, app.settings
+        engine = make_engine(cfg.resolved_database_url)
+        cut_hypotheses_release(engine, cfg.releases_store, tmp_path)
+        f.user(engine, "evie", Role.EVALUATOR)
+        answers = tmp_path / "agent-hypotheses.json"
+        answers.write_bytes(answers_file())
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        sign_in(page, url, "evie", open_page="Scoring runs")
+        page.get_by_text(re.compile(r"^Hypotheses \(DiscoveryBench")).click()
+        page.locator('input[type="file"]').set_input_files(str(answers))
+        page.get_by_text(re.compile(r"theses\.json")).first.wait_for()
+        page.get_by_label("Agent", exact=True).fill("ReAct agent")
+        page.get_by_label("Language model", exact=True).fill("gpt-4o")
+        shot(page, shots / "01-upload.png")
+        page.get_by_role("button", name="Score").filter(visible=True).click()
+        page.get_by_text("Run 1 succeeded").wait_for(timeout=120_000)
+        shot(page, shots / "02-run-succeeded.png")
 
-            page.get_by_role("link", name="Leaderboard").click()
-            idle(page)
-            page.get_by_label("Kind of task").click() if page.get_by_label("Kind of task").count() else None
-            page.get_by_role("option", name=re.compile("Hypotheses")).click()
-            idle(page)
-            page.get_by_text("HMS per run").first.wait_for(timeout=60_000)
-            shot(page, shots / "03-leaderboard.png")
+        page.get_by_role("link", name="Leaderboard").click()
+        idle(page)
+        page.get_by_label("Kind of task").click() if page.get_by_label("Kind of task").count() else None
+        page.get_by_role("option", name=re.compile("Hypotheses")).click()
+        idle(page)
+        page.get_by_text("HMS per run").first.wait_for(timeout=60_000)
+        shot(page, shots / "03-leaderboard.png")
 
-            page.get_by_role("link", name="Run details").click()
-            idle(page)
-            expect(page.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_be_visible()
-            assert _metric(page, "HMS") == "0.333"
-            page.get_by_label("Query", exact=True).click()
-            page.get_by_role("option", name="real/test/crops/metadata_0/q0").click()
-            idle(page)
-            page.get_by_text("Context matching").wait_for()
-            shot(page, shots / "04-query.png", page.get_by_text("Gold", exact=True))
-            shot(page, shots / "05-facets.png", page.get_by_text("Matched pairs: variables and relationship"))
-            page.get_by_label("Facet", exact=True).click()
-            page.get_by_role("option", name="relationship").click()
-            idle(page)
-            page.get_by_text("A · very similar (1)").click()
-            page.get_by_label("Reason (kept with the run)").fill("rain helping crops is the same claim here")
-            click(page, "Record my judgement")
-            page.get_by_text(re.compile("Judgement saved")).wait_for(timeout=30_000)
-            expect(page.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_contain_text("0.458")
-            shot(page, shots / "06-after-judgement.png")
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        page.get_by_role("link", name="Run details").click()
+        idle(page)
+        expect(page.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_be_visible()
+        assert metric(page, "HMS") == "0.333"
+        page.get_by_label("Query", exact=True).click()
+        page.get_by_role("option", name="real/test/crops/metadata_0/q0").click()
+        idle(page)
+        page.get_by_text("Context matching").wait_for()
+        shot(page, shots / "04-query.png", page.get_by_text("Gold", exact=True))
+        shot(page, shots / "05-facets.png", page.get_by_text("Matched pairs: variables and relationship"))
+        page.get_by_label("Facet", exact=True).click()
+        page.get_by_role("option", name="relationship").click()
+        idle(page)
+        page.get_by_text("A · very similar (1)").click()
+        page.get_by_label("Reason (kept with the run)").fill("rain helping crops is the same claim here")
+        click(page, "Record my judgement")
+        page.get_by_text(re.compile("Judgement saved")).wait_for(timeout=30_000)
+        expect(page.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_contain_text("0.458")
+        shot(page, shots / "06-after-judgement.png")

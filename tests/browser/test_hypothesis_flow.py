@@ -13,7 +13,7 @@ from sqlmodel import select
 from curation.db import make_engine, session_scope
 from curation.models import HypothesisProposal, HypothesisTask, Role, Vote
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, fill_text, idle, shot, tab
+from tests.browser.helpers import click, fill_text, idle, shot, sign_in, tab
 from tests.curation.hypothesis_world import import_folder
 
 pytestmark = pytest.mark.browser
@@ -33,12 +33,7 @@ def pick(page, label: str, option: str) -> None:  # type: ignore[no-untyped-def]
 
 def _sign_in(browser, url: str, username: str, page_name: str):  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(url)
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    page.get_by_role("link", name=page_name).click()
-    idle(page)
+    sign_in(page, url, username, open_page=page_name)
     return page
 
 

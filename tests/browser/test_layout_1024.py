@@ -14,7 +14,7 @@ from curation.models import Role
 from curation.services.annotation import TransformInput, VariableInput, save_transform, save_variable
 from evaluation.specs import ColumnMapping, ColumnRef, VariableType
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, pick, shot, tab
+from tests.browser.helpers import click, idle, pick, shot, sign_in, tab
 
 pytestmark = pytest.mark.browser
 LITERAL = "wind :x: in $km/h$ *peak*"
@@ -49,10 +49,7 @@ def test_annotate_page_fits_at_common_widths(browser, live_app, shots: Path, wid
     engine.dispose()
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
-        page.goto(live_app.url)
-        page.get_by_label("User name", exact=True).fill("ana")
-        page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-        click(page, "Sign in")
+        sign_in(page, live_app.url, "ana")
         page.get_by_text("Stage-1 progress").wait_for()
         page.locator(".js-plotly-plot").filter(visible=True).first.wait_for()
         page.locator("[data-testid=stDataFrame]").filter(visible=True).first.wait_for()
@@ -130,12 +127,7 @@ def test_curator_archives_and_restores_a_dataset_at_1024(browser, live_app, shot
     engine.dispose()
     page = browser.new_page(viewport={"width": 1024, "height": 900})
     try:
-        page.goto(live_app.url)
-        page.get_by_label("User name", exact=True).fill("cura")
-        page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-        click(page, "Sign in")
-        page.get_by_role("link", name="Datasets").click()
-        idle(page)
+        sign_in(page, live_app.url, "cura", open_page="Datasets")
         pick(page, "Read in full", "mistake")
         click(page, "Archive this dataset")
         page.get_by_text("Archived 'mistake'").wait_for()
@@ -143,7 +135,7 @@ def test_curator_archives_and_restores_a_dataset_at_1024(browser, live_app, shot
         shot(page, shots / "1024-datasets-archived.png", page.get_by_role("button", name="Restore this dataset"))
         page.get_by_role("link", name="Releases").click()
         idle(page)
-        page.get_by_role("tab", name="Cut a release").click()
+        tab(page, "Cut a release")
         idle(page)
         # neither has ground truth: the cut offers them as datasets to add with their data alone; an archived
         # dataset is not among them

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from curation.db import make_engine
-from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import idle, shot, sign_in
 from tests.browser.test_hypothesis_flow import pick
 from tests.ui.test_leaderboard_every_kind import build_every_kind
 
@@ -21,13 +20,7 @@ def test_leaderboard_with_every_kind(browser, live_app, shots: Path, shared_blad
     engine = make_engine(live_app.settings.resolved_database_url)
     build_every_kind(engine, live_app.settings, shared_blade, tmp_path)
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(live_app.url)
-    page.get_by_label("User name", exact=True).fill("eva-s")
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    idle(page)
-    page.get_by_role("link", name="Leaderboard").click()
-    idle(page)
+    sign_in(page, live_app.url, "eva-s", open_page="Leaderboard")
     try:
         page.get_by_text("No succeeded run on release 2.0.0 yet of this kind (Analyses)").wait_for(timeout=60_000)
         shot(page, shots / "00-newest-release-analyses.png")

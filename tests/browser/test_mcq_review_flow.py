@@ -16,7 +16,7 @@ from curation.services.datasets import assign_analysts
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, shot, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -48,12 +48,7 @@ def test_curator_generates_and_reviews_mcqs(browser, live_app, shots: Path):
         set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.CLOSED)
 
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(live_app.url)
-    page.get_by_label("User name", exact=True).fill("cleo")
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    page.get_by_role("link", name="MCQs").click()
-    idle(page)
+    sign_in(page, live_app.url, "cleo", open_page="MCQs")
     try:
         click(page, "Generate MCQs")
         page.get_by_text("2 MCQs generated with seed 0").wait_for(timeout=30_000)

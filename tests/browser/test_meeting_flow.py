@@ -14,19 +14,14 @@ from curation.services.datasets import assign_analysts
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, pick, shot
+from tests.browser.helpers import click, idle, pick, shot, sign_in
 
 pytestmark = pytest.mark.browser
 
 
 def _sign_in(browser, url, username):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    page.get_by_role("link", name="Consensus").click()
-    idle(page)
+    sign_in(page, url, username, open_page="Consensus")
     return page
 
 

@@ -21,24 +21,11 @@ from curation.services.programmatic import import_programmatic_tasks, propose_ar
 from curation.services.stages import set_stage
 from exports.schema import ProgrammaticTaskRelease
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, shot, sign_in, sign_out
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("os_sandbox")]
 CODE = ("import pandas as pd\n\ndef no_missing_deaths(ground_truth):\n"
         "    return bool(pd.read_csv('clean.csv')['deaths'].notna().all())\n")
-
-
-def sign_in(page, url: str, username: str) -> None:
-    page.goto(url)
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    idle(page)
-
-
-def sign_out(page) -> None:
-    page.get_by_role("button", name="Sign out").click()
-    idle(page)
 
 
 def open_checks_page(page) -> None:

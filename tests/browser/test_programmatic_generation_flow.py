@@ -14,9 +14,7 @@ from curation.models import Role
 from curation.services.programmatic import import_programmatic_tasks
 from exports.schema import ProgrammaticTaskRelease
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
-from tests.browser.test_hypotheses_flow import _serve
-from tests.browser.test_programmatic_flow import sign_in
+from tests.browser.helpers import click, idle, llm_env, serving, shot, sign_in
 from tests.curation.test_programmatic_generation import KEEP, responder
 from tests.llm_server import ScriptedLLM
 
@@ -24,9 +22,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("os_sandbox")]
 
 
 def test_a_curator_generates_candidates_in_the_background(browser, tmp_path, shots: Path):
-    with ScriptedLLM(responder) as server:
+    with ScriptedLLM(responder) as server, serving(tmp_path, llm_env(server.url)) as app:
         server.script = [{"delay": 4, "content": json.dumps({"code": KEEP})}]  # slow enough to see it running
-        proc, url, cfg = _serve(tmp_path, server.url)
+        url, cfg = app.url, app.settings
         engine = make_engine(cfg.resolved_database_url)
         page = browser.new_page(viewport={"width": 1400, "height": 1300})
         try:
@@ -59,5 +57,3 @@ def test_a_curator_generates_candidates_in_the_background(browser, tmp_path, sho
         finally:
             page.close()
             engine.dispose()
-            proc.terminate()
-            proc.wait(timeout=10)

@@ -15,8 +15,7 @@ from curation.models import Role, User
 from curation.services.annotation import submit_analysis
 from curation.services.releases import cut_release
 from tests import factories as f
-from tests.browser.conftest import ADMIN_PASSWORD
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import ADMIN_PASSWORD, idle, shot, sign_in, tab
 
 pytestmark = pytest.mark.browser
 
@@ -43,12 +42,8 @@ def test_an_assigned_admin_sees_the_compare_view_blinded(browser, live_app, shot
     shutil.copytree(root / "1.0.1", root / "1.0.2")  # a writer killed after publishing, before recording
 
     page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(live_app.url)  # the app starts here: it sets 1.0.2 aside
-    page.get_by_label("User name", exact=True).fill("admin")
-    page.get_by_label("Password", exact=True).fill(ADMIN_PASSWORD)
-    click(page, "Sign in")
-    page.get_by_role("link", name="Releases").click()
-    idle(page)
+    # the app starts here: it sets 1.0.2 aside
+    sign_in(page, live_app.url, "admin", ADMIN_PASSWORD, open_page="Releases")
     page.get_by_text("problem(s) in the releases folder").click()
     page.get_by_text("1.0.2 was set aside").wait_for()
     idle(page)
@@ -56,7 +51,7 @@ def test_an_assigned_admin_sees_the_compare_view_blinded(browser, live_app, shot
     shot(page, shots / "01-list-blinded.png")
     assert page.get_by_role("button", name="Prepare forkpaths layout (.zip)").is_disabled()
     assert not (root / "1.0.2").exists()
-    page.get_by_role("tab", name="Compare").click()
+    tab(page, "Compare")
     idle(page)
     page.get_by_text("is left out of this comparison").wait_for()
     shot(page, shots / "02-compare-blinded.png", page.get_by_text("Changelog of release 1.0.1").first)
@@ -65,9 +60,9 @@ def test_an_assigned_admin_sees_the_compare_view_blinded(browser, live_app, shot
     f.full_analysis(engine, admin, ds.id)
     with session_scope(engine) as s:
         submit_analysis(session=s, actor=admin, dataset_id=ds.id)
-    page.get_by_role("tab", name="Releases").click()  # switching tabs reruns the page with fresh data
+    tab(page, "Releases")  # switching tabs reruns the page with fresh data
     idle(page)
-    page.get_by_role("tab", name="Compare").click()
+    tab(page, "Compare")
     idle(page)
     page.get_by_text("femininity of name").first.wait_for()
     shot(page, shots / "03-compare-after-submitting.png", page.get_by_text("Changelog of release 1.0.1").first)

@@ -13,15 +13,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from curation.db import make_engine, session_scope
-from curation.models import Role, RunStatus
-from curation.services import releases as rel
-from curation.services.blade_import import import_blade
+from curation.db import session_scope
+from curation.models import RunStatus
 from curation.services.reproducibility import reproduce_run
 from curation.services.scoring import JudgeSettings, execute_run, register_run
 from evaluation.llm import LLMConfig
-from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, metric, release_hurricane, shot, sign_in
 from tests.curation.test_reproducibility_runs import _submission
 from tests.evaluation.repro_world import inspector_responder
 from tests.llm_server import ScriptedLLM
@@ -29,23 +26,10 @@ from tests.llm_server import ScriptedLLM
 pytestmark = pytest.mark.browser
 
 
-def _metric(page, label: str) -> str:
-    box = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return box.locator('[data-testid="stMetricValue"]').inner_text()
-
-
 def test_side_by_side_override_and_validation(browser, live_app, shots: Path, shared_blade: Path, tmp_path,
                                               os_sandbox):
     cfg = live_app.settings
-    engine = make_engine(cfg.resolved_database_url)
-    curator = f.user(engine, "cleo", Role.CURATOR)
-    f.user(engine, "evie", Role.EVALUATOR)
-    with session_scope(engine) as s:
-        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
-                     max_bytes=200 * 2**20)
-    with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
-                        store=cfg.datasets_store)
+    engine, curator = release_hurricane(live_app, shared_blade)
     with session_scope(engine) as s:
         run = register_run(session=s, actor=curator, release_version="1.0.0",
                            files=[("hurricane.json", _submission())], agent="ReAct agent", model_name="gpt-4o",
@@ -64,12 +48,7 @@ def test_side_by_side_override_and_validation(browser, live_app, shots: Path, sh
 
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
-        page.goto(live_app.url)
-        page.get_by_label("User name", exact=True).fill("evie")
-        page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-        click(page, "Sign in")
-        page.get_by_role("link", name="Leaderboard").click()
-        idle(page)
+        sign_in(page, live_app.url, "evie", open_page="Leaderboard")
         table = page.locator('[data-testid="stDataFrame"]').first
         table.wait_for(timeout=60_000)
         page.wait_for_timeout(800)
@@ -78,7 +57,7 @@ def test_side_by_side_override_and_validation(browser, live_app, shots: Path, sh
         page.get_by_role("link", name="Run details").click()
         idle(page)
         page.get_by_text("Reproducibility rate").first.wait_for(timeout=60_000)
-        assert _metric(page, "Reproducibility rate").startswith("0.50")
+        assert metric(page, "Reproducibility rate").startswith("0.50")
         shot(page, shots / "02-figures-and-items.png")
         side = page.get_by_text("Inspector, from the workflow alone")
         side.wait_for()
@@ -105,7 +84,7 @@ def test_side_by_side_override_and_validation(browser, live_app, shots: Path, sh
         expect(page.locator('[data-testid="stMetric"]').filter(has_text="Reproducibility rate").first
                ).to_contain_text("by overrides", timeout=60_000)
         idle(page)
-        assert _metric(page, "Reproducibility rate").startswith("0.33")
+        assert metric(page, "Reproducibility rate").startswith("0.33")
         shot(page, shots / "06-after-override.png")
 
         # validate the inspector: queue its verdicts, label one blind, see the card
@@ -115,7 +94,10 @@ def test_side_by_side_override_and_validation(browser, live_app, shots: Path, sh
         page.get_by_text("2 verdict(s) added").wait_for(timeout=30_000)
         click(page, "✔ Same")
         page.get_by_text(re.compile(r"inspector-test judge, reproducibility verdicts")).wait_for(timeout=30_000)
-        shot(page, shots / "07-validation.png", page.get_by_text("waiting for a label"))
+        # two verdicts queued, one labelled: one waits (the rerun briefly shows the old queue beside the new one)
+        waiting = page.get_by_text("1 verdict waiting for a label.", exact=True)
+        waiting.wait_for(timeout=30_000)
+        shot(page, shots / "07-validation.png", waiting)
     except Exception:
         page.screenshot(path=shots / "failure.png")
         print(live_app.log.read_text()[-4000:])

@@ -15,7 +15,7 @@ from curation.services.annotation import submit_analysis
 from curation.services.review_queue import review_queue
 from curation.services.votes import cast_vote
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot, tab
+from tests.browser.helpers import click, idle, shot, sign_in, sign_out, tab
 from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
@@ -27,14 +27,6 @@ ANSWER = {
                    {"code": "df['deaths_bad'] = np.log(df['no_such_column'])", "output_col": "deaths_bad",
                     "rationale": "broken on purpose"}],
 }
-
-
-def sign_in(page, url: str, username: str) -> None:
-    page.goto(url)
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
-    page.get_by_text("Stage-1 progress").wait_for()
 
 
 def open_review(page) -> None:
@@ -72,6 +64,7 @@ def test_curator_opens_stage_two_generates_and_an_analyst_votes(browser, live_ap
 
 def _curator(page, live_app, shots: Path) -> None:
     sign_in(page, live_app.url, "cura")
+    page.get_by_text("Stage-1 progress").wait_for()
     open_review(page)
     page.get_by_text("No dataset is in stage 2 yet").wait_for()
     shot(page, shots / "01-curator-before-stage-2.png")
@@ -83,8 +76,7 @@ def _curator(page, live_app, shots: Path) -> None:
     click(page, "Generate alternatives for storms")
     page.get_by_text("alternatives stored").wait_for(timeout=120_000)
     shot(page, shots / "03-alternatives-generated.png")
-    page.get_by_role("button", name="Sign out").click()
-    idle(page)
+    sign_out(page)
 
 
 def _item(page, target_id: str):
@@ -98,6 +90,7 @@ def _analyst(page, live_app, shots: Path, engine, ana, bob, dataset_id: int) -> 
     target = next(i for i in items if i.target_id in alt_ids and i.kind == "variable")
     failing = next(i for i in items if i.target_id in alt_ids and i.check and not i.check.get("ok"))
     sign_in(page, live_app.url, "ana")
+    page.get_by_text("Stage-1 progress").wait_for()
     open_review(page)
     page.get_by_text("Your own proposal: peers judge it.").first.wait_for()
     page.get_by_text("Variables", exact=True).click()  # everything fits on one page

@@ -9,38 +9,18 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from curation.db import make_engine, session_scope
-from curation.models import Role
+from curation.db import session_scope
 from curation.services import releases as rel
-from curation.services.blade_import import import_blade
-from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, metric, release_hurricane, shot, sign_in
 
 pytestmark = pytest.mark.browser
 
 
-def _metric(page, label: str) -> str:
-    box = page.locator('[data-testid="stMetric"]').filter(has_text=label).first
-    return box.locator('[data-testid="stMetricValue"]').inner_text()
-
-
 def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Path, shared_blade: Path):
-    cfg = live_app.settings
-    engine = make_engine(cfg.resolved_database_url)
-    curator = f.user(engine, "cleo", Role.CURATOR)
-    f.user(engine, "evie", Role.EVALUATOR)
-    with session_scope(engine) as s:
-        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
-                     max_bytes=200 * 2**20)
-    with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
-                        store=cfg.datasets_store)
+    engine, curator = release_hurricane(live_app, shared_blade)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
-        page.goto(live_app.url)
-        page.get_by_label("User name", exact=True).fill("evie")
-        page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-        click(page, "Sign in")
+        sign_in(page, live_app.url, "evie")
         page.get_by_text("No succeeded run on release 1.0.0").wait_for()
         page.get_by_role("link", name="Scoring runs").click()
         idle(page)
@@ -61,7 +41,7 @@ def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Pa
         shot(page, shots / "04-leaderboard-charts.png", page.get_by_text("Weighted score (red").first)
         click(page, "Open run details")
         page.get_by_text("The agent's code").wait_for(timeout=60_000)
-        before = _metric(page, "F1 variables")
+        before = metric(page, "F1 variables")
         shot(page, shots / "05-drilldown.png", page.get_by_text("The agent's code"))
         credit = page.get_by_text("Ground-truth units it matched")  # below the converter's units
         credit.wait_for()
@@ -78,7 +58,7 @@ def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Pa
         expect(page.locator('[data-testid="stMetric"]').filter(has_text="F1 variables").first).to_contain_text(
             "by overrides", timeout=60_000)
         idle(page)
-        after = _metric(page, "F1 variables")
+        after = metric(page, "F1 variables")
         shot(page, shots / "07-after-override.png")
         assert after != before, (before, after)
         assert "by overrides" in page.locator('[data-testid="stMetric"]').filter(has_text="F1 variables").inner_text()
@@ -95,14 +75,7 @@ def test_stale_runs_comparison_and_judge_validation(browser, live_app, shots: Pa
     from curation.services.scoring import execute_run, register_run
 
     cfg = live_app.settings
-    engine = make_engine(cfg.resolved_database_url)
-    curator = f.user(engine, "cleo", Role.CURATOR)
-    with session_scope(engine) as s:
-        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "hurricane", store=cfg.datasets_store,
-                     max_bytes=200 * 2**20)
-    with session_scope(engine) as s:
-        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
-                        store=cfg.datasets_store)
+    engine, curator = release_hurricane(live_app, shared_blade)
     data = (shared_blade / "examples" / "multirun_analyses.json").read_bytes()
     for agent, mode in (("ReAct", "default"), ("CodeAct", "blade")):
         with session_scope(engine) as s:
@@ -118,12 +91,7 @@ def test_stale_runs_comparison_and_judge_validation(browser, live_app, shots: Pa
                         store=cfg.datasets_store)
     page = browser.new_page(viewport={"width": 1500, "height": 1100})
     try:
-        page.goto(live_app.url)
-        page.get_by_label("User name", exact=True).fill("cleo")
-        page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-        click(page, "Sign in")
-        page.get_by_role("link", name="Leaderboard").click()
-        idle(page)
+        sign_in(page, live_app.url, "cleo", open_page="Leaderboard")
         page.get_by_text("No succeeded run on release 1.1.0").wait_for()
         page.get_by_text("Include runs on older releases").click()
         idle(page)

@@ -13,8 +13,7 @@ from curation.db import make_engine, session_scope
 from curation.models import AuthSession, SignInThrottle
 from curation.services.sessions import hash_token
 from curation.services.sign_in import throttle_key
-from tests.browser.conftest import ADMIN_PASSWORD
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import ADMIN_PASSWORD, click, idle, shot
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +32,18 @@ def _cookie(context):
     return next((c for c in context.cookies() if c["name"].startswith("forkpaths_session_")), None)
 
 
+def _cookie_once(page, context, *, present: bool):
+    """The session cookie once it is there (``present``) or gone (the page's cookie frame writes it just after
+    the run); fails after 10 s."""
+    for _ in range(200):
+        cookie = _cookie(context)
+        if (cookie is not None) == present:
+            return cookie
+        page.wait_for_timeout(50)
+    raise AssertionError(f"the session cookie is {'still missing' if present else 'still there'}: "
+                         f"{context.cookies()}")
+
+
 def test_sign_in_survives_reload_and_links_until_sign_out(browser, live_app, shots: Path):
     context = browser.new_context(viewport={"width": 1300, "height": 900})
     page = context.new_page()
@@ -42,9 +53,7 @@ def test_sign_in_survives_reload_and_links_until_sign_out(browser, live_app, sho
     page.get_by_label("Password", exact=True).fill(ADMIN_PASSWORD)
     click(page, "Sign in")
     _signed_in(page)
-    page.wait_for_timeout(500)
-    cookie = _cookie(context)
-    assert cookie is not None, context.cookies()
+    cookie = _cookie_once(page, context, present=True)
     assert cookie["sameSite"] == "Strict" and cookie["path"] == "/" and cookie["expires"] > 0
     engine = make_engine(live_app.settings.resolved_database_url)
     with session_scope(engine) as s:  # the cookie holds a live server-side session (stored as a hash)
@@ -72,8 +81,7 @@ def test_sign_in_survives_reload_and_links_until_sign_out(browser, live_app, sho
 
     click(page, "Sign out")
     _signed_out(page)
-    page.wait_for_timeout(500)
-    assert _cookie(context) is None
+    _cookie_once(page, context, present=False)
     with session_scope(engine) as s:
         row = s.exec(select(AuthSession).where(AuthSession.token_hash == hash_token(cookie["value"]))).one()
         assert row.ended_at is not None and row.end_reason == "sign_out"
@@ -113,8 +121,6 @@ def test_eight_quick_wrong_passwords_are_throttled(browser, live_app, shots: Pat
         page.get_by_label("User name", exact=True).fill("admin")
         page.get_by_label("Password", exact=True).fill(f"wrong guess {i}")
         click(page, "Sign in")
-        page.wait_for_timeout(600)  # a quick answer may come before the status widget shows
-        idle(page)
         alert = page.locator("[data-testid='stAlertContentError']").first
         expect(alert).to_contain_text(want)
     engine = make_engine(live_app.settings.resolved_database_url)

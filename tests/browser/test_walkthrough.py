@@ -17,7 +17,7 @@ from curation.services.blade_import import import_blade
 from curation.services.scoring import execute_run, register_run
 from curation.services.stages import set_stage
 from tests import factories as f
-from tests.browser.test_annotate_flow import click, idle, shot
+from tests.browser.helpers import click, idle, shot, sign_in, sign_out, tab
 
 pytestmark = pytest.mark.browser
 # The texts under ``root`` (itself included) that do not fit their box: the box scrolls or hides what overflows
@@ -48,10 +48,7 @@ def _kept(page, engine, username: str, name: str, field: str, value: str) -> Non
 
 
 def _sign_in(page, url: str, username: str, landing: str) -> None:
-    page.goto(url)
-    page.get_by_label("User name", exact=True).fill(username)
-    page.get_by_label("Password", exact=True).fill(f.PASSWORD)
-    click(page, "Sign in")
+    sign_in(page, url, username)
     page.get_by_role("heading", name=re.compile(landing)).wait_for(timeout=60_000)
     idle(page)
 
@@ -182,17 +179,17 @@ def test_a_reload_brings_back_a_half_typed_variable_and_release_notes(browser, l
             assert _cut(page.get_by_role("button", name=name, exact=True)) == [], f"'{name}' is clipped"
         click(page, "Keep it")
         page.get_by_role("button", name="Delete", exact=True).filter(visible=True).first.wait_for()
-        click(page, "Sign out")
+        sign_out(page)
 
         _sign_in(page, live_app.url, "cura", "Stage-1 progress")
         page.get_by_role("link", name="Releases").click()
-        page.get_by_role("tab", name="Cut a release").click()
+        tab(page, "Cut a release")
         notes = page.get_by_label("Release notes", exact=True)
         notes.fill("storms: a first cut")
         notes.blur()
         _kept(page, engine, "cura", "releases.notes", "notes", "storms: a first cut")
         page.reload()
-        page.get_by_role("tab", name="Cut a release").click()
+        tab(page, "Cut a release")
         expect(page.get_by_label("Release notes", exact=True)).to_have_value("storms: a first cut", timeout=60_000)
         shot(page, shots / "03-release-notes-after-reload.png")
     except Exception:

@@ -23,6 +23,27 @@ def test_passwords_are_argon2_hashed_and_verified(engine):
             accounts.authenticate(session=s, username="nobody", password=f.PASSWORD)
 
 
+def test_outside_the_test_suite_passwords_get_argon2s_default_cost_and_a_cheap_hash_is_upgraded(engine, monkeypatch):
+    """The suite hashes with argon2-cffi's cheapest profile (tests/conftest.py); the app never does unless told."""
+    from argon2 import extract_parameters, profiles
+
+    assert accounts._hasher.time_cost == profiles.CHEAPEST.time_cost  # this suite runs with the cheap profile
+    f.user(engine, "ana")
+    monkeypatch.delenv(accounts.INSECURE_TEST_HASHING_VARIABLE)
+    default = accounts._password_hasher()
+    assert (default.time_cost, default.memory_cost) == (profiles.RFC_9106_LOW_MEMORY.time_cost,
+                                                        profiles.RFC_9106_LOW_MEMORY.memory_cost)
+    monkeypatch.setattr(accounts, "_hasher", default)
+    with session_scope(engine) as s:
+        accounts.authenticate(session=s, username="ana", password=f.PASSWORD)
+    with session_scope(engine) as s:
+        stored = s.exec(select(User).where(User.username == "ana")).one().password_hash
+    params = extract_parameters(stored)
+    assert (params.time_cost, params.memory_cost) == (default.time_cost, default.memory_cost)
+    with session_scope(engine) as s:
+        assert accounts.authenticate(session=s, username="ana", password=f.PASSWORD).username == "ana"
+
+
 def test_only_admins_manage_accounts(engine):
     admin = f.user(engine, "root", Role.ADMIN)
     curator = f.user(engine, "cur", Role.CURATOR)

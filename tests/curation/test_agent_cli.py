@@ -1,15 +1,15 @@
-"""``forkpaths agent run|list|show|resume`` as an operator uses them: a real process, a real database, the
-scripted model on 127.0.0.1 with a ReAct agent that runs code in the sandbox."""
+"""``forkpaths agent run|list|show|resume`` as an operator uses them: a real database (the run itself in a real
+process, the rest in this one: tests/cli_runner.py), the scripted model on 127.0.0.1 with a ReAct agent that
+runs code in the sandbox."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from curation.settings import PROJECT_ROOT
+from tests.cli_runner import forkpaths
 from tests.llm_server import ScriptedLLM
 
 ANALYSIS = {"cvars": {"ivs": [{"description": "name femininity", "columns": ["masfem"]}],
@@ -19,13 +19,9 @@ ANALYSIS = {"cvars": {"ivs": [{"description": "name femininity", "columns": ["ma
                       "    return smf.ols('alldeaths ~ masfem', data=df).fit()"}
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
-               FORKPATHS_ADMIN_PASSWORD="admin password 1", FORKPATHS_LLM_MAX_RETRIES="0",
-               FORKPATHS_AGENT_PRICES='{"scripted": [1.0, 4.0]}')
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+def _cli(tmp_path: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    return forkpaths(tmp_path, *args, cwd=PROJECT_ROOT, process=process, FORKPATHS_LLM_MAX_RETRIES="0",
+                     FORKPATHS_AGENT_PRICES='{"scripted": [1.0, 4.0]}')
 
 
 def test_agent_run_from_the_terminal(tmp_path, shared_blade, os_sandbox):
@@ -40,7 +36,7 @@ def test_agent_run_from_the_terminal(tmp_path, shared_blade, os_sandbox):
 
     with ScriptedLLM(responder=respond) as llm:
         done = _cli(tmp_path, "agent", "run", "--release", "1.0.0", "--model", "scripted", "--base-url", llm.url,
-                    "--strategy", "react", "--runs", "2")
+                    "--strategy", "react", "--runs", "2", process=True)  # the real command, once
         assert done.returncode == 0, done.stderr
         assert "coverage@10 needs at least 11 runs" in done.stderr
         assert "Agent run 1 succeeded: 2 of 2 task runs answered. Scored as run #1." in done.stdout

@@ -4,9 +4,6 @@ matrix, the service's grouping and split items, and ``forkpaths agreement``."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import krippendorff
 import numpy as np
@@ -137,15 +134,12 @@ def test_cli_agreement(tmp_path):
             cast_vote(session=s, actor=u, target_kind="variable", target_id=ids["iv"], question="justifiable",
                       answer=ans, explanation="why not")
     engine.dispose()
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    env.pop("FORKPATHS_DATABASE_URL", None)
+    from tests.cli_runner import forkpaths
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "curation.cli", "agreement", *args], capture_output=True,
-                              text=True, env=env, cwd=tmp_path, timeout=120)
+    def cli(*args, process=False):
+        return forkpaths(tmp_path, "agreement", *args, process=process)
 
-    r = cli("storms", "--json")
+    r = cli("storms", "--json", process=True)  # the real command, once
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["datasets"] == ["storms"] and data["split"][0]["target_id"] == ids["iv"]

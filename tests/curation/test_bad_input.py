@@ -5,11 +5,7 @@ involved)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from sqlmodel import func, select
@@ -27,6 +23,7 @@ from exports.errors import FormatError
 from exports.jsontext import MAX_DEPTH
 from exports.native import parse_release_json
 from tests import factories as f
+from tests.cli_runner import forkpaths
 
 MB = 2**20
 
@@ -147,12 +144,7 @@ def test_info_json_is_read_the_same_way_by_add_dataset_and_import_blade(engine, 
     assert not list(store.iterdir())
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=120)
+_cli = forkpaths  # in this process; process=True for the real command
 
 
 def test_cli_add_dataset_and_import_blade_both_accept_a_bom_and_refuse_deep_json(tmp_path):
@@ -160,7 +152,7 @@ def test_cli_add_dataset_and_import_blade_both_accept_a_bom_and_refuse_deep_json
     (bom / "info.json").write_bytes((bom / "info.json").read_bytes().decode().encode("utf-8-sig"))
     bom2 = tmp_path / "b" / "bom_storms_two"
     shutil.copytree(bom, bom2)
-    assert _cli(tmp_path, "add-dataset", str(bom)).returncode == 0
+    assert _cli(tmp_path, "add-dataset", str(bom), process=True).returncode == 0  # the real command, once
     r = _cli(tmp_path, "import-blade", str(bom2))
     assert r.returncode == 0, r.stderr
     deep = f.tiny_blade_folder(tmp_path / "c", "deep_storms")

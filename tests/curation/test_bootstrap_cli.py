@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 from sqlmodel import select
@@ -16,6 +13,7 @@ from curation.models import Dataset, DatasetAssignment, User
 from curation.services.accounts import authenticate
 from curation.settings import PROJECT_ROOT, Settings
 from tests import factories as f
+from tests.cli_runner import forkpaths
 
 
 def _settings(tmp_path: Path, **kw) -> Settings:
@@ -48,16 +46,12 @@ def test_admin_password_from_settings(tmp_path):
         assert authenticate(session=s, username="chief", password="from settings 123").role == "admin"
 
 
-def _cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], input=stdin, capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=120)
+_cli = forkpaths  # in this process; process=True for the real command
 
 
 def test_cli_create_user_add_dataset_assign(tmp_path):
-    r = _cli(tmp_path, "create-user", "boss", "--role", "admin", "--password-stdin", stdin="a long password\n")
+    r = _cli(tmp_path, "create-user", "boss", "--role", "admin", "--password-stdin", stdin="a long password\n",
+             process=True)  # the real command, once
     assert r.returncode == 0, r.stderr
     assert "Created admin 'boss'" in r.stdout
     r = _cli(tmp_path, "create-user", "ana")

@@ -166,24 +166,20 @@ def test_unreadable_and_oddly_named_submissions_are_refused_with_a_sentence(worl
 
 
 def test_forkpaths_score_honours_the_limits_and_answers_bad_files_with_a_sentence(tmp_path, shared_blade):
-    import os
     import subprocess
-    import sys
 
     from curation.settings import PROJECT_ROOT
+    from tests.cli_runner import forkpaths
 
-    def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        full = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
-                    FORKPATHS_ADMIN_PASSWORD="admin password 1", **{f"FORKPATHS_{k}": v for k, v in env.items()})
-        full.pop("FORKPATHS_DATABASE_URL", None)
-        return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=full,
-                              capture_output=True, text=True, timeout=600)
+    def cli(*args: str, process: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
+        return forkpaths(tmp_path, *args, cwd=PROJECT_ROOT, process=process,
+                         **{f"FORKPATHS_{k}": v for k, v in env.items()})
 
-    def score(name: str, content: bytes, **env: str) -> subprocess.CompletedProcess[str]:
+    def score(name: str, content: bytes, process: bool = False, **env: str) -> subprocess.CompletedProcess[str]:
         path = tmp_path / name
         path.write_bytes(content)
         return cli("score", "--release", "1.0.0", "--submission", str(path), "--out", str(tmp_path / "out.json"),
-                   **env)
+                   process=process, **env)
 
     assert cli("import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
     assert cli("release", "create", "--version", "1.0.0").returncode == 0
@@ -203,7 +199,7 @@ def test_forkpaths_score_honours_the_limits_and_answers_bad_files_with_a_sentenc
         assert done.returncode == 2 and sentence in done.stderr, (what, done.stderr)
         assert "Traceback" not in done.stderr and "\x1b" not in done.stderr, what
     scored = score("loop.json", _file(GOOD, LOOP, dict(GOOD, transform_code="raise KeyboardInterrupt")),
-                   SCORE_ANALYSIS_TIMEOUT_S="2")
+                   SCORE_ANALYSIS_TIMEOUT_S="2", process=True)  # the real command, once
     assert scored.returncode == 0, scored.stderr
     assert "note: 1 analysis ran longer than the 2 s limit per analysis" in scored.stderr
     analyses = json.loads((tmp_path / "out.json").read_text())["datasets"][0]["analyses"]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from curation.models import Role, User
 from curation.services.datasets import assign_analysts
 from curation.settings import Settings
 from tests import factories as f
+from tests.cli_runner import forkpaths
 
 ADMIN_PASSWORD = "admin password 1"
 
@@ -37,19 +36,16 @@ def setup(tmp_path: Path) -> dict[str, str]:
     return ids
 
 
-def cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": ADMIN_PASSWORD}
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", "check", *args], input=stdin, capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=180)
+def cli(tmp_path: Path, *args: str, stdin: str = "", process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``forkpaths check ARGS`` in this process (``process``: the real command)."""
+    return forkpaths(tmp_path, "check", *args, stdin=stdin, process=process)
 
 
 def test_transform_check_prints_rows_columns_verb_and_output(tmp_path: Path, setup: dict[str, str]) -> None:
     code = tmp_path / "t.py"
     code.write_text("df['w2'] = df['wind'] * 2\nprint('hello from the check')\n")
 
-    r = cli(tmp_path, "storms", "--code-file", str(code), "--as", "ana")
+    r = cli(tmp_path, "storms", "--code-file", str(code), "--as", "ana", process=True)  # the real command, once
 
     assert r.returncode == 0, r.stderr
     assert "OK: the code ran in" in r.stdout and "Rows: 4 → 4." in r.stdout

@@ -4,9 +4,6 @@ idempotence, and who may import and see the gold. SQLite and PostgreSQL through 
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from curation.services.datasets import assign_analysts, load_frame
 from curation.services.discoverybench_import import import_discoverybench, list_hypothesis_tasks
 from exports.discoverybench import read_discoverybench
 from tests import factories as f
+from tests.cli_runner import forkpaths
 from tests.exports.discoverybench_helpers import dump_upstream, make_folder, real_metadata, synth_metadata
 
 MB = 2**20
@@ -95,12 +93,7 @@ def test_import_of_all_shared_data_matches_the_format_layer(engine, store, share
 # ---------------------------------------------------------------------------------- quirks, through the CLI
 
 
-def _cli(tmp_path: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=180, input=stdin)
+_cli = forkpaths  # in this process; process=True for the real command
 
 
 def _cli_engine(tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -149,7 +142,7 @@ def _quirky_tree(root: Path) -> Path:
 
 def test_every_quirk_imports_through_the_cli(tmp_path):
     tree = _quirky_tree(tmp_path / "db")
-    r = _cli(tmp_path, "import-discoverybench", str(tree))
+    r = _cli(tmp_path, "import-discoverybench", str(tree), process=True)  # the real command, once
     assert r.returncode == 0, r.stderr
     assert "Read 4 DiscoveryBench folders and answer_key_synth.csv." in r.stdout
     assert "Registered 4 datasets with 5 hypothesis tasks" in r.stdout
@@ -372,8 +365,6 @@ def test_a_cp1252_table_loads_in_its_own_encoding(engine, store, tmp_path):
         assert load_frame(ds, store)["tempo"].tolist() == ["5\u00b5"]
 
 
-@pytest.mark.skip(reason="passes alone but failed in both full-suite runs: the second import sometimes never "
-                  "reaches the first's row lock within 120 s (it waits on something else); to be investigated")
 def test_two_imports_of_one_folder_at_once_end_in_one_dataset_and_a_sentence(engine, store, tmp_path):
     if engine.dialect.name != "postgresql":
         pytest.skip("the race needs PostgreSQL's row locks (SQLite runs one writer at a time)")
@@ -403,10 +394,20 @@ def test_two_imports_of_one_folder_at_once_end_in_one_dataset_and_a_sentence(eng
                 waiting = watcher.execute(text(
                     "select count(*) from pg_stat_activity where :ours = any(pg_blocking_pids(pid))"),
                     {"ours": ours}).scalar() or 0
+                # pg_stat_activity is read once per transaction: without a new one, a backend that connects (or
+                # starts waiting) after the first look is never seen
+                watcher.rollback()
                 if waiting or not racer.is_alive():
                     break
                 racer.join(0.05)
-            assert waiting, f"the second import never waited on the first (it ended with {outcome})"
+            if not waiting:  # say where the second import is instead
+                import sys
+                import traceback
+
+                frame = sys._current_frames().get(racer.ident or 0)
+                where = "".join(traceback.format_stack(frame)) if frame is not None else "(it ended)"
+                pytest.fail(f"the second import never waited on the first (it ended with {outcome}); it is at:\n"
+                            f"{where}")
     racer.join(60)
     assert len(outcome) == 1 and isinstance(outcome[0], DatasetImportError)
     assert "by another import at the same moment" in str(outcome[0])

@@ -8,7 +8,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -17,6 +16,7 @@ from sqlalchemy import create_engine
 
 from curation.settings import PROJECT_ROOT, Settings
 from evaluation.tasks.hypotheses import SCHEMA_PATH, submission_schema
+from tests.cli_runner import run_cli, run_cli_process
 from tests.curation.hms_world import answers_file, cut_hypotheses_release, standard_script
 from tests.llm_server import ScriptedLLM
 
@@ -29,9 +29,9 @@ def _env(tmp_path: Path, server: ScriptedLLM) -> dict[str, str]:
     return env
 
 
-def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+def _cli(env: dict[str, str], *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """In this process (tests/cli_runner.py); ``process``: the real command."""
+    return (run_cli_process if process else run_cli)(args, env=env, cwd=PROJECT_ROOT)
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_score_kind_hypotheses_from_the_terminal(cli, tmp_path):
     sub.write_bytes(answers_file())
     out = tmp_path / "out" / "hms.json"
     done = _cli(env, "score", "--kind", "hypotheses", "--release", "2.0.0", "--submission", str(sub),
-                "--agent", "react", "--out", str(out))
+                "--agent", "react", "--out", str(out), process=True)  # the real command, once
     assert done.returncode == 0, done.stderr
     assert "Run 1 registered: react on release 2.0.0 (3 queries)" in done.stderr
     assert "HMS 0.333 [" in done.stdout and "1 unanswered" in done.stdout

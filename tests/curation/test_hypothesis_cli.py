@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from sqlmodel import select
@@ -19,6 +18,7 @@ from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from curation.settings import Settings
 from tests import factories as f
+from tests.cli_runner import run_cli, run_cli_process
 from tests.curation.hypothesis_world import import_folder
 from tests.curation.test_hypothesis_curation import LLM_ANSWER, _input
 from tests.llm_server import ScriptedLLM
@@ -30,9 +30,9 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
             "FORKPATHS_ADMIN_PASSWORD": "admin password 1", **extra}
 
 
-def _cli(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], capture_output=True, text=True,
-                          env=_env(tmp_path, **extra), cwd=tmp_path, timeout=180)
+def _cli(tmp_path: Path, *args: str, process: bool = False, **extra: str) -> subprocess.CompletedProcess[str]:
+    """In this process (tests/cli_runner.py); ``process``: the real command."""
+    return (run_cli_process if process else run_cli)(args, env=_env(tmp_path, **extra), cwd=tmp_path)
 
 
 def test_generate_then_gold_from_the_command_line(tmp_path, monkeypatch):
@@ -61,7 +61,7 @@ def test_generate_then_gold_from_the_command_line(tmp_path, monkeypatch):
         set_stage(session=s, actor=admin, dataset_id=ds.id, stage=Stage.REVIEW)
     with ScriptedLLM(lambda _req: json.dumps(LLM_ANSWER)) as server:
         r = _cli(tmp_path, "hypotheses", "generate", ds.name, FORKPATHS_LLM_BASE_URL=server.url,
-                 FORKPATHS_LLM_MODEL="scripted")
+                 FORKPATHS_LLM_MODEL="scripted", process=True)  # the real command, once
     assert r.returncode == 0, r.stderr
     assert "2 LLM hypotheses stored" in r.stdout and "'HEIGHT' is not a column" in r.stdout
     with session_scope(engine) as s:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from sqlmodel import select
@@ -138,6 +136,7 @@ def test_endpoint_failures_are_reported_per_seed_and_store_nothing(stage2, tmp_p
 def test_cli_alternatives_generate(tmp_path):
     from curation.bootstrap import initialise
     from curation.settings import Settings
+    from tests.cli_runner import run_cli, run_cli_process
 
     with ScriptedLLM(responder) as server:
         env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
@@ -155,11 +154,11 @@ def test_cli_alternatives_generate(tmp_path):
             set_stage(session=s, actor=cura, dataset_id=ds.id, stage=Stage.REVIEW)
         engine.dispose()
 
-        def cli(*args, extra=None):
-            return subprocess.run([sys.executable, "-m", "curation.cli", "alternatives", "generate", *args],
-                                  capture_output=True, text=True, env={**env, **(extra or {})}, cwd=tmp_path, timeout=300)
+        def cli(*args, extra=None, process=False):
+            run = run_cli_process if process else run_cli
+            return run(["alternatives", "generate", *args], env={**env, **(extra or {})}, cwd=tmp_path)
 
-        r = cli("storms")
+        r = cli("storms", process=True)  # the real command, once
         assert r.returncode == 0, r.stderr
         # (the progress bar is drawn on a terminal only)
         assert "8 alternatives stored" in r.stdout and "3 LLM answers, 0 from" in r.stdout

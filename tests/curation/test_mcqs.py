@@ -4,9 +4,6 @@ and imported MCQs; the CLI. Services on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from sqlmodel import select
@@ -254,16 +251,13 @@ def test_audit_of_blades_own_mcqs(imported):
 
 
 def test_cli_mcq_generate_and_audit(tmp_path, shared_blade):
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    env.pop("FORKPATHS_DATABASE_URL", None)
+    from tests.cli_runner import forkpaths
 
-    def cli(*args):
-        return subprocess.run([sys.executable, "-m", "curation.cli", *args], capture_output=True, text=True,
-                              env=env, cwd=tmp_path, timeout=120)
+    def cli(*args, process=False):
+        return forkpaths(tmp_path, *args, process=process)
 
     assert cli("import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
-    r = cli("mcq", "audit", "hurricane", "--json")
+    r = cli("mcq", "audit", "hurricane", "--json", process=True)  # the real command, once
     assert r.returncode == 0, r.stderr
     audit = json.loads(r.stdout)
     assert (audit["total"], audit["checked"], audit["flagged"]) == (5, 5, 0)

@@ -2,12 +2,60 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy.engine import Engine, make_url
 from sqlmodel import SQLModel
 
 import curation.models  # noqa: F401  (registers the tables)
-from curation.db import include_name, migrate
+from curation.db import include_name, make_engine, migrate
+from tests.conftest import PG_URL, _pg_schema_engine
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """Here, unlike elsewhere in the suite (a copy of a migrated template), a database migrated from empty."""
+    if request.param == "sqlite":
+        eng = make_engine(f"sqlite:///{tmp_path / 'forkpaths.db'}")
+        migrate(eng)
+        yield eng
+        eng.dispose()
+    else:
+        yield from _pg_schema_engine(template=False)
+
+
+def _dump(engine: Engine) -> str:
+    with engine.connect() as conn:
+        schema = str(conn.exec_driver_sql("SELECT current_schema()").scalar())
+    url = make_url(PG_URL).set(drivername="postgresql").render_as_string(hide_password=False)
+    done = subprocess.run(["pg_dump", "--no-owner", "--no-privileges", "--inserts", "-n", schema, "-d", url],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return "\n".join(line for line in done.stdout.replace(schema, "SCHEMA").splitlines()
+                     if not line.startswith("\\"))  # psql's \restrict lines carry a random key
+
+
+@pytest.mark.postgres
+def test_the_suites_postgresql_template_is_the_migrated_schema():
+    """The suite loads each test's PostgreSQL schema from a dump of a migrated one (tests/conftest.py): that
+    schema is, to pg_dump, the same as one migrated from empty: tables, keys, indexes, functions, triggers, rows."""
+    if not shutil.which("pg_dump"):
+        pytest.skip("pg_dump is not installed: the suite migrates each schema instead")
+    made = [_pg_schema_engine(template=False), _pg_schema_engine()]
+    try:
+        migrated, loaded = (next(gen) for gen in made)
+        assert "CREATE TABLE SCHEMA.procrastinate_jobs" in _dump(migrated)
+        assert _dump(loaded) == _dump(migrated)
+    finally:
+        for gen in made:
+            gen.close()  # drops the schema
 
 
 def test_migrations_match_the_models(engine):
@@ -21,3 +69,16 @@ def test_migrating_twice_changes_nothing(engine):
     migrate(engine)
     with engine.connect() as conn:
         assert MigrationContext.configure(conn).get_current_revision() == "0023_h_store"
+
+
+def test_every_table_is_importable_from_the_package():
+    """``curation.models`` is a package of modules; each table is re-exported, so importing the package (as
+    migrations/env.py does) registers every table and no caller needs to know which module holds it."""
+    defined = set()
+    for info in pkgutil.iter_modules(curation.models.__path__):
+        module = importlib.import_module(f"curation.models.{info.name}")
+        defined |= {obj for obj in vars(module).values()
+                    if isinstance(obj, type) and hasattr(obj, "__table__") and obj.__module__ == module.__name__}
+    exported = {getattr(curation.models, name) for name in curation.models.__all__}
+    assert defined, "no tables found in curation.models"
+    assert {cls.__name__ for cls in defined - exported} == set()

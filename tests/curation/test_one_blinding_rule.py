@@ -10,9 +10,7 @@ A new release holds the datasets that have ground truth; empty ones are listed a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,22 +28,20 @@ from curation.services.datasets import assign_analysts
 from curation.services.leaderboard import viewable_result
 from curation.settings import Settings
 from tests import factories as f
+from tests.cli_runner import forkpaths
 from tests.factories import artifacts_for
 
 STARTERS = ("affairs_redbook", "anes96", "rand_hie")
 
 
-def _fresh_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``forkpaths`` as a fresh clone runs it: starter datasets on, SQLite in the data folder."""
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    for key in ("FORKPATHS_DATABASE_URL", "FORKPATHS_LOAD_STARTER_DATASETS", "FORKPATHS_STARTER_DATASETS_DIR"):
-        env.pop(key, None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=600)
+def _fresh_cli(tmp_path: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``forkpaths`` as a fresh clone runs it: starter datasets on, SQLite in the data folder (in this process;
+    ``process``: the real command)."""
+    return forkpaths(tmp_path, *args, starters=True, process=process)
 
 
 def test_a_fresh_install_imports_cuts_and_exports_as_the_first_admin(tmp_path, shared_blade):
-    init = _fresh_cli(tmp_path, "init")
+    init = _fresh_cli(tmp_path, "init", process=True)  # the real command, once
     assert init.returncode == 0, init.stderr
     imported = _fresh_cli(tmp_path, "import-blade", str(shared_blade / "datasets" / "hurricane"))
     assert imported.returncode == 0, imported.stderr

@@ -3,11 +3,6 @@ at sign-in too; the rule reads the same in the services and the command line."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from argon2 import PasswordHasher
 
@@ -18,6 +13,7 @@ from curation.services import accounts
 from curation.services.sign_in import sign_in
 from curation.settings import SessionPolicy, ThrottlePolicy
 from tests import factories as f
+from tests.cli_runner import forkpaths
 
 FIFTY_MB = "x" * (50 * 2**20)
 
@@ -134,16 +130,11 @@ def test_generated_passwords_satisfy_the_rule(tmp_path):
         assert accounts.authenticate(session=s, username="admin", password=report.generated_password)
 
 
-def _cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-           "FORKPATHS_ADMIN_PASSWORD": "admin password 1"}
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], input=stdin, capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=120)
+_cli = forkpaths  # in this process; process=True for the real command
 
 
 def test_the_command_line_says_what_is_wrong_with_a_password(tmp_path):
-    r = _cli(tmp_path, "create-user", "bob", "--password-stdin", stdin="short\n")
+    r = _cli(tmp_path, "create-user", "bob", "--password-stdin", stdin="short\n", process=True)  # the real one, once
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "error: The password has 5 characters; at least 10 are needed. A password has 10 to 1,024" in r.stderr
     r = _cli(tmp_path, "create-user", "bob", "--password-stdin", stdin="password123\n")

@@ -133,6 +133,7 @@ def test_a_cancel_stops_at_the_next_step_and_garbage_fails_the_job_storing_nothi
         job_id = _start(w)
         future = runner.submit(job_id)
         _wait(lambda: _job(w, job_id).status == RunStatus.RUNNING.value)
+        _wait(lambda: len(server.requests) == 1)  # the first solution is being asked (the model takes 3 s)
         with pytest.raises(JobError, match="Only the person"), session_scope(w["engine"]) as s:
             cancel_job(session=s, actor=w["ana"], job_id=job_id)
         with session_scope(w["engine"]) as s:

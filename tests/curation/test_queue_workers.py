@@ -216,18 +216,15 @@ def test_score_enqueue_prints_the_run_and_runs_wait_follows_it_to_the_end(pg_wor
 
 
 def test_on_sqlite_enqueue_and_worker_say_what_they_need(tmp_path, shared_blade):
-    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
-               FORKPATHS_ADMIN_PASSWORD="admin password 1")
-    env.pop("FORKPATHS_DATABASE_URL", None)
+    from tests.cli_runner import forkpaths
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
-                              capture_output=True, text=True, timeout=300)
+    def cli(*args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+        return forkpaths(tmp_path, *args, cwd=PROJECT_ROOT, process=process)
 
     sub = shared_blade / "examples" / "multirun_analyses.json"
     refused = cli("score", "--release", "1.0.0", "--submission", str(sub), "--enqueue")
     assert refused.returncode == 2 and "--enqueue needs the database to be PostgreSQL" in refused.stderr
-    worker = cli("worker")
+    worker = cli("worker", process=True)  # a worker is a process of its own
     assert worker.returncode == 2 and "needs no worker" in worker.stderr
     no_out = cli("score", "--release", "1.0.0", "--submission", str(sub))
     assert no_out.returncode == 2 and "--out is required" in no_out.stderr
@@ -285,10 +282,11 @@ def test_the_database_going_away_mid_job_the_run_is_retried_and_ends_correctly(p
         with pg_world.engine.connect() as holder:  # hold the run's row: the worker's next write waits on it
             holder.execute(text("select id from scoring_run where id = :id for update"), {"id": run_id})
 
-            def worker_waits_on_the_row() -> bool:
-                with admin.connect() as conn:
-                    return bool(conn.execute(text("select count(*) from pg_stat_activity where application_name = "
-                                                  ":n and wait_event_type = 'Lock'"), {"n": name}).scalar())
+            def worker_waits_on_the_row() -> bool:  # the job's own progress write, not its heartbeat thread's
+                with admin.connect() as conn:  # (a missed beat is skipped; the job would go on on a new connection)
+                    return bool(conn.execute(text(
+                        "select count(*) from pg_stat_activity where application_name = :n and wait_event_type = "
+                        "'Lock' and query ilike '%returning%cancel_requested%'"), {"n": name}).scalar())
 
             _wait_for(worker_waits_on_the_row, workers)
             assert _terminate(name) >= 1  # the database goes away in the middle of the worker's write

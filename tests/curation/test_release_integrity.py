@@ -346,10 +346,12 @@ def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path,
     """`forkpaths gt build VERSION` refuses what scoring refuses: an unrecorded version, a rewritten MANIFEST."""
     from curation.cli import main
 
-    if tiny["engine"].dialect.name != "sqlite":
-        pytest.skip("the command reads its database from settings; the PostgreSQL fixture lives in a private schema")
+    url = tiny["engine"].url.render_as_string(hide_password=False)
+    if tiny["engine"].dialect.name == "postgresql":  # the fixture's schema of its own, as the command's option
+        with tiny["engine"].connect() as conn:
+            url += "?options=-csearch_path%3D" + str(conn.exec_driver_sql("SELECT current_schema()").scalar())
     monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path))  # its releases/ is where tiny cut 1.0.0
-    monkeypatch.setenv("FORKPATHS_DATABASE_URL", tiny["engine"].url.render_as_string(hide_password=False))
+    monkeypatch.setenv("FORKPATHS_DATABASE_URL", url)
     monkeypatch.setenv("FORKPATHS_LOAD_STARTER_DATASETS", "false")
     monkeypatch.setenv("FORKPATHS_ADMIN_PASSWORD", "not-used-here-1")
     assert main(["gt", "build", "9.9.9", "--as", "curator-t"]) == 2

@@ -6,9 +6,7 @@ viewed and re-judged (``forkpaths import-airepr`` too)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -218,17 +216,14 @@ def test_bad_airepr_files_are_named_and_nothing_is_stored(world, tmp_path, chang
 
 
 def test_import_airepr_cli(tmp_path, shared_blade):
-    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
-               FORKPATHS_ADMIN_PASSWORD="admin password 1")
-    env.pop("FORKPATHS_DATABASE_URL", None)
+    from tests.cli_runner import forkpaths
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
-                              capture_output=True, text=True, timeout=300)
+    def cli(*args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+        return forkpaths(tmp_path, *args, cwd=PROJECT_ROOT, process=process)
 
     assert cli("import-blade", str(shared_blade / "datasets" / "hurricane")).returncode == 0
     assert cli("release", "create", "--version", "1.0.0").returncode == 0
-    done = cli("import-airepr", str(_airepr_folder(tmp_path)))
+    done = cli("import-airepr", str(_airepr_folder(tmp_path)), process=True)  # the real command, once
     assert done.returncode == 0, done.stderr
     assert "AIRepr COT · gpt-4o on release 1.0.0: reproducibility 0.500" in done.stdout
     assert "original code does not run 1" in done.stdout

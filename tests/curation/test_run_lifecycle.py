@@ -20,6 +20,7 @@ from curation.models import RunStatus, ScoringRun
 from curation.services import scoring as sc
 from curation.services.run_lifecycle import claim_run, executor_alive, this_executor
 from curation.settings import PROJECT_ROOT
+from tests.cli_runner import run_cli, run_cli_process
 from tests.curation.dead_scorer import claim_from_processes, claim_in_a_process_that_dies
 from tests.curation.scoring_world import make_world
 
@@ -112,9 +113,9 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=_env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
+def _cli(tmp_path: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """In this process (tests/cli_runner.py); ``process``: the real command."""
+    return (run_cli_process if process else run_cli)(args, env=_env(tmp_path), cwd=PROJECT_ROOT)
 
 
 def _slow_submission(shared_blade: Path, path: Path, n: int = 3, sleep_s: float = 2.0) -> Path:
@@ -155,7 +156,7 @@ def test_forkpaths_score_killed_mid_run_is_marked_interrupted_by_the_next_comman
         if proc.poll() is None:
             proc.kill()
         engine.dispose()
-    listed = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)  # the next command, any command
+    listed = json.loads(_cli(tmp_path, "runs", "list", "--json", process=True).stdout)  # the next command, any one
     assert [(r["id"], r["status"]) for r in listed] == [(run.id, "interrupted")]
     assert f"pid {proc.pid} " in listed[0]["message"] and "no scores were kept" in listed[0]["message"]
     again = _cli(tmp_path, "runs", "rescore", str(run.id), "--out", str(tmp_path / "again.json"))

@@ -1,4 +1,5 @@
-"""``forkpaths score``, ``score-mcq`` and ``runs`` as an operator uses them: a real process, a real database."""
+"""``forkpaths score``, ``score-mcq`` and ``runs`` as an operator uses them: a real database; the command runs in
+this process (tests/cli_runner.py), and as a real process where that is what is tested."""
 
 from __future__ import annotations
 
@@ -11,14 +12,11 @@ import sys
 from pathlib import Path
 
 from curation.settings import PROJECT_ROOT
+from tests.cli_runner import forkpaths
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
-               FORKPATHS_ADMIN_PASSWORD="admin password 1")
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+def _cli(tmp_path: Path, *args: str, process: bool = False) -> subprocess.CompletedProcess[str]:
+    return forkpaths(tmp_path, *args, cwd=PROJECT_ROOT, process=process)
 
 
 def test_score_registers_a_run_and_runs_lists_shows_compares_exports(tmp_path, shared_blade):
@@ -27,7 +25,7 @@ def test_score_registers_a_run_and_runs_lists_shows_compares_exports(tmp_path, s
     sub = shared_blade / "examples" / "multirun_analyses.json"
     out = tmp_path / "out" / "result.json"
     done = _cli(tmp_path, "score", "--release", "1.0.0", "--submission", str(sub), "--agent", "react-agent",
-                "--model", "gpt-x", "--out", str(out))
+                "--model", "gpt-x", "--out", str(out), process=True)  # the real command, once
     assert done.returncode == 0, done.stderr
     assert "Run 1 registered" in done.stderr
     # not a terminal: no progress lines and no INFO logs (tests/curation/test_cli_progress.py shows the bar)
@@ -149,7 +147,8 @@ def test_an_out_path_that_cannot_be_written_gets_a_sentence(tmp_path, shared_bla
 
 def test_a_submission_that_is_not_a_regular_file_or_too_big_is_refused_before_reading(tmp_path):
     """``--submission /dev/zero`` (or a pipe) was read whole before the size limit was checked: memory without
-    end, or a command that never returns. The size limit is checked on the file before it is read."""
+    end, or a command that never returns. The size limit is checked on the file before it is read. (A real
+    process: a command that hangs on the pipe is stopped by the timeout instead of hanging the tests.)"""
     pipe = tmp_path / "pipe.json"
     os.mkfifo(pipe)
     env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",

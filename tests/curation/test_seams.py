@@ -6,9 +6,7 @@ scoring; the leaderboard with runs of every kind at once."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from curation.services.background_jobs import execute_job
 from curation.services.scoring import JudgeSettings, execute_run, stored_result, stored_submissions
 from curation.settings import PROJECT_ROOT, Settings
 from evaluation.llm import LLMConfig
+from tests.cli_runner import forkpaths
 from tests.curation.scoring_world import make_world
 from tests.evaluation.repro_world import inspector_responder
 from tests.factories import artifacts_for
@@ -88,12 +87,8 @@ def test_an_agent_run_with_workflows_is_then_checked_for_reproducibility(engine,
     assert sorted(i.workflow for i in items.items) == sorted(WORKFLOWS)
 
 
-def _cli(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false",
-               FORKPATHS_ADMIN_PASSWORD="admin password 1", FORKPATHS_LLM_MAX_RETRIES="0", **env_extra)
-    env.pop("FORKPATHS_DATABASE_URL", None)
-    return subprocess.run([sys.executable, "-m", "curation.cli", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+def _cli(tmp_path: Path, *args: str, process: bool = False, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    return forkpaths(tmp_path, *args, cwd=PROJECT_ROOT, process=process, FORKPATHS_LLM_MAX_RETRIES="0", **env_extra)
 
 
 def test_agent_run_workflow_then_reproduce_from_the_terminal(tmp_path, shared_blade, os_sandbox):
@@ -105,7 +100,8 @@ def test_agent_run_workflow_then_reproduce_from_the_terminal(tmp_path, shared_bl
                     "--strategy", "oneshot", "--workflow", "--runs", "2", "--seed", "0")
         assert done.returncode == 0, done.stderr
         assert "Scored as run #1." in done.stdout, done.stdout
-        got = _cli(tmp_path, "reproduce", "1", FORKPATHS_LLM_BASE_URL=llm.url, FORKPATHS_LLM_MODEL="inspector-cli")
+        got = _cli(tmp_path, "reproduce", "1", FORKPATHS_LLM_BASE_URL=llm.url, FORKPATHS_LLM_MODEL="inspector-cli",
+                   process=True)  # the real command, once
     assert got.returncode == 0, got.stderr
     assert "the reproducibility of run 1 (2 item(s) with a workflow; inspector inspector-cli)" in got.stderr
     runs = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)

@@ -125,11 +125,40 @@ def test_the_scoring_modules_do_not_name_a_kind():
     from pathlib import Path
 
     root = Path(sc.__file__).resolve().parents[2]
-    # the task kinds' names (a decision's kind "hypothesis", like "variable", is not a task kind)
-    pattern = re.compile(r"kind ?(==|!=|in) ?[(\[]?['\"](analyses|mcq|hypotheses|discoverybench|programmatic|checks|"
-                         r"reproducib|agent)['\"]")
+    # the task kinds' names, and the decision-item kinds they own (a hypothesis: the hypotheses kind's), which
+    # callers look up with item_kind() or read from the kind module's constant (HYPOTHESIS.name)
+    pattern = re.compile(r"kind ?(==|!=|in) ?[(\[]?['\"](analyses|mcq|hypothes|discoverybench|programmatic|checks|"
+                         r"reproducib|agent)")
     hits = [f"{p.relative_to(root)}:{n}" for top in ("annotate_app", "curation", "evaluation", "exports")
             for p in (root / top).rglob("*.py") if "tasks" not in p.relative_to(root).parts[:2]
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert hits == []
     assert sys.modules["evaluation.tasks.analyses"] is tasks.task_kind("analyses")  # the module object itself
+
+
+def test_decision_item_kinds_are_declared_by_their_task_kind():
+    """What differs for a kind's decision items is data its kind declares; the services and pages ask for it."""
+    from evaluation.tasks.hypotheses import HYPOTHESIS
+    from evaluation.tasks.programmatic import ARTIFACT, CHECK
+
+    assert tasks.item_kind("hypothesis") is HYPOTHESIS
+    assert (HYPOTHESIS.subject, HYPOTHESIS.rationale, HYPOTHESIS.in_decision_graph) == ("Query", "Workflow", False)
+    assert [tasks.item_kind(n).in_decision_graph for n in ("variable", "transform")] == [True, True]
+    assert CHECK.agenda_view == ARTIFACT.agenda_view == tasks.task_kind("programmatic").view
+    with pytest.raises(tasks.UnknownKind, match="Unknown decision-item kind 'essay'; the known ones are variable, "
+                                                "transform, hypothesis, check, artifact"):
+        tasks.item_kind("essay")
+
+
+def test_a_decision_item_kind_belongs_to_one_task_kind(monkeypatch):
+    from evaluation.tasks import registry
+
+    kinds = dict(registry.KINDS)
+    monkeypatch.setattr(registry, "KINDS", kinds)  # should the refusal fail, the real registry stays as it was
+    toy = _toy_kind()
+    toy.item_kinds = (tasks.ItemKind("hypothesis"),)
+    with pytest.raises(ValueError, match="'hypothesis' already belongs to the task kind 'hypotheses'"):
+        tasks.register_kind(toy)
+    assert "toy" not in kinds
+    toy.item_kinds = (tasks.ItemKind("toy answer"),)
+    assert tasks.register_kind(toy) is toy and tasks.item_kind("toy answer") is toy.item_kinds[0]

@@ -13,6 +13,7 @@ from curation.bootstrap import initialise
 from curation.models import Role, User
 from curation.settings import Settings
 from tests import factories as f
+from tests.conftest import migrated_sqlite
 
 APP = Path(__file__).resolve().parents[2] / "annotate_app" / "app.py"
 ADMIN_PASSWORD = "admin password 1"
@@ -53,6 +54,9 @@ def ui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UIEnv]:
     monkeypatch.setenv("FORKPATHS_LOAD_STARTER_DATASETS", "false")
     monkeypatch.delenv("FORKPATHS_DATABASE_URL", raising=False)
     settings = Settings()
+    # the app's start-up (initialise) runs in full on the copy; only the migrations are already applied
+    migrated_sqlite(settings.resolved_data_dir / "forkpaths.db").dispose()  # tests/conftest.py's template
+    assert settings.resolved_database_url == f"sqlite:///{settings.resolved_data_dir / 'forkpaths.db'}"
     report = initialise(settings)
     from sqlmodel import select
 
@@ -66,6 +70,35 @@ def ui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[UIEnv]:
     ds = f.dataset(report.engine, settings.datasets_store, assign=[analyst, admin])
     yield UIEnv(settings, report.engine, admin, analyst, curator, ds.id)
     report.engine.dispose()
+    # what the app built for this test's database (its engine, its run and job threads) is never used again:
+    # release it, as a stopped app would, rather than keep every test's engine and caches alive in this process
+    import streamlit as st
+
+    st.cache_resource.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _streamlit_start_up_once() -> Iterator[None]:
+    """What a served app does once when its runtime starts, ``AppTest`` does on every run; done once here.
+
+    * Every new ``AppTest`` scans all installed distributions for Streamlit v2 component manifests (~0.15 s of
+      CPU, 16 threads, each time). The installed packages do not change during the session: scan once.
+    * Every run compiles the entry script and the page anew (parse, Streamlit's "magic" rewrite, compile) in a
+      fresh ``ScriptCache``; a served app keeps one for the runtime's life (cleared when a file changes, which
+      the app's files do not during the tests): share one.
+    """
+    from streamlit.components.v2 import manifest_scanner
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+    from streamlit.testing.v1 import app_test, local_script_runner
+
+    found = manifest_scanner.scan_component_manifests()
+    script_cache = ScriptCache()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(manifest_scanner, "scan_component_manifests", lambda max_workers=None: list(found))
+        for module in (app_test, local_script_runner):
+            assert module.ScriptCache is ScriptCache  # what is replaced is what AppTest builds
+            mp.setattr(module, "ScriptCache", lambda: script_cache)
+        yield
 
 
 MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
