@@ -37,7 +37,15 @@ from evaluation.groundtruth import hashing  # noqa: E402
 from evaluation.groundtruth.hashing import ColumnHasher, blade_value_hash  # noqa: E402
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
-VECTORISED = "b599043"  # "Value hashing vectorised" (issue 16)
+# the vectorisation's commit (issue 16), b599043 when this was written: found by its subject, which a rebase keeps
+VECTORISED_SUBJECT = "^Value hashing vectorised: numeric columns as byte matrices"
+
+
+def _before_vectorisation() -> str:
+    """The revision before the vectorisation, found by its commit's subject (a hash would not survive a rebase)."""
+    found = subprocess.run(["git", "log", "--reverse", "--format=%H", "--grep", VECTORISED_SUBJECT], cwd=ROOT_DIR,
+                           capture_output=True, text=True).stdout.split("\n")[0].strip()
+    return f"{found}^" if found else "(no commit matches " + VECTORISED_SUBJECT + ")"
 
 
 def _module_at(rev: str):  # type: ignore[no-untyped-def]
@@ -78,7 +86,8 @@ def _best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--before", default=f"{VECTORISED}^", help="the revision to compare with (git)")
+    parser.add_argument("--before", default=None,
+                        help="the revision to compare with (git; default: the one before the vectorisation)")
     parser.add_argument("--no-before", action="store_true", help="skip the comparison (no git checkout)")
     args = parser.parse_args()
     df = soccer_like()
@@ -111,6 +120,8 @@ def main() -> None:
     print(f"{'hash_frame of the same frame again':<44}{again:>8.3f} s CPU")
     if args.no_before:
         return
+    if args.before is None:
+        args.before = _before_vectorisation()
     try:
         old = _module_at(args.before)
     except (OSError, subprocess.CalledProcessError) as exc:
