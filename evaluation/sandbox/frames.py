@@ -187,57 +187,50 @@ def _plain_values(frame: Any, i: int) -> Any:
 def _same_plain(after: Any, base: _Base, j: int) -> bool | None:
     """:func:`_same_column` for a column held as a plain numpy array (``after``, from :func:`_plain_values`):
     the same verdict from the arrays; None when the table's column is not plain (then the Series decide)."""
-    import numpy as np
-    import pandas as pd
-
     before = base.values(j)
     if before is None:
         return None
     if len(after) != len(before) or after.dtype != before.dtype:
         return False
     try:
-        if after.dtype.kind in NUMPY_KINDS:
-            a, b = np.ascontiguousarray(after), np.ascontiguousarray(before)
-            return a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
-        if not base.is_text(j):
-            return False
-        equal = after == before  # text equals only text: where the table has text, so does the column
-        if not isinstance(equal, np.ndarray):
-            return False
-        rest = ~equal
-        if not rest.any():
-            return True
-        return bool(pd.isna(before[rest]).all() and pd.isna(after[rest]).all())
+        return _same_arrays(after, before, base, j)
     except Exception:  # noqa: BLE001 - when in doubt, the column travels in full
         return False
+
+
+def _same_arrays(after: Any, before: Any, base: _Base, j: int) -> bool:
+    """Do two numpy arrays of one dtype (numeric, bool, datetime: compared byte for byte; or object) hold the
+    same values, column ``j``'s being ``before``? Object arrays are equal only as text, with the same missing
+    values."""
+    import numpy as np
+    import pandas as pd
+
+    if after.dtype.kind in NUMPY_KINDS:
+        a, b = np.ascontiguousarray(after), np.ascontiguousarray(before)
+        return a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+    if not base.is_text(j):
+        return False
+    equal = after == before  # text equals only text: where the table has text, so does the column
+    if not isinstance(equal, np.ndarray):
+        return False
+    rest = ~equal
+    if not rest.any():
+        return True
+    return bool(pd.isna(before[rest]).all() and pd.isna(after[rest]).all())
 
 
 def _same_column(after: Any, base: _Base, j: int) -> bool:
     """Does ``after`` hold exactly the values of column ``j`` of the table (same dtype, same bytes, or the same
     text with the same missing values)?"""
     import numpy as np
-    import pandas as pd
 
     before = base.frame.iloc[:, j]
     if len(after) != len(before) or after.dtype != before.dtype:
         return False
     dtype = after.dtype
     try:
-        if isinstance(dtype, np.dtype) and dtype.kind in NUMPY_KINDS:
-            a = np.ascontiguousarray(after.to_numpy())
-            b = np.ascontiguousarray(before.to_numpy())
-            return a.shape == b.shape and np.array_equal(a.view(np.uint8), b.view(np.uint8))
-        if isinstance(dtype, np.dtype) and dtype.kind == "O":
-            if not base.is_text(j):
-                return False
-            a, b = after.to_numpy(), before.to_numpy()
-            equal = a == b  # text equals only text: where the table has text, so does the column
-            if not isinstance(equal, np.ndarray):
-                return False
-            rest = ~equal
-            if not rest.any():
-                return True
-            return bool(pd.isna(b[rest]).all() and pd.isna(a[rest]).all())
+        if isinstance(dtype, np.dtype) and dtype.kind in NUMPY_KINDS + "O":
+            return _same_arrays(after.to_numpy(), before.to_numpy(), base, j)
         return bool(after.equals(before))
     except Exception:  # noqa: BLE001 - when in doubt, the column travels in full
         return False
