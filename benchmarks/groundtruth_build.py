@@ -46,7 +46,7 @@ import pandas as pd
 ROOT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT_DIR))
 
-from proc_cpu import load, sandbox_cpu  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import load, machine_speed, sandbox_cpu  # noqa: E402 - benchmarks/ is this script's folder
 
 from evaluation.groundtruth import DatasetSource, build_dataset, sources_from_blade_folders  # noqa: E402
 from evaluation.groundtruth.build import build_sources  # noqa: E402
@@ -169,6 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", help="only these datasets")
     args = parser.parse_args()
+    print(machine_speed())
     with tempfile.TemporaryDirectory(prefix="gt-bench-") as tmp:
         tmpdir = Path(tmp)
         t0 = time.perf_counter()

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proc_cpu import load, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import load, machine_speed, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlmodel import select  # noqa: E402
 
@@ -245,7 +245,7 @@ def main() -> None:
     if not blade.is_dir():
         blade = Path("/work/shared/blade")
     skip = set(args.skip.split(","))
-    print(f"at start: {load()}")
+    print(f"at start: {load()}; {machine_speed()}")
     if "inprocess" not in skip:
         in_process(blade)
     if "throughput" not in skip:

@@ -32,6 +32,9 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from proc_cpu import machine_speed  # noqa: E402 - benchmarks/ is this script's folder
 
 from evaluation.groundtruth import hashing  # noqa: E402
 from evaluation.groundtruth.hashing import ColumnHasher, blade_value_hash  # noqa: E402
@@ -93,6 +96,7 @@ def main() -> None:
     df = soccer_like()
     sub = df[df["i0"] > 20]
     print(f"frame {df.shape[0]:,} x {df.shape[1]} ({', '.join(f'{n} {k}' for k, n in df.dtypes.astype(str).value_counts().items())})")
+    print(machine_speed())
 
     def warm() -> None:
         h = ColumnHasher()
