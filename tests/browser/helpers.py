@@ -5,6 +5,7 @@ flows start from."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -284,6 +285,20 @@ def sign_out(page: Any) -> None:
     page.get_by_role("button", name="Sign out").filter(visible=True).click()
     page.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
     idle(page)
+
+
+def score_hypotheses(page: Any, answers: Path, shots: Path, upload_shot: str, done_shot: str) -> None:
+    """On the Scoring runs page: score ``answers`` (a hypotheses file) as ReAct agent / gpt-4o and wait for run 1
+    to succeed, with a screenshot of the form (``upload_shot``) and of the outcome (``done_shot``)."""
+    page.get_by_text(re.compile(r"^Hypotheses \(DiscoveryBench")).click()
+    page.locator('input[type="file"]').set_input_files(str(answers))
+    page.get_by_text(re.compile(r"theses\.json")).first.wait_for()
+    page.get_by_label("Agent", exact=True).fill("ReAct agent")
+    page.get_by_label("Language model", exact=True).fill("gpt-4o")
+    shot(page, shots / upload_shot)
+    page.get_by_role("button", name="Score").filter(visible=True).click()
+    page.get_by_text("Run 1 succeeded").wait_for(timeout=120_000)
+    shot(page, shots / done_shot)
 
 
 def metric(page: Any, label: str) -> str:

@@ -17,7 +17,17 @@ from playwright.sync_api import expect
 from curation.db import make_engine, session_scope
 from curation.models import HypothesisTask, Role, ScoringRun
 from tests import factories as f
-from tests.browser.helpers import click, fill_text, idle, llm_env, metric, serving, shot, tab
+from tests.browser.helpers import (
+    click,
+    fill_text,
+    idle,
+    llm_env,
+    metric,
+    score_hypotheses,
+    serving,
+    shot,
+    tab,
+)
 from tests.browser.test_hypothesis_flow import _sign_in, _vote, _write, pick
 from tests.curation.hypothesis_world import import_folder
 from tests.evaluation.hms_script import HMSScript, sub
@@ -108,15 +118,7 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
                 {"task": Q2, "hypothesis": PREDICTED, "workflow": "OLS of BMI on age"}]}))
             e = _sign_in(browser, url, "evie", "Scoring runs")
             pages.append(e)
-            e.get_by_text(re.compile(r"^Hypotheses \(DiscoveryBench")).click()
-            e.locator('input[type="file"]').set_input_files(str(answers))
-            e.get_by_text(re.compile(r"theses\.json")).first.wait_for()
-            e.get_by_label("Agent", exact=True).fill("ReAct agent")
-            e.get_by_label("Language model", exact=True).fill("gpt-4o")
-            shot(e, shots / "09-evie-upload.png")
-            e.get_by_role("button", name="Score").filter(visible=True).click()
-            e.get_by_text("Run 1 succeeded").wait_for(timeout=120_000)
-            shot(e, shots / "10-evie-run-succeeded.png")
+            score_hypotheses(e, answers, shots, "09-evie-upload.png", "10-evie-run-succeeded.png")
 
             # Run details: HMS, one query's judgement overridden, HMS recomputed
             e.get_by_role("link", name="Run details").click()

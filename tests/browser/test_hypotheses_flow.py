@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from curation.db import make_engine
 from curation.models import Role
 from tests import factories as f
-from tests.browser.helpers import click, idle, llm_env, metric, serving, shot, sign_in
+from tests.browser.helpers import click, idle, llm_env, metric, score_hypotheses, serving, shot, sign_in
 from tests.curation.hms_world import answers_file, cut_hypotheses_release, standard_script
 from tests.llm_server import ScriptedLLM
 
@@ -30,15 +30,7 @@ def test_evaluator_scores_hypotheses_drills_down_and_judges_a_facet(browser, tmp
         answers.write_bytes(answers_file())
         page = browser.new_page(viewport={"width": 1500, "height": 1100})
         sign_in(page, url, "evie", open_page="Scoring runs")
-        page.get_by_text(re.compile(r"^Hypotheses \(DiscoveryBench")).click()
-        page.locator('input[type="file"]').set_input_files(str(answers))
-        page.get_by_text(re.compile(r"theses\.json")).first.wait_for()
-        page.get_by_label("Agent", exact=True).fill("ReAct agent")
-        page.get_by_label("Language model", exact=True).fill("gpt-4o")
-        shot(page, shots / "01-upload.png")
-        page.get_by_role("button", name="Score").filter(visible=True).click()
-        page.get_by_text("Run 1 succeeded").wait_for(timeout=120_000)
-        shot(page, shots / "02-run-succeeded.png")
+        score_hypotheses(page, answers, shots, "01-upload.png", "02-run-succeeded.png")
 
         page.get_by_role("link", name="Leaderboard").click()
         idle(page)
