@@ -20,6 +20,7 @@ from evaluation.sandbox import (
     start_transform_check,
 )
 from evaluation.sandbox import server as sandbox_server
+from evaluation.sandbox.describe import Steps, describe_death
 from evaluation.sandbox.registry import ENGINE_MODULES, registered
 
 
@@ -101,11 +102,27 @@ def test_run_job_runs_a_registered_job_and_returns_json(data: Path) -> None:
 
 @pytest.mark.usefixtures("os_sandbox")
 def test_a_job_that_dies_gets_a_sentence(data: Path) -> None:
+    # 3 s, not 1: the limit covers loading the table too, and on a loaded machine (CI's two busy cores) loading
+    # even three rows once took over a second, which is another sentence (the test below)
     result = run_job("transform_check", {"codes": ["while True:\n    pass"], "labels": ["code"]}, data_path=data,
-                     limits=SandboxLimits(timeout_s=1))
+                     limits=SandboxLimits(timeout_s=3))
 
     assert result["ok"] is False and result["error_kind"] == "timeout"
-    assert result["error"] == "The code ran longer than the 1 s limit and was stopped (it was running code)."
+    assert result["error"] == "The code ran longer than the 3 s limit and was stopped (it was running code)."
+
+
+def test_a_timeout_says_whether_the_table_was_still_loading_or_the_code_was_running() -> None:
+    """A job reports each step as it starts it: stopped before the first, it was still loading the table."""
+    steps, limits = Steps.for_transform(0, None), SandboxLimits(timeout_s=1)
+
+    def death(events: list[dict[str, object]]) -> tuple[str, str]:
+        return describe_death(sandbox_server.Outcome(events=events, timed_out=True, returncode=-9, stderr=""),
+                              steps, limits)
+
+    assert death([]) == ("timeout", "Loading the data table took longer than the 1 s limit, so the code did not "
+                                    "run; raise the sandbox's time limit or prepare the table's fast copy.")
+    assert death([{"event": "step", "index": 0}]) == (
+        "timeout", "The code ran longer than the 1 s limit and was stopped (it was running this transform's code).")
 
 
 @pytest.mark.usefixtures("os_sandbox")
