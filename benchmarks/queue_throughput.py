@@ -238,12 +238,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=8)
     parser.add_argument("--workers", default="1,2,4")
-    parser.add_argument("--blade", default=str(ROOT.parent.parent / "shared" / "blade"))
+    parser.add_argument("--blade", default=str(ROOT.parent / "shared" / "blade"))
     parser.add_argument("--skip", default="", help="comma list of: inprocess, throughput, latency")
     args = parser.parse_args()
     blade = Path(args.blade)
     if not blade.is_dir():
-        blade = Path("/work/shared/blade")
+        parser.error(f"the BLADE data is not at {blade}: pass --blade PATH (the shared folder's blade/)")
     skip = set(args.skip.split(","))
     print(f"at start: {load()}; {machine_speed()}")
     if "inprocess" not in skip:

@@ -366,13 +366,10 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     from curation.services.sandbox_setting import configure_sandbox
-    from evaluation.sandbox import prewarm
 
-    # The sandbox's template process imports its libraries (about two seconds of CPU) on the other core while
-    # this one imports the services and reads and verifies the release; a build found whole in the cache leaves
-    # it unused.
+    # The sandbox's template process (about two seconds of CPU) is started by the build itself, once it finds a
+    # dataset that is not in the cache: a build found whole in the cache starts no process.
     configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
-    prewarm(wait=False)
 
     from evaluation.groundtruth import BuildResult, build_release
     from exports.errors import FormatError

@@ -83,6 +83,10 @@ class Settings(BaseSettings):
         "bubblewrap, e.g. macOS).",
     )
     max_submission_mb: float = Field(default=50.0, gt=0, description="Largest accepted agent submission, in MB.")
+    worker_stalled_after_s: float = Field(
+        default=10.0, ge=1.0, le=3600.0,
+        description="A `forkpaths worker` silent this long (no heartbeat) is presumed dead and its jobs are retried "
+                    "by another worker; heartbeats and the look-out for stalled jobs run proportionally more often.")
     sandbox_timeout_s: float = Field(default=30.0, gt=0)
     sandbox_memory_mb: int = Field(default=4096, gt=64)
     score_analysis_timeout_s: float = Field(

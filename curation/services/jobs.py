@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from curation.services.scoring import JudgeSettings, ScoringLimits
     from curation.settings import Settings
 
-__all__ = ["JOB_MODULES", "JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "defer_part_jobs", "enqueue_job", "enqueue_run", "is_postgres", "procrastinate_app",
+__all__ = ["JOB_MODULES", "JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "StallTimes", "defer_part_jobs", "enqueue_job", "enqueue_run", "is_postgres", "procrastinate_app",
            "queue_submitter", "run_queue_worker", "warm_up"]
 
 log = logging.getLogger(__name__)
@@ -245,14 +245,30 @@ def warm_up() -> None:
     gc.freeze()
 
 
-async def _retry_stalled(app: procrastinate.App, engine: Engine) -> None:
+@dataclass(frozen=True)
+class StallTimes:
+    """How fast a dead worker is noticed: ``after`` seconds without a heartbeat (``FORKPATHS_WORKER_STALLED_AFTER_S``);
+    workers beat five times and look for stalled jobs three times within that."""
+
+    after: float = STALLED_AFTER_S
+
+    @property
+    def heartbeat(self) -> float:
+        return min(WORKER_HEARTBEAT_S, self.after / 5)
+
+    @property
+    def check(self) -> float:
+        return min(STALLED_CHECK_S, self.after / 3)
+
+
+async def _retry_stalled(app: procrastinate.App, engine: Engine, stall: StallTimes) -> None:
     """Retry the jobs of workers that stopped beating (a ``kill -9``, a lost machine)."""
     from curation.services.run_lifecycle import interrupt_dead_runs
 
     while True:
-        await asyncio.sleep(STALLED_CHECK_S)
+        await asyncio.sleep(stall.check)
         try:
-            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_AFTER_S,
+            for job in await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stall.after,
                                                               queue=QUEUE):
                 log.warning("job %s (%s) was held by a worker that stopped; retrying it", job.id, job.task_kwargs)
                 await app.job_manager.retry_job(job)
@@ -274,14 +290,15 @@ def run_queue_worker(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeS
                      settings: Settings | None = None) -> None:
     """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds)."""
     app = procrastinate_app(engine)
+    stall = StallTimes(settings.worker_stalled_after_s) if settings is not None else StallTimes()
 
     async def main() -> None:
         async with app.open_async():
-            watcher = asyncio.create_task(_retry_stalled(app, engine))
+            watcher = asyncio.create_task(_retry_stalled(app, engine, stall))
             try:
                 await app.run_worker_async(
-                    queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=WORKER_HEARTBEAT_S,
-                    stalled_worker_timeout=STALLED_AFTER_S, name=this_executor(),
+                    queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=stall.heartbeat,
+                    stalled_worker_timeout=stall.after, name=this_executor(),
                     additional_context={"engine": engine, "artifacts": artifacts,
                                         "judges": judges, "limits": limits,
                                         "settings": settings})

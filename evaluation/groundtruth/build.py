@@ -359,6 +359,10 @@ def build_sources(sources: list[DatasetSource], *, cache_dir: Path | None = None
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         futures: dict[int, Future[BuildResult]] = {}
         pending = [(i, plan) for i, plan in enumerate(plans) if isinstance(plan, _Plan)]
+        if pending:  # the sandbox's template process starts only when a dataset must be built, not for a cached one
+            from evaluation.sandbox import prewarm
+
+            prewarm(wait=False)
         for i, plan in sorted(pending, key=lambda item: -item[1].work):
             futures[i] = pool.submit(_build, plan, limits, run_groundtruth_job, ISO_TIMEOUT_S)
         for i, planned in enumerate(plans):

@@ -12,7 +12,7 @@ from curation.cli import main
 from evaluation.groundtruth import build_dataset, build_release, sources_from_blade_folders
 from exports.native import write_release
 from exports.schema import Release
-from tests.conftest import SHARED_BLADE
+from tests.conftest import SHARED_BLADE, unavailable
 
 DATASETS = ["affairs", "amtl", "boxes", "caschools", "crofoot", "fish", "hurricane", "panda_nuts", "reading"]
 
@@ -21,7 +21,7 @@ DATASETS = ["affairs", "amtl", "boxes", "caschools", "crofoot", "fish", "hurrica
 def blade_root() -> Path:
     """``shared_blade`` for module-scoped fixtures (one build serves every parity test)."""
     if not SHARED_BLADE.is_dir():
-        pytest.skip(f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
+        unavailable("shared", f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
     return SHARED_BLADE
 
 
@@ -92,6 +92,14 @@ def test_cli_gt_build_prints_per_dataset_json(release_dir: Path, reference: dict
     assert line["graph_hashes"] == sorted(reference["hurricane"]["graph_hashes"])
     assert line["unit_names"] == reference["hurricane"]["expanded_unit_names"]
     assert (tmp_path / "cache" / "groundtruth").is_dir()
+
+    from evaluation.sandbox import server, shutdown
+
+    shutdown()  # the build's template process: a build found whole in the cache must start none
+    assert main(["gt", "build", str(release_dir), "--dataset", "hurricane", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out.strip())
+    assert again["cached"] and again["value_hashes"] == line["value_hashes"]
+    assert server._SANDBOX._zygote is None, "a cached build started the sandbox's template process"
 
 
 def test_cli_gt_build_names_a_missing_dataset(release_dir: Path, capsys: pytest.CaptureFixture, tmp_path: Path,
