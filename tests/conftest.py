@@ -11,12 +11,16 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 # Argon2 at argon2-cffi's test profile for every account the suite creates and signs in, here and in the app and
 # CLI processes it starts (they inherit the environment); test_accounts checks the app's own default.
 os.environ["FORKPATHS_INSECURE_TEST_PASSWORD_HASHING"] = "1"
+# Workers the suite starts (they inherit the environment) notice a killed worker after 4 s, not the default 10 s:
+# the kill-and-retry tests wait that long; test_queue_workers checks the default's wiring.
+os.environ.setdefault("FORKPATHS_WORKER_STALLED_AFTER_S", "4")
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 
@@ -28,6 +32,32 @@ SHARED_DISCOVERYBENCH = PROJECT_ROOT.parent / "shared" / "discoverybench"
 PG_URL = os.environ.get("FORKPATHS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 _pg_state: dict[str, str | None] = {}
+
+CAPABILITIES = ("postgres", "browser", "bwrap", "shared")
+"""What a test may find missing on a machine: the PostgreSQL server, Chromium, the OS sandbox (bubblewrap with
+user namespaces) and the reference data in ../shared."""
+
+
+def required_capabilities() -> set[str]:
+    """The capabilities that ``FORKPATHS_TEST_REQUIRE`` (comma-separated; ``all`` for every one) says must be here.
+
+    CI sets it (``.ci/run``), so that a machine without PostgreSQL, Chromium, bubblewrap or ../shared fails the
+    tests that need them instead of skipping them: a green CI then proves the whole suite ran."""
+    named = {part.strip() for part in os.environ.get("FORKPATHS_TEST_REQUIRE", "").split(",") if part.strip()}
+    unknown = named - set(CAPABILITIES) - {"all"}
+    if unknown:
+        raise pytest.UsageError(f"FORKPATHS_TEST_REQUIRE names {', '.join(sorted(unknown))}, which is not one of "
+                                f"{', '.join(CAPABILITIES)} (or all)")
+    return set(CAPABILITIES) if "all" in named else named
+
+
+def unavailable(capability: str, reason: str) -> NoReturn:
+    """Skip the test with ``reason``, or fail it when ``FORKPATHS_TEST_REQUIRE`` says ``capability`` must be here."""
+    assert capability in CAPABILITIES, capability
+    if capability in required_capabilities():
+        pytest.fail(f"{reason} (FORKPATHS_TEST_REQUIRE requires {capability}: a failure here, not a skip)",
+                    pytrace=False)
+    pytest.skip(reason)
 
 
 def pg_unavailable_reason() -> str | None:
@@ -81,7 +111,7 @@ def _pg_schema_engine(*, template: bool = True) -> Iterator[Engine]:
     search_path is that schema; loaded from the process's template, or with ``template=False`` migrated."""
     reason = pg_unavailable_reason()
     if reason:
-        pytest.skip(reason)
+        unavailable("postgres", reason)
     schema = f"fp_test_{uuid.uuid4().hex[:12]}"
     dump = _pg_template_dump() if template else None
     admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
@@ -158,14 +188,14 @@ def store(tmp_path: Path) -> Path:
 @pytest.fixture
 def shared_blade() -> Path:
     if not SHARED_BLADE.is_dir():
-        pytest.skip(f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
+        unavailable("shared", f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
     return SHARED_BLADE
 
 
 @pytest.fixture
 def shared_discoverybench() -> Path:
     if not SHARED_DISCOVERYBENCH.is_dir():
-        pytest.skip(f"the shared DiscoveryBench data is absent (expected at {SHARED_DISCOVERYBENCH})")
+        unavailable("shared", f"the shared DiscoveryBench data is absent (expected at {SHARED_DISCOVERYBENCH})")
     return SHARED_DISCOVERYBENCH
 
 
@@ -210,7 +240,7 @@ def os_sandbox(bubblewrap: str | None) -> None:
 
     status = isolation_status()
     if not status.strong_available:
-        pytest.skip(f"no OS-level sandbox here: {status.detail}")
+        unavailable("bwrap", f"no OS-level sandbox here: {status.detail}")
 
 
 @pytest.fixture

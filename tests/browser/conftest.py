@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.helpers import LiveApp, WatchedBrowser, serving
-from tests.conftest import apt_install
+from tests.conftest import apt_install, unavailable
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -31,7 +31,7 @@ def chromium() -> str:
     if path is None and apt_install("chromium", "fonts-noto-color-emoji", present=lambda: _chromium_path() is not None):
         path = _chromium_path()
     if path is None:
-        pytest.skip("Chromium is not installed and could not be installed with apt-get (needs root)")
+        unavailable("browser", "Chromium is not installed and could not be installed with apt-get (needs root)")
     return path
 
 
@@ -43,6 +43,14 @@ def browser(chromium: str) -> Iterator[object]:
         b = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         yield WatchedBrowser(b)
         b.close()
+
+
+@pytest.fixture(autouse=True)
+def close_browser_pages(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each browser test, close the contexts and pages it opened (their renderer processes go with them)."""
+    yield
+    if "browser" in request.fixturenames:
+        request.getfixturevalue("browser").close_opened()
 
 
 @pytest.fixture

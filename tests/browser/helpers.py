@@ -172,20 +172,38 @@ _RUNS_SETTLED = """() => {
 
 
 class WatchedBrowser:
-    """A Playwright browser whose pages carry ``SCRIPT_RUN_PROBE``, so ``idle`` knows when a run is over."""
+    """A Playwright browser whose pages carry ``SCRIPT_RUN_PROBE``, so ``idle`` knows when a run is over.
+
+    It remembers the contexts and pages it opened, and ``close_opened`` (called after every browser test) closes
+    them, so that no renderer process outlives its test."""
 
     def __init__(self, browser: Any) -> None:
         self._browser = browser
+        self._opened: list[Any] = []
 
     def new_context(self, **kwargs: Any) -> Any:
         context = self._browser.new_context(**kwargs)
         context.add_init_script(SCRIPT_RUN_PROBE)
+        self._opened.append(context)
         return context
 
     def new_page(self, **kwargs: Any) -> Any:
-        page = self._browser.new_page(**kwargs)
+        page = self._browser.new_page(**kwargs)  # a page of its own context, closed with the page
         page.add_init_script(SCRIPT_RUN_PROBE)
+        self._opened.append(page)
         return page
+
+    def close_opened(self) -> int:
+        """Close every context and page opened since the last call; how many were still open."""
+        still_open = 0
+        while self._opened:
+            item = self._opened.pop()
+            with suppress(Exception):  # already closed by the test, or the browser is gone
+                is_page = hasattr(item, "is_closed")
+                if not (is_page and item.is_closed()):
+                    still_open += 1
+                    (item.context if is_page else item).close()
+        return still_open
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._browser, name)

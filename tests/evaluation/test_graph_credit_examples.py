@@ -40,10 +40,10 @@ ROOT = "ROOT_SPEC_ID"
 
 @pytest.fixture(scope="module")
 def blade() -> Path:
-    from tests.conftest import SHARED_BLADE
+    from tests.conftest import SHARED_BLADE, unavailable
 
     if not SHARED_BLADE.is_dir():
-        pytest.skip(f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
+        unavailable("shared", f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
     return SHARED_BLADE
 
 

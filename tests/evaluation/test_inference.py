@@ -478,11 +478,11 @@ def _load_benchmark() -> ModuleType:
     return module
 
 
-@pytest.mark.skipif(
-    not BLADE_DATASETS.is_dir(),
-    reason=f"the shared BLADE datasets are not at {BLADE_DATASETS} (../shared/blade)",
-)
 def test_agreement_with_blade_experts() -> None:
+    if not BLADE_DATASETS.is_dir():
+        from tests.conftest import unavailable
+
+        unavailable("shared", f"the shared BLADE datasets are not at {BLADE_DATASETS} (../shared/blade)")
     bench = _load_benchmark()
     results = bench.run_all(BLADE_DATASETS)
     assert len(results) == 100

@@ -99,10 +99,10 @@ def hurricane(shared_blade: Path):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def shared_blade() -> Path:
-    from tests.conftest import SHARED_BLADE
+    from tests.conftest import SHARED_BLADE, unavailable
 
     if not SHARED_BLADE.is_dir():
-        pytest.skip(f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
+        unavailable("shared", f"the shared BLADE data is absent (expected at {SHARED_BLADE})")
     return SHARED_BLADE
 
 

@@ -18,14 +18,14 @@ from exports.discoverybench import (
     render_metadata,
     write_discoverybench,
 )
-from tests.conftest import SHARED_DISCOVERYBENCH
+from tests.conftest import SHARED_DISCOVERYBENCH, unavailable
 
 
 @pytest.fixture(scope="module")
 def tree() -> DiscoveryBenchTree:
     """Read once per module (about half a second); skips like ``shared_discoverybench`` when absent."""
     if not SHARED_DISCOVERYBENCH.is_dir():
-        pytest.skip(f"the shared DiscoveryBench data is absent (expected at {SHARED_DISCOVERYBENCH})")
+        unavailable("shared", f"the shared DiscoveryBench data is absent (expected at {SHARED_DISCOVERYBENCH})")
     return read_discoverybench(SHARED_DISCOVERYBENCH)
 
 
