@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proc_cpu import machine_speed  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import command_cost, machine_speed  # noqa: E402 - benchmarks/ is this script's folder
 
 
 def _forkpaths(module: bool) -> list[str]:
@@ -41,20 +39,16 @@ def _forkpaths(module: bool) -> list[str]:
     return [str(exe)] if exe.exists() and not module else [sys.executable, "-m", "curation.cli"]
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def _measure(cmd: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
+    """Best wall and CPU seconds of ``repeat`` runs; CPU counted in a cgroup (every process the command started)
+    where this machine allows it (:func:`proc_cpu.command_cost`)."""
     walls, cpus = [], []
     for _ in range(repeat):
-        cpu0, t0 = _children_cpu(), time.perf_counter()
-        done = subprocess.run(cmd, env=env, cwd=ROOT_DIR, capture_output=True, text=True, check=False)
-        walls.append(time.perf_counter() - t0)
-        cpus.append(_children_cpu() - cpu0)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        cost = command_cost(cmd, env=env, cwd=ROOT_DIR)
+        walls.append(cost.wall)
+        cpus.append(cost.cpu)
+        if cost.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({cost.returncode}):\n{cost.stderr[-2000:]}")
     return min(walls), min(cpus)
 
 
