@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -29,6 +30,10 @@ from evaluation.specs import ColumnMapping, ColumnOrigin, ColumnRef, VariableTyp
 PASSWORD = "correct horse battery"
 # Where each dataset made by :func:`dataset` stored its files, so decisions can be sanity-checked for real.
 _STORES: dict[tuple[int, int], Path] = {}
+# Sanity-check results by (data file's SHA-256, code, parents' code), which is all a check depends on: each test
+# process runs the real check of an analysis once, and later tests that set up the same analysis reuse its result
+# (the checks themselves are tested in tests/curation/test_checks*.py and tests/evaluation/test_sandbox*.py).
+_CHECKS: dict[tuple[str, str, str, tuple[str, ...]], Any] = {}
 
 TINY_CSV = "deaths,masfem,wind,year\n10,2.5,100,1990\n0,8.1,80,1991\n256,9.0,150,1992\n3,1.2,90,1993\n"
 
@@ -81,7 +86,8 @@ def full_analysis(engine: Engine, actor: User, dataset_id: int, *, checked: bool
 
 def run_checks(engine: Engine, actor: User, dataset_id: int, store: Path | None = None) -> None:
     """Run the real sanity check of every transform and model of the actor's analysis and save its result."""
-    from curation.services.annotation import get_own_decisions
+    from curation.services.annotation import ancestor_chain, check_fingerprint, get_own_decisions
+    from curation.services.checks import resolve_transform_refs
     from evaluation.sandbox import isolation_status
     from tests.conftest import unavailable
 
@@ -93,19 +99,36 @@ def run_checks(engine: Engine, actor: User, dataset_id: int, store: Path | None 
     with session_scope(engine) as s:
         mine = get_own_decisions(session=s, actor=actor, dataset_id=dataset_id)
         assert mine is not None
+        data = s.get(Dataset, dataset_id)
+        assert data is not None
+        by_id = {t.id: t for t in mine.transforms}
+
+        def key(kind: str, code: str, parents: list[str]) -> tuple[tuple[str, str, str, tuple[str, ...]], str]:
+            chain = ancestor_chain(by_id, resolve_transform_refs(mine.transforms, parents))
+            return (kind, data.data_sha256, code, tuple(p.code for p in chain)), check_fingerprint(code, chain)
+
         for t in mine.transforms:
             deps = t.branches[0]["dependencies"] if t.branches else []
-            check = check_transform_code(session=s, actor=actor, dataset_id=dataset_id, code=t.code,
-                                         dependencies=deps, store=store, limits=limits)
+            memo, fingerprint = key("transform", t.code, deps)
+            check = _CHECKS.get(memo) or check_transform_code(
+                session=s, actor=actor, dataset_id=dataset_id, code=t.code, dependencies=deps, store=store,
+                limits=limits)
             assert check.ok, check.error
+            _CHECKS[memo] = check
+            check = check.model_copy(update={"fingerprint": fingerprint})
             save_transform(session=s, actor=actor, dataset_id=dataset_id, transform_id=t.id,
                            check=check.model_dump(mode="json"), data=TransformInput(
                                spec_name=t.spec_name, specification=t.specification, verb=t.verbs[0], code=t.code,
                                rationale=t.rationale, mapping=t.mapping, branches=t.branches, tags=t.tags))
         for m in mine.models:
-            check = check_model_code(session=s, actor=actor, dataset_id=dataset_id, code=m.code, store=store,
-                                     transform_ids=model_dependencies(m.transform_ids, m.columns), limits=limits)
+            parents = model_dependencies(m.transform_ids, m.columns)
+            memo, fingerprint = key("model", m.code, parents)
+            check = _CHECKS.get(memo) or check_model_code(
+                session=s, actor=actor, dataset_id=dataset_id, code=m.code, store=store, transform_ids=parents,
+                limits=limits)
             assert check.ok, check.error
+            _CHECKS[memo] = check
+            check = check.model_copy(update={"fingerprint": fingerprint})
             save_model(session=s, actor=actor, dataset_id=dataset_id, model_id=m.id,
                        check=check.model_dump(mode="json"), data=ModelInput(
                            family=m.family, specification=m.specification, code=m.code, rationale=m.rationale,
