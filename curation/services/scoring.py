@@ -5,7 +5,7 @@ BLADE format, datasets the release has), the release is verified against its man
 (submission hash, release version and ground-truth hashes, evaluator version, judge, mode, k) is written once.
 :func:`execute_run` then does the work in its own short transactions, so a browser page can leave and come back
 (the app's :class:`curation.services.run_worker.RunWorker` calls it in a background thread; ``forkpaths score``
-calls it in the foreground): it records progress and a heartbeat after every analysis, stops when a cancel is
+calls it in the foreground): it records progress after analyses (at most once a second, and at the end) beside its heartbeat, stops when a cancel is
 requested, and ends the run ``succeeded`` (result file written to the artifact store), ``cancelled`` or
 ``failed`` with a sentence. A crash of one run never touches another.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -408,6 +409,9 @@ def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
         return run
 
 
+PROGRESS_WRITE_S = 1.0  # a run's progress (and its cancel flag) is written (read) at most this often
+
+
 def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) -> None:
     """Record progress and a heartbeat after an analysis, while this process still holds the run: one
     conditional UPDATE that also reads the cancel flag (a cancel requested rolls the write back and stops the
@@ -468,13 +472,22 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
                      budget: RunBudget, fan_out: Callable[[int, int], Any] | None = None,
                      raise_when_database_lost: bool = False) -> ScoringRun:
     run_id = run.id or 0
+    last_write = [float("-inf")]
+    reached: list[int] = []  # the latest (done, total), which the database may not have yet
+
     try:
         with session_scope(engine) as s:
             release, release_folder = _scoring_release(s, run.release_version, artifacts, run.release_sha256)
         task = kind_of(run.kind)
 
         def tick(done: int, total: int, stage: str) -> None:
-            _progress(engine, run_id, done, total, stage)
+            # at most one progress write (and cancel-flag read) a second, and the last one always: a write per
+            # analysis was a tenth of a worker's time, mostly waiting on the database
+            reached[:] = [done, total]
+            now = time.monotonic()
+            if now - last_write[0] >= PROGRESS_WRITE_S or done >= total:
+                _progress(engine, run_id, done, total, stage)
+                last_write[0] = now
             if on_progress:
                 on_progress(done, total, stage)
 
@@ -502,32 +515,38 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
         with session_scope(engine) as s:
             return s.get(ScoringRun, run_id) or run
     except RunCancelled:
-        with session_scope(engine) as s:
-            current = s.get(ScoringRun, run_id)
-            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+        done, total = _reached(engine, run_id, reached)
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
-                       message=f"Cancelled{where}; no scores were kept.")
+                       progress_done=done, progress_total=total,
+                       message=f"Cancelled after {done} of {total} analyses; no scores were kept.")
     except (OperationalError, InterfaceError) as exc:
         if raise_when_database_lost:  # the database went away: the queue retries the job when it is back
             log.warning("scoring run %s: the database went away (%s); the job is retried", run_id, exc)
             raise
-        return _record_crash(engine, run_id, exc)
+        return _record_crash(engine, run_id, exc, reached)
     except (ScoringError, ReleaseError, ArtifactError) as exc:  # an artifact missing or altered: its sentence
         log.warning("scoring run %s failed: %s", run_id, exc)
         return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                        message=f"Scoring failed: {exc}"[:2000])
     except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
-        return _record_crash(engine, run_id, exc)
+        return _record_crash(engine, run_id, exc, reached)
 
 
-def _record_crash(engine: Engine, run_id: int, exc: Exception) -> ScoringRun:
-    log.exception("scoring run %s crashed", run_id)
+def _reached(engine: Engine, run_id: int, reached: list[int]) -> tuple[int, int]:
+    """How far a run got: what it last reported, or what its record says (progress is written once a second)."""
+    if reached:
+        return reached[0], reached[1]
     with session_scope(engine) as s:
         current = s.get(ScoringRun, run_id)
-        where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+        return (current.progress_done, current.progress_total) if current else (0, 0)
+
+
+def _record_crash(engine: Engine, run_id: int, exc: Exception, reached: list[int] | None = None) -> ScoringRun:
+    log.exception("scoring run %s crashed", run_id)
+    done, total = _reached(engine, run_id, reached or [])
     return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
-                   message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
+                   message=f"Scoring failed after {done} of {total} analyses: {type(exc).__name__}: {exc}"[:2000])
 
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import time
 from datetime import timedelta
 
 import pytest
@@ -122,7 +124,9 @@ def test_cancel_and_crash_end_one_run_with_a_sentence_and_leave_the_others(world
 
     ended = sc.execute_run(world.engine, running.id, artifacts=world.artifacts,
                            on_progress=cancel_at_third)
-    assert ended.status == RunStatus.CANCELLED.value and "after 3 of 10 analyses" in ended.message
+    # the cancel is read with the next progress write (at most a second later, or at the end)
+    seen = re.search(r"after (\d+) of 10 analyses", ended.message)
+    assert ended.status == RunStatus.CANCELLED.value and seen and int(seen.group(1)) >= 3, ended.message
     assert ended.result_path is None and ended.scores is None
 
     crashing = world.register()
@@ -134,6 +138,29 @@ def test_cancel_and_crash_end_one_run_with_a_sentence_and_leave_the_others(world
     assert fine.status == RunStatus.SUCCEEDED.value
     with session_scope(world.engine) as s, pytest.raises(ScoringError, match="already succeeded"):
         sc.cancel_run(session=s, actor=world.evaluator, run_id=fine.id)
+
+
+def test_progress_is_written_at_most_once_a_second_and_at_the_end(world):
+    from sqlalchemy import event
+
+    writes: list[float] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):  # noqa: ANN001 - SQLAlchemy's hook
+        if statement.lstrip().upper().startswith("UPDATE SCORING_RUN") and "progress_done" in statement:
+            writes.append(time.monotonic())
+
+    run = world.register()
+    event.listen(world.engine, "before_cursor_execute", count)
+    try:
+        started = time.monotonic()
+        ended = sc.execute_run(world.engine, run.id, artifacts=world.artifacts)
+        elapsed = time.monotonic() - started
+    finally:
+        event.remove(world.engine, "before_cursor_execute", count)
+    assert ended.status == RunStatus.SUCCEEDED.value and ended.progress_done == 10
+    progress = writes[:-1]  # the last is the run's end, which records its final counts
+    # one write a second at most, and one when the last analysis is done (before: one per analysis)
+    assert len(progress) <= int(elapsed / sc.PROGRESS_WRITE_S) + 2, (len(progress), elapsed)
 
 
 def test_a_run_without_a_heartbeat_past_its_lease_is_interrupted_on_restart(world):
