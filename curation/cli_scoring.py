@@ -175,8 +175,25 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
 
-    done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
-                       judges=judge_settings(settings), on_progress=_Bar(), limits=scoring_limits(settings))
+    bar = _Bar()
+    frozen: list[bool] = []
+
+    def progress(done: int, total: int, label: str) -> None:
+        if not frozen:  # everything the run needs is loaded by its first item: the collector leaves it alone from
+            import gc  # here on (each full collection walked it all again: about 8 % of this path's CPU)
+
+            gc.freeze()
+            frozen.append(True)
+        bar(done, total, label)
+
+    try:
+        done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
+                           judges=judge_settings(settings), on_progress=progress, limits=scoring_limits(settings))
+    finally:
+        if frozen:  # as it was (the command may run inside a longer-lived process, e.g. the test suite's)
+            import gc
+
+            gc.unfreeze()
     return _report(done, settings, out_path)
 
 
