@@ -50,9 +50,14 @@ The differences that remain, on purpose:
   new_eval.py:87-96, 184-186).
 * The wording is ours, not upstream's (the same definitions, examples, options and answer formats); everything
   someone wrote (hypotheses, workflows, contexts, descriptions, the query) is quoted as JSON strings under
-  :data:`~evaluation.llm.DATA_NOTICE`, where upstream pastes it raw inside its JSON-like block (a text with a quote
-  in it breaks upstream's block; each string is capped at 20,000 characters); the datasets are JSON, where
-  upstream shows a Python list's repr; upstream's context prompt says its definition twice, ours once.
+  :data:`~evaluation.llm.DATA_NOTICE` and capped at 20,000 characters, where upstream pastes it raw inside its
+  JSON-like block (a text with a quote in it breaks that block); the datasets are JSON, where upstream shows a
+  Python list's repr; upstream's context prompt says its definition twice, ours once.
+* A dataset that did not come from a DiscoveryBench folder has no metadata file to read the data files'
+  descriptions from: the judge is shown the release's description for each of its data files, in upstream's
+  shape.
+* An answer with no text at all is an endpoint failure for forkpaths' client (a judge error), where upstream
+  reads "" (a fallback decomposition, another context try, variables -1, a raise for the relationship).
 * Every answer is cached with its provenance (a re-score sends nothing); upstream samples again.
 * HTTP retries follow forkpaths' client (``max_retries``), not the openai library's defaults; the frequency and
   presence penalties (0 upstream) are not sent, which is the API's default of 0.

@@ -365,12 +365,14 @@ def _datasets_for_prompt(ds: DatasetRelease, task: HypothesisTaskRelease, mode: 
     """What the judge may see: each data file's name, description and columns (``discoverybench`` mode: what
     upstream shows, each data file of the query's metadata file with its own description,
     :func:`evaluation.hms.discoverybench.upstream_datasets`)."""
-    if mode == "discoverybench" and release_folder is not None:
+    if mode == "discoverybench":
         from evaluation.hms.discoverybench import upstream_datasets
 
-        found = upstream_datasets(release_folder, ds, task)
+        found = upstream_datasets(release_folder, ds, task) if release_folder is not None else None
         if found is not None:
             return found
+        return [{"dataset_description": d["description"], "columns": d["columns"]}  # upstream's keys
+                for d in _datasets_for_prompt(ds, task)]
     files = [f for f in ds.files if f.role == "data" and (not task.data_files or f.name in task.data_files)]
     if files:
         return [{"name": f.name, "description": ds.description,
