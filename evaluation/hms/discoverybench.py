@@ -337,6 +337,7 @@ class _Session:
 
     def __init__(self, judge: HMSJudge, keep: Callable[[str, Answer[Any]], None], log: list[dict[str, Any]]) -> None:
         self.judge, self.keep, self.log = judge, keep, log
+        self.last_refused = ""
 
     def ask(self, s: _Step, parse: Callable[[str], Any], *, tries: int, what: str) -> tuple[Any, str] | None:
         """The parsed answer and its text, or None after ``tries`` answers that did not parse; an endpoint
@@ -355,6 +356,7 @@ class _Session:
             return answer.value, answer.result.content
         if tries > 1:
             self.log.append({"step": s.step, "tag": s.tag, "gave_up_after": tries, "raw": _raw(last)})
+        self.last_refused = last
         return None
 
 
@@ -399,7 +401,8 @@ def _context_question(sess: _Session, key: str, g_text: Any, g_ctx: Any, p_text:
                    what=f"the context of {key}")
     if got is None:
         raise JudgeFailed(f"The judge's answer about the context of {key} was not JSON five times; upstream raises "
-                          "here (new_eval.py:301, openai_helpers.py:109).")
+                          f"here (new_eval.py:301, openai_helpers.py:109). The last answer was "
+                          f"{_raw(sess.last_refused)!r}.", sess.last_refused)
     value, raw = got
     if not isinstance(value, dict):
         raise JudgeFailed(f"The judge's answer about the context of {key} is a JSON {type(value).__name__}, not an "

@@ -135,7 +135,8 @@ CASES = [
                                               raw("context", "I think so"), C(True), V(1, 1, 1), R("A")], 1.0,
          "helpers.py:89-103"),
     Case("context not JSON five times", [ONE, D(s("p", "grown-ups"))] + [raw("context", "yes")] * 5, None,
-         "new_eval.py:301 (helpers.py:109 returns None)", "five times"),
+         "new_eval.py:301 (helpers.py:109 returns None)", "five times; upstream raises here (new_eval.py:301, "
+         "openai_helpers.py:109). The last answer was 'yes'"),
     Case("context answer a JSON list", [ONE, D(s("p", "grown-ups")), raw("context", "[true]")], None,
          "new_eval.py:301", "[true]"),
     Case("gold context missing, judged no match", [D(s("g")), D(s("p", "grown-ups")), C(False)], 0.0,
