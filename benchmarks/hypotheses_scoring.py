@@ -49,7 +49,7 @@ def _script() -> HMSScript:
     return HMSScript(decompositions=decomps, contexts={(f"context {n}", f"setting {n}"): True
                                                        for n in range(N_QUERIES)},
                      pair_contexts={"P0|G0": True}, variables={"P0|G0": [[1, 1]]}, relationships={"P0|G0": "B"},
-                     variables_full='{"sizeA": 2, "sizeB": 2, "intersection": 1}',
+                     variables_full='{"sizeA": 2, "sizeB": 2, "intersection": 1, "explanation": "e"}',
                      relationship_full='{"answer": "B"}')
 
 
@@ -65,7 +65,7 @@ def _script_3x3() -> HMSScript:
                                for n in range(N_QUERIES) for j in range(3)},
                      variables={f"P{i}|G{(i + 2) % 3}": [[1, 1]] for i in range(3)},
                      relationships={f"P{i}|G{(i + 2) % 3}": "A" for i in range(3)},
-                     variables_full='{"sizeA": 6, "sizeB": 6, "intersection": 3}', relationship_full='{"answer": "A"}')
+                     variables_full='{"sizeA": 6, "sizeB": 6, "intersection": 3, "explanation": "e"}', relationship_full='{"answer": "A"}')
 
 
 def bench_judge(tmp: Path) -> None:

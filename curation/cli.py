@@ -412,6 +412,9 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
         if s["date_inferred_columns"]:
             print(f"  read as dates by pandas' inference (value hashes may differ from BLADE's published ones): "
                   f"{', '.join(s['date_inferred_columns'])}")
+        if s.get("date_derived_columns"):
+            print(f"  computed by the expert code from dates pandas 2 reads differently from BLADE's pandas 1.5 "
+                  f"(value hashes differ from BLADE's published ones): {', '.join(s['date_derived_columns'])}")
 
     try:
         build_release(path, datasets=datasets, cache_dir=cache, on_dataset=show)

@@ -42,7 +42,7 @@ from exports.manifest import sha256_file
 
 __all__ = ["EVALUATOR_VERSION", "BuildResult", "build_dataset", "build_release", "build_sources", "cache_key", "derive_state", "library_versions"]
 
-EVALUATOR_VERSION = "groundtruth-2"  # 2: failed transforms and date-inferred columns in meta
+EVALUATOR_VERSION = "groundtruth-3"  # 2: failed transforms and date-inferred columns in meta; 3: date-derived columns
 """Bump when anything that changes the persisted state changes (hashing, expansion, graph hashing)."""
 
 ISO_TIMEOUT_S = 60.0
@@ -118,7 +118,10 @@ class BuildResult:
                 "failed_transforms": s.meta.get("failed_transforms", []),
                 # columns whose value hashes can differ from BLADE's published ones (pandas 2 vs 1.5 date
                 # parsing, see README): column -> its value hashes that depend on the date inference
-                "date_inferred_columns": s.meta.get("date_inferred_columns", {}), "seconds": round(self.seconds, 3),
+                "date_inferred_columns": s.meta.get("date_inferred_columns", {}),
+                # columns the expert code computes from dates it parses itself (pd.to_datetime of text), whose
+                # values differ under pandas 1.5's per-value reading: column -> its value hashes that differ
+                "date_derived_columns": s.meta.get("date_derived_columns", {}), "seconds": round(self.seconds, 3),
                 "cached": self.cached}
 
 
@@ -319,6 +322,7 @@ def _build(plan: _Plan, limits: GroundTruthLimits | None, runner: Runner, iso_ti
                   "libraries": dict(plan.libraries), "release_version": plan.source.release_version,
                   "failed_transforms": failed,
                   "date_inferred_columns": dict(result["stats"].get("date_inferred") or {}),
+                  "date_derived_columns": dict(result["stats"].get("date_dependent") or {}),
                   "executions": result["stats"]["executions"], "job_seconds": result["stats"].get("seconds"),
                   "job_cpu_seconds": result["stats"].get("cpu_seconds")}
     if plan.cache_file is not None:

@@ -77,6 +77,42 @@ def pandas15_compat() -> None:
     pd.get_dummies = get_dummies
 
 
+@contextmanager
+def _pandas15_to_datetime() -> Iterator[None]:
+    """Within the block, ``pd.to_datetime`` of a column of text without a ``format`` reads each value on its own
+    (``format="mixed"``), as pandas 1.5, which BLADE's expert code ran with, did: pandas 2 infers one format from
+    the first value instead (``01.08.1983`` is 1 August under an inferred day-first format, 8 January read on its
+    own). Only ever used inside the job's process, for the shadow run of :func:`execute_paths`."""
+    import numpy as np
+    import pandas as pd
+
+    original = pd.to_datetime
+
+    def to_datetime(arg: Any, *args: Any, **kwargs: Any) -> Any:
+        texts = isinstance(arg, pd.Series | pd.Index | np.ndarray) and arg.dtype == object or isinstance(arg, list)
+        if texts and not args and kwargs.get("format") is None:
+            kwargs["format"] = "mixed"
+        return original(arg, *args, **kwargs)
+
+    pd.to_datetime = to_datetime
+    try:
+        yield
+    finally:
+        pd.to_datetime = original
+
+
+def _differing(real: Any, shadow: Any) -> list[str] | None:
+    """The columns of the frame ``real`` whose values differ in ``shadow`` (None: the frames are the same)."""
+    import pandas as pd
+
+    if not isinstance(real, pd.DataFrame):
+        return None
+    if not isinstance(shadow, pd.DataFrame) or not real.index.equals(shadow.index):
+        return [str(c) for c in real.columns]  # other rows kept: every column differs
+    out = [str(c) for c in real.columns if c not in shadow.columns or not real[c].equals(shadow[c])]
+    return out or None
+
+
 _ATOMIC = frozenset({str, int, float, bool, complex, bytes, type(None)})
 """Types whose ``copy.deepcopy`` is the object itself (``copy._deepcopy_atomic``); immutable."""
 
@@ -192,14 +228,21 @@ def execute_paths(payload: dict[str, Any], table: Any) -> dict[str, Any]:
         path_nodes.append(seq)
 
     executed = 0
+    date_dependent: dict[str, set[str]] = {}
     # depth first; a child forks its parent's namespace when it is popped (lazily, so at most one copy per
-    # level is alive), except the last child, which runs after its siblings and takes the namespace over
+    # level is alive), except the last child, which runs after its siblings and takes the namespace over.
+    # A step whose code calls to_datetime also runs in a shadow namespace with pandas 1.5's per-value date
+    # reading; the columns that come out different are the ones whose hashes differ from BLADE's (its pandas 1.5
+    # ran that code), and the shadow follows the step's descendants while any of its frame still differs.
     root_ns = _namespace(table)
-    stack: list[tuple[int, dict[str, Any], bool]] = [
-        (c, root_ns, i != 0) for i, c in enumerate(reversed(children[-1]))]
+    stack: list[tuple[int, dict[str, Any], bool, dict[str, Any] | None]] = [
+        (c, root_ns, i != 0, None) for i, c in enumerate(reversed(children[-1]))]
     while stack:
-        node_id, parent_ns, fork = stack.pop()
+        node_id, parent_ns, fork, parent_shadow = stack.pop()
         ns = _fork(parent_ns) if fork else parent_ns
+        spec_code = codes[nodes[node_id]["spec"]]["raw"]
+        shadow = (_fork(parent_shadow) if fork else parent_shadow) if parent_shadow is not None else \
+            (_fork(ns) if "to_datetime" in spec_code else None)
         node = nodes[node_id]
         spec_id = node["spec"]
         raw, processed = codes[spec_id]["raw"], codes[spec_id]["processed"]
@@ -222,14 +265,62 @@ def execute_paths(payload: dict[str, Any], table: Any) -> dict[str, Any]:
             node.update({"kind": "error", "columns": [], "hashes": [], "error": _error(exc, spec_id)})
             _skip(kids, nodes, children, spec_id)
             continue
+        if shadow is not None:
+            shadow = _shadow_step(shadow, raw, processed, spec_id, ns.get("df"), node, date_dependent)
         for i, kid in enumerate(reversed(kids)):
-            stack.append((kid, after, i != 0))
+            stack.append((kid, after, i != 0, shadow))
     return {"nodes": nodes, "paths": path_nodes,
             "stats": {"executions": executed, "hash_hits": hasher.hits, "hash_subset_hits": hasher.subset_hits,
                       "hash_misses": hasher.misses,
                       "date_inferred": {c: sorted(h) for c, h in sorted(hasher.date_inferred.items())},
+                      "date_dependent": {c: sorted(h) for c, h in sorted(date_dependent.items())},
                       "rows": len(table), "columns": [str(c) for c in table.columns],
                       "seconds": round(time.perf_counter() - started, 4)}}
+
+
+def _shadow_step(shadow: dict[str, Any], raw: str, processed: str, spec_id: str, real_df: Any,
+                 node: dict[str, Any], found: dict[str, set[str]]) -> dict[str, Any] | None:
+    """Run the step in the shadow namespace with pandas 1.5's date reading; record in ``found`` (column → value
+    hashes) the described columns that differ from the real run's, and return the shadow for the step's children
+    (None once its frame equals the real one again)."""
+    try:
+        with _pandas15_to_datetime():
+            if raw == processed:
+                _run(raw, spec_id, shadow)
+                described = shadow.get("df")
+            else:
+                probe = _fork(shadow)
+                _run(raw, spec_id, probe)
+                described = probe.get("df")
+                _run(processed, spec_id, shadow)
+    except Exception:  # noqa: BLE001 - pandas 1.5's reading made the code fail: every column it described differs
+        described = None
+    hashes = dict(zip(node.get("columns", []), node.get("hashes", []), strict=False))
+    if described is None:
+        differ = list(hashes)
+    else:
+        candidates = _differing(real_df, described) if raw == processed else list(hashes)
+        differ = _rehashed_differently(described, hashes, candidates or [])
+    for column in differ:
+        found.setdefault(column, set()).add(hashes[column])
+    if described is None or _differing(real_df, shadow.get("df")) is None:
+        return None
+    return shadow
+
+
+def _rehashed_differently(described: Any, hashes: dict[str, str], candidates: list[str]) -> list[str]:
+    """Of ``candidates``, the described columns whose shadow values hash differently from the real run's (a
+    throwaway hasher, so that the real one's date flags stay the real run's)."""
+    import pandas as pd
+
+    from evaluation.groundtruth.hashing import ColumnHasher
+
+    if not isinstance(described, pd.DataFrame):
+        return [c for c in candidates if c in hashes]
+    by_name = {str(c): c for c in described.columns}
+    scratch = ColumnHasher()
+    return [c for c in candidates if c in hashes and (c not in by_name or scratch.hash(described[by_name[c]], c)
+                                                       != hashes[c])]
 
 
 def _skip(kids: list[int], nodes: list[dict[str, Any]], children: dict[int, list[int]], failed: str) -> None:

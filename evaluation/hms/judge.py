@@ -2,12 +2,10 @@
 
 Prompts are written in our own words after evaluation-seeds-reference §1.4. Two families:
 
-* ``discoverybench`` (template ``hms-db@2``): upstream's questions with upstream's generation settings:
-  decomposition and context matching sampled at temperature 1 (max_tokens 4096); variables and relationship at
-  temperature 0, top_p 1, max_tokens 250, asked about the *full* gold and predicted hypotheses. Upstream asks the
-  context question once per pair its greedy scan reaches; here every context pair of a query not decided by a rule
-  is asked in one call and the scan then reads the answers (same decisions, same formula), so this mode also
-  costs at most five calls per query (``@1`` asked one call per pair);
+* ``discoverybench`` (template ``hms-db@3``): upstream's questions, settings and number of requests, in
+  :mod:`evaluation.hms.discoverybench` (which lists every remaining difference). Each question is cached under its
+  step and a tag (``gold``, ``predicted``, the pair ``P0|G1``), so that a question upstream asks twice (the same
+  variables question for two matched pairs) is sent twice, as upstream sends it;
 * ``default`` (template ``hms@1``): temperature 0 and a fixed seed for every call, and each question asked once
   for all pairs of a query (context, variables, relationship), so a query costs at most five calls
   (two decompositions, one each for contexts, variables and relationships) and fewer when the gold or the
@@ -44,7 +42,7 @@ from evaluation.submissions import ExtractedFunction
 __all__ = ["DEFAULT_SEED", "HMSJudge", "TEMPLATE_DB", "TEMPLATE_DEFAULT"]
 
 TEMPLATE_DEFAULT = "hms@1"
-TEMPLATE_DB = "hms-db@2"
+TEMPLATE_DB = "hms-db@3"  # @3: upstream's prompts, one context question per pair
 DEFAULT_SEED = 0
 T = TypeVar("T")
 
@@ -85,25 +83,8 @@ gold context? Two contexts that both cover the whole dataset match.
 Answer as JSON with one entry per pair and no other: {{"pairs": {{"<pair>": {{"match": true or false,
 "explanation": "<one sentence>"}}}}}}"""
 
-_FULL = """{dimensions}
-
-Datasets: {datasets}
-Question asked of the data: {query}
-Hypothesis A (gold): {hypo_a}
-Workflow A: {workflow_a}
-Hypothesis B (predicted): {hypo_b}
-Workflow B: {workflow_b}
-
-{question}"""
-
-_VARS_DB = ("How many variables does hypothesis A use (sizeA), how many does hypothesis B use (sizeB), and how "
-            "many of A's variables does B also use, counting paraphrases and close matches (intersection)? "
-            'Answer as JSON: {"sizeA": <int>, "sizeB": <int>, "intersection": <int>, "explanation": "<why>"}')
 _LADDER = ('From general to specific: "some relationship" > "positive" > "positive and (linear or quadratic)" > '
            '"positive and linear".')
-_REL_DB = ("Compare the relationship between the variables in hypothesis B with that in hypothesis A. Choose A if "
-           "they are very similar, B if B's is similar but more general than A's, C if they are different. "
-           + _LADDER + ' Answer as JSON: {"answer": "A" | "B" | "C", "explanation": "<why>"}')
 
 _VARS_MANY = """{dimensions}
 
@@ -199,10 +180,10 @@ class HMSJudge:
     def settings(self, mode: HMSMode, step: str) -> dict[str, Any]:
         """Generation parameters of a step: upstream's in ``discoverybench`` mode, temperature 0 and the seed
         otherwise."""
-        if mode == "discoverybench":
+        if mode == "discoverybench":  # openai_helpers.py:16-22 (no JSON mode), lm_utils.py:23-29 (JSON mode)
             if step in ("decompose", "context"):
-                return {"temperature": 1.0, "max_tokens": 4096, "seed": None, "top_p": None}
-            return {"temperature": 0.0, "max_tokens": 250, "top_p": 1.0, "seed": None}
+                return {"temperature": 1.0, "max_tokens": 4096, "top_p": 1.0, "seed": None, "json_mode": False}
+            return {"temperature": 0.0, "max_tokens": 250, "top_p": 1.0, "seed": None, "json_mode": True}
         return {"temperature": 0.0, "seed": self.base.config.seed if self.base.config.seed is not None
                 else DEFAULT_SEED, "top_p": None}
 
@@ -221,24 +202,26 @@ class HMSJudge:
                                                                   "relationship")}
                              for m in ("default", "discoverybench")}}
 
-    def ask(self, mode: HMSMode, step: str, user: str, parse: Callable[[str], T]) -> Answer[T]:
-        template = f"{TEMPLATE_DB if mode == 'discoverybench' else TEMPLATE_DEFAULT}/{step}"
+    def ask(self, mode: HMSMode, step: str, user: str, parse: Callable[[str], T], *, system: str = _SYSTEM,
+            tag: str = "") -> Answer[T]:
+        """One question. ``tag`` is part of the cache key (the template), not of the messages."""
+        template = f"{TEMPLATE_DB if mode == 'discoverybench' else TEMPLATE_DEFAULT}/{step}" + (f"/{tag}" if tag else "")
         return self.client(**self.settings(mode, step)).ask(
-            template=template, messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}],
+            template=template, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
             parse=parse)
 
     # ---------------------------------------------------------------- the questions
 
-    def decompose(self, mode: HMSMode, *, datasets: Any, hypothesis: str, workflow: str,
-                  ) -> Answer[list[SubHypothesis]]:
+    def decompose(self, *, datasets: Any, hypothesis: str, workflow: str) -> Answer[list[SubHypothesis]]:
+        """``default`` mode's decomposition (``discoverybench`` mode asks upstream's own question)."""
         user = _DECOMPOSE.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), hypothesis=quote(hypothesis),
                                  workflow=quote(workflow or ""))
-        return self.ask(mode, "decompose", user, parse_decomposition)
+        return self.ask("default", "decompose", user, parse_decomposition)
 
-    def contexts_many(self, mode: HMSMode, *, datasets: Any, query: str, pairs: dict[str, tuple[str, str]],
+    def contexts_many(self, *, datasets: Any, query: str, pairs: dict[str, tuple[str, str]],
                       ) -> Answer[dict[str, tuple[bool, str]]]:
-        """Every listed context pair (``P<i>|G<j>`` → (gold context, predicted context)) in one question, with the
-        generation settings of ``mode``."""
+        """``default`` mode: every listed context pair (``P<i>|G<j>`` → (gold context, predicted context)) in one
+        question."""
         lines = "\n".join(f"{k}: gold {quote(g)}; predicted {quote(p)}" for k, (g, p) in pairs.items())
 
         def parse(text: str) -> dict[str, tuple[bool, str]]:
@@ -251,33 +234,7 @@ class HMSJudge:
 
         user = _CONTEXT_MANY.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
                                     pairs=lines)
-        return self.ask(mode, "context", user, parse)
-
-    def _full(self, question: str, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str]) -> str:
-        return _FULL.format(dimensions=_DIMENSIONS, datasets=quote_json(datasets), query=quote(query),
-                            hypo_a=quote(gold[0]), workflow_a=quote(gold[1]), hypo_b=quote(pred[0]),
-                            workflow_b=quote(pred[1]), question=question)
-
-    def variables_full(self, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str],
-                       ) -> Answer[tuple[int, int, int, str]]:
-        def parse(text: str) -> tuple[int, int, int, str]:
-            d = _object(text)
-            return (_int(d.get("sizeA"), "sizeA"), _int(d.get("sizeB"), "sizeB"),
-                    _int(d.get("intersection"), "intersection"), str(d.get("explanation", "")))
-
-        return self.ask("discoverybench", "variables",
-                        self._full(_VARS_DB, datasets=datasets, query=query, gold=gold, pred=pred), parse)
-
-    def relationship_full(self, *, datasets: Any, query: str, gold: tuple[str, str], pred: tuple[str, str],
-                          ) -> Answer[tuple[str, str]]:
-        """The answer's letter as given (upstream scores an unrecognised one -1) and the explanation; an answer
-        that is not a JSON object is refused (upstream raises there)."""
-        def parse(text: str) -> tuple[str, str]:
-            d = _object(text)
-            return str(d.get("answer", "")).strip(), str(d.get("explanation", ""))
-
-        return self.ask("discoverybench", "relationship",
-                        self._full(_REL_DB, datasets=datasets, query=query, gold=gold, pred=pred), parse)
+        return self.ask("default", "context", user, parse)
 
     def variables_many(self, *, datasets: Any, pairs: dict[str, tuple[list[str], list[str]]],
                        ) -> Answer[dict[str, tuple[int, str]]]:

@@ -1,17 +1,8 @@
 """Scoring one query: the decompositions, the context checks and the facets from the ``hms`` judge, then the
 formula (:func:`evaluation.hms.formula.settle`).
 
-``discoverybench`` mode follows upstream's evaluator step by step (evaluation-seeds-reference §1.4): both
-hypotheses decomposed by the LLM (a decomposition that does not parse is retried once, then becomes the whole text
-with context "None"); each predicted sub-hypothesis scans the unmatched gold ones (identical contexts match with no
-call, "None" never matches, otherwise the judge says; the first match wins). Upstream asks one question per pair
-the scan reaches; here every pair not decided by a rule is asked in one question before the scan (retried up to
-five times when the answer does not parse), and the scan reads the answers, so the decisions and the formula are
-upstream's while a query costs at most five calls whatever its number of sub-hypotheses; for the matched pairs the variables and the relationship are asked about the *full*
-hypotheses (upstream asks the same two questions for each matched pair; they are asked once and shared, which
-gives the same answers); a variables answer that does not parse gives F1 = -1 and an unrecognised relationship -1,
-and these sentinels flow into the products as upstream's do. Where upstream would crash (a relationship answer
-that is not JSON, a context answer that never parses, an endpoint error) the query is a judge error.
+``discoverybench`` mode is upstream's evaluator step by step, prompt by prompt and request by request:
+:mod:`evaluation.hms.discoverybench` (its docstring lists every remaining difference, with the reasons).
 
 ``default`` mode: the gold's curated decomposition and the answer's own context / variables / relationship are
 used when given (no call); otherwise one decomposition call each. Every context pair that is not decided by a rule
@@ -28,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from evaluation.hms.discoverybench import JudgeFailed, score_discoverybench
 from evaluation.hms.formula import settle, variables_from_counts
 from evaluation.hms.judge import HMSJudge
 from evaluation.hms.records import (
@@ -39,7 +31,6 @@ from evaluation.hms.records import (
     PairResult,
     RelationshipFacet,
     SubHypothesis,
-    VariablesFacet,
     pair_key,
 )
 from evaluation.llm import Answer, LLMAnswerError, LLMCallError
@@ -127,12 +118,13 @@ def score_item(item: ItemResult, gold: GoldHypothesis, pred: Prediction, *, judg
     item.predicted_hypothesis, item.predicted_workflow = pred.hypothesis, pred.workflow
     try:
         if mode == "discoverybench":
-            _discoverybench(item, gold, pred, judge, datasets, calls)
+            score_discoverybench(item, gold=(gold.hypothesis, gold.workflow), pred=(pred.hypothesis, pred.workflow),
+                                 judge=judge, datasets=datasets, keep=calls.keep, log=calls.llm)
         else:
             _default(item, gold, pred, judge, datasets, calls)
         item.status = "scored"
         settle(item, mode)
-    except _JudgeFailed as exc:
+    except (_JudgeFailed, JudgeFailed) as exc:
         item.status, item.message = "judge_error", exc.sentence
         item.matched, item.recall_context, item.mean_accuracy, item.hms = [], None, None, None
     item.llm = calls.llm
@@ -144,9 +136,8 @@ def score_item(item: ItemResult, gold: GoldHypothesis, pred: Prediction, *, judg
 def _context_checks(item: ItemResult, g_subs: list[SubHypothesis], p_subs: list[SubHypothesis], mode: HMSMode,
                     judge: HMSJudge, datasets: Any, calls: _Calls) -> dict[tuple[int, int], ContextCheck]:
     """The context check of every (predicted, gold) pair, kept on ``item.contexts``: identical contexts match and
-    "None" never matches with no call; every other pair is asked in ONE call (in ``discoverybench`` mode an answer
-    that does not parse is asked again up to five times, as upstream retries its context question). When that call
-    fails the undecided pairs are kept as judge errors and :class:`_JudgeFailed` propagates."""
+    "None" never matches with no call; every other pair is asked in ONE call. When that call fails the undecided
+    pairs are kept as judge errors and :class:`_JudgeFailed` propagates."""
     checks: dict[tuple[int, int], ContextCheck] = {}
     ask: dict[str, tuple[str, str]] = {}
     for i, p in enumerate(p_subs):
@@ -160,8 +151,7 @@ def _context_checks(item: ItemResult, g_subs: list[SubHypothesis], p_subs: list[
     if ask:
         try:
             ans = _ask("context", "the contexts", lambda: judge.contexts_many(
-                mode, datasets=datasets, query=item.question, pairs=ask), calls,
-                retries=5 if mode == "discoverybench" else 0)
+                datasets=datasets, query=item.question, pairs=ask), calls)
         except _JudgeFailed:
             for k in ask:
                 i, j = (int(x[1:]) for x in k.split("|"))
@@ -201,58 +191,6 @@ def _decompose_and_match(
     return g_subs, p_subs, matched
 
 
-# ------------------------------------------------------------------------------------ discoverybench mode
-
-
-def _decompose_db(which: str, h: GoldHypothesis | Prediction, judge: HMSJudge, datasets: Any,
-                  calls: _Calls) -> Decomposition:
-    try:
-        answer = _ask(f"decompose {which}", f"the {which} decomposition",
-                      lambda: judge.decompose("discoverybench", datasets=datasets, hypothesis=h.hypothesis,
-                                              workflow=h.workflow), calls, retries=1)
-    except _JudgeFailed as exc:
-        if "could not be read" not in exc.sentence:
-            raise
-        return Decomposition(source="fallback", sub_hypo=[SubHypothesis(text=h.hypothesis, context="None")],
-                             note=f"{exc.sentence} As upstream does, the whole text is one sub-hypothesis with "
-                                  "context None.")
-    return Decomposition(source="judge", sub_hypo=answer.value)
-
-
-def _discoverybench(item: ItemResult, gold: GoldHypothesis, pred: Prediction, judge: HMSJudge, datasets: Any,
-                    calls: _Calls) -> None:
-    _, _, matched = _decompose_and_match(item, gold, pred, judge, datasets, calls, "discoverybench",
-                                         _decompose_db)
-    if not matched:
-        return
-    full_gold, full_pred = (gold.hypothesis, gold.workflow), (pred.hypothesis, pred.workflow)
-    try:
-        v = _ask("variables", "the variables", lambda: judge.variables_full(
-            datasets=datasets, query=item.question, gold=full_gold, pred=full_pred), calls)
-        size_a, size_b, inter, why = v.value
-        if size_a == 0 or size_b == 0:  # upstream divides by these inside its try: the sentinel
-            variables = VariablesFacet(size_gold=size_a, size_pred=size_b, intersection=inter, f1=-1.0,
-                                       explanation=why, source="sentinel")
-        else:
-            p_, r_ = inter / size_b, inter / size_a
-            variables = VariablesFacet(size_gold=size_a, size_pred=size_b, intersection=inter, precision=p_,
-                                       recall=r_, f1=(2 * p_ * r_ / (p_ + r_) if p_ + r_ else 0.0), explanation=why)
-    except _JudgeFailed as exc:
-        if "could not be read" not in exc.sentence:
-            raise
-        variables = VariablesFacet(f1=-1.0, explanation=f"{exc.sentence} Upstream scores this F1 -1.",
-                                   source="sentinel")
-    rel = _ask("relationship", "the relationship", lambda: judge.relationship_full(
-        datasets=datasets, query=item.question, gold=full_gold, pred=full_pred), calls)
-    letter, why = rel.value
-    level = letter[:1].upper() if letter[:1].upper() in LEVEL_SCORES else None
-    relationship = (RelationshipFacet(level=level, score=LEVEL_SCORES[level], explanation=why) if level else
-                    RelationshipFacet(level=None, score=-1.0, source="sentinel",
-                                      explanation=f"Unrecognised answer {letter!r}; upstream scores it -1. {why}"))
-    item.facets = [PairResult(pred=i, gold=j, variables=variables.model_copy(),
-                              relationship=relationship.model_copy()) for i, j in matched]
-
-
 # ------------------------------------------------------------------------------------ default mode
 
 
@@ -262,7 +200,7 @@ def _decompose_default(which: str, h: GoldHypothesis | Prediction, judge: HMSJud
     if given is not None:
         return given
     answer = _ask(f"decompose {which}", f"the {which} decomposition",
-                  lambda: judge.decompose("default", datasets=datasets, hypothesis=h.hypothesis, workflow=h.workflow),
+                  lambda: judge.decompose(datasets=datasets, hypothesis=h.hypothesis, workflow=h.workflow),
                   calls)
     return Decomposition(source="judge", sub_hypo=answer.value)
 

@@ -10,10 +10,23 @@ sample index or as a list in the same order). Every problem names the file and t
 
 AIRepr's -1 means "the analyst's code did not run" but is also what an unparseable inspector reply got (§3.5);
 the import says so on every such item rather than guessing which it was.
+
+Which step AIRepr judged (:func:`select_step`, after Anonymous-2025-Repr/LLM-DS-Reproducibility
+``eval/run_reproducibility.py`` lines 74-103 and ``eval/reproducibility.py`` lines 79-82): for the agents REACT and
+REFLEXION, the last step whose ``action_input`` is non-empty gives the code and the last step whose ``workflow``
+is non-empty the workflow; for every other agent (COT, ROT) the first such steps. For the model ``deepseek-r1``
+the workflow is instead the text of a step's ``content`` before its first ```` ```python ````: for REACT and
+REFLEXION of the last step whose content has one, for the others of the first step whatever it holds (where it
+has none, upstream's slice ``content[:-1]`` drops its last character, and so does this). The code run is the
+first ```` ```python ```` block of that ``action_input``, or the whole of it when it has none
+(``utils/output_parser.py`` lines 17-23). That step is the sample's workflow, code and output (what the import
+shows first and what ``forkpaths reproduce`` re-runs); every step is kept in ``published["steps"]`` for the
+drill-down, with the selection in ``published["selection"]``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,10 +35,13 @@ from typing import Any
 from evaluation.errors import EvaluationError
 from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
 
-__all__ = ["AIReprError", "AIReprRun", "AIReprSample", "code_of", "is_airepr_name", "read_airepr_files", "run_name"]
+__all__ = ["AIReprError", "AIReprRun", "AIReprSample", "Selection", "code_of", "is_airepr_name", "read_airepr_files",
+           "run_name", "select_step", "upstream_code"]
 
 _NAME = re.compile(r"^(?P<stem>.+?)(?P<suffix>_results_\d{8}_\d{6}|_converted_codes|_human_prompts)?\.json$")
 _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+_UPSTREAM_FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)  # utils/output_parser.py line 17
+LAST_STEP_AGENTS = ("REACT", "REFLEXION")  # run_reproducibility.py line 74; any other agent: the first step
 NOT_INCLUDED = "Sample not included"
 
 
@@ -76,6 +92,53 @@ def code_of(action_input: str) -> str:
     return "\n".join(b.strip("\n") for b in blocks) if blocks else action_input.strip()
 
 
+def upstream_code(action_input: str) -> str:
+    """The code AIRepr runs for an ``action_input``: its first ```` ```python ```` block, else all of it
+    (``eval/reproducibility.py`` lines 79-82, ``utils/output_parser.py`` lines 17-23)."""
+    found = _UPSTREAM_FENCE.findall(action_input)
+    return found[0] if found else action_input
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The step AIRepr judged: its index for the code (None: no step has code) and for the workflow (None: no
+    workflow, or for deepseek-r1 the content it was cut from), the code and workflow, and the rule in words."""
+
+    code_step: int | None
+    workflow_step: int | None
+    code: str
+    workflow: str
+    rule: str
+
+
+def select_step(steps: Sequence[dict[str, Any]], *, agent: str, model: str) -> Selection:
+    """Which step's code and workflow AIRepr judged for a sample of ``agent`` by ``model`` (see the module)."""
+    last = agent in LAST_STEP_AGENTS
+    order = list(range(len(steps)))[::-1] if last else list(range(len(steps)))
+    which = "last" if last else "first"
+    code_step = next((i for i in order if steps[i].get("action_input")), None)
+    workflow_step = next((i for i in order if steps[i].get("workflow", "")), None)
+    workflow = str(steps[workflow_step]["workflow"]) if workflow_step is not None else ""
+    rule = (f"{agent}: the {which} step with code (run_reproducibility.py lines {'74-78' if last else '83-87'}) and "
+            f"the {which} step with a workflow (lines {'79-82' if last else '88-91'})")
+    if model == "deepseek-r1":
+        def content(i: int) -> str:
+            return str(steps[i].get("content") or "")
+
+        if last:
+            workflow_step = next((i for i in order if "```python" in content(i)), None)
+            where = "the last step whose content has a ```python block"
+        else:
+            workflow_step = 0 if steps else None
+            where = "the first step's content"
+        workflow = content(workflow_step)[:content(workflow_step).find("```python")] if workflow_step is not None \
+            else ""
+        rule += f"; deepseek-r1: the workflow is {where}, cut before its ```python (lines 93-103)"
+    action_input = str(steps[code_step]["action_input"]) if code_step is not None else ""
+    return Selection(code_step=code_step, workflow_step=workflow_step, code=upstream_code(action_input),
+                     workflow=workflow, rule=rule)
+
+
 def _load(name: str, data: bytes) -> Any:
     try:
         return load_json(data, label=name, object_pairs_hook=refuse_repeated_keys)
@@ -93,7 +156,12 @@ def _text(value: Any, where: str) -> str:
     return value
 
 
-def _samples(name: str, data: Any) -> list[AIReprSample]:
+def _content(value: Any) -> str:
+    """A step's raw model answer (a list of blocks for some models): only deepseek-r1's workflow is cut from it."""
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _samples(name: str, data: Any, *, agent: str, model: str) -> list[AIReprSample]:
     if not isinstance(data, dict):
         raise AIReprError(f"{name} holds a JSON {type(data).__name__}; an AIRepr analyst file is an object keyed "
                           "by sample index.")
@@ -109,21 +177,25 @@ def _samples(name: str, data: Any) -> list[AIReprSample]:
         steps = entry.get("steps")
         if not isinstance(steps, list):
             raise AIReprError(f"{where}: steps is {'missing' if steps is None else 'not a list'}.")
-        workflows, codes, outputs = [], [], []
+        kept: list[dict[str, Any]] = []
         for i, step in enumerate(steps):
             if not isinstance(step, dict):
                 raise AIReprError(f"{where}: steps[{i}] is not an object.")
-            workflows.append(_text(step.get("workflow"), f"{where}: steps[{i}].workflow"))
             action_input = _text(step.get("action_input"), f"{where}: steps[{i}].action_input")
-            if action_input.strip():
-                codes.append(code_of(action_input))
-            outputs.append(_text(step.get("observation"), f"{where}: steps[{i}].observation"))
+            kept.append({"workflow": _text(step.get("workflow"), f"{where}: steps[{i}].workflow"),
+                         "action_input": action_input, "code": upstream_code(action_input) if action_input else "",
+                         "observation": _text(step.get("observation"), f"{where}: steps[{i}].observation"),
+                         "content": _content(step.get("content"))})
+        chosen = select_step(kept, agent=agent, model=model)
         gold = entry.get("answer")
         out.append(AIReprSample(
-            index=int(key), workflow="\n".join(w for w in workflows if w.strip()),
-            code="\n\n".join(codes), output="\n".join(o for o in outputs if o),
+            index=int(key), workflow=chosen.workflow, code=chosen.code,
+            output=kept[chosen.code_step]["observation"] if chosen.code_step is not None else "",
             final_answer=_text(entry.get("final_answer"), f"{where}: final_answer"),
-            gold=None if gold is None else str(gold)))
+            gold=None if gold is None else str(gold),
+            published={"steps": [{k: st[k] for k in ("workflow", "code", "observation")} for st in kept],
+                       "selection": {"code_step": chosen.code_step, "workflow_step": chosen.workflow_step,
+                                     "rule": chosen.rule}}))
     return sorted(out, key=lambda s: s.index)
 
 
@@ -182,7 +254,7 @@ def read_airepr_files(files: Sequence[tuple[str, bytes]]) -> list[AIReprRun]:
         parts = stem.split("_")
         model, dataset, agent = "_".join(parts[:-2]), parts[-2], parts[-1]
         name, data = slot["analyst"]
-        samples = _samples(name, _load(name, data))
+        samples = _samples(name, _load(name, data), agent=agent, model=model)
         if "results" in slot:
             rname, rdata = slot["results"]
             res = _load(rname, rdata)

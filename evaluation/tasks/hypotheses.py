@@ -360,8 +360,19 @@ def dump_result(result: HypothesesResult) -> str:
 # ------------------------------------------------------------------------------------ scoring
 
 
-def _datasets_for_prompt(ds: DatasetRelease, task: HypothesisTaskRelease) -> list[dict[str, Any]]:
-    """What the judge may see (as upstream): each data file's name, description and columns."""
+def _datasets_for_prompt(ds: DatasetRelease, task: HypothesisTaskRelease, mode: HMSMode = "default",
+                         release_folder: Path | None = None) -> list[dict[str, Any]]:
+    """What the judge may see: each data file's name, description and columns (``discoverybench`` mode: what
+    upstream shows, each data file of the query's metadata file with its own description,
+    :func:`evaluation.hms.discoverybench.upstream_datasets`)."""
+    if mode == "discoverybench":
+        from evaluation.hms.discoverybench import upstream_datasets
+
+        found = upstream_datasets(release_folder, ds, task) if release_folder is not None else None
+        if found is not None:
+            return found
+        return [{"dataset_description": d["description"], "columns": d["columns"]}  # upstream's keys
+                for d in _datasets_for_prompt(ds, task)]
     files = [f for f in ds.files if f.role == "data" and (not task.data_files or f.name in task.data_files)]
     if files:
         return [{"name": f.name, "description": ds.description,
@@ -446,7 +457,8 @@ def _score_queries(ctx: ScoringContext, plan: _Plan, todo: list[tuple[DatasetRel
                                   relationship=t.gold.relationship)
             pred = Prediction(hypothesis=a.hypothesis, workflow=a.workflow, context=a.context,
                               variables=a.variables, relationship=a.relationship)
-            score_item(item, gold, pred, judge=judge, mode=plan.mode, datasets=_datasets_for_prompt(ds, t))
+            score_item(item, gold, pred, judge=judge, mode=plan.mode,
+                       datasets=_datasets_for_prompt(ds, t, plan.mode, ctx.release_folder))
             if a.code and t.true_hypothesis_expr and t.target_col:
                 from evaluation.hms.expression import check_expression
 

@@ -71,7 +71,7 @@ def test_rescoring_from_the_cache_makes_no_call(world):
 
 def test_discoverybench_mode_runs_and_is_recorded(world):
     world.script.contexts = {("all fields", "farms"): True}
-    world.script.variables_full = '{"sizeA": 2, "sizeB": 2, "intersection": 1}'
+    world.script.variables_full = '{"sizeA": 2, "sizeB": 2, "intersection": 1, "explanation": "one shared"}'
     world.script.relationship_full = '{"answer": "A"}'
     run = world.score(mode="discoverybench")
     assert run.status == "succeeded" and run.mode == "discoverybench"
@@ -266,3 +266,59 @@ def test_a_release_cut_from_imported_discoverybench_folders_is_scored(sqlite_eng
     assert items["real/test/bmi/metadata_0/q0"].hms == 0.5
     assert items["synth/dev/jazz_0_0/metadata_0/q7"].expression.status == "passed"
     assert "2 queries of the datasets answered have no gold hypothesis yet" in run.message
+
+
+def test_discoverybench_mode_shows_each_data_file_its_own_description(sqlite_engine, tmp_path):
+    """An imported folder whose metadata files describe two data files differently: in discoverybench mode the
+    judge sees each data file of the query's own metadata with its own description (upstream new_eval.py:190-215),
+    not the folder's descriptions joined; upstream's request count holds through the service."""
+    from curation.models import Role
+    from curation.services import releases as rel
+    from curation.services.discoverybench_import import import_discoverybench
+    from tests import factories as f
+    from tests.curation.hms_world import HMSWorld
+    from tests.evaluation.hms_script import HMSScript, sub
+    from tests.exports.discoverybench_helpers import make_folder, real_metadata
+
+    def meta(description: str, other: str, qid: int, question: str) -> dict:
+        return real_metadata(datasets=[
+            {"name": "people.csv", "description": description,
+             "columns": {"raw": [{"name": "AGE", "description": "Age in years"}]}},
+            {"name": "places.csv", "description": other,
+             "columns": {"raw": [{"name": "TOWN", "description": "Town name"}]}}],
+            queries=[[{"qid": qid, "question_type": "relationship", "question": question}]])
+
+    root = tmp_path / "db"
+    make_folder(root / "real" / "test", "towns", {
+        0: meta("People of the towns.", "The towns themselves.", 0, "How does age vary by town?"),
+        1: meta("People, second wave.", "Towns, second wave.", 1, "Does age differ?")},
+        files={"people.csv": b"AGE,TOWN\n30,a\n40,b\n", "places.csv": b"TOWN,SIZE\na,1\nb,2\n"})
+    (root / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\n"
+                                               b"towns,0,0,Age rises by town.\r\n")
+    store = tmp_path / "store"
+    with session_scope(sqlite_engine) as s:
+        import_discoverybench(session=s, actor=None, path=root, store=store, max_bytes=200 * 2**20)
+    curator = f.user(sqlite_engine, "cura-dbd", Role.CURATOR)
+    with session_scope(sqlite_engine) as s:
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="",
+                        artifacts=artifacts_for(tmp_path / "releases"), store=store)
+    script = HMSScript(decompositions={"Age rises by town.": [sub("g", "all towns", ["age", "town"], "up")],
+                                       "Older in bigger towns.": [sub("p", "all towns", ["age", "town"], "up")]})
+    answers = {"format": "forkpaths-hypotheses", "format_version": "1.0", "answers": [
+        {"task": "real/test/towns/metadata_0/q0", "hypothesis": "Older in bigger towns.", "workflow": "group"}]}
+    with ScriptedLLM(script) as server:
+        world = HMSWorld(engine=sqlite_engine, releases=tmp_path / "releases", runs=tmp_path / "runs",
+                         server=server, cache=tmp_path / "llm", curator=curator,
+                         evaluator=f.user(sqlite_engine, "eva-dbd", Role.EVALUATOR), evaluator2=curator,
+                         analyst=curator, script=script)
+        run = world.score(json.dumps(answers).encode(), version="1.0.0", mode="discoverybench")
+    assert run.status == "succeeded", run.message
+    assert script.seen == ["decompose", "decompose", "variables_full", "relationship_full"]
+    decompose = server.requests[0]["messages"][-1]["content"]
+    shown = json.loads(next(line for line in decompose.splitlines() if line.startswith("datasets: "))[10:])
+    assert shown == [{"dataset_description": "People of the towns.",
+                      "columns": [{"name": "AGE", "description": "Age in years"}]},
+                     {"dataset_description": "The towns themselves.",
+                      "columns": [{"name": "TOWN", "description": "Town name"}]}]
+    assert "second wave" not in decompose
+    assert result_of(world, run).items[0].hms == 1.0

@@ -177,7 +177,7 @@ def test_import_airepr_view_and_rejudge(world, llm, tmp_path, os_sandbox):
     items = {i.key: i for i in got.items}
     assert list(items) == ["DiscoveryBench/0", "DiscoveryBench/1", "DiscoveryBench/3"]
     assert items["DiscoveryBench/0"].inspector_code == "print(0)" and items["DiscoveryBench/0"].reasoning == "same"
-    assert items["DiscoveryBench/0"].original_code == "import pandas as pd\nprint(0)"
+    assert items["DiscoveryBench/0"].original_code == "import pandas as pd\nprint(0)\n"  # upstream's block, as run
     assert "re-judge it to tell them apart" in items["DiscoveryBench/3"].sentence
     assert items["DiscoveryBench/3"].original_run is not None and not items["DiscoveryBench/3"].original_run.ran
 
@@ -286,3 +286,60 @@ def test_hypotheses_and_airepr_on_a_released_discoverybench_tree(engine, store, 
     assert matched.original_run is not None and matched.original_run.ok and matched.original_run.stdout == "0\n"
     assert matched.outcome != Outcome.ORIGINAL_FAILED and matched.accuracy is not None
     assert re_items["DiscoveryBench/1"].outcome == Outcome.ORIGINAL_FAILED  # its gold is no task's: no data
+
+
+def test_an_airepr_react_sample_shows_and_reruns_its_last_step_with_code(engine, store, tmp_path, llm, os_sandbox):
+    """AIRepr judged a REACT sample's last step with code (eval/run_reproducibility.py lines 74-82): the import
+    shows that step's code, workflow and output first, keeps every step for the drill-down, and ``reproduce``
+    re-runs that step's code on the task's data."""
+    from curation.services import releases as rel
+    from curation.services.discoverybench_import import import_discoverybench
+    from tests import factories as fx
+    from tests.exports.test_release_hypotheses import make_tree
+
+    evaluator = fx.user(engine, "eva-react", fx.Role.EVALUATOR)
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=make_tree(tmp_path / "db"), store=store,
+                              max_bytes=200 * 2**20)
+    releases = tmp_path / "releases"
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=fx.user(engine, "cura-react", fx.Role.CURATOR), version="1.0.0", notes="",
+                        artifacts=artifacts_for(releases), store=store)
+    first = "import pandas as pd\nprint('first look', len(pd.read_csv('data.csv')))\n"
+    last = "import pandas as pd\ndf = pd.read_csv('data.csv')\nprint('slope', round(df['BMI'].cov(df['AGE']), 2))\n"
+    steps = [{"workflow": "1. Look at data.csv.", "action": "python_repl_ast", "action_input": f"```python\n{first}```",
+              "observation": "first look 2\n", "content": "…", "usage_metadata": {}},
+             {"workflow": "1. Read data.csv. 2. Report the covariance of BMI and AGE. [scenario: good]",
+              "action": "python_repl_ast", "action_input": f"```python\n{last}```", "observation": "slope 42.0\n",
+              "content": "…", "usage_metadata": {}},
+             {"workflow": "", "action": "", "action_input": "", "observation": "", "content": "Task done!",
+              "usage_metadata": {}, "final_answer": "BMI rises with age."}]
+    results = tmp_path / "airepr" / "results"
+    results.mkdir(parents=True)
+    name = "gpt-4o_DiscoveryBench_REACT"
+    (results / f"{name}.json").write_text(json.dumps({"0": {
+        "steps": steps, "final_answer": "BMI rises with age.", "max_steps_reached": False,
+        "answer": "BMI rises with age, then falls."}}))
+    (results / f"{name}_results_20250301_101500.json").write_text(json.dumps(
+        {"accuracy_scores": [0], "reproducibility_scores": [1], "reproducibility_reasons": ["same"]}))
+    judges = _judges(llm, tmp_path)
+    with session_scope(engine) as s:
+        imported = rp.import_airepr(session=s, actor=evaluator, artifacts=artifacts_for(releases),
+                                    path=tmp_path / "airepr")[0]
+        shown = rp.run_items(session=s, actor=evaluator, run_id=imported.id, artifacts=artifacts_for(releases))
+    item = shown.items[0]
+    assert item.original_code == last and item.workflow == steps[1]["workflow"]
+    assert item.original_run is not None and item.original_run.stdout == "slope 42.0\n"
+    assert [s["code"] for s in item.published["steps"]] == [first, last, ""]  # every step, for the drill-down
+    assert item.published["selection"]["code_step"] == 1
+    with session_scope(engine) as s:
+        again = rp.reproduce_run(session=s, actor=evaluator, run_id=imported.id, artifacts=artifacts_for(releases),
+                                 max_bytes=5_000_000, judges=judges)
+    done = execute_run(engine, again.id, artifacts=artifacts_for(releases), judges=judges)
+    assert done.status == RunStatus.SUCCEEDED.value, done.message
+    with session_scope(engine) as s:
+        rerun = rp.run_items(session=s, actor=evaluator, run_id=done.id, artifacts=artifacts_for(releases)).items[0]
+    assert rerun.original_run is not None and rerun.original_run.ran and rerun.original_run.ok
+    assert rerun.original_run.stdout.startswith("slope ") and "first look" not in rerun.original_run.stdout
+    assert rerun.original_code.endswith(last) and rerun.workflow == steps[1]["workflow"]
+    assert len(rerun.published["steps"]) == 3

@@ -13,17 +13,19 @@ __all__ = ["HMSScript", "step_of"]
 
 def step_of(prompt: str) -> str:
     """Which question a request asks (by the prompt's wording)."""
-    if "Split the hypothesis" in prompt:
+    if "Split the hypothesis" in prompt or "extract the three dimensions that define the hypothesis" in prompt:
         return "decompose"
+    if "semantically matches the gold (ground-truth) context" in prompt:
+        return "context"
     if "does the predicted context describe the same boundary" in prompt:
         return "contexts"
     if "match the predicted variables" in prompt:
         return "variables"
     if "compare the predicted relationship" in prompt:
         return "relationships"
-    if "How many variables does hypothesis A use" in prompt:
+    if "which variables do the hypotheses contain" in prompt:
         return "variables_full"
-    if "Compare the relationship between the variables in hypothesis B" in prompt:
+    if "does HypoB show the same relation as HypoA" in prompt:
         return "relationship_full"
     return "unknown"
 
@@ -32,7 +34,10 @@ def step_of(prompt: str) -> str:
 class HMSScript:
     """``decompositions``: hypothesis text → list of sub-hypotheses (or a raw answer string);
     ``contexts``: (gold context, predicted context) → bool; ``pair_contexts``: pair key → bool (wins over
-    ``contexts``); ``context_pairs``: the pair keys each context question listed;
+    ``contexts``; default mode, whose question names the pairs); ``text_contexts``: (gold sub-hypothesis text,
+    predicted sub-hypothesis text) → bool (discoverybench mode, one question per pair; wins over ``contexts``);
+    ``context_pairs``: the pair keys each default-mode context question listed, or the (gold text, predicted
+    text) of each discoverybench-mode one;
     ``variables``: pair key → matches [[g, p], ...] (default) ; ``relationships``: pair key → letter (default);
     ``variables_full`` / ``relationship_full``: the raw answer text (discoverybench mode);
     ``raw``: step → raw answer text overriding everything (garbage, sentinels)."""
@@ -40,6 +45,7 @@ class HMSScript:
     decompositions: dict[str, Any] = field(default_factory=dict)
     contexts: dict[tuple[str, str], bool] = field(default_factory=dict)
     pair_contexts: dict[str, bool] = field(default_factory=dict)
+    text_contexts: dict[tuple[str, str], bool] = field(default_factory=dict)
     variables: dict[str, list[list[int]]] = field(default_factory=dict)
     relationships: dict[str, str] = field(default_factory=dict)
     variables_full: str = '{"sizeA": 1, "sizeB": 1, "intersection": 1, "explanation": "same"}'
@@ -55,9 +61,17 @@ class HMSScript:
         if step in self.raw:
             return self.raw[step]
         if step == "decompose":
-            hypo = json.loads(re.search(r"^Hypothesis: (.*)$", prompt, re.M).group(1))  # type: ignore[union-attr]
+            hypo = json.loads(re.search(r"^hypothesis: (.*)$", prompt, re.M | re.I).group(1))  # type: ignore[union-attr]
             answer = self.decompositions[hypo]
             return answer if isinstance(answer, str) else json.dumps({"sub_hypo": answer})
+        if step == "context":
+            said = {k: json.loads(v) for k, v in re.findall(r"^(gold_hypothesis|gold_context|predicted_hypothesis|"
+                                                            r"predicted_context): (.*)$", prompt, re.M)}
+            texts = (said["gold_hypothesis"], said["predicted_hypothesis"])
+            self.context_pairs.append(list(texts))
+            match = self.text_contexts.get(texts, self.contexts.get((said["gold_context"], said["predicted_context"]),
+                                                                    False))
+            return json.dumps({"match": match})
         keys = re.findall(r"^(P\d+\|G\d+): ", prompt, re.M)
         if step == "contexts":
             self.context_pairs.append(keys)

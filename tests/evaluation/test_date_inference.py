@@ -85,3 +85,49 @@ def test_gt_build_json_flags_the_date_inferred_columns_per_dataset(
     assert main(["gt", "build", str(folder)]) == 0
     assert "read as dates by pandas' inference (value hashes may differ from BLADE's published ones): " \
            "birthday, joined" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore:Parsing dates in:UserWarning", "ignore:Could not infer format:UserWarning")
+def test_columns_the_expert_code_derives_from_dates_are_attributed(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BLADE's soccer derives two columns from ``birthday`` with pd.to_datetime (its annotations: specs
+    calculate_age and player_age_days). The year is the same however ``01.08.1983`` is read, so ``age`` hashes as
+    in BLADE; the days are not, so ``player_age_days`` (and a column computed from it) hash differently: soccer's
+    second differing hash. ``gt build --json`` lists those under ``date_derived_columns``."""
+    data = tmp_path / "data.csv"
+    data.write_text(CSV, encoding="utf-8")
+
+    def spec(sid: str, code: str, inputs: list[str], output: str, deps: list[str] | None = None) -> ReleaseTransform:
+        return ReleaseTransform(id=sid, annotator="A", spec_name=sid, verbs=["derive"], code=code,
+                                mapping=[ReleaseMapping(inputs=inputs, output=output)],
+                                branches=[ReleaseBranch(dependencies=deps or [])])
+
+    transforms = [
+        spec("calculate_age", "df['age'] = 2013 - pd.to_datetime(df['birthday']).dt.year", ["birthday"], "age"),
+        spec("player_age_days", "df['player_age_days'] = (pd.to_datetime('2013-01-01') - "
+             "pd.to_datetime(df['birthday'])).dt.days", ["birthday"], "player_age_days", ["calculate_age"]),
+        spec("age_years", "df['age_years'] = df['player_age_days'] / 365.25", ["player_age_days"], "age_years",
+             ["player_age_days"]),
+        spec("goals_sq", "df['goals_sq'] = df['goals'] ** 2", ["goals"], "goals_sq", ["age_years"])]
+    ds = DatasetRelease(name="players", research_question="?", data_file="data/players/data.csv",
+                        data_sha256=sha256_file(data), num_rows=4, num_columns=6, transforms=transforms)
+    state = build_dataset(DatasetSource(ds, data)).state
+    derived = state.meta["date_derived_columns"]
+    assert set(derived) == {"player_age_days", "age_years"}  # not age (same year), not goals_sq
+    frame = pd.read_csv(data)
+    pandas2 = (pd.Timestamp("2013-01-01") - pd.to_datetime(frame["birthday"])).dt.days
+    pandas15 = (pd.Timestamp("2013-01-01") - pd.to_datetime(frame["birthday"], format="mixed")).dt.days
+    assert list(pandas2 != pandas15) == [False, True, True, True]  # only 31.08.1983 reads the same both ways
+    assert derived["player_age_days"] == [blade_value_hash(pandas2.rename("player_age_days"))]
+    assert set(derived["player_age_days"]) <= set(state.value_hashes)
+    assert set(state.meta["date_inferred_columns"]) == {"birthday", "joined"}  # the hasher's own reading
+
+    release = Release(version="1.0.0", created_at=datetime(2026, 1, 1, tzinfo=UTC), app_version="test",
+                      datasets=[ds])
+    folder = write_release(release, {"players": data}, tmp_path / "releases")
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "home"))
+    assert main(["gt", "build", str(folder), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["date_derived_columns"] == derived
+    assert main(["gt", "build", str(folder)]) == 0
+    assert "computed by the expert code from dates pandas 2 reads differently from BLADE's pandas 1.5 " \
+           "(value hashes differ from BLADE's published ones): age_years, player_age_days" in capsys.readouterr().out

@@ -57,6 +57,7 @@ def test_release_ground_truth_equals_blade_reference(name: str, built: dict, ref
     assert state.errors == []
     # no column of these nine depends on pandas' date inference, which is why every hash equals BLADE's
     assert state.meta["date_inferred_columns"] == {} and state.meta["failed_transforms"] == []
+    assert state.meta["date_derived_columns"] == {}  # nor does any column their code derives from dates
 
 
 def test_cached_build_is_identical_and_keyed_by_content(built: dict, release_dir: Path) -> None:

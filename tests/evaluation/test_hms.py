@@ -90,16 +90,23 @@ def test_default_several_sub_hypotheses_by_hand(server, tmp_path):
 def test_discoverybench_step_by_step_by_hand(server, tmp_path):
     r = run(server, tmp_path, "discoverybench")
     assert r.status == "scored", r.message
-    assert server.responder.seen == ["decompose", "decompose", "contexts", "variables_full", "relationship_full"]
-    assert r.calls == 5 and len(server.requests) == 5
-    # P0|G0 is decided by the rule (identical contexts); every other pair is in the one context question
-    assert server.responder.context_pairs == [["P0|G1", "P0|G2", "P1|G0", "P1|G1", "P1|G2"]]
+    # upstream: P0 takes G0 (identical contexts, no call); P1 skips the taken G0 and asks about G1 ("children" vs
+    # "kids": yes); then the variables and the relationship of the full hypotheses, once per matched pair
+    assert server.responder.seen == ["decompose", "decompose", "context", "variables_full", "relationship_full",
+                                     "variables_full", "relationship_full"]
+    assert r.calls == 7 and len(server.requests) == 7
+    assert server.responder.context_pairs == [["g1", "p1"]]
     f1 = 2 * (2 / 3) * (1 / 2) / (2 / 3 + 1 / 2)  # p = 2/3, r = 2/4
-    assert [m.variables.f1 for m in r.matched] == pytest.approx([f1, f1])  # full hypotheses: shared by the pairs
+    assert [m.variables.f1 for m in r.matched] == pytest.approx([f1, f1])  # full hypotheses: the same answer
     assert r.hms == pytest.approx((2 / 3) * (2 * f1 * 0.5) / 2)  # = 4/21
     assert r.hms == pytest.approx(4 / 21)
-    steps = {e["step"]: e["parameters"] for e in r.llm}
-    assert steps["context"]["temperature"] == 1.0 and steps["variables"]["max_tokens"] == 250
+    steps = {e["step"].split()[0]: e["parameters"] for e in r.llm}
+    assert steps["context"]["temperature"] == 1.0 and "response_format" not in steps["context"]
+    assert steps["decompose"]["max_tokens"] == 4096 and "response_format" not in steps["decompose"]
+    assert steps["variables"]["max_tokens"] == 250 and steps["variables"]["response_format"] == {"type": "json_object"}
+    assert steps["relationship"]["top_p"] == 1.0 and steps["relationship"]["response_format"]
+    # JSON mode only where upstream sends it (lm_utils.py:45-51), on the wire
+    assert ["response_format" in q for q in server.requests] == [False, False, False, True, True, True, True]
 
 
 def test_unmatched_contexts_and_none(server, tmp_path):
@@ -109,7 +116,7 @@ def test_unmatched_contexts_and_none(server, tmp_path):
         r = run(server, tmp_path / mode, mode, scr=scr)
         assert r.status == "scored" and r.hms == 0.0 and r.recall_context == 0.0 and r.matched == []
         assert all(c.how == "none" for c in r.contexts)
-    assert "contexts" not in scr.seen  # "None" never asks
+    assert "contexts" not in scr.seen and "context" not in scr.seen  # "None" never asks
 
 
 @pytest.mark.parametrize(("letter", "score"), [("A", 1.0), ("B", 0.5), ("C", 0.0)])
@@ -118,7 +125,7 @@ def test_relationship_levels_single_pair(server, tmp_path, letter, score):
                                     "p": [sub("p", "all", ["x", "y"], "positive")]},
                     variables={"P0|G0": [[1, 1], [2, 2]]}, relationships={"P0|G0": letter},
                     relationship_full=f'{{"answer": "{letter}"}}',
-                    variables_full='{"sizeA": 2, "sizeB": 2, "intersection": 2}')
+                    variables_full='{"sizeA": 2, "sizeB": 2, "intersection": 2, "explanation": "x, y"}')
     for mode in ("default", "discoverybench"):
         r = run(server, tmp_path / mode, mode, gold="g", pred="p", scr=one)
         assert r.hms == pytest.approx(score), (mode, r.message)
@@ -159,7 +166,7 @@ def test_discoverybench_decomposition_fallback_and_malformed_relationship(server
     one = HMSScript(decompositions={"g": "no json at all", "p": [sub("p", "all", ["x"], "up")]})
     r = run(server, tmp_path / "a", "discoverybench", gold="g", pred="p", scr=one)
     assert r.gold.source == "fallback" and r.gold.sub_hypo[0].context == "None" and r.hms == 0.0
-    assert one.seen.count("decompose") == 3  # the gold retried once, as upstream
+    assert one.seen.count("decompose") == 2  # asked once each, as upstream (max_retry=1)
     one = HMSScript(decompositions={"g": [sub("g", "all", ["x"], "up")], "p": [sub("p", "all", ["x"], "up")]},
                     relationship_full="<<not json>>")
     r = run(server, tmp_path / "b", "discoverybench", gold="g", pred="p", scr=one)
@@ -249,7 +256,7 @@ PRED3 = "three predicted claims"
 def script_3x3() -> HMSScript:
     """3 gold × 3 predicted sub-hypotheses whose contexts all differ in wording, so every pair needs the judge:
     upstream asks one context question per pair its scan reaches (P0: G0 no, G1 yes; P1: G0 yes; P2: G2 no = 4
-    questions, 8 calls in all)."""
+    questions), then two per matched pair: 10 calls in all."""
     return HMSScript(
         decompositions={GOLD3: [sub("g0", "adults", ["age", "income", "sex"], "positive"),
                                 sub("g1", "children", ["height", "weight"], "positive"),
@@ -261,17 +268,21 @@ def script_3x3() -> HMSScript:
                   ("adults", "grown-ups over 30"): True},
         variables={"P0|G1": [[1, 1]], "P1|G0": [[1, 1], [2, 2]]},
         relationships={"P0|G1": "A", "P1|G0": "B"},
-        variables_full='{"sizeA": 6, "sizeB": 5, "intersection": 4}',
+        variables_full='{"sizeA": 6, "sizeB": 5, "intersection": 4, "explanation": "4 shared"}',
         relationship_full='{"answer": "B"}')
 
 
 @pytest.mark.parametrize("mode", ["default", "discoverybench"])
-def test_three_by_three_sub_hypotheses_cost_at_most_five_calls(server, tmp_path, mode):
+def test_three_by_three_sub_hypotheses_calls(server, tmp_path, mode):
     scr = script_3x3()
     r = run(server, tmp_path, mode, gold=GOLD3, pred=PRED3, scr=scr)
     assert r.status == "scored", r.message
-    assert len(server.requests) == 5 and r.calls == 5  # counted at the server
-    assert scr.seen.count("contexts") == 1 and len(scr.context_pairs[0]) == 9  # all nine pairs in one question
+    if mode == "default":
+        assert len(server.requests) == 5 and r.calls == 5  # counted at the server
+        assert scr.seen.count("contexts") == 1 and len(scr.context_pairs[0]) == 9  # all nine pairs in one question
+    else:  # upstream's count: 2 decompositions, 4 context questions, 2 × 2 for the matched pairs
+        assert len(server.requests) == 10 and r.calls == 10
+        assert scr.context_pairs == [["g0", "p0"], ["g1", "p0"], ["g0", "p1"], ["g2", "p2"]]
     # the greedy scan: P0 takes G1; P1 takes G0 (its first match); P2 matches only G0, already taken
     assert [(m.pred, m.gold) for m in r.matched] == [(0, 1), (1, 0)]
     assert r.recall_context == pytest.approx(2 / 3)
@@ -290,34 +301,36 @@ def test_three_by_three_sub_hypotheses_cost_at_most_five_calls(server, tmp_path,
     assert run(server, tmp_path, mode, gold=GOLD3, pred=PRED3, scr=scr).hms == r.hms and len(server.requests) == n
 
 
-def _upstream_scan(table: list[list[bool]]) -> list[tuple[int, int]]:
-    """Upstream's loop, one question per pair reached (its decisions, to compare with the batched question)."""
+def _upstream_scan(table: list[list[bool]]) -> tuple[list[tuple[int, int]], int]:
+    """Upstream's loop (new_eval.py:390-412): the matched pairs, and the pairs it asks about."""
     taken: set[int] = set()
-    out = []
+    out, asked = [], 0
     for i, row in enumerate(table):
         for j, match in enumerate(row):
             if j in taken:
                 continue
-            if match:  # upstream would ask here
+            asked += 1
+            if match:
                 taken.add(j)
                 out.append((i, j))
                 break
-    return out
+    return out, asked
 
 
-def test_batched_context_question_takes_upstream_decisions(server, tmp_path):
+def test_context_questions_follow_upstreams_scan(server, tmp_path):
     import random
 
     rng = random.Random(7)
-    for case in range(40):
+    for case in range(25):
         n_g, n_p = rng.randint(1, 4), rng.randint(1, 4)
         table = [[rng.random() < 0.4 for _ in range(n_g)] for _ in range(n_p)]
         gold, pred = f"gold {case}", f"pred {case}"
         scr = HMSScript(decompositions={gold: [sub(f"g{j}", f"gc{j}", ["x"], "up") for j in range(n_g)],
                                         pred: [sub(f"p{i}", f"pc{i}", ["x"], "up") for i in range(n_p)]},
-                        pair_contexts={f"P{i}|G{j}": table[i][j] for i in range(n_p) for j in range(n_g)})
+                        text_contexts={(f"g{j}", f"p{i}"): table[i][j] for i in range(n_p) for j in range(n_g)})
         sent = len(server.requests)
         r = run(server, tmp_path / str(case), "discoverybench", gold=gold, pred=pred, scr=scr, cache=False)
-        assert [(m.pred, m.gold) for m in r.matched] == _upstream_scan(table), table
-        assert len(server.requests) - sent <= 5
+        matched, asked = _upstream_scan(table)
+        assert [(m.pred, m.gold) for m in r.matched] == matched, table
+        assert len(server.requests) - sent == 2 + asked + 2 * len(matched)  # upstream's requests, one by one
         assert r.hms == pytest.approx(len(r.matched) / n_g * len(r.matched) / n_p)  # F1 1, relationship A

@@ -89,6 +89,29 @@ def _run_block(title: str, code: str, run: CodeRun | None, answer_label: str, an
     st.markdown(f"**{answer_label}:** {md(answer or '(none)')}")
 
 
+def _airepr_steps(published: dict[str, Any]) -> None:
+    """Every step of an AIRepr sample; the original analysis shown above is the step AIRepr judged."""
+    steps = published.get("steps")
+    if not isinstance(steps, list) or not steps:
+        return
+    chosen = published.get("selection") or {}
+    code_step = chosen.get("code_step")
+    judged = f" (the original analysis above is step {code_step + 1}, the one AIRepr judged)" \
+        if isinstance(code_step, int) else ""
+    with st.expander(f"All {plural(len(steps), 'step')} of the sample{judged}"):
+        if chosen.get("rule"):
+            st.caption(md(f"AIRepr's rule: {chosen['rule']}."))
+        for n, step in enumerate(steps, start=1):
+            step = step if isinstance(step, dict) else {}
+            st.markdown(f"**Step {n}**" + (" · judged" if code_step == n - 1 else ""))
+            if step.get("workflow"):
+                st.code(str(step["workflow"]), language=None, wrap_lines=True)
+            if step.get("code"):
+                st.code(str(step["code"]), language="python", wrap_lines=True)
+            if step.get("observation"):
+                st.code(str(step["observation"]), language=None)
+
+
 def _side_by_side(i: ItemResult, engine: Outcome) -> None:
     _BANNER[i.outcome](md(f"{_label(i.outcome)}: {i.sentence}"))
     if engine != i.outcome:
@@ -103,6 +126,7 @@ def _side_by_side(i: ItemResult, engine: Outcome) -> None:
     with right:
         _run_block("Inspector, from the workflow alone", i.inspector_code, i.inspector_run, "Inspector's conclusion",
                    i.inspector_conclusion)
+    _airepr_steps(i.published)
     with st.container(border=True):
         st.markdown("**The inspector's comparison**")
         if i.same_statistics is not None:
