@@ -131,7 +131,7 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one LLM answer.")
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Wall-clock seconds one LLM request may take, from connecting to the last byte of its answer (a deadline, not a per-read timeout).")
     llm_max_retries: int = Field(default=4, ge=0, description="Retries on 429, 5xx and timeouts (backoff doubles).")
     agent_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
