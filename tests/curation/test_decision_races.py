@@ -1,0 +1,77 @@
+"""Every decision that can race is one conditional write: two people deciding the same thing at the same moment
+(threads released by a barrier, each with its own transaction, on SQLite and PostgreSQL) give one winner; the
+other is told who decided first and what to do, and nothing of the winner's is overwritten."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sqlmodel import select
+
+from curation.db import session_scope
+from curation.errors import CurationError, DecidedElsewhere
+from curation.models import Consensus, HypothesisTask, Role, Stage
+from tests import factories as f
+from tests.curation.hypothesis_world import build
+from tests.curation.test_hypothesis_curation import _stage, _two_submitted, _vote
+
+
+def race(engine: Any, *actions: Callable[[Any], Any]) -> list[Any]:
+    """Run each action in its own thread and transaction, all released at once; what each returned or raised."""
+    barrier = threading.Barrier(len(actions))
+    out: list[Any] = [None] * len(actions)
+
+    def run(i: int, action: Callable[[Any], Any]) -> None:
+        barrier.wait()
+        try:
+            with session_scope(engine) as s:
+                out[i] = action(s)
+        except CurationError as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+def _one_winner(results: list[Any], error: type[Exception]) -> tuple[int, Exception]:
+    lost = [(i, r) for i, r in enumerate(results) if isinstance(r, Exception)]
+    assert len(lost) == 1, f"expected one loser, got {[type(r).__name__ for r in results]}"
+    (i, exc), = lost
+    assert isinstance(exc, error), exc
+    return 1 - i, exc
+
+
+def test_two_curators_deciding_one_gold_at_once(engine, store, tmp_path):
+    from curation.services.hypotheses import decide_gold
+
+    w = build(engine, store, tmp_path / "src")
+    adm = f.user(engine, "cat", Role.CURATOR)
+    a_id, b_id = _two_submitted(w)
+    _vote(w, w.bob, "hypothesis", a_id, "yes", "clear slope")
+    _vote(w, w.ana, "hypothesis", b_id, "yes", "fair too")
+    _stage(w, Stage.CLOSED)
+    q0 = w.tasks["q0"].id
+    picks = {w.cur.username: a_id, adm.username: b_id}
+    results = race(engine,
+                   lambda s: decide_gold(session=s, actor=w.cur, task_id=q0, target_kind="hypothesis",
+                                         target_id=a_id, note="cur's pick"),
+                   lambda s: decide_gold(session=s, actor=adm, task_id=q0, target_kind="hypothesis",
+                                         target_id=b_id, note="cat's pick"))
+    won, exc = _one_winner(results, DecidedElsewhere)
+    winner = [w.cur, adm][won]
+    assert f"{winner.username} decided the gold hypothesis of the query" in str(exc)
+    assert "Yours was not stored; reload the page" in str(exc)
+    with session_scope(engine) as s:
+        task = s.get(HypothesisTask, q0)
+        prov = task.gold_provenance
+        assert (prov["decided_by_id"], prov["candidate"]["target_id"], prov["note"]) == (
+            winner.id, picks[winner.username], f"{winner.username}'s pick")
+        assert {c.decided_by_id for c in s.exec(select(Consensus)).all()} == {winner.id}
+        gold = s.exec(select(Consensus).where(Consensus.target_id == picks[winner.username])).one()
+        assert "the gold hypothesis of this query" in gold.note
