@@ -11,11 +11,12 @@ from typing import Any
 from sqlmodel import select
 
 from curation.db import session_scope
-from curation.errors import CurationError, DecidedElsewhere
-from curation.models import Consensus, HypothesisTask, Role, Stage
+from curation.errors import DecidedElsewhere
+from curation.models import Consensus, HypothesisTask, MCQReview, Role, Stage
 from tests import factories as f
 from tests.curation.hypothesis_world import build
 from tests.curation.test_hypothesis_curation import _stage, _two_submitted, _vote
+from tests.curation.test_mcqs import _generate, judged  # noqa: F401 - judged is a fixture
 
 
 def race(engine: Any, *actions: Callable[[Any], Any]) -> list[Any]:
@@ -28,7 +29,7 @@ def race(engine: Any, *actions: Callable[[Any], Any]) -> list[Any]:
         try:
             with session_scope(engine) as s:
                 out[i] = action(s)
-        except CurationError as exc:
+        except Exception as exc:  # noqa: BLE001 - the test asserts which, and a crash is a failure there
             out[i] = exc
 
     threads = [threading.Thread(target=run, args=(i, a)) for i, a in enumerate(actions)]
@@ -75,3 +76,33 @@ def test_two_curators_deciding_one_gold_at_once(engine, store, tmp_path):
         assert {c.decided_by_id for c in s.exec(select(Consensus)).all()} == {winner.id}
         gold = s.exec(select(Consensus).where(Consensus.target_id == picks[winner.username])).one()
         assert "the gold hypothesis of this query" in gold.note
+
+
+def test_two_curators_reviewing_one_mcq_at_once(judged):  # noqa: F811 - the fixture
+    from curation.services.mcq_review import edit_mcq, review_mcq
+
+    t, engine = judged, judged["engine"]
+    cat = f.user(engine, "cat", Role.CURATOR)
+    q = _generate(t, seed=2).mcqs[0]
+    results = race(engine,
+                   lambda s: review_mcq(session=s, actor=t["cur"], mcq_id=q["id"], decision="accepted",
+                                        expected="pending"),
+                   lambda s: review_mcq(session=s, actor=cat, mcq_id=q["id"], decision="rejected",
+                                        note="too easy", expected="pending"))
+    won, exc = _one_winner(results, DecidedElsewhere)
+    winner, status = [(t["cur"], "accepted"), (cat, "rejected")][won]
+    assert f"{winner.username} set this MCQ {status} at" in str(exc) and "after you saw it pending" in str(exc)
+    assert "Nothing of yours was saved" in str(exc)
+    with session_scope(engine) as s:
+        row = s.get(MCQReview, q["id"])
+        assert (row.status, row.reviewed_by_id, [h["by"] for h in row.history]) == (status, winner.id, [winner.id])
+    texts = [o["text"] for o in q["options"]]
+    key = texts[q["correct_index"]]
+    results = race(engine,  # both saw it as the winner left it: an edit and a reset to pending
+                   lambda s: edit_mcq(session=s, actor=t["cur"], mcq_id=q["id"], options=texts[::-1], key=key,
+                                      note="reordered", expected=status),
+                   lambda s: review_mcq(session=s, actor=cat, mcq_id=q["id"], decision="pending", expected=status))
+    won, exc = _one_winner(results, DecidedElsewhere)
+    with session_scope(engine) as s:
+        row = s.get(MCQReview, q["id"])
+        assert len(row.history) == 2 and row.status == ["edited", "pending"][won]
