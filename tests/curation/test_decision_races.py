@@ -106,3 +106,32 @@ def test_two_curators_reviewing_one_mcq_at_once(judged):  # noqa: F811 - the fix
     with session_scope(engine) as s:
         row = s.get(MCQReview, q["id"])
         assert len(row.history) == 2 and row.status == ["edited", "pending"][won]
+
+
+def test_two_curators_gating_one_check_at_once(engine, store, tmp_path, os_sandbox):
+    from curation.models import ProgrammaticItem
+    from curation.services.programmatic import propose_artifact, propose_check, run_release_gate
+    from curation.services.stages import set_stage
+    from tests.curation.test_programmatic import FAST, GOOD
+    from tests.curation.test_programmatic import _vote as vote
+    from tests.curation.test_programmatic import team as make_team
+
+    t = make_team.__wrapped__(engine, store, tmp_path)  # the fixture's body: two analysts, a curator, a task
+    cat = f.user(engine, "cat", Role.CURATOR)
+    with session_scope(engine) as s:
+        set_stage(session=s, actor=t["cur"], dataset_id=t["ds"].id, stage=Stage.REVIEW)
+    with session_scope(engine) as s:
+        check = propose_check(session=s, actor=t["ana"], task_id=t["task_id"], fields=GOOD).id
+        art = propose_artifact(session=s, actor=t["bob"], task_id=t["task_id"], path="clean.csv",
+                               data=b"deaths,masfem\n10,2.5\n0,8.1\n").id
+    vote(t, t["bob"], check, "check", "yes")
+    vote(t, t["ana"], art, "artifact", "yes")
+    results = race(engine, *(lambda s, who=who: run_release_gate(session=s, actor=who, item_id=check, limits=FAST)
+                             for who in (t["cur"], cat)))
+    won, exc = _one_winner(results, DecidedElsewhere)
+    winner = [t["cur"], cat][won]
+    assert f"{winner.username} ran the release gate of this check while yours ran" in str(exc)
+    assert "released it; their evidence is kept and yours was not stored" in str(exc)
+    with session_scope(engine) as s:
+        gate = s.get(ProgrammaticItem, check).gate
+        assert gate["released"] and gate["by"] == winner.id
