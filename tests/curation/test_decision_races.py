@@ -135,3 +135,30 @@ def test_two_curators_gating_one_check_at_once(engine, store, tmp_path, os_sandb
     with session_scope(engine) as s:
         gate = s.get(ProgrammaticItem, check).gate
         assert gate["released"] and gate["by"] == winner.id
+
+
+def test_two_facilitators_revising_one_outcome_at_once(engine, store):
+    from curation.services.meetings import MeetingConflict, record_outcome, start_meeting
+    from curation.services.stages import set_stage
+    from tests.curation.test_meetings import split as make_split
+
+    t = make_split.__wrapped__(engine, store)
+    target = t["ids"]["ana"]["dv"]
+    with session_scope(engine) as s:
+        set_stage(session=s, actor=t["cur"], dataset_id=t["ds"].id, stage=Stage.CLOSED)
+        mid = start_meeting(session=s, actor=t["cur"], dataset_id=t["ds"].id).id
+    with session_scope(engine) as s:
+        record_outcome(session=s, actor=t["cur"], meeting_id=mid, target_kind="variable", target_id=target,
+                       outcome="contested", reason="first pass")
+    results = race(engine, *(lambda s, who=who, out=out: record_outcome(
+        session=s, actor=who, meeting_id=mid, target_kind="variable", target_id=target, outcome=out,
+        reason=f"{who.username} revises", expected_revision=1)
+        for who, out in ((t["cur"], "justifiable"), (t["adm"], "unjustifiable"))))
+    won, exc = _one_winner(results, MeetingConflict)
+    winner = [t["cur"], t["adm"]][won]
+    assert "Nothing of yours was saved" in str(exc)
+    with session_scope(engine) as s:
+        from curation.models import MeetingOutcome
+
+        (row,) = s.exec(select(MeetingOutcome)).all()
+        assert (row.revision, row.reason) == (2, f"{winner.username} revises")
