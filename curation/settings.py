@@ -151,8 +151,8 @@ class Settings(BaseSettings):
     def _endpoint_urls(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
         for url in value:
             if endpoint_identity(url) is None:
-                raise ValueError(f"FORKPATHS_AGENT_ENDPOINT_KEYS: '{url[:200]}' is not an http(s) URL with a host; "
-                                 "each key of the map is an endpoint's base URL, e.g. https://api.example.com/v1")
+                raise ValueError(f"'{url[:200]}' is not an http(s) URL with a host; each key of the map is an "
+                                 "endpoint's base URL, e.g. https://api.example.com/v1")
         return value
 
     def agent_endpoint_key(self, base_url: str) -> SecretStr | None:

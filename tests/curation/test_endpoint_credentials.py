@@ -63,6 +63,12 @@ def test_which_key_goes_where():
         Settings(agent_endpoint_keys={"api.example.com": "sk"})
 
 
+def test_a_bad_endpoint_key_map_is_named_without_echoing_the_keys(tmp_path):
+    bad = forkpaths(tmp_path, "agent", "list", FORKPATHS_AGENT_ENDPOINT_KEYS='{"api.example.com/v1": "sk-secret-1"}')
+    assert bad.returncode == 2 and "FORKPATHS_AGENT_ENDPOINT_KEYS=(hidden)" in bad.stderr
+    assert "'api.example.com/v1' is not an http(s) URL with a host" in bad.stderr and "sk-secret-1" not in bad.stderr
+
+
 @pytest.fixture
 def world(engine, tmp_path, shared_blade):
     return make_world(engine, tmp_path, shared_blade)
