@@ -758,8 +758,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValidationError as exc:  # a setting that does not parse: which variable, what it holds, what is wrong
         for err in exc.errors():
             name = "FORKPATHS_" + "_".join(str(p) for p in err.get("loc", ())).upper()
-            print(f"error: {name}={err.get('input')!r} (from the environment or .env): {err.get('msg')}.",
-                  file=sys.stderr)
+            shown = "(hidden)" if "KEY" in name or "PASSWORD" in name else repr(err.get("input"))  # no secret echoed
+            print(f"error: {name}={shown} (from the environment or .env): {err.get('msg')}.", file=sys.stderr)
         return 2
     try:
         return int(args.func(args, settings))

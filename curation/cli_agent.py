@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -52,6 +53,23 @@ def _follow(engine: Any, job_id: int, run_id: int, settings: Settings) -> int:
     return 0 if run.status == RunStatus.SUCCEEDED.value else 1
 
 
+def _typed_key(args: argparse.Namespace, settings: Settings, base_url: str) -> Settings:
+    """``--api-key-env NAME``: the endpoint's key, read from that environment variable (not the command line, where
+    other users of the machine could read it), for this process's run at ``base_url`` only."""
+    name = getattr(args, "api_key_env", None)
+    if not name:
+        return settings
+    if getattr(args, "enqueue", False):
+        raise ScoringError("--api-key-env gives a key to this process only, and --enqueue hands the run to a worker "
+                           "that cannot see it: run without --enqueue, or have an admin configure the endpoint's "
+                           "key in FORKPATHS_AGENT_ENDPOINT_KEYS.")
+    key = os.environ.get(name, "")
+    if not key:
+        raise ScoringError(f"--api-key-env {name}: the environment variable {name} is not set or is empty; set it "
+                           "to the endpoint's key.")
+    return settings.with_endpoint_key(base_url, key)
+
+
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services import agent_runs as ar
     from evaluation.agents import AgentSettings
@@ -62,6 +80,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if not base_url:
         raise ScoringError("Say where the model under test answers: --base-url URL (an OpenAI-compatible endpoint) "
                            "or FORKPATHS_LLM_BASE_URL.")
+    settings = _typed_key(args, settings, base_url)
     try:
         limits = AgentSettings(max_steps=args.max_steps, step_timeout_s=args.step_timeout)
     except ValidationError as exc:
@@ -103,6 +122,7 @@ def _act(args: argparse.Namespace, settings: Settings) -> int:
         with session_scope(report.engine) as s:
             run = ar.resume_agent_run(session=s, actor=_operator(s, args.as_user), run_id=args.run)
             job_id = int(run.job_id or 0)
+            settings = _typed_key(args, settings, run.base_url)
         if args.enqueue:
             from curation.services.jobs import enqueue_job
 
@@ -140,8 +160,12 @@ def add_agent_commands(sub: Any) -> None:
     r = asub.add_parser("run", help="run a model on a release's tasks with a strategy, then score it")
     r.add_argument("--release", required=True, help="the release whose tasks the model answers")
     r.add_argument("--model", required=True, help="the model under test, as its endpoint names it")
-    r.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL; key: "
-                                      "FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY)")
+    r.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL). The "
+                                      "server's key (FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY) goes only to "
+                                      "FORKPATHS_LLM_BASE_URL; another URL gets the key configured for it in "
+                                      "FORKPATHS_AGENT_ENDPOINT_KEYS, or --api-key-env, or none")
+    r.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding this endpoint's key "
+                                                          "(sent to --base-url only; not with --enqueue)")
     r.add_argument("--strategy", choices=["oneshot", "react"], default="oneshot",
                    help="oneshot: one answer from the task prompt (repaired once if invalid); react: a loop "
                         "whose one tool runs Python in the sandbox on the task's data (default oneshot)")
@@ -166,6 +190,8 @@ def add_agent_commands(sub: Any) -> None:
         p.add_argument("run", type=int)
         if name == "resume":
             p.add_argument("--enqueue", action="store_true")
+            p.add_argument("--api-key-env", metavar="NAME", help="the environment variable holding the run's "
+                                                                  "endpoint key (as for agent run)")
         p.set_defaults(func=_act)
     ls = asub.add_parser("list", help="agent runs, newest first")
     ls.add_argument("--release")

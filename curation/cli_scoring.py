@@ -465,9 +465,10 @@ def add_scoring_commands(sub: Any) -> None:
     given = mcq.add_mutually_exclusive_group(required=True)
     given.add_argument("--answers", help="a JSON object {question id: letter} (or {'answers': {...}})")
     given.add_argument("--ask-model", metavar="MODEL", help="ask this model under test every MCQ, at temperature 0")
-    mcq.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL; the key "
-                                        "is FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY); asked as an agent "
-                                        "run (forkpaths agent show N)")
+    mcq.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL, which "
+                                        "alone gets FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY; another URL "
+                                        "gets its key from FORKPATHS_AGENT_ENDPOINT_KEYS, or none); asked as an "
+                                        "agent run (forkpaths agent show N)")
     mcq.add_argument("--agent")
     mcq.add_argument("--model")
     mcq.add_argument("--out", required=True)

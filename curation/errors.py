@@ -17,6 +17,7 @@ __all__ = [
     "BlindingViolation",
     "CurationError",
     "DatasetImportError",
+    "DecidedElsewhere",
     "DecisionValidationError",
     "NotFoundError",
     "PermissionDenied",
@@ -72,6 +73,11 @@ class DatasetImportError(CurationError):
 
 class DecisionValidationError(CurationError):
     """A conceptual variable, transform or model was rejected; the message names the field."""
+
+
+class DecidedElsewhere(DecisionValidationError):
+    """Two people decided the same thing at once and the other one's decision landed first; nothing of the later
+    one was stored. The message says who decided, when and what, and what to do."""
 
 
 class SubmittedAnalysisLocked(CurationError):

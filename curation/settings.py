@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evaluation.llm import LLMConfig
@@ -20,9 +21,24 @@ from evaluation.llm import LLMConfig
 if TYPE_CHECKING:
     from curation.artifacts import ArtifactStore
 
-__all__ = ["PROJECT_ROOT", "SessionPolicy", "Settings", "ThrottlePolicy"]
+__all__ = ["PROJECT_ROOT", "SessionPolicy", "Settings", "ThrottlePolicy", "endpoint_identity"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def endpoint_identity(url: str) -> tuple[str, str, int, str] | None:
+    """What makes two endpoint URLs the same place for a credential: scheme, host, port (the scheme's default when
+    none is written) and path without a trailing slash; letter case of scheme and host does not count. ``None``
+    for a URL that is not http(s) or cannot be read (it matches nothing, so no key goes there)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80), parts.path.rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -119,14 +135,50 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
-    llm_timeout_s: float = Field(default=120.0, gt=0, description="Seconds to wait for one LLM answer.")
+    llm_timeout_s: float = Field(default=120.0, gt=0, description="Wall-clock seconds one LLM request may take, from connecting to the last byte of its answer (a deadline, not a per-read timeout).")
     llm_max_retries: int = Field(default=4, ge=0, description="Retries on 429, 5xx and timeouts (backoff doubles).")
     agent_prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="Agent runs' prices in USD per million tokens, by model: JSON such as "
         '{"gpt-4o": [2.5, 10.0]} (input, output). A model without a price gets tokens but no cost.')
     agent_api_key: SecretStr | None = Field(
-        default=None, description="The key of the endpoints agent runs call (default: FORKPATHS_LLM_API_KEY).")
+        default=None, description="The key agent runs send to the server's own endpoint (FORKPATHS_LLM_BASE_URL) "
+        "instead of FORKPATHS_LLM_API_KEY; it goes to no other address (see agent_endpoint_keys).")
+    agent_endpoint_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Keys the admin configured for other endpoints agent runs may call: JSON such as "
+        '{"https://api.example.com/v1": "sk-..."}. A run whose endpoint is one of these URLs (same scheme, host, '
+        "port and path) sends that key; a run at any other address sends none of the server's keys.")
+
+    @field_validator("agent_endpoint_keys")
+    @classmethod
+    def _endpoint_urls(cls, value: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for url in value:
+            if endpoint_identity(url) is None:
+                raise ValueError(f"'{url[:200]}' is not an http(s) URL with a host; each key of the map is an "
+                                 "endpoint's base URL, e.g. https://api.example.com/v1")
+        return value
+
+    def agent_endpoint_key(self, base_url: str) -> SecretStr | None:
+        """The key an agent run at ``base_url`` may send: the server's LLM key (or FORKPATHS_AGENT_API_KEY) only
+        to the server's configured base URL, a key from ``agent_endpoint_keys`` only to its own URL, and nothing
+        anywhere else: a URL a user typed never receives a credential configured for another address."""
+        where = endpoint_identity(base_url)
+        if where is None:
+            return None
+        for url, key in self.agent_endpoint_keys.items():
+            if endpoint_identity(url) == where:
+                return key
+        if self.llm_base_url and endpoint_identity(self.llm_base_url) == where:
+            return self.agent_api_key or self.llm_api_key
+        return None
+
+    def with_endpoint_key(self, base_url: str, key: str) -> Settings:
+        """These settings with a key a user typed for ``base_url`` (kept in this process only, never stored): the
+        run at that address sends it, and no other address gets it."""
+        keys = {u: k for u, k in self.agent_endpoint_keys.items()
+                if endpoint_identity(u) != endpoint_identity(base_url)}
+        return self.model_copy(update={"agent_endpoint_keys": {**keys, base_url: SecretStr(key)}})
 
     @property
     def resolved_data_dir(self) -> Path:

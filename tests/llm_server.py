@@ -14,7 +14,8 @@ that HTTP status instead, a ``dict`` is a step). A step is one of:
 - ``{"raw": "..."}``: this HTTP body as it is (e.g. truncated JSON), with status 200 and the ``content_type``
   given in the step (``application/json`` unless said, e.g. ``text/html`` for a proxy's error page).
 
-Every request is recorded in ``requests``. ``ScriptedLLM.down_url()`` gives a URL nothing listens on.
+Every request is recorded in ``requests``, and its ``Authorization`` header (``None`` when absent) in
+``authorizations``. ``ScriptedLLM.down_url()`` gives a URL nothing listens on.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class ScriptedLLM:
         self.script: list[dict[str, Any]] = []
         self.responder = responder or (lambda _req: '{"variables": [], "transforms": []}')
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []
         self._lock = threading.Lock()
         outer = self
 
@@ -61,6 +63,7 @@ class ScriptedLLM:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 with outer._lock:
                     outer.requests.append(body)
+                    outer.authorizations.append(self.headers.get("Authorization"))
                     step = outer.script.pop(0) if outer.script else None
                 if step is None:
                     answer = outer.responder(body)

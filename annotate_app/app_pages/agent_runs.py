@@ -34,7 +34,10 @@ with st.expander("Start an agent run", expanded=not existing), st.form(f"agent.{
     c3, c4 = st.columns(2)
     model = c3.text_input("Model", placeholder="e.g. gpt-4o, llama3.1:8b", key="agent.model")
     base_url = c4.text_input("Endpoint (OpenAI-compatible base URL)", value=cfg.llm_base_url or "",
-                             placeholder="e.g. http://localhost:11434/v1", key="agent.base_url")
+                             placeholder="e.g. http://localhost:11434/v1", key="agent.base_url",
+                             help="The server's own LLM key is sent only to its own endpoint (the default here); "
+                                  "another endpoint gets the key an admin configured for it "
+                                  "(FORKPATHS_AGENT_ENDPOINT_KEYS), or none.")
     c5, c6, c7 = st.columns(3)
     strategy = c5.radio("Strategy", ["oneshot", "react"], horizontal=True, key="agent.strategy",
                         help="oneshot: one answer from the question, the data dictionary and a sample of rows "

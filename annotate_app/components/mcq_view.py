@@ -53,13 +53,15 @@ def render_mcq(user: User, view: MCQView, dataset: Dataset, n: int) -> None:
             render_provenance(view)
         c1, c2, c3 = st.columns([1, 1, 3])
         if c1.button("Accept", key=f"mcq.accept.{q.id}") and context.succeeded(
-                lambda s: review_mcq(session=s, actor=user, mcq_id=q.id, decision="accepted")):
+                lambda s: review_mcq(session=s, actor=user, mcq_id=q.id, decision="accepted",
+                                   expected=view.review)):
             state.flash(f"MCQ {n} accepted.")
             st.rerun()
         reason = c3.text_input("Reason to reject", key=f"mcq.reason.{q.id}", label_visibility="collapsed",
                                placeholder="reason to reject")
         if c2.button("Reject", key=f"mcq.reject.{q.id}") and context.succeeded(
-                lambda s: review_mcq(session=s, actor=user, mcq_id=q.id, decision="rejected", note=reason)):
+                lambda s: review_mcq(session=s, actor=user, mcq_id=q.id, decision="rejected", note=reason,
+                                   expected=view.review)):
             state.flash(f"MCQ {n} rejected.")
             st.rerun()
         with st.expander("Edit"), st.form(f"mcq.edit.{q.id}"):
@@ -72,6 +74,6 @@ def render_mcq(user: User, view: MCQView, dataset: Dataset, n: int) -> None:
         if save:
             key_text = texts[LETTERS.index(key_letter)]
             if context.succeeded(lambda s: edit_mcq(session=s, actor=user, mcq_id=q.id, options=texts,
-                                                    key=key_text, note=note)):
+                                                    key=key_text, note=note, expected=view.review)):
                 state.flash(f"MCQ {n} edited.")
                 st.rerun()

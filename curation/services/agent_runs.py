@@ -370,7 +370,7 @@ def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, setti
     tasks = hook.tasks(release, folder, only=run.only or None)
     total = len(tasks) * run.runs_per_task
     agent_settings = AgentSettings.model_validate(run.settings)
-    key = settings.agent_api_key or settings.llm_api_key
+    key = settings.agent_endpoint_key(run.base_url)  # the server's key goes only where it was configured
     base = LLMConfig(base_url=run.base_url, model=run.model, api_key=key, temperature=run.temperature,
                      timeout_s=settings.llm_timeout_s, max_retries=settings.llm_max_retries,
                      cache_dir=settings.llm_cache_dir)

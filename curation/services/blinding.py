@@ -8,7 +8,10 @@ not end the blindness). Analysts additionally stay blind to every dataset they h
 or not (they have no business with other datasets' stage-1 work before their own is in).
 
 The rule hides peers' work, so where there is none nothing is hidden: a dataset that holds no submitted
-analysis, alternative, vote, consensus or MCQ (a starter dataset nobody has annotated yet) is never withheld.
+analysis, alternative, vote, consensus, MCQ or gold hypothesis (a starter dataset nobody has annotated yet) is never
+withheld. Imported ground truth counts like any stage-1 work: BLADE's experts' decisions and imported checks come in
+as consensus rows, and a DiscoveryBench dataset's imported gold hypotheses (from its metadata or answer key) are
+its answers, so an annotator of the dataset who has not submitted sees them nowhere.
 What counts is what is shown: the database as it is now for live pages, or a release's own content for what
 is read from a release (its files, exports, ground truth built from it, scoring results against it).
 
@@ -34,6 +37,7 @@ from curation.models import (
     Consensus,
     Dataset,
     DatasetAssignment,
+    HypothesisTask,
     ReleaseRecord,
     Role,
     User,
@@ -55,9 +59,10 @@ __all__ = [
 ]
 
 #: The counts of a release record's summary that are recorded work (a dataset with all of them 0 holds only
-#: its question, description, dictionary and data table, which every annotator sees anyway).
+#: its question, description, dictionary and data table, which every annotator sees anyway). ``hypothesis_gold``
+#: counts every gold hypothesis, imported ones included: an imported gold is the dataset's answer.
 RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "votes", "mcqs",
-                       "hypothesis_candidates", "hypothesis_consensus")
+                       "hypothesis_candidates", "hypothesis_consensus", "hypothesis_gold")
 
 _STARTED, _ASSIGNED, _ANALYST = "started", "assigned", "analyst"
 
@@ -81,8 +86,8 @@ def _cause(actor: User, dataset_id: int, status: dict[int, str], assigned: set[i
 
 def datasets_holding_work(session: Session, dataset_ids: Iterable[int], *, besides: int | None = None) -> set[int]:
     """Those of ``dataset_ids`` that hold recorded work in the database now: a submitted analysis (by someone
-    other than the user ``besides``), an alternative, a vote, a consensus decision or an MCQ. Drafts are private
-    and never shown or released, so they do not count."""
+    other than the user ``besides``), an alternative, a vote, a consensus decision, an MCQ or a gold hypothesis
+    (imported or decided). Drafts are private and never shown or released, so they do not count."""
     ids = sorted(set(dataset_ids))
     if not ids:
         return set()
@@ -96,6 +101,11 @@ def datasets_holding_work(session: Session, dataset_ids: Iterable[int], *, besid
         if not rest:
             break
         found |= set(session.exec(select(model.dataset_id).where(col(model.dataset_id).in_(rest))).all())
+    rest = [i for i in ids if i not in found]
+    if rest:
+        found |= set(session.exec(select(HypothesisTask.dataset_id).where(
+            col(HypothesisTask.dataset_id).in_(rest), col(HypothesisTask.gold_hypothesis).is_not(None),
+            col(HypothesisTask.gold_hypothesis) != "")).all())
     return found
 
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from curation.errors import CurationError, NotFoundError
+from curation.errors import CurationError, DecidedElsewhere, NotFoundError
 from curation.models import MCQ, Dataset, MCQReview, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
 from curation.services.mcq_audit import MCQS_BLIND, AuditFinding, audit_mcqs
+from curation.services.stages import lock_for_review_write
 
 __all__ = ["MCQEditError", "MCQView", "edit_mcq", "mcq_views", "review_mcq", "taker_text"]
 
@@ -60,10 +62,6 @@ def _refuse_if_blind(session: Session, actor: User, mcq: MCQ) -> None:
         refuse_if_blind(session, actor, dataset.name, MCQS_BLIND)
 
 
-def _review_row(session: Session, mcq: MCQ) -> MCQReview | None:
-    return session.get(MCQReview, mcq.id)
-
-
 @judges_actor
 def mcq_views(*, session: Session, actor: User, dataset_id: int, status: str | None = None) -> list[MCQView]:
     """Every MCQ of the dataset with its review state and audit findings (curators and admins)."""
@@ -92,20 +90,58 @@ def _get(session: Session, mcq_id: str) -> MCQ:
     return mcq
 
 
-def _record(session: Session, mcq: MCQ, actor: User, status: str, note: str, detail: dict[str, Any]) -> MCQReview:
-    row = _review_row(session, mcq) or MCQReview(mcq_id=mcq.id, dataset_id=mcq.dataset_id, status=status)
+def _elsewhere(session: Session, row: MCQReview, seen: str) -> DecidedElsewhere:
+    who = session.get(User, row.reviewed_by_id) if row.reviewed_by_id else None
+    name = (who.display_name or who.username) if who else "another curator"
+    return DecidedElsewhere(
+        f"{name} {'marked' if row.status == 'pending' else 'set'} this MCQ {row.status} at {row.reviewed_at:%H:%M:%S} "
+        f"UTC, after you saw it {seen}. Nothing of yours was saved: reload it, read their review, then review "
+        "again if needed.")
+
+
+def _locked_review(session: Session, mcq: MCQ, expected: str | None) -> MCQReview | None:
+    """The MCQ's review row, locked to the end of the transaction (SQLite: the database's write lock), checked
+    against ``expected``, the review state the curator saw (None: any). Someone else's review since is a
+    :class:`DecidedElsewhere`: of two curators reviewing one MCQ at once, one goes on."""
+    lock_for_review_write(session, mcq.dataset_id)
+    row = session.exec(select(MCQReview).where(MCQReview.mcq_id == mcq.id).with_for_update()
+                       .execution_options(populate_existing=True)).first()
+    if expected is not None and (row.status if row is not None else "pending") != expected:
+        raise _elsewhere(session, row, expected) if row is not None else DecidedElsewhere(
+            "This MCQ's review was reset since you saw it; reload it and review again.")
+    return row
+
+
+def _record(session: Session, mcq: MCQ, row: MCQReview | None, actor: User, status: str, note: str,
+            detail: dict[str, Any]) -> MCQReview:
+    fresh = row is None
+    row = row or MCQReview(mcq_id=mcq.id, dataset_id=mcq.dataset_id, status=status)
     before = row.status if row.history else "pending"
     row.status, row.note, row.reviewed_by_id, row.reviewed_at = status, note.strip(), actor.id, utcnow()
     row.history = [*row.history, {"from": before, "to": status, "by": actor.id, "at": row.reviewed_at.isoformat(),
                                   "note": row.note, **detail}]
-    session.add(row)
-    session.flush()
+    if not fresh:
+        session.add(row)
+        session.flush()
+        return row
+    try:  # the first review: two curators inserting it at once meet on the primary key
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        if row in session:
+            session.expunge(row)
+        other = session.exec(select(MCQReview).where(MCQReview.mcq_id == mcq.id)).one()
+        raise _elsewhere(session, other, "pending") from None
     return row
 
 
 @judges_actor
-def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, note: str = "") -> MCQReview:
-    """Accept or reject an MCQ (a reason is required to reject), or put it back to pending."""
+def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, note: str = "",
+               expected: str | None = None) -> MCQReview:
+    """Accept or reject an MCQ (a reason is required to reject), or put it back to pending. ``expected``: the
+    review state the curator saw (pending, accepted, rejected, edited); another curator's review since then is a
+    :class:`DecidedElsewhere` and nothing is stored (None: no such check, for scripts)."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     if decision not in ("accepted", "rejected", "pending"):
         raise MCQEditError(f"'{decision}' is not a review decision; accept, reject or reset to pending.")
@@ -113,13 +149,15 @@ def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, not
         raise MCQEditError("Say why this MCQ is rejected: the reason stays with it.")
     mcq = _get(session, mcq_id)
     _refuse_if_blind(session, actor, mcq)
-    return _record(session, mcq, actor, decision, note, {})
+    row = _locked_review(session, mcq, expected)
+    return _record(session, mcq, row, actor, decision, note, {})
 
 
 @judges_actor
 def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], key: str, note: str = "",
-             mc_type: str | None = None) -> MCQReview:
-    """Replace an MCQ's options and key. The key must be one of the options; 2-4 distinct, non-empty options."""
+             mc_type: str | None = None, expected: str | None = None) -> MCQReview:
+    """Replace an MCQ's options and key. The key must be one of the options; 2-4 distinct, non-empty options.
+    ``expected``: the review state the curator saw, as for :func:`review_mcq`."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     mcq = _get(session, mcq_id)
     _refuse_if_blind(session, actor, mcq)
@@ -134,6 +172,8 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
         raise MCQEditError(f"{where}: the key is not among the options; pick the key from the options you kept.")
     if mc_type is not None and mc_type not in ("select_pos", "select_neg"):
         raise MCQEditError(f"{where}: '{mc_type}' is not an MCQ type; use select_pos or select_neg.")
+    row = _locked_review(session, mcq, expected)
+    session.refresh(mcq)  # the options as they are now, read under the lock
     old = {" ".join(o.get("text", "").split()): o for o in mcq.options}
     before = {"options": [o.get("text", "") for o in mcq.options], "correct_index": mcq.correct_index,
               "mc_type": mcq.mc_type}
@@ -157,4 +197,4 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
     mcq.mc_type = mc_type or mcq.mc_type
     mcq.extra = {**(mcq.extra or {}), "edited": True}
     session.add(mcq)
-    return _record(session, mcq, actor, "edited", note, {"before": before})
+    return _record(session, mcq, row, actor, "edited", note, {"before": before})

@@ -25,7 +25,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
-from curation.errors import CurationError, NotFoundError, PermissionDenied
+from curation.errors import CurationError, DecidedElsewhere, NotFoundError, PermissionDenied
 from curation.ground_truth import apply_rule, verdicts_by_voter
 from curation.models import (
     Consensus,
@@ -41,7 +41,7 @@ from curation.models import (
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.ground_truth import GroundTruthItem, dataset_rule
-from curation.services.stages import require_reviewer
+from curation.services.stages import lock_for_review_write, require_reviewer
 from evaluation.programmatic.groundtruth import (
     GateResult,
     agree,
@@ -396,11 +396,29 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
     if not accepted:
         raise ProgrammaticError(f"Task {task.key} has no accepted artifact yet: accept one (by votes, or a meeting) "
                                 "before running the gate, which needs an output the check must pass on.")
+    seen = dict(item.gate or {})
     result = _gate(release_task, item, accepted, wrong, limits)
-    item.gate = {**_gate_record(result), "code_hash": code_hash(item.payload)}
+    _unchanged_gate(session, item, seen, task.dataset_id)
+    item.gate = {**_gate_record(result), "code_hash": code_hash(item.payload), "by": actor.id}
     session.add(item)
     session.flush()
     return item
+
+
+def _unchanged_gate(session: Session, item: ProgrammaticItem, seen: dict[str, Any], dataset_id: int) -> None:
+    """The gate's record is written only over the one this run started from (the row locked, read again):
+    of two curators gating one check at once, the later is told, and the first's evidence is kept."""
+    lock_for_review_write(session, dataset_id)
+    session.exec(select(ProgrammaticItem).where(ProgrammaticItem.id == item.id).with_for_update()
+                 .execution_options(populate_existing=True)).one()
+    now = dict(item.gate or {})
+    if now != seen:
+        who = session.get(User, now["by"]) if now.get("by") else None
+        name = (who.display_name or who.username) if who else "another curator"
+        verdict = "released it" if now.get("released") else "did not release it"
+        raise DecidedElsewhere(f"{name} ran the release gate of this check while yours ran ({str(now.get('at', ''))[:19]} "
+                               f"UTC) and {verdict}; their evidence is kept and yours was not stored. Reload to read "
+                               "it, and run the gate again if needed.")
 
 
 @judges_actor

@@ -8,6 +8,8 @@ that turns the answer's text into what the caller needs (raising :class:`ParseEr
   next to the answer, so any stored result can be traced to the exact reply;
 * an answer is cached only once ``parse`` accepted it, and a cached answer is parsed again before it is served:
   a garbage reply is never served from the cache, so re-asking after the endpoint recovers sends the request;
+* each attempt has a wall-clock deadline of ``timeout_s`` from connecting to the answer's last byte
+  (:mod:`evaluation.llm.deadline`): an endpoint that drips a byte a second times out like a silent one;
 * 429, 5xx, timeouts, refused connections and an HTTP 200 whose body is not a chat completion (a proxy's HTML
   error page) are retried with exponential backoff (``max_retries``, ``timeout_s`` from :class:`LLMConfig`);
   other errors (401, 404, 400...) fail at once with the endpoint's own message. Every failure is an
@@ -87,7 +89,8 @@ class LLMConfig(BaseModel):
     api_key: SecretStr | None = None
     temperature: float = 0.0
     max_tokens: int = Field(default=4096, gt=0)
-    timeout_s: float = Field(default=120.0, gt=0, description="seconds to wait for one answer")
+    timeout_s: float = Field(default=120.0, gt=0, description="wall-clock seconds one attempt may take, from "
+                             "connecting to the last byte of the answer (not per read)")
     max_retries: int = Field(default=4, ge=0, description="retries on 429, 5xx, timeouts and non-completion bodies")
     backoff_s: float = Field(default=1.0, ge=0, description="first retry wait; doubles each retry")
     json_mode: bool = Field(default=True, description="ask for response_format json_object")
@@ -351,14 +354,19 @@ class LLMClient:
         if self._client is None:
             import openai  # here, not at the top: it takes half a second to import, and most commands never need it
 
+            from evaluation.llm.deadline import bounded_http_client
+
             key = self.config.api_key.get_secret_value() if self.config.api_key else "not-needed"
+            http = bounded_http_client(openai.DefaultHttpxClient(timeout=self.config.timeout_s))
             self._client = openai.OpenAI(base_url=self.config.base_url, api_key=key or "not-needed",
-                                         timeout=self.config.timeout_s, max_retries=0)
+                                         timeout=self.config.timeout_s, max_retries=0, http_client=http)
         return self._client
 
     def _send(self, key: str, template: str, messages: list[dict[str, Any]], params: dict[str, Any], *,
               allow_tools: bool = False) -> LLMResult:
         import openai
+
+        from evaluation.llm.deadline import deadline
 
         config, client = self.config, self._openai()
         attempt = 0
@@ -367,10 +375,12 @@ class LLMClient:
         while True:
             attempt += 1
             try:
-                response = client.chat.completions.with_raw_response.create(
-                    model=config.model or "", messages=messages, **params)
-                http = response.http_response
-                raw = _completion(http.status_code, http.headers.get("content-type", ""), http.text)
+                with deadline(config.timeout_s):  # the whole attempt, every byte of it, not each read
+                    response = client.chat.completions.with_raw_response.create(
+                        model=config.model or "", messages=messages, **params)
+                    http = response.http_response
+                    body = http.text
+                raw = _completion(http.status_code, http.headers.get("content-type", ""), body)
                 break
             except openai.BadRequestError as exc:
                 if "response_format" in params and "response_format" in str(exc.message):

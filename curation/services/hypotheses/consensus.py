@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from curation.errors import DecisionValidationError, NotFoundError, StageError
+from curation.errors import DecidedElsewhere, DecisionValidationError, NotFoundError, StageError
 from curation.ground_truth import Status
 from curation.models import (
     Alternative,
@@ -140,6 +141,31 @@ def _variable_names(variables: list[dict[str, Any]]) -> list[str]:
     return [str(v.get("name") or v.get("column") or "") for v in variables if v.get("name") or v.get("column")]
 
 
+def _claim(session: Session, task: HypothesisTask, actor: User) -> None:
+    """Take the query's decision with one conditional write (its status from "needs curation" to "gold"), so that
+    of two curators deciding it at once exactly one goes on: on PostgreSQL the second waits on the row, then finds
+    its condition false; the task read before that is refreshed and the loser is told who decided first."""
+    claimed = session.execute(
+        update(HypothesisTask)
+        .where(col(HypothesisTask.id) == task.id,
+               col(HypothesisTask.status) == HypothesisTaskStatus.NEEDS_CURATION.value)
+        .values(status=HypothesisTaskStatus.GOLD.value)
+        .execution_options(synchronize_session=False))
+    session.refresh(task)
+    if claimed.rowcount == 1:  # type: ignore[attr-defined]  # an UPDATE's CursorResult
+        return
+    provenance = task.gold_provenance or {}
+    decided_by = provenance.get("decided_by_id")
+    if task.gold_source == "consensus" and decided_by is not None and decided_by != actor.id:
+        who = display_names(session=session, user_ids=[int(decided_by)]).get(int(decided_by), "another curator")
+        when = str(provenance.get("decided_at", ""))[:19].replace("T", " ")
+        raise DecidedElsewhere(
+            f"{who} decided the gold hypothesis of the {task_label(task)} first (at {when} UTC): "
+            f"\"{(task.gold_hypothesis or '')[:120]}\". Yours was not stored; reload the page to see their decision.")
+    raise DecisionValidationError(f"The {task_label(task)} already has its gold hypothesis "
+                                  f"({task.gold_source}); it is not decided again.")
+
+
 @judges_actor
 def decide_gold(*, session: Session, actor: User, task_id: int, target_kind: str, target_id: str,
                 note: str = "") -> HypothesisTask:
@@ -159,8 +185,7 @@ def decide_gold(*, session: Session, actor: User, task_id: int, target_kind: str
         raise StageError(f"A consensus meeting on '{dataset.name}' is open; close it first, so that its "
                          "outcomes are final.")
     if task.status != HypothesisTaskStatus.NEEDS_CURATION.value:
-        raise DecisionValidationError(f"The {task_label(task)} already has its gold hypothesis "
-                                      f"({task.gold_source}); it is not decided again.")
+        _claim(session, task, actor)  # says who decided it
     tg = next((t for t in _board(session, dataset.id or 0) if t.task.id == task_id), None)
     candidates = tg.candidates if tg else []
     chosen = next((c for c in candidates if c.target_kind == target_kind and c.target_id == target_id), None)
@@ -171,6 +196,7 @@ def decide_gold(*, session: Session, actor: User, task_id: int, target_kind: str
             f"That hypothesis is {chosen.status} ({chosen.why}); only one the decision rule or the meeting made "
             "justifiable becomes the gold.")
     assert tg is not None
+    _claim(session, task, actor)  # the one conditional write: of two curators deciding at once, one goes on
     payload = tg.payloads.get(chosen.key) or {}
     now = utcnow()
     rule = dataset_rule(session=session, dataset_id=dataset.id or 0)
