@@ -70,7 +70,8 @@ def write_hf_release(release: Release, release_dir: Path, dest: Path, *, manifes
 
     Raises:
         FileExistsError: ``dest`` exists.
-        FormatError: a release file changed while it was copied (its digest no longer matches the MANIFEST).
+        FormatError: the release holds no item of any kind (nothing to load), or a release file changed while it
+            was copied (its digest no longer matches the MANIFEST).
     """
     if dest.exists():
         raise FileExistsError(f"{dest} already exists")
@@ -78,6 +79,10 @@ def write_hf_release(release: Release, release_dir: Path, dest: Path, *, manifes
     if problems:
         raise FormatError(f"the release's MANIFEST cannot be read: {'; '.join(problems)}")
     rows = config_rows(release)
+    if not rows:
+        raise FormatError(f"release {release.version} holds no item of any kind ({', '.join(c.name for c in CONFIGS)}),"
+                          " only data tables, so a Hugging Face dataset of it would have no configuration to load; "
+                          "export it with --format native")
     partial = dest.parent / f".{dest.name}.partial-{secrets.token_hex(4)}"
     try:
         sums: dict[str, str] = {}

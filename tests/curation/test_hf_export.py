@@ -28,7 +28,7 @@ from curation.bootstrap import initialise
 from curation.cli import main
 from curation.dataset_files import read_blade_folder
 from curation.db import session_scope
-from curation.errors import BlindingViolation
+from curation.errors import BlindingViolation, ReleaseError
 from curation.models import Role
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
@@ -234,3 +234,17 @@ def test_the_fresh_install_release_from_the_command_line_leaves_out_the_kinds_it
     # an export never replaces a folder
     assert main(["release", "export", "1.0.0", "--format", "hf", "--out", str(tmp_path / "hub")]) == 2
     assert "already exists; choose another --out" in capsys.readouterr().err
+
+
+def test_a_release_of_data_tables_alone_is_refused_with_the_reason(engine, store, tmp_path):  # type: ignore[no-untyped-def]
+    cur = f.user(engine, "cur-empty", Role.CURATOR)
+    f.dataset(engine, store)
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(tmp_path / "r"),
+                        store=store, include_empty=True)
+    with session_scope(engine) as s, pytest.raises(ReleaseError, match=(
+            r"Release 1.0.0 could not be written as a Hugging Face dataset: release 1.0.0 holds no item of any kind "
+            r"\(analyses, decisions, .*\), only data tables.*export it with --format native")):
+        rel.export_release(session=s, actor=cur, version="1.0.0", fmt="hf", out=tmp_path / "hub",
+                           artifacts=artifacts_for(tmp_path / "r"))
+    assert not (tmp_path / "hub").exists()
