@@ -14,8 +14,11 @@ from exports.card import attribution_lines, licence_lines
 from exports.hf.tables import CONFIGS, HFConfig
 from exports.schema import Release
 
-__all__ = ["LICENCE_NAME", "parquet_path", "render_hf_card", "render_licence", "size_category"]
+__all__ = ["HF_LAYOUT_VERSION", "LICENCE_NAME", "parquet_path", "render_hf_card", "render_licence", "size_category"]
 
+#: The version of this layout (configurations, their columns, file names); bump on any change. Nothing reads an
+#: export back, so the card states it for the people and scripts that use the data.
+HF_LAYOUT_VERSION = "1.0"
 LICENCE_NAME = "LICENSE.md"
 
 _SIZES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
@@ -86,7 +89,7 @@ def render_hf_card(release: Release, splits: Mapping[str, Mapping[str, int]], *,
            "Expert ground truth about data-analysis decisions and data-science tasks, curated with "
            "forkpaths and exported as a Hugging Face dataset. This folder is release "
            f"{release.version} (cut {release.created_at.strftime('%Y-%m-%d %H:%M UTC')}, forkpaths "
-           f"{release.app_version}, format {release.format_version}"
+           f"{release.app_version}, release format {release.format_version}, Hugging Face layout {HF_LAYOUT_VERSION}"
            + (f", after release {release.previous_version}" if release.previous_version else "") + "), "
            f"{len(release.datasets)} dataset{'s' if len(release.datasets) != 1 else ''}: "
            + ", ".join(f"`{d.name}`" for d in release.datasets) + ".", ""]
