@@ -641,12 +641,14 @@ def build_parser() -> argparse.ArgumentParser:
     rd = rsub.add_parser("diff", help="what changed between two releases")
     rd.add_argument("old")
     rd.add_argument("new")
-    rx = rsub.add_parser("export", help="write a release in forkpaths', BLADE's or DiscoveryBench's layout")
+    rx = rsub.add_parser("export", help="write a release in forkpaths', BLADE's or DiscoveryBench's layout, "
+                                                     "or as a Hugging Face dataset")
     rx.add_argument("version", help="the release version (forkpaths release list)")
-    rx.add_argument("--format", choices=["native", "blade", "discoverybench"], default="native",
+    rx.add_argument("--format", choices=["native", "blade", "discoverybench", "hf"], default="native",
                     help="native: the release folder and zip; blade: BLADE's layout (its BLADE datasets); "
                          "discoverybench: the DiscoveryBench tree its hypothesis tasks were imported from, with "
-                         "answer keys")
+                         "answer keys; hf: a Hugging Face dataset folder (Parquet per kind and split, dataset "
+                         "card) to publish with huggingface-cli upload")
     rx.add_argument("--out", required=True, help="the folder to write (created; must be empty)")
     rel.set_defaults(func=_cmd_release)
     gt = sub.add_parser("gt", help="ground truth of a release (paths, units, value and graph hashes)")

@@ -13,7 +13,15 @@ from typing import Any
 
 from exports.schema import DatasetRelease, Release
 
-__all__ = ["ATTRIBUTION_KEYS", "LICENCE_KEYS", "hypothesis_counts", "is_hypothesis_dataset", "render_card"]
+__all__ = [
+    "ATTRIBUTION_KEYS",
+    "LICENCE_KEYS",
+    "attribution_lines",
+    "hypothesis_counts",
+    "is_hypothesis_dataset",
+    "licence_lines",
+    "render_card",
+]
 
 LICENCE_KEYS = ("licence", "license")
 ATTRIBUTION_KEYS = ("attribution", "citation", "source", "source_url")
@@ -158,6 +166,16 @@ def _terms(release: Release, text: str, keys: tuple[str, ...], missing: str) -> 
     return out
 
 
+def licence_lines(release: Release) -> list[str]:
+    """The card's Licence section body: the release's licence, then each dataset's own where recorded."""
+    return _terms(release, release.licence, LICENCE_KEYS, "No licence was recorded for this release.")
+
+
+def attribution_lines(release: Release) -> list[str]:
+    """The card's Attribution section body: the release's attribution, then each dataset's own."""
+    return _terms(release, release.attribution, ATTRIBUTION_KEYS, "No attribution was recorded for this release.")
+
+
 def render_card(release: Release) -> str:
     """Render the ``README.md`` dataset card of ``release`` (Markdown, ends with a newline).
 
@@ -237,11 +255,9 @@ def render_card(release: Release) -> str:
         "",
         "## Licence",
         "",
-        *_terms(release, release.licence, LICENCE_KEYS, "No licence was recorded for this release."),
+        *licence_lines(release),
         "## Attribution",
         "",
-        *_terms(
-            release, release.attribution, ATTRIBUTION_KEYS, "No attribution was recorded for this release."
-        ),
+        *attribution_lines(release),
     ]
     return "\n".join(out)

@@ -127,7 +127,7 @@ with tab_list:
         for why in withheld.values():
             st.info(why + " This release cannot be downloaded by you until then.", icon="🙈")
         layouts = [("native", "forkpaths layout (.zip)"), ("blade", "BLADE layout (.zip)"),
-                   ("discoverybench", "DiscoveryBench layout (.zip)")]
+                   ("discoverybench", "DiscoveryBench layout (.zip)"), ("hf", "Hugging Face dataset (.zip)")]
         for col, (fmt, label) in zip(st.columns(len(layouts)), layouts, strict=True):
             skips = context.attempt(lambda s, f=fmt: export_skips(session=s, actor=user, version=pick, fmt=f)) or {}
             if len(skips) == len(contents) and skips:

@@ -67,6 +67,7 @@ from exports.discoverybench_export import (
     write_discoverybench_release,
 )
 from exports.errors import FormatError
+from exports.hf import write_hf_release
 from exports.manifest import MANIFEST_NAME, sha256_file
 from exports.native import read_release, write_release
 from exports.published import PublishedRelease, read_published_release, release_zip_path
@@ -103,8 +104,8 @@ Progress = Callable[[str, float], None]
 #: What a dataset withheld from a blind reader loses: everything annotators recorded about it, at any stage
 #: (and, of its hypothesis tasks, the stage-1 candidates and any gold decided by consensus).
 WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs")
-#: The layouts a release exports to: the native folder and zip, BLADE's, DiscoveryBench's.
-EXPORT_FORMATS = ("native", "blade", "discoverybench")
+#: The layouts a release exports to: the native folder and zip, BLADE's, DiscoveryBench's, a Hugging Face dataset.
+EXPORT_FORMATS = ("native", "blade", "discoverybench", "hf")
 #: Stage-1 to 3 curation of hypothesis tasks (candidates, consensus gold) for every cut that is not given its own
 #: (see :data:`curation.services.release_data.HypothesisParts`); ``None``: tasks carry their imported gold.
 DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = task_release_parts
@@ -592,8 +593,9 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
 @judges_actor
 def export_release(*, session: Session, actor: User, version: str, fmt: str, out: Path,
                    artifacts: ArtifactStore) -> Path:
-    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip), ``blade`` layout or
-    ``discoverybench`` layout (``<version>-blade`` / ``<version>-discoverybench`` under ``out``).
+    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip), ``blade`` layout,
+    ``discoverybench`` layout or ``hf``, a Hugging Face dataset folder (``<version>-blade``,
+    ``<version>-discoverybench``, ``<version>-hf`` under ``out``; see :mod:`exports.hf`).
 
     Curators and admins who are not blind to any of its datasets. A native copy is checked again where it
     was written: what the user gets is what was cut. A layout that has no place for some datasets of the release
@@ -625,6 +627,12 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
     if dest.exists():
         raise ReleaseError(f"{dest} already exists; choose another --out.")
     release = published.release
+    if fmt == "hf":
+        try:
+            write_hf_release(release, published.folder, dest, manifest_sha256=record.manifest_sha256)
+        except (FormatError, OSError) as exc:
+            raise ReleaseError(f"Release {version} could not be written as a Hugging Face dataset: {exc}") from exc
+        return dest
     skipped = not_in_layout(release, "blade" if fmt == "blade" else "discoverybench")
     if fmt == "discoverybench":
         try:
@@ -651,8 +659,8 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
 @judges_actor
 def release_archive(*, session: Session, actor: User, version: str, fmt: str,
                     artifacts: ArtifactStore) -> tuple[str, bytes]:
-    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's or DiscoveryBench's layout
-    built from it (see :func:`export_release`).
+    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's, DiscoveryBench's or the
+    Hugging Face layout built from it (see :func:`export_release`).
 
     Curators and admins who are not blind to any of its datasets. The native zip's bytes are read once,
     checked, and exactly those bytes are handed out.

@@ -165,3 +165,7 @@ def test_a_release_with_discoverybench_datasets_shows_hypothesis_tasks_not_blade
     assert not at.exception
     (download,) = at.get("download_button")
     assert "forkpaths-1.0.0-discoverybench.zip" in download.proto.label
+    # a Hugging Face dataset holds every kind: it downloads as a zip of its folder
+    at.button(key="releases.prepare.hf").click().run()
+    assert not at.exception
+    assert any("forkpaths-1.0.0-hf.zip" in d.proto.label for d in at.get("download_button"))
