@@ -130,6 +130,14 @@ def kind_of(name: str) -> TaskKind:
         raise ScoringError(str(exc)) from exc
 
 
+def items_noun(kind: str) -> str:
+    """What a run of ``kind`` counts its progress in, in the kind's words ("analyses", "task folders", ...)."""
+    try:
+        return str(_registered_kind(kind).item_noun)
+    except UnknownKind:
+        return "items"
+
+
 def _kind_only_judges(kind: str) -> set[str]:
     """Judges that other kinds claim as their own (``judges`` of a kind), which kind ``kind`` cannot use."""
     from evaluation.tasks import KINDS
@@ -504,7 +512,8 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
     except RunCancelled:
         with session_scope(engine) as s:
             current = s.get(ScoringRun, run_id)
-            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+            where = (f" after {current.progress_done} of {current.progress_total} {items_noun(current.kind)}"
+                     if current else "")
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                        message=f"Cancelled{where}; no scores were kept.")
@@ -525,7 +534,8 @@ def _record_crash(engine: Engine, run_id: int, exc: Exception) -> ScoringRun:
     log.exception("scoring run %s crashed", run_id)
     with session_scope(engine) as s:
         current = s.get(ScoringRun, run_id)
-        where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+        where = (f" after {current.progress_done} of {current.progress_total} {items_noun(current.kind)}"
+                 if current else "")
     return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                    message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
 
@@ -589,7 +599,7 @@ def cancel_run(*, session: Session, actor: User, run_id: int) -> ScoringRun:
     elif run.status == RunStatus.INTERRUPTED.value or not executor_alive(run.executor, run.heartbeat_at, now):
         run.status, run.finished_at = RunStatus.CANCELLED.value, now
         run.message = (f"Cancelled after the process scoring it stopped ({run.progress_done} of "
-                       f"{run.progress_total} analyses done); no scores were kept.")
+                       f"{run.progress_total} {items_noun(run.kind)} done); no scores were kept.")
     session.add(run)
     return run
 

@@ -5,16 +5,21 @@ One job per output folder (all its checks in one sandbox job, so the sandbox's s
 * the job process (the *measurer*, which never runs a check) writes the agent's outputs to ``outputs/`` and
   the ground-truth artifacts to ``gt/``, read-only (files 0444, folders 0555), and keeps their bytes;
 * each check runs in a child process of its own, forked from the measurer: its working directory is
-  ``outputs/``, the audit hook allows writes only to a ``scratch/`` folder, unpickling may only name classes of
-  numpy, pandas, scikit-learn, scipy and a few harmless builtins (an agent's pickle cannot run code), new
-  processes are forbidden (seccomp), and the measurer kills it at its own time limit. A check that
+  ``outputs/``, the audit hook allows writes only to a ``scratch/`` folder, unpickling may only name what
+  pickles of plain data name (:func:`evaluation.programmatic.plain.plain_pickle_globals`: frames, series,
+  ndarrays, numbers; the agent's pickles were replaced by clean ones before, see below), new processes are
+  forbidden (seccomp), and the measurer kills it at its own time limit. A check that
   monkeypatches anything changes only its own process: the next check starts from the measurer again;
 * after each check the measurer compares both folders byte for byte with what it wrote; a check that changed,
   added or removed a file gets the status ``tampered`` (an error, never correct) and the folders are restored
   before the next check runs.
 
 Only a small JSON message comes back from a check's process; the measurer checks its shape and turns anything
-else into ``interfered``. This module imports nothing heavy at import time.
+else into ``interfered``.
+
+``programmatic.plain_outputs`` is the other job here: it loads the pickles of one folder (an agent's outputs, or
+ground-truth artifacts), each in a child of its own, and hands over plain data (:mod:`.plain`). It is given those
+files and nothing else. This module imports nothing heavy at import time.
 """
 
 from __future__ import annotations
@@ -34,15 +39,12 @@ from typing import Any
 from evaluation.sandbox.registry import sandbox_job
 from evaluation.sandbox.runtime import JobContext
 
-__all__ = ["JOB_NAME", "SAFE_PICKLE_BUILTINS", "SAFE_PICKLE_MODULES"]
+__all__ = ["CONVERT_JOB", "JOB_NAME", "SOLUTION_JOB"]
 
 JOB_NAME = "programmatic.run_checks"
+CONVERT_JOB = "programmatic.plain_outputs"
 MAX_MESSAGE_BYTES = 256 * 1024
 MAX_TEXT = 2000
-SAFE_PICKLE_MODULES = ("numpy", "pandas", "sklearn", "scipy", "collections", "datetime", "copyreg", "_codecs",
-                       "decimal", "fractions", "joblib")
-SAFE_PICKLE_BUILTINS = frozenset({"list", "dict", "set", "frozenset", "tuple", "int", "float", "complex", "str",
-                                  "bytes", "bytearray", "bool", "slice", "range", "object", "NoneType"})
 
 
 def _short(text: str, limit: int = MAX_TEXT) -> str:
@@ -123,16 +125,19 @@ def _restore(roots: list[Path], expected: dict[str, bytes]) -> None:
         _seal(root)
 
 
-def _pickle_guard(event: str, args: tuple[Any, ...]) -> None:
-    if event != "pickle.find_class":
-        return
-    module, name = str(args[0]), str(args[1])
-    root = module.split(".", 1)[0]
-    if root in SAFE_PICKLE_MODULES or (module == "builtins" and name in SAFE_PICKLE_BUILTINS):
-        return
+def _pickle_guard(allowed: frozenset[tuple[str, str]]) -> Any:
+    """An audit hook that lets a check's process unpickle only the globals that pickles of plain data name."""
     from evaluation.sandbox.guard import Refusal
 
-    raise Refusal("forbidden", "unpickle", f"{module}.{name} (only numpy, pandas, scikit-learn and scipy objects)")
+    def guard(event: str, args: tuple[Any, ...]) -> None:
+        if event != "pickle.find_class":
+            return
+        module, name = str(args[0]), str(args[1])
+        if (module, name) not in allowed:
+            raise Refusal("forbidden", "unpickle", f"{module}.{name} (a check may unpickle plain data only: "
+                                                   "frames, series, ndarrays, numbers and text)")
+
+    return guard
 
 
 def _check_function(code: str) -> tuple[Any, str]:
@@ -213,7 +218,7 @@ _STATUSES = {"value", "syntax", "no_function", "raised", "refused", "rule_error"
 
 
 def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, scratch: Path,
-             writable: Path | None = None) -> dict[str, Any]:
+             writable: Path | None = None, pickles: frozenset[tuple[str, str]] | None = None) -> dict[str, Any]:
     from evaluation.sandbox import namespaces
     from evaluation.sandbox.guard import Guard
 
@@ -237,7 +242,8 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
             tempfile.tempdir = str(scratch)
             ctx.guard = Guard(str(writable or scratch))
             ctx.untrusted()
-            sys.addaudithook(_pickle_guard)
+            if pickles is not None:
+                sys.addaudithook(_pickle_guard(pickles))
             _child(check, gt_path, write_fd)
         except BaseException:  # noqa: BLE001
             os._exit(75)
@@ -299,8 +305,11 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
 @sandbox_job(JOB_NAME)
 def run_checks(ctx: JobContext) -> dict[str, Any]:
     """Run every check of the payload on the payload's output folder; one result per check, in order."""
+    from evaluation.programmatic.plain import plain_pickle_globals
+
     payload = ctx.payload
     ctx.close_data()
+    allowed = plain_pickle_globals()  # before any check runs: read from numpy and pandas as imported here
     outputs, gt, scratch = ctx.work / "outputs", ctx.work / "gt", ctx.work / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     expected = _materialise(outputs, payload.get("outputs") or {})
@@ -308,7 +317,7 @@ def run_checks(ctx: JobContext) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     for index, check in enumerate(payload.get("checks") or []):
         ctx.send({"event": "step", "index": index})
-        result = _run_one(ctx, check, outputs, gt, scratch)
+        result = _run_one(ctx, check, outputs, gt, scratch, pickles=allowed)
         changed = _changes([outputs, gt], expected)
         if changed:
             result = {"status": "tampered", "seconds": result.get("seconds", 0.0),
@@ -362,3 +371,52 @@ def run_solution(ctx: JobContext) -> dict[str, Any]:
                 return {"ok": True, "run": result, "files": {}, "too_large": True}
             files[os.path.relpath(path, folder)] = base64.b64encode(data).decode("ascii")
     return {"ok": True, "run": result, "files": files}
+
+
+def _convert_one(path: str, data: bytes) -> Any:
+    """The body of one converter child: load the pickle, hand over its plain data (or why it has none)."""
+    from evaluation.programmatic.plain import NotPlain, encode, load_pickle
+
+    def body(sender: Any) -> None:
+        try:
+            value = load_pickle(data)
+        except BaseException as exc:  # noqa: BLE001 - whatever loading raised is the file's outcome
+            sender.send({"type": "file", "path": path, "error": _short(f"{type(exc).__name__}: {exc}", 300)})
+            return
+        blobs: list[bytes] = []
+        try:
+            tree = encode(value, blobs)
+        except NotPlain as exc:
+            sender.send({"type": "file", "path": path, "refused": {"type": exc.type_name[:200],
+                                                                    "where": exc.where[:200]}})
+            return
+        sender.send({"type": "file", "path": path, "tree": tree}, blobs)
+
+    return body
+
+
+@sandbox_job(CONVERT_JOB)
+def plain_outputs(ctx: JobContext) -> dict[str, Any]:
+    """Load each pickle of the payload in a child of its own and hand back its plain data (base64 blobs): the
+    files to convert are all this job is given."""
+    from evaluation.sandbox.handoff import Interference
+
+    files = {str(p): base64.b64decode(b) for p, b in (ctx.payload.get("files") or {}).items()}
+    ctx.close_data()
+    out: dict[str, Any] = {}
+    names = list(files)
+    for index, path in enumerate(names):
+        ctx.send({"event": "step", "index": index})
+        try:
+            for header, blobs in ctx.split(_convert_one(path, files[path]), last=index == len(names) - 1):
+                if header.get("type") != "file" or header.get("path") != path:
+                    raise Interference("it handed over a message that is not the file's")
+                kept = {k: header[k] for k in ("tree", "refused", "error") if k in header}
+                out[path] = {**kept, "blobs": [base64.b64encode(b).decode("ascii") for b in blobs]}
+        except Interference as exc:
+            out[path] = {"error": exc.sentence}
+        except MemoryError:
+            out[path] = {"error": "loading it ran out of memory"}
+        if path not in out:
+            out[path] = {"error": "loading it handed over nothing"}
+    return {"ok": True, "files": out}

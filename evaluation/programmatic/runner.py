@@ -9,6 +9,11 @@ The outcome of a check (DataSciBench's per-function score, evaluation-seeds-refe
   interfered with the measurement, or returned something that is not a boolean. Upstream counts a non-boolean
   as correct with a warning; here it is an error and never counts as correct.
 
+Pickled files (the agent's outputs and the ground-truth artifacts) never reach a check as they are: each is
+loaded in a sandbox job that holds nothing else and replaced by a clean pickle of the plain data it holds, or
+withheld with a sentence when it holds something else (a fitted model); see :mod:`evaluation.programmatic.plain`.
+A check that reads a withheld file scores 0 with that sentence.
+
 Every outcome carries a status and a sentence for the person reading the drill-down.
 """
 
@@ -105,9 +110,23 @@ def _score(status: str) -> int:
     return 2 if status == "true" else 1 if status == "false" else 0
 
 
-def _sentence(raw: Mapping[str, Any], check: ProgrammaticCheck) -> tuple[Status, str, str]:
+def _withheld(error: str, withheld: Mapping[str, str]) -> str | None:
+    """The sentence of a withheld pickle that a check's error names (by its path or file name), if any."""
+    for path, sentence in withheld.items():
+        name = path.rsplit("/", 1)[-1]
+        if path in error or f"'{name}'" in error or f"/{name}" in error or f" {name}" in error:
+            return sentence
+    return None
+
+
+def _sentence(raw: Mapping[str, Any], check: ProgrammaticCheck,
+              withheld: Mapping[str, str] | None = None) -> tuple[Status, str, str]:
     status = str(raw.get("status"))
     error = str(raw.get("error") or "")
+    if status == "raised" and withheld:
+        why = _withheld(error, withheld)
+        if why is not None:
+            return "refused", f"Error: {why}", str(raw.get("traceback") or error)
     if status == "value":
         value = bool(raw.get("value"))
         via = f" through its rule {check.rule}" if check.rule else ""
@@ -147,10 +166,26 @@ def completion_rate(checks: Sequence[CheckResult]) -> float | None:
 
 
 def _outcome(task: str, run: str, outputs: Mapping[str, bytes], checks: Sequence[ProgrammaticCheck],
-             results: Sequence[CheckResult]) -> TaskOutcome:
+             results: Sequence[CheckResult], notes: Mapping[str, str] | None = None) -> TaskOutcome:
     cr = completion_rate(results)
-    return TaskOutcome(task=task, run=run, files=[{"path": p, "size": len(b)} for p, b in sorted(outputs.items())],
-                       checks=list(results), completion_rate=cr, passed=cr == 1.0)
+    files = [{"path": p, "size": len(b), **({"note": notes[p]} if notes and p in notes else {})}
+             for p, b in sorted(outputs.items())]
+    return TaskOutcome(task=task, run=run, files=files, checks=list(results), completion_rate=cr, passed=cr == 1.0)
+
+
+def _plain(files: Mapping[str, bytes], limits: CheckLimits) -> Any:
+    """``files`` with every pickle replaced by a clean one, or withheld (:func:`evaluation.programmatic.plain.
+    make_plain`), converted in a sandbox job of their own."""
+    from evaluation.programmatic.job import CONVERT_JOB
+    from evaluation.programmatic.plain import make_plain
+    from evaluation.sandbox import SandboxLimits, run_job
+
+    def run(payload: dict[str, Any]) -> dict[str, Any]:
+        sandbox = SandboxLimits(timeout_s=limits.check_timeout_s * len(payload["files"]) + 15.0,
+                                memory_mb=limits.memory_mb)
+        return run_job(CONVERT_JOB, payload, data_path=None, limits=sandbox)
+
+    return make_plain(files, run=run)
 
 
 def _error_results(checks: Sequence[ProgrammaticCheck], status: Status, sentence: str) -> list[CheckResult]:
@@ -178,10 +213,14 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
             chosen, "no_output", "Error: the run has no output folder for this task, so no check could run."))
     if not chosen:
         return _outcome(task.key, run, outputs, chosen, [])
+    plain_outputs = _plain(outputs, limits)
+    plain_gt = _plain(gt if gt is not None else artifact_files(task), limits)
+    withheld = {**plain_outputs.refused, **{f"gt/{p}": why for p, why in plain_gt.refused.items()}}
+    notes = {**{p: "a pickle: the checks read a clean copy of the plain data it holds" for p in plain_outputs.converted},
+             **plain_outputs.refused}
     payload = {
-        "outputs": {p: base64.b64encode(b).decode("ascii") for p, b in outputs.items()},
-        "gt": {p: base64.b64encode(b).decode("ascii") for p, b in (gt if gt is not None
-                                                                   else artifact_files(task)).items()},
+        "outputs": {p: base64.b64encode(b).decode("ascii") for p, b in plain_outputs.files.items()},
+        "gt": {p: base64.b64encode(b).decode("ascii") for p, b in plain_gt.files.items()},
         "checks": [{"id": c.id, "code": c.code, "rule": c.rule, "ground_truth": c.ground_truth,
                     "timeout_s": limits.check_timeout_s} for c in chosen],
         "labels": [f"check {c.id}" for c in chosen],
@@ -192,15 +231,15 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
     if not isinstance(items, list) or len(items) != len(chosen):
         why = raw.get("error") or "the sandbox job ended without a result"
         return _outcome(task.key, run, outputs, chosen, _error_results(
-            chosen, "sandbox", f"Error: the checks could not run in the sandbox: {why}"))
+            chosen, "sandbox", f"Error: the checks could not run in the sandbox: {why}"), notes)
     results = []
     for check, item in zip(chosen, items, strict=True):
-        status, sentence, detail = _sentence(item, check)
+        status, sentence, detail = _sentence(item, check, withheld)
         results.append(CheckResult(check_id=check.id, task_type=check.task_type, function=check.function,
                                    metric=check.metric, status=status, score=_score(status), sentence=sentence,
                                    detail=detail, stdout=str(item.get("stdout") or ""),
                                    seconds=float(item.get("seconds") or 0.0)))
-    return _outcome(task.key, run, outputs, chosen, results)
+    return _outcome(task.key, run, outputs, chosen, results, notes)
 
 
 def run_many(jobs: Sequence[tuple[ProgrammaticTaskRelease, Mapping[str, bytes] | None, str]], *,

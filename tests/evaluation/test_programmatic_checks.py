@@ -272,11 +272,13 @@ class _Evil:
 
 @pytest.mark.usefixtures("os_sandbox")
 def test_an_agents_pickle_cannot_run_code_in_a_check() -> None:
+    """The pickle's code runs in the converter (which holds nothing), never in the check's process; a pickle of
+    plain data reaches the check as a clean copy (tests/evaluation/test_programmatic_pickles.py has the attacks)."""
     evil = pickle.dumps(_Evil())
-    t = task(check("load", "import pickle\ndef f(gt):\n    pickle.load(open('model.pkl', 'rb'))\n    return True"))
+    t = task(check("load", "import builtins, pickle\ndef f(gt):\n    pickle.load(open('model.pkl', 'rb'))\n"
+                           "    return not hasattr(builtins, 'FAKED')"))
     outcome = run_checks(t, {"model.pkl": evil}, limits=FAST)
-    assert statuses(outcome) == {"load": ("refused", 0)}
-    assert "unpickle" in outcome.checks[0].sentence and "builtins.exec" in outcome.checks[0].sentence
+    assert statuses(outcome) == {"load": ("true", 2)}
     ok = pickle.dumps({"weights": [1.0, 2.0]})
     fine = run_checks(t, {"model.pkl": ok}, limits=FAST)
     assert statuses(fine) == {"load": ("true", 2)}
