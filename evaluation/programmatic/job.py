@@ -51,20 +51,23 @@ def _short(text: str, limit: int = MAX_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 20] + " … [truncated]"
 
 
-def _materialise(root: Path, files: dict[str, str]) -> dict[str, bytes]:
-    """Write {relative path: base64} under ``root`` (read-only) and return {absolute path: bytes}."""
+def _materialise(root: Path, files: dict[str, str], *, seal: bool = True,
+                 reserved: tuple[str, ...] = ()) -> dict[str, bytes]:
+    """Write {relative path: base64} under ``root`` (read-only unless ``seal`` is False) and return
+    {absolute path: bytes}. A path whose first part is ``reserved`` is refused."""
     written: dict[str, bytes] = {}
     root.mkdir(parents=True, exist_ok=True)
     for rel, encoded in files.items():
         parts = [p for p in rel.split("/") if p not in ("", ".")]
-        if not parts or any(p == ".." for p in parts):
+        if not parts or any(p == ".." for p in parts) or parts[0] in reserved:
             raise ValueError(f"refused the path {rel!r}")
         target = root.joinpath(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = base64.b64decode(encoded)
         target.write_bytes(data)
         written[str(target)] = data
-    _seal(root)
+    if seal:
+        _seal(root)
     return written
 
 
@@ -93,7 +96,7 @@ def _changes(roots: list[Path], expected: dict[str, bytes]) -> list[str]:
             for name in filenames:
                 path = os.path.join(dirpath, name)
                 seen.add(path)
-                rel = os.path.relpath(path, root.parent)
+                rel = os.path.relpath(path, root)
                 if path not in expected:
                     found.append(f"added {rel}")
                     continue
@@ -107,11 +110,11 @@ def _changes(roots: list[Path], expected: dict[str, bytes]) -> list[str]:
                     found.append(f"changed {rel}")
     for path in expected:
         if path not in seen:
-            found.append(f"removed {os.path.relpath(path, roots[0].parent)}")
+            found.append(f"removed {os.path.relpath(path, roots[0])}")
     return found
 
 
-def _restore(roots: list[Path], expected: dict[str, bytes]) -> None:
+def _restore(roots: list[Path], expected: dict[str, bytes], keep: tuple[Path, ...] = ()) -> None:
     import shutil
 
     for root in roots:
@@ -120,6 +123,8 @@ def _restore(roots: list[Path], expected: dict[str, bytes]) -> None:
     for path, data in expected.items():
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_bytes(data)
+    for folder in keep:
+        folder.mkdir(parents=True, exist_ok=True)
     for root in roots:
         root.mkdir(parents=True, exist_ok=True)
         _seal(root)
@@ -175,6 +180,12 @@ def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
         exit_(0)
 
     sys.stdout = sys.stderr = buffer
+    if check.get("mode") == "datascibench":
+        try:
+            _upstream(check, gt_path, send)
+        except BaseException as exc:  # noqa: BLE001 - a failure of the wrapper itself, still an error outcome
+            send({"status": "raised", "error": _short(f"{type_(exc).__name__}: {exc}", 500)})
+        return
     try:
         try:
             compiled, fname = _check_function(check["code"])
@@ -214,6 +225,79 @@ def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
         send({"status": "raised", "error": _short(f"{type_(exc).__name__}: {exc}", 500)})
 
 
+UPSTREAM_GLOBALS = ("os", "sys", "yaml")
+"""What the globals of upstream's ``create_function_from_string`` (deeppavlov/DataSciBench ``src/utils.py``) hold
+that a check's function could use without importing it: the modules ``src/utils.py`` imports."""
+
+
+def _upstream(check: dict[str, Any], gt_path: str, send: Any) -> None:
+    """A check scored as upstream scores it (deeppavlov/DataSciBench ``experiments/evaluate.py``,
+    ``src/schemas/dag.py``, ``src/utils.py``), in the check's own process:
+
+    * the code runs with separate globals and locals (``exec(code, globals(), local_vars)``, utils.py:21), and
+      the function is the first callable it binds at the top level (utils.py:25-27; none: calling None raises);
+    * the rule is ``eval(rule)`` applied to the result (generic_evaluator.py); an int result other than 0 or 1
+      fails upstream's assertion (dag.py:94-95);
+    * a float scores 2 from 3 on, else 1 (evaluate.py:193-207); anything else goes through ``bool()``
+      (evaluate.py:208-221); an exception scores 0 (evaluate.py:223-230).
+
+    Where upstream's script stops altogether (the code or the rule raising while the checks are built, outside
+    its error handling; a NaN or infinite float, whose ``int()`` breaks its bookkeeping), the check is an error:
+    the one intended difference."""
+    import builtins
+    import math
+    import traceback
+
+    bool_, float_, int_, isinstance_, type_, repr_ = bool, float, int, isinstance, type, repr
+
+    def crash(exc: BaseException, where: str) -> None:
+        send({"status": "raised", "upstream": "crash",
+              "error": _short(f"{type_(exc).__name__}: {exc} ({where}; upstream's evaluate.py stops there, "
+                              "outside its error handling)", 500), "traceback": _short(traceback.format_exc())})
+
+    glob: dict[str, Any] = {"__builtins__": builtins, "__name__": "src.utils"}
+    for name in UPSTREAM_GLOBALS:
+        with contextlib.suppress(ImportError):
+            glob[name] = __import__(name)
+    local_vars: dict[str, Any] = {}
+    try:
+        exec(compile(check["code"], "<check>", "exec"), glob, local_vars)  # noqa: S102 - the sandboxed check
+    except BaseException as exc:  # noqa: BLE001
+        crash(exc, "running the check's code to define its function")
+        return
+    function = next((v for v in local_vars.values() if callable(v)), None)
+    rule_text = check.get("rule")
+    try:
+        rule = eval(compile(rule_text, "<rule>", "eval"), {"__name__": "__rule__"}) if rule_text \
+            else (lambda x: x)  # noqa: S307
+    except BaseException as exc:  # noqa: BLE001
+        crash(exc, "evaluating the rule")
+        return
+    try:
+        value = function(gt_path)  # type: ignore[misc]
+        value = rule(value)
+        if isinstance_(value, int_) and value not in [0, 1]:
+            raise AssertionError(f"the result {value!r} is an int other than 0 or 1 (upstream asserts 0 or 1)")
+        vtype = f"{type_(value).__module__}.{type_(value).__qualname__}"
+        if isinstance_(value, float_):
+            if math.isnan(value) or math.isinf(value):
+                send({"status": "raised", "upstream": "crash", "type": vtype, "repr": _short(repr_(value), 300),
+                      "error": f"the check returned {value!r}: upstream scores it and then fails on int({value!r}), "
+                               "which stops its evaluate.py"})
+                return
+            passed = value >= 3
+            basis = "a float of 3 or more passes" if passed else "a float below 3 fails"
+        else:
+            passed = bool_(value)
+            basis = f"bool() of the result is {passed}"
+    except BaseException as exc:  # noqa: BLE001 - upstream's except: score 0
+        send({"status": "memory" if isinstance_(exc, MemoryError) else "raised",
+              "error": _short(f"{type_(exc).__name__}: {exc}", 500), "traceback": _short(traceback.format_exc())})
+        return
+    send({"status": "value", "value": True if passed else False, "type": vtype,  # noqa: SIM210
+          "repr": _short(repr_(value), 300), "basis": basis})
+
+
 _STATUSES = {"value", "syntax", "no_function", "raised", "refused", "rule_error", "not_boolean", "memory"}
 
 
@@ -223,8 +307,9 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
     from evaluation.sandbox.guard import Guard
 
     timeout = float(check.get("timeout_s") or 10.0)
+    # as upstream's evaluate.py: normpath(join(<task>/gt/, ground_truth)), or <task>/gt/ (with its slash)
     ground_truth = str(check.get("ground_truth") or "").strip("/")
-    gt_path = str(gt / ground_truth) if ground_truth else str(gt)
+    gt_path = os.path.normpath(os.path.join(str(gt), ground_truth)) if ground_truth else str(gt) + os.sep
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     started = time.perf_counter()
@@ -293,9 +378,10 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
         return {"status": "interfered", "seconds": seconds,
                 "error": "the check's process handed back no well-formed result (it wrote to the result pipe "
                          "itself, or left early with os._exit)"}
-    keep = ("status", "value", "type", "repr", "error", "traceback", "stdout", "raw_type", "raw_repr")
+    keep = ("status", "value", "type", "repr", "error", "traceback", "stdout", "raw_type", "raw_repr", "basis",
+            "upstream")
     out = {k: message[k] for k in keep if k in message}
-    for k in ("error", "traceback", "stdout", "repr", "raw_repr", "type", "raw_type"):
+    for k in ("error", "traceback", "stdout", "repr", "raw_repr", "type", "raw_type", "basis", "upstream"):
         if k in out:
             out[k] = _short(str(out[k]))
     out["seconds"] = seconds
@@ -310,21 +396,26 @@ def run_checks(ctx: JobContext) -> dict[str, Any]:
     payload = ctx.payload
     ctx.close_data()
     allowed = plain_pickle_globals()  # before any check runs: read from numpy and pandas as imported here
-    outputs, gt, scratch = ctx.work / "outputs", ctx.work / "gt", ctx.work / "scratch"
+    # upstream's layout: data/<task>/ holds the inputs and gt/, and a check runs in the run's folder inside it,
+    # so ../<input> and ../gt/<artifact> are where upstream's checks find them
+    task, scratch = ctx.work / "task", ctx.work / "scratch"
+    outputs, gt = task / "outputs", task / "gt"
     scratch.mkdir(parents=True, exist_ok=True)
-    expected = _materialise(outputs, payload.get("outputs") or {})
-    expected |= _materialise(gt, payload.get("gt") or {})
+    expected = _materialise(outputs, payload.get("outputs") or {}, seal=False)
+    expected |= _materialise(gt, payload.get("gt") or {}, seal=False)
+    expected |= _materialise(task, payload.get("inputs") or {}, seal=False, reserved=("outputs", "gt"))
+    _seal(task)
     results: list[dict[str, Any]] = []
     for index, check in enumerate(payload.get("checks") or []):
         ctx.send({"event": "step", "index": index})
         result = _run_one(ctx, check, outputs, gt, scratch, pickles=allowed)
-        changed = _changes([outputs, gt], expected)
+        changed = _changes([task], expected)
         if changed:
             result = {"status": "tampered", "seconds": result.get("seconds", 0.0),
                       "error": "the check changed the folders it may only read (" + "; ".join(changed[:5])
                                + ("; …" if len(changed) > 5 else "") + "), so its result is not counted",
                       "stdout": result.get("stdout", "")}
-            _restore([outputs, gt], expected)
+            _restore([task], expected, keep=(outputs, gt))
         results.append(result)
     return {"ok": True, "checks": results}
 

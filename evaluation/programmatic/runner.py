@@ -14,6 +14,24 @@ loaded in a sandbox job that holds nothing else and replaced by a clean pickle o
 withheld with a sentence when it holds something else (a fitted model); see :mod:`evaluation.programmatic.plain`.
 A check that reads a withheld file scores 0 with that sentence.
 
+Checks run where upstream runs them: the working directory holds the outputs, inside a folder that holds the
+task's input files at their paths and ``gt/`` (so ``../input.csv``, ``../data/*.xlsx`` and ``../gt/x.csv`` are
+where DataSciBench's checks find them), all read-only; the ground-truth path handed to the function is
+upstream's (``<task>/gt/<ground_truth>``, or ``<task>/gt/`` with its slash).
+
+Two scoring modes:
+
+* ``default`` (above): a check must return a boolean (after its rule); the function is the last public
+  top-level ``def``; every check counts.
+* ``datascibench``: upstream's rule (deeppavlov/DataSciBench ``experiments/evaluate.py``, ``src/schemas/dag.py``,
+  ``src/utils.py``): checks are keyed by ``metric``, a later one replacing an earlier one with the same metric
+  (keeping the earlier one's place); the function is the first callable the code binds at its top level, which
+  runs with upstream's separate globals (a top-level import is not seen inside the function); a float scores 2
+  from 3 on and 1 below; an int other than 0 or 1 is an error; anything else counts through ``bool()``, so a
+  non-boolean such as the string ``"False"`` passes, as upstream has it. Where upstream's script stops
+  altogether (the code or the rule raising while checks are built; a NaN or infinite float) the check is an
+  error here: the one intended difference.
+
 Every outcome carries a status and a sentence for the person reading the drill-down.
 """
 
@@ -31,6 +49,7 @@ from pydantic import BaseModel, Field
 from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
 
 __all__ = [
+    "MODES",
     "ERROR_STATUSES",
     "DEFAULT_CHECK_LIMITS",
     "CheckLimits",
@@ -45,6 +64,7 @@ __all__ = [
 
 Status = Literal["true", "false", "syntax", "no_function", "raised", "missing_file", "refused", "not_boolean",
                  "rule_error", "timeout", "memory", "crashed", "interfered", "tampered", "no_output", "sandbox"]
+MODES = ("default", "datascibench")
 ERROR_STATUSES: tuple[str, ...] = ("syntax", "no_function", "raised", "missing_file", "refused", "not_boolean",
                                    "rule_error", "timeout", "memory", "crashed", "interfered", "tampered",
                                    "no_output", "sandbox")
@@ -127,6 +147,14 @@ def _sentence(raw: Mapping[str, Any], check: ProgrammaticCheck,
         why = _withheld(error, withheld)
         if why is not None:
             return "refused", f"Error: {why}", str(raw.get("traceback") or error)
+    if status == "value" and raw.get("basis"):  # datascibench mode: upstream's rule decided
+        value = bool(raw.get("value"))
+        via = f" through its rule {check.rule}" if check.rule else ""
+        what = f"the check returned {raw.get('repr')} ({raw.get('type')}){via}; DataSciBench's rule: {raw['basis']}"
+        return ("true", f"Passed: {what}.", "") if value else ("false", f"Failed: {what}.", "")
+    if status == "raised" and raw.get("upstream") == "crash":
+        return ("raised", f"Error: {error}. Upstream's scoring would stop here for every task; forkpaths scores this "
+                "check as an error instead.", str(raw.get("traceback") or error))
     if status == "value":
         value = bool(raw.get("value"))
         via = f" through its rule {check.rule}" if check.rule else ""
@@ -193,21 +221,43 @@ def _error_results(checks: Sequence[ProgrammaticCheck], status: Status, sentence
                         score=0, sentence=sentence) for c in checks]
 
 
+def by_metric(checks: Sequence[ProgrammaticCheck]) -> tuple[list[ProgrammaticCheck], dict[str, list[str]]]:
+    """Upstream's keying (``{item["metric"]: item for item in data_list}``, deeppavlov/DataSciBench
+    ``src/utils.py:16``): one check per metric, the last one with that metric, in the place of the first; and
+    {kept check id: ids of the checks it replaced}."""
+    kept: dict[str, ProgrammaticCheck] = {}
+    replaced: dict[str, list[str]] = {}
+    for c in checks:
+        if c.metric in kept:
+            replaced.setdefault(c.id, []).extend([kept[c.metric].id, *replaced.pop(kept[c.metric].id, [])])
+        kept[c.metric] = c
+    return list(kept.values()), replaced
+
+
 def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | None, *,
                checks: Sequence[ProgrammaticCheck] | None = None, gt: Mapping[str, bytes] | None = None,
+               inputs: Mapping[str, bytes] | None = None, mode: str = "default",
                limits: CheckLimits = DEFAULT_CHECK_LIMITS, run: str = "") -> TaskOutcome:
     """Run ``checks`` (default: the task's accepted checks) on one output folder, all in one sandbox job.
 
     ``outputs`` None means the run has no folder for the task: every check scores 0 with status ``no_output``.
     ``gt`` overrides the task's artifacts (the release gate runs a proposed check against candidate artifacts).
+    ``inputs``: the task's input files by their path in the task's folder (reachable as ``../<path>``).
+    ``mode``: ``default`` or ``datascibench`` (see the module's docstring).
 
     Raises:
         SandboxError: the sandbox itself could not run (isolation unavailable).
+        ValueError: an unknown mode.
     """
     from evaluation.programmatic.job import JOB_NAME
     from evaluation.sandbox import SandboxLimits, run_job
 
+    if mode not in MODES:
+        raise ValueError(f"Unknown mode {mode!r} for programmatic checks; choose {' or '.join(MODES)}.")
     chosen = list(checks) if checks is not None else [c for c in task.checks if c.status == "accepted"]
+    replaced: dict[str, list[str]] = {}
+    if mode == "datascibench":
+        chosen, replaced = by_metric(chosen)
     if outputs is None:
         return _outcome(task.key, run, {}, chosen, _error_results(
             chosen, "no_output", "Error: the run has no output folder for this task, so no check could run."))
@@ -221,8 +271,9 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
     payload = {
         "outputs": {p: base64.b64encode(b).decode("ascii") for p, b in plain_outputs.files.items()},
         "gt": {p: base64.b64encode(b).decode("ascii") for p, b in plain_gt.files.items()},
+        "inputs": {p: base64.b64encode(b).decode("ascii") for p, b in (inputs or {}).items()},
         "checks": [{"id": c.id, "code": c.code, "rule": c.rule, "ground_truth": c.ground_truth,
-                    "timeout_s": limits.check_timeout_s} for c in chosen],
+                    "timeout_s": limits.check_timeout_s, "mode": mode} for c in chosen],
         "labels": [f"check {c.id}" for c in chosen],
     }
     sandbox = SandboxLimits(timeout_s=limits.check_timeout_s * len(chosen) + 15.0, memory_mb=limits.memory_mb)
@@ -235,6 +286,10 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
     results = []
     for check, item in zip(chosen, items, strict=True):
         status, sentence, detail = _sentence(item, check, withheld)
+        if check.id in replaced:
+            detail = (f"It replaces check{'s' if len(replaced[check.id]) > 1 else ''} "
+                      f"{', '.join(replaced[check.id])} with the same metric (upstream keys checks by metric). "
+                      + detail).strip()
         results.append(CheckResult(check_id=check.id, task_type=check.task_type, function=check.function,
                                    metric=check.metric, status=status, score=_score(status), sentence=sentence,
                                    detail=detail, stdout=str(item.get("stdout") or ""),
@@ -244,15 +299,18 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
 
 def run_many(jobs: Sequence[tuple[ProgrammaticTaskRelease, Mapping[str, bytes] | None, str]], *,
              limits: CheckLimits = DEFAULT_CHECK_LIMITS,
-             progress: Callable[[int, int], None] = lambda done, total: None) -> list[TaskOutcome]:
-    """Run many (task, output folder, run label) jobs, ``limits.workers`` sandbox jobs at a time, in order."""
+             progress: Callable[[int, int], None] = lambda done, total: None,
+             inputs: Mapping[str, Mapping[str, bytes]] | None = None, mode: str = "default") -> list[TaskOutcome]:
+    """Run many (task, output folder, run label) jobs, ``limits.workers`` sandbox jobs at a time, in order;
+    ``inputs`` by task key."""
     out: list[TaskOutcome | None] = [None] * len(jobs)
     done = 0
 
     def one(index: int) -> None:
         nonlocal done
         task, outputs, run = jobs[index]
-        out[index] = run_checks(task, outputs, limits=limits, run=run)  # SandboxError: no sandbox at all
+        out[index] = run_checks(task, outputs, limits=limits, run=run, mode=mode,  # SandboxError: no sandbox
+                                inputs=(inputs or {}).get(task.key))
         done += 1
         progress(done, len(jobs))
 

@@ -82,8 +82,17 @@ def test_written_back_it_reads_the_same_and_matches_the_golden_files(tmp_path: P
     write_tree(tmp_path / "out", tasks)
     again = read_tree(tmp_path / "out")
     assert [t.task for t in again] == [t.task for t in tasks] and again[0].inputs == tasks[0].inputs
+    files = sorted(p.relative_to(tmp_path / "in") for p in (tmp_path / "in").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert all((tmp_path / "in" / f).read_bytes() == (tmp_path / "out" / f).read_bytes() for f in files)
+    # a task whose checks no longer are the file's (edited, or made in forkpaths) is written in forkpaths' format
+    for t in tasks:
+        t.task.extra.pop("metric_yaml")
+        t.task.extra.pop("prompt_json_text")
+    write_tree(tmp_path / "made", tasks)
+    assert [t.task.checks for t in read_tree(tmp_path / "made")] == [t.task.checks for t in tasks]
     for rel in ("metric/csv_excel_1/metric.yaml", "data/csv_excel_1/prompt.json"):
-        produced = (tmp_path / "out" / rel).read_bytes()
+        produced = (tmp_path / "made" / rel).read_bytes()
         golden = GOLDEN / rel
         if os.environ.get("FORKPATHS_UPDATE_GOLDEN"):
             golden.parent.mkdir(parents=True, exist_ok=True)
@@ -103,8 +112,9 @@ def test_written_back_it_reads_the_same_and_matches_the_golden_files(tmp_path: P
      "    code: 'def f(g): return 1'\n    ground_truth: ../../etc/passwd\n", r"must be relative to gt/"),
     ("prompt: x\nTMC-list:\n  - task_name: data visualization\n    function: f\n    metric: m\n"
      "    code: 'def f(g): return 1'\n    ground_truth: nope.csv\n", r"names ground_truth 'nope.csv'"),
-    ("- just\n- a list\n", r"line 1: expected a mapping"),
-    ("prompt: x\n", r"has no 'TMC-list'"),
+    ("- just\n- a list\n", r"line 1, column 1: expected a mapping"),
+    ("prompt: x\n", r"metric/csv_excel_1/metric.yaml line 1, column 1: it has no 'TMC-list'"),
+    ("prompt: x\nTMC-list:\n  task_name: x\n", r"line 3, column 3: its TMC-list is not a list of checks"),
 ])
 def test_malformed_metric_files_name_the_file_and_line(tmp_path: Path, metric: str, words: str) -> None:
     with pytest.raises(DataSciBenchError, match=words):
