@@ -359,7 +359,7 @@ def _brief(outcome: TaskOutcome) -> dict[str, Any]:
 
 def gate(task: ProgrammaticTaskRelease, check: ProgrammaticCheck, accepted: Mapping[str, bytes], *,
          gt: Mapping[str, bytes] | None = None, wrong: Mapping[str, Mapping[str, bytes]] | None = None,
-         limits: CheckLimits = DEFAULT_CHECK_LIMITS) -> GateResult:
+         limits: CheckLimits = DEFAULT_CHECK_LIMITS, inputs: Mapping[str, bytes] | None = None) -> GateResult:
     """Run ``check`` on the accepted artifacts (as the output folder) and on known wrong outputs (default:
     :func:`wrong_outputs` of the accepted ones, plus any given). Released only when it passes on the accepted
     artifacts and fails (anything but True) on at least one wrong output; a check that passes on everything is
@@ -372,9 +372,10 @@ def gate(task: ProgrammaticTaskRelease, check: ProgrammaticCheck, accepted: Mapp
     if problem:
         return GateResult(released=False, sentence=f"Refused: {problem}", on_accepted={"status": "syntax"})
     gt_files = dict(gt if gt is not None else accepted)
-    on_accepted = _brief(run_checks(task, accepted, checks=[check], gt=gt_files, limits=limits))
+    on_accepted = _brief(run_checks(task, accepted, checks=[check], gt=gt_files, limits=limits, inputs=inputs))
     wrongs = {**wrong_outputs(accepted), **(wrong or {})}
-    on_wrong = [{"label": label, **_brief(run_checks(task, files, checks=[check], gt=gt_files, limits=limits))}
+    on_wrong = [{"label": label, **_brief(run_checks(task, files, checks=[check], gt=gt_files, limits=limits,
+                                                     inputs=inputs))}
                 for label, files in wrongs.items()]
     if on_accepted["status"] != "true":
         return GateResult(released=False, on_accepted=on_accepted, on_wrong=on_wrong,

@@ -168,3 +168,66 @@ def test_release_format_carries_programmatic_tasks_and_round_trips() -> None:
     older = json.loads(text)
     del older["datasets"][0]["programmatic_tasks"]
     assert Release.model_validate(older).datasets[0].programmatic_tasks == []
+
+
+# ------------------------------------------------------------------------------------ DataSciBench's real layout
+
+TREE = Path(__file__).parent / "datascibench_tree"  # four tasks in upstream's layout (its README says whence)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.relative_to(root).parts[0] in ("data", "metric")}
+
+
+def test_the_real_layout_is_read_with_each_tasks_own_inputs_at_any_depth_and_written_back_byte_for_byte(
+        tmp_path: Path) -> None:
+    read = {r.task.key: r for r in read_tree(TREE)}
+    assert sorted(read) == ["csv_excel_0", "csv_excel_1", "dl_0", "human_0"]
+    assert read["dl_0"].task.input_files == ["data/data_1.xlsx", "data/data_2.xlsx"]  # a data/ subfolder
+    assert read["csv_excel_1"].task.input_files == ["source.xlsx"]  # not a CSV
+    assert read["human_0"].task.input_files == ["data.csv"] and read["csv_excel_0"].task.input_files == ["input.csv"]
+    assert read["dl_0"].inputs["data/data_1.xlsx"] == (TREE / "data/dl_0/data/data_1.xlsx").read_bytes()
+    assert [c.metric for c in read["human_0"].task.checks] == ["Most Correlated Pair", "Correlation Value",
+                                                               "Most Correlated Pair"]  # kept: the mode decides
+    write_tree(tmp_path, list(read.values()))
+    assert _files(tmp_path) == _files(TREE)
+
+
+def test_an_agents_run_folder_is_not_an_input(tmp_path: Path) -> None:
+    root = make_tree(tmp_path)
+    run = root / "data" / "csv_excel_1" / "gpt-4o_1"
+    run.mkdir()
+    (run / "logs.txt").write_text("ran")
+    (run / "cleaned.csv").write_text("a,b\n")
+    (root / "data" / "csv_excel_1" / "data").mkdir()
+    (root / "data" / "csv_excel_1" / "data" / "extra.csv").write_text("x\n1\n")
+    assert read_task(root, "csv_excel_1").task.input_files == ["data/extra.csv", "sales.csv"]
+
+
+@pytest.mark.parametrize("make", ["symlink", "symlinked folder", "too large", "missing input", "fifo"])
+def test_an_input_that_is_a_link_too_large_or_missing_is_refused_by_name(tmp_path: Path, make: str) -> None:
+    root = make_tree(tmp_path / "tree")
+    task = root / "data" / "csv_excel_1"
+    outside = tmp_path / "secret.csv"
+    outside.write_text("s\n1\n")
+    limit = 10_000
+    if make == "symlink":
+        (task / "more.csv").symlink_to(outside)
+        words = r"data/csv_excel_1/more.csv is a symbolic link"
+    elif make == "symlinked folder":
+        (task / "data").symlink_to(tmp_path)
+        words = r"data/csv_excel_1/data is a symbolic link"
+    elif make == "too large":
+        (task / "big.csv").write_bytes(b"x" * (limit + 1))
+        words = r"data/csv_excel_1/big.csv is 10,001 bytes, over the upload limit of 10,000 bytes"
+    elif make == "fifo":
+        os.mkfifo(task / "pipe.csv")
+        words = r"data/csv_excel_1/pipe.csv is not a regular file"
+    else:
+        metric = METRIC.replace("df = pd.read_csv('cleaned.csv')", "df = pd.read_csv('../missing.csv')")
+        (root / "metric" / "csv_excel_1" / "metric.yaml").write_text(metric)
+        words = (r"metric/csv_excel_1/metric.yaml line 3 \(entry 1 of TMC-list, metric 'Data Completeness Ratio'\): "
+                 r"the check reads '../missing.csv', which data/csv_excel_1/ does not have")
+    with pytest.raises(DataSciBenchError, match=words):
+        read_tree(root, max_input_bytes=limit)
