@@ -30,7 +30,8 @@ Two scoring modes:
   from 3 on and 1 below; an int other than 0 or 1 is an error; anything else counts through ``bool()``, so a
   non-boolean such as the string ``"False"`` passes, as upstream has it. Where upstream's script stops
   altogether (the code or the rule raising while checks are built; a NaN or infinite float) the check is an
-  error here: the one intended difference.
+  error here: the one intended difference. (A metric literally named ``test_bool``, ``test_int`` or ``CR``,
+  which upstream routes to other evaluators in ``src/evaluator/evaluator_dict.py``, is scored as any other.)
 
 Every outcome carries a status and a sentence for the person reading the drill-down.
 """
