@@ -50,7 +50,7 @@ from evaluation.programmatic.groundtruth import (
     gate,
     run_solution,
 )
-from evaluation.programmatic.runner import CheckLimits, check_code_problem
+from evaluation.programmatic.runner import CheckLimits, check_code_problem, clean_ground_truth
 from exports.schema import (
     PROGRAMMATIC_TASK_TYPES,
     ProgrammaticArtifact,
@@ -275,7 +275,7 @@ def _check_payload(fields: Mapping[str, Any]) -> dict[str, Any]:
         except SyntaxError as exc:
             raise ProgrammaticError(f"The rule does not parse ({exc.msg}); write a lambda such as "
                                     "lambda x: x >= 0.8.") from None
-    gt = str(fields.get("ground_truth") or "").strip().strip("/")
+    gt = clean_ground_truth(str(fields.get("ground_truth") or ""))  # "gt/x.csv" means x.csv (issue 29, point 4)
     if ".." in gt.split("/"):
         raise ProgrammaticError("The ground-truth path must stay inside gt/ (no '..').")
     return {"task_type": task_type, "function": str(fields["function"]).strip(),

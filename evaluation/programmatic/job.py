@@ -159,6 +159,14 @@ def _check_function(code: str) -> tuple[Any, str]:
     return compile(tree, "<check>", "exec"), (public or names)[-1]
 
 
+def _check_line(exc: BaseException) -> int | None:
+    """The line of the check's own code (or its rule) where ``exc`` was raised, the innermost one."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename in ("<check>", "<rule>")]
+    return lines[-1] if lines and isinstance(lines[-1], int) else None
+
+
 def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
     """The check's own process: run the function (and the rule) and hand back one JSON message."""
     import io
@@ -202,7 +210,7 @@ def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
         except BaseException as exc:  # noqa: BLE001 - whatever the check raised is its outcome
             kind = "refused" if type_(exc).__name__ == "Refusal" else "raised"
             tb = traceback.format_exc()
-            send({"status": "memory" if isinstance(exc, MemoryError) else kind,
+            send({"status": "memory" if isinstance(exc, MemoryError) else kind, "line": _check_line(exc),
                   "error": _short(f"{type_(exc).__name__}: {exc}", 500), "traceback": _short(tb)})
             return
         raw_type = f"{type_(value).__module__}.{type_(value).__qualname__}"
@@ -291,7 +299,7 @@ def _upstream(check: dict[str, Any], gt_path: str, send: Any) -> None:
             passed = bool_(value)
             basis = f"bool() of the result is {passed}"
     except BaseException as exc:  # noqa: BLE001 - upstream's except: score 0
-        send({"status": "memory" if isinstance_(exc, MemoryError) else "raised",
+        send({"status": "memory" if isinstance_(exc, MemoryError) else "raised", "line": _check_line(exc),
               "error": _short(f"{type_(exc).__name__}: {exc}", 500), "traceback": _short(traceback.format_exc())})
         return
     send({"status": "value", "value": True if passed else False, "type": vtype,  # noqa: SIM210
@@ -310,6 +318,10 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
     # as upstream's evaluate.py: normpath(join(<task>/gt/, ground_truth)), or <task>/gt/ (with its slash)
     ground_truth = str(check.get("ground_truth") or "").strip("/")
     gt_path = os.path.normpath(os.path.join(str(gt), ground_truth)) if ground_truth else str(gt) + os.sep
+    if check.get("mode") != "datascibench" and ground_truth.startswith("gt/") and not os.path.exists(gt_path) \
+            and os.path.exists(os.path.join(str(gt), ground_truth[3:])):
+        # a check stored before paths were cleaned ("gt/summary.csv" for gt/summary.csv): what it meant
+        gt_path = os.path.normpath(os.path.join(str(gt), ground_truth[3:]))
     read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     started = time.perf_counter()
@@ -379,11 +391,13 @@ def _run_one(ctx: JobContext, check: dict[str, Any], outputs: Path, gt: Path, sc
                 "error": "the check's process handed back no well-formed result (it wrote to the result pipe "
                          "itself, or left early with os._exit)"}
     keep = ("status", "value", "type", "repr", "error", "traceback", "stdout", "raw_type", "raw_repr", "basis",
-            "upstream")
+            "upstream", "line")
     out = {k: message[k] for k in keep if k in message}
     for k in ("error", "traceback", "stdout", "repr", "raw_repr", "type", "raw_type", "basis", "upstream"):
         if k in out:
             out[k] = _short(str(out[k]))
+    if not (isinstance(out.get("line"), int) and not isinstance(out.get("line"), bool)):
+        out.pop("line", None)
     out["seconds"] = seconds
     return out
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "MODES",
@@ -58,6 +61,7 @@ __all__ = [
     "TaskOutcome",
     "artifact_files",
     "check_code_problem",
+    "clean_ground_truth",
     "completion_rate",
     "run_checks",
     "run_many",
@@ -98,7 +102,7 @@ class CheckResult(BaseModel):
     status: Status
     score: int = Field(description="0 error, 1 ran and returned False, 2 returned True")
     sentence: str
-    detail: str = Field(default="", description="the error, the traceback's last lines or the value returned")
+    detail: str = Field(default="", description="what else the reader needs (never a traceback: those are logged)")
     stdout: str = ""
     seconds: float = 0.0
 
@@ -127,6 +131,30 @@ def check_code_problem(code: str) -> str | None:
     return None
 
 
+def clean_ground_truth(path: str, artifacts: Sequence[str] | None = None) -> str:
+    """A check's ground-truth path as the path inside ``gt/`` it means: ``gt/summary.csv``, ``./summary.csv`` and
+    ``/summary.csv`` all mean ``summary.csv`` (an LLM, or a person reading "a file in gt/", writes the folder too;
+    joined as it is, it named ``gt/gt/summary.csv``, which no check could open). A path that is an artifact's
+    own (one of ``artifacts``) is kept. '..' is left for the caller to refuse."""
+    import posixpath
+
+    text = path.strip().replace("\\", "/")
+    if not text:
+        return ""
+    clean = posixpath.normpath(text).lstrip("/")
+    while clean.startswith("./"):
+        clean = clean[2:]
+    if clean in (".", ""):
+        return ""
+    if artifacts is not None and clean in artifacts:
+        return clean
+    if clean == "gt":
+        return ""
+    if clean.startswith("gt/"):
+        return clean[3:]
+    return clean
+
+
 def _score(status: str) -> int:
     return 2 if status == "true" else 1 if status == "false" else 0
 
@@ -140,35 +168,43 @@ def _withheld(error: str, withheld: Mapping[str, str]) -> str | None:
     return None
 
 
+def _at_line(raw: Mapping[str, Any]) -> str:
+    line = raw.get("line")
+    return f" at line {line} of the check's code" if isinstance(line, int) and not isinstance(line, bool) else ""
+
+
 def _sentence(raw: Mapping[str, Any], check: ProgrammaticCheck,
               withheld: Mapping[str, str] | None = None) -> tuple[Status, str, str]:
+    """(status, the sentence for the reader, detail). The check's traceback is never part of them: it names files
+    of the server; it is logged (:func:`run_checks`), and the sentence says the line of the check's own code."""
     status = str(raw.get("status"))
     error = str(raw.get("error") or "")
+    where = _at_line(raw)
     if status == "raised" and withheld:
         why = _withheld(error, withheld)
         if why is not None:
-            return "refused", f"Error: {why}", str(raw.get("traceback") or error)
+            return "refused", f"Error: {why}", ""
     if status == "value" and raw.get("basis"):  # datascibench mode: upstream's rule decided
         value = bool(raw.get("value"))
         via = f" through its rule {check.rule}" if check.rule else ""
         what = f"the check returned {raw.get('repr')} ({raw.get('type')}){via}; DataSciBench's rule: {raw['basis']}"
         return ("true", f"Passed: {what}.", "") if value else ("false", f"Failed: {what}.", "")
     if status == "raised" and raw.get("upstream") == "crash":
-        return ("raised", f"Error: {error}. Upstream's scoring would stop here for every task; forkpaths scores this "
-                "check as an error instead.", str(raw.get("traceback") or error))
+        return ("raised", f"Error: {error}{where}. Upstream's scoring would stop here for every task; forkpaths scores "
+                "this check as an error instead.", "")
     if status == "value":
         value = bool(raw.get("value"))
         via = f" through its rule {check.rule}" if check.rule else ""
         return ("true", f"Passed: the check returned True{via}.", "") if value else \
                ("false", f"Failed: the check ran and returned False{via}.", "")
     if status == "raised" and error.startswith(("FileNotFoundError", "IsADirectoryError")):
-        return ("missing_file", "Error: an output file the check reads is missing from the output folder "
-                f"({error}).", str(raw.get("traceback") or error))
+        return ("missing_file", "Error: a file the check reads is missing from the output folder "
+                f"({error}){where}.", "")
     sentences = {
         "syntax": f"Error: the check's code does not parse ({error}).",
         "no_function": f"Error: {error}.",
-        "raised": f"Error: the check raised {error} (a missing or malformed output file is the usual cause).",
-        "refused": f"Error: the sandbox refused what the check tried: {error}.",
+        "raised": f"Error: the check raised {error}{where} (a missing or malformed output file is the usual cause).",
+        "refused": f"Error: the sandbox refused what the check tried{where}: {error}.",
         "not_boolean": (f"Error: the check returned {raw.get('repr')} ({raw.get('type')}), not a boolean; a result "
                         "that is not a boolean is a check error and never counts as correct."),
         "rule_error": f"Error: the rule {check.rule!r} failed on the check's result {raw.get('raw_repr')}: {error}.",
@@ -180,8 +216,7 @@ def _sentence(raw: Mapping[str, Any], check: ProgrammaticCheck,
     }
     if status not in sentences:
         return "interfered", "Error: the check's process handed back an unknown status.", ""
-    detail = str(raw.get("traceback") or error or "")
-    return status, sentences[status], detail  # type: ignore[return-value]
+    return status, sentences[status], ""  # type: ignore[return-value]
 
 
 def artifact_files(task: ProgrammaticTaskRelease) -> dict[str, bytes]:
@@ -287,6 +322,9 @@ def run_checks(task: ProgrammaticTaskRelease, outputs: Mapping[str, bytes] | Non
     results = []
     for check, item in zip(chosen, items, strict=True):
         status, sentence, detail = _sentence(item, check, withheld)
+        if item.get("traceback"):  # for whoever runs the server; the reader gets the sentence
+            log.info("check %s of task %s (%s): %s\n%s", check.id, task.key, run or "a folder", sentence,
+                     item["traceback"])
         if check.id in replaced:
             detail = (f"It replaces check{'s' if len(replaced[check.id]) > 1 else ''} "
                       f"{', '.join(replaced[check.id])} with the same metric (upstream keys checks by metric). "
