@@ -157,3 +157,33 @@ def test_a_named_dataset_is_used_only_when_its_files_are_byte_identical(settings
         task = s.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == "human_0_again")).one()
         assert task_inputs(s, task, settings.datasets_store) == {
             "data.csv": (TREE / "data/human_0/data.csv").read_bytes()}
+
+
+def test_each_task_gets_its_own_dataset_and_a_named_one_only_by_bytes_on_both_databases(engine, store) -> None:
+    """The service on SQLite and PostgreSQL (no gate: nothing runs): human_0's data.csv never lands on a dataset
+    that merely has a file of that name; a refusal stores nothing."""
+    from curation.errors import NotFoundError
+    from curation.services.programmatic import ProgrammaticError, import_datascibench_tasks
+    from exports.datascibench import read_tree
+    from tests import factories as f
+
+    curator = f.user(engine, "cur", Role.CURATOR)
+    other = f.dataset(engine, store)  # a one-table dataset whose table is data.csv, with other bytes
+    tree = {r.task.key: r for r in read_tree(TREE)}
+    with pytest.raises(ProgrammaticError, match=rf"Task human_0: dataset {other.name} has no file byte-identical to "
+                                                r"its input data.csv"), session_scope(engine) as s:
+        import_datascibench_tasks(session=s, actor=curator, tasks=[tree["human_0"]], store=store,
+                                  datasets={"*": other.name}, accept=False, run_gate=False)
+    with pytest.raises(NotFoundError, match="there is no dataset named 'nope'"), session_scope(engine) as s:
+        import_datascibench_tasks(session=s, actor=curator, tasks=[tree["human_0"]], store=store,
+                                  datasets={"human_0": "nope"}, accept=False, run_gate=False)
+    with session_scope(engine) as s:
+        assert s.exec(select(ProgrammaticTask)).all() == [] and len(s.exec(select(Dataset)).all()) == 1
+        stored = import_datascibench_tasks(session=s, actor=curator, tasks=list(tree.values()), store=store,
+                                           accept=False, run_gate=False)
+        names = {t.key: s.get(Dataset, t.dataset_id).name for t in stored}
+        assert names == {k: f"datascibench_{k}" for k in tree}
+        assert task_inputs(s, next(t for t in stored if t.key == "csv_excel_1"), store) == {
+            "source.xlsx": (TREE / "data/csv_excel_1/source.xlsx").read_bytes()}
+    folders = sorted(p.name.rsplit("-", 1)[0] for p in store.iterdir() if p.name.startswith("datascibench_"))
+    assert folders == sorted(f"datascibench_{k}" for k in tree)  # one folder each, none left by the refusals
