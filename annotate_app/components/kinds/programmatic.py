@@ -144,8 +144,11 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     st.subheader("Output files")
     if not files:
         st.info("The run has no output folder for this task.")
+    notes = {str(f.get("path")): str(f["note"]) for f in outcome.files if f.get("note")}  # pickles: read or withheld
     for path, data in sorted(files.items()):
         with st.expander(f"📄 {path} ({len(data):,} bytes)", expanded=len(files) <= 3):
+            if path in notes:
+                st.caption(notes[path])
             show_output_file(path, data)
 
 
