@@ -448,10 +448,14 @@ def run_solution(ctx: JobContext) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     inputs: dict[str, bytes] = {}
     for rel, encoded in (payload.get("inputs") or {}).items():
-        name = os.path.basename(str(rel))
+        parts = [p for p in str(rel).split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            raise ValueError(f"refused the input path {rel!r}")
+        target = folder.joinpath(*parts)  # at its path in the task's folder (dl_0's data/*.xlsx)
+        target.parent.mkdir(parents=True, exist_ok=True)
         data = base64.b64decode(encoded)
-        (folder / name).write_bytes(data)
-        inputs[str(folder / name)] = data
+        target.write_bytes(data)
+        inputs[str(target)] = data
     check = {"code": "def _forkpaths_solution(_gt):\n    import runpy\n    runpy.run_path('solution.py', "
                      "run_name='__main__')\n    return True\n", "timeout_s": payload.get("timeout_s", 60)}
     (ctx.work / "solution.py").write_text(str(payload.get("code") or ""), encoding="utf-8")
