@@ -5,8 +5,9 @@
   holding TASK; or ``--datascibench ROOT`` to read it from a DataSciBench tree with no database at all);
 * ``checks generate TASK [--samples N]`` — the LLM generation (the page's background job, run here);
 * ``checks list`` — the tasks with their candidates and what is released;
-* ``checks import-datascibench ROOT --dataset NAME`` — store a DataSciBench tree's tasks on a dataset (curators);
-* ``checks export-datascibench OUT`` — write the released tasks in DataSciBench's layout.
+* ``checks import-datascibench ROOT [--dataset [TASK=]NAME ...]`` — store a DataSciBench tree's tasks (curators),
+  each with a dataset of its own input files unless a named dataset holds them byte for byte;
+* ``checks export-datascibench OUT`` — write the released tasks in DataSciBench's layout, with their input files.
 """
 
 from __future__ import annotations
@@ -43,13 +44,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         files = read_output_folder(Path(args.outputs))
     except OutputsError as exc:
         raise CurationError(str(exc)) from exc
+    inputs: dict[str, bytes] = {}
     if args.datascibench:
         from exports.datascibench import DataSciBenchError, read_task
 
         try:
-            task = read_task(Path(args.datascibench), args.task).task
+            read = read_task(Path(args.datascibench), args.task, max_input_bytes=settings.max_upload_bytes)
         except DataSciBenchError as exc:
             raise CurationError(str(exc)) from exc
+        task, inputs = read.task, read.inputs
         configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
         source = f"DataSciBench tree {args.datascibench}"
         version = None
@@ -64,15 +67,16 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         with Session(report.engine) as session:  # read only: closed without a commit, nothing is written
             task, version = released_task(session=session, actor=_operator(session, getattr(args, "as_user", None)),
                                           key=args.task, releases_root=settings.releases_store,
-                                          version=args.release)
+                                          version=args.release, inputs=inputs)
         source = f"release {version}" + ("" if args.release else " (the newest release holding the task)")
     if not task.checks:
         raise CurationError(f"Task {task.key} has no released check in {source}.")
-    outcome = run_checks(task, files, limits=CheckLimits(check_timeout_s=args.timeout))
+    outcome = run_checks(task, files, inputs=inputs, mode=args.mode, limits=CheckLimits(check_timeout_s=args.timeout))
     if args.json:
-        print(json.dumps({"release": version, "source": source, **outcome.model_dump(mode="json")}, indent=1))
+        print(json.dumps({"release": version, "source": source, "mode": args.mode,
+                          **outcome.model_dump(mode="json")}, indent=1))
     else:
-        print(f"checks of {source}")
+        print(f"checks of {source}" + (" (DataSciBench's scoring rule)" if args.mode == "datascibench" else ""))
         print(format_outcome(outcome))
     return 0
 
@@ -138,33 +142,52 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _dataset_choice(values: list[str] | None) -> dict[str, str]:
+    """``--dataset NAME`` (every task) or ``--dataset TASK=NAME`` (one task), repeatable."""
+    from curation.errors import CurationError
+
+    out: dict[str, str] = {}
+    for value in values or []:
+        task, sep, name = value.partition("=")
+        key, name = (task.strip(), name.strip()) if sep else ("*", task.strip())
+        if not name or not key:
+            raise CurationError(f"--dataset {value!r}: give NAME or TASK=NAME.")
+        if key in out:
+            raise CurationError(f"--dataset names a dataset for {'every task' if key == '*' else key} twice.")
+        out[key] = name
+    return out
+
+
 def _import(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
     from curation.bootstrap import initialise
     from curation.cli import _operator
     from curation.db import session_scope
-    from curation.errors import CurationError, NotFoundError
+    from curation.errors import CurationError
     from curation.models import Dataset
-    from curation.services.programmatic import import_programmatic_tasks
+    from curation.services.programmatic import import_datascibench_tasks
     from exports.datascibench import DataSciBenchError, read_tree
 
+    chosen = _dataset_choice(args.dataset)
     try:
-        read = read_tree(Path(args.root))
+        read = read_tree(Path(args.root), max_input_bytes=settings.max_upload_bytes)
     except DataSciBenchError as exc:
         raise CurationError(str(exc)) from exc
+    unknown = sorted(set(chosen) - {"*"} - {r.task.key for r in read})
+    if unknown:
+        raise CurationError(f"--dataset names task{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}, which the "
+                            f"tree does not have (it has: {', '.join(r.task.key for r in read)}).")
     report = initialise(settings)
     with session_scope(report.engine) as session:  # one action: every task, or none
         actor = _operator(session, getattr(args, "as_user", None))
-        dataset = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
-        if dataset is None:
-            raise NotFoundError(f"There is no dataset named {args.dataset!r}; register it first (add-dataset).")
-        stored = import_programmatic_tasks(session=session, actor=actor, dataset_id=dataset.id or 0,
-                                           tasks=[r.task for r in read], accept=not args.no_accept,
-                                           run_gate=not args.no_accept)
-        keys = [t.key for t in stored]
-    print(f"imported {len(keys)} programmatic task{'s' if len(keys) != 1 else ''} into {args.dataset}: "
-          f"{', '.join(keys)}")
+        stored = import_datascibench_tasks(session=session, actor=actor, tasks=read, store=settings.datasets_store,
+                                           datasets=chosen, accept=not args.no_accept, run_gate=not args.no_accept)
+        names = {d.id: d.name for d in session.exec(select(Dataset)).all()}
+        lines = [f"  {t.key}: dataset {names.get(t.dataset_id, '?')} ({len(t.input_files)} input file"
+                 f"{'s' if len(t.input_files) != 1 else ''})" for t in stored]
+    print(f"imported {len(stored)} programmatic task{'s' if len(stored) != 1 else ''}:")
+    print("\n".join(lines))
     return 0
 
 
@@ -175,17 +198,22 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     from curation.cli import _operator
     from curation.db import session_scope
     from curation.models import ProgrammaticTask
-    from curation.services.programmatic import task_for_scoring
+    from curation.services.programmatic import task_for_scoring, task_inputs
     from exports.datascibench import write_task
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = _operator(session, getattr(args, "as_user", None))
-        keys = session.exec(select(ProgrammaticTask.key).order_by(ProgrammaticTask.key)).all()
-        tasks = [task_for_scoring(session=session, actor=actor, key=k) for k in keys]
+        rows = session.exec(select(ProgrammaticTask).order_by(ProgrammaticTask.key)).all()
+        tasks = []
+        for row in rows:
+            task = task_for_scoring(session=session, actor=actor, key=row.key)
+            # the inputs go back into the task's folder unless the task reads a dataset it names (starters)
+            named = (task.extra.get("prompt_json") or {}).get("dataset")
+            tasks.append((task, {} if named else task_inputs(session, row, settings.datasets_store)))
     out = Path(args.out)
-    for t in tasks:
-        write_task(out, t)
+    for t, inputs in tasks:
+        write_task(out, t, inputs)
     print(f"wrote {len(tasks)} task{'s' if len(tasks) != 1 else ''} in DataSciBench's layout to {out}")
     return 0
 
@@ -203,6 +231,9 @@ def add_checks_commands(sub: Any) -> None:
     where.add_argument("--datascibench", metavar="ROOT",
                        help="read the task from a DataSciBench tree instead of a release (no database at all)")
     run.add_argument("--timeout", type=float, default=30.0, help="seconds each check may run (default 30)")
+    run.add_argument("--mode", choices=["default", "datascibench"], default="default",
+                     help="datascibench: upstream's scoring rule (keyed by metric, first function, a float from 3 "
+                          "passes, bool() of anything else); default: a check must return a boolean")
     run.add_argument("--json", action="store_true", help="print the outcome as JSON")
     run.set_defaults(func=_run)
     gen = csub.add_parser("generate", help="LLM candidates for a task: N solutions run in the sandbox, the agreed "
@@ -213,9 +244,12 @@ def add_checks_commands(sub: Any) -> None:
     ls = csub.add_parser("list", help="the programmatic tasks, their checks and artifacts")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_list)
-    im = csub.add_parser("import-datascibench", help="store a DataSciBench tree's tasks on a registered dataset")
+    im = csub.add_parser("import-datascibench", help="store a DataSciBench tree's tasks (data/<task>/ and "
+                                                     "metric/<task>/metric.yaml), each with its own input files")
     im.add_argument("root")
-    im.add_argument("--dataset", required=True)
+    im.add_argument("--dataset", action="append", metavar="[TASK=]NAME",
+                    help="use registered dataset NAME for every task (or for TASK) instead of a dataset of the "
+                         "task's own: each input must be byte-identical to one of its files (repeatable)")
     im.add_argument("--no-accept", action="store_true",
                     help="store the checks and artifacts as candidates for review instead of accepted ground truth")
     im.set_defaults(func=_import)

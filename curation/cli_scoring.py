@@ -439,9 +439,9 @@ def add_scoring_commands(sub: Any) -> None:
     # (not with argparse choices, which would import the judges for every command)
     sc.add_argument("--judge", default=None, help="a registered judge: offline (no LLM, the default for analyses) or "
                                                "llm; hms for hypotheses (its default)")
-    sc.add_argument("--mode", choices=["default", "blade", "discoverybench"], default="default",
+    sc.add_argument("--mode", choices=["default", "blade", "discoverybench", "datascibench"], default="default",
                     help="blade: BLADE's definitions (analyses); discoverybench: upstream's HMS step by step "
-                         "(hypotheses)")
+                         "(hypotheses); datascibench: upstream's scoring rule for checks (programmatic)")
     sc.add_argument("--k", type=int, default=10, help="analyses: k of coverage@k (default 10)")
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
     sc.add_argument("--model", help="the agent's language model")

@@ -751,9 +751,12 @@ def copy_folder_files(bundle: FolderBundle, dest: Path) -> None:
     """Copy every file of ``bundle`` into ``dest`` (created), byte for byte; names must not leave ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for file in bundle.files:
-        if "/" in file.name or "\\" in file.name or file.name in {".", ".."}:
+        # a name may have folders (a DataSciBench task's data/x.xlsx), each part a plain name
+        parts = file.name.split("/")
+        if "\\" in file.name or any(p in {"", ".", ".."} for p in parts):
             raise DatasetImportError(f"{file.path}: the file name {file.name!r} cannot be stored; rename the file.")
-        target = dest / file.name
+        target = dest.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
         with file.path.open("rb") as source, target.open("xb") as out:
             for chunk in iter(lambda: source.read(1 << 20), b""):
                 out.write(chunk)

@@ -134,7 +134,9 @@ def render_check(user: User, view: TaskView, item: CandidateView, voting: bool, 
                     " A curator runs it once the task has an accepted artifact."))
         if staff and st.button("Run the release gate", key=f"prog.gaterun.{item.item.id}"):
             with st.spinner("Running the check on the accepted artifacts and on known wrong outputs…"):
-                done = context.attempt(lambda s: run_release_gate(session=s, actor=user, item_id=item.item.id))
+                store = context.settings().datasets_store  # the task's inputs sit beside the outputs
+                done = context.attempt(lambda s: run_release_gate(session=s, actor=user, item_id=item.item.id,
+                                                                  store=store))
             if done is not None:
                 st.rerun()
         _vote(user, item, voting)

@@ -50,7 +50,7 @@ from evaluation.programmatic.groundtruth import (
     gate,
     run_solution,
 )
-from evaluation.programmatic.runner import CheckLimits, check_code_problem
+from evaluation.programmatic.runner import CheckLimits, check_code_problem, clean_ground_truth
 from exports.schema import (
     PROGRAMMATIC_TASK_TYPES,
     ProgrammaticArtifact,
@@ -70,6 +70,7 @@ __all__ = [
     "generation_steps",
     "plan_generation",
     "store_generation",
+    "import_datascibench_tasks",
     "import_programmatic_tasks",
     "list_programmatic_tasks",
     "programmatic_run_details",
@@ -274,7 +275,7 @@ def _check_payload(fields: Mapping[str, Any]) -> dict[str, Any]:
         except SyntaxError as exc:
             raise ProgrammaticError(f"The rule does not parse ({exc.msg}); write a lambda such as "
                                     "lambda x: x >= 0.8.") from None
-    gt = str(fields.get("ground_truth") or "").strip().strip("/")
+    gt = clean_ground_truth(str(fields.get("ground_truth") or ""))  # "gt/x.csv" means x.csv (issue 29, point 4)
     if ".." in gt.split("/"):
         raise ProgrammaticError("The ground-truth path must stay inside gt/ (no '..').")
     return {"task_type": task_type, "function": str(fields["function"]).strip(),
@@ -288,11 +289,13 @@ def _next_position(session: Session, task_id: int) -> int:
 @judges_actor
 def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_id: int,
                               tasks: Sequence[ProgrammaticTaskRelease], accept: bool = True,
-                              run_gate: bool = True, limits: CheckLimits | None = None) -> list[ProgrammaticTask]:
+                              run_gate: bool = True, limits: CheckLimits | None = None,
+                              inputs: Mapping[str, Mapping[str, bytes]] | None = None) -> list[ProgrammaticTask]:
     """Store tasks (read from a DataSciBench tree or a release) on a dataset, with their checks and artifacts.
 
     ``accept``: their artifacts and checks count as accepted ground truth (basis "imported"), like BLADE's
-    imported decisions; checks still need the release gate to be released (run now with ``run_gate``).
+    imported decisions; checks still need the release gate to be released (run now with ``run_gate``, with the
+    task's input files of ``inputs``, by task key, beside the outputs as upstream has them).
 
     Raises:
         PermissionDenied: not a curator or admin (``actor`` None: the start-up registering the starters).
@@ -308,7 +311,8 @@ def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_i
     for t in tasks:
         if session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == t.key)).first() is not None:
             raise ProgrammaticError(f"A programmatic task named {t.key!r} exists already; nothing was imported.")
-        missing = [f for f in t.input_files if f not in have]
+        mapped = t.extra.get("input_map") or {}
+        missing = [f for f in t.input_files if mapped.get(f, f) not in have]
         if missing:
             raise ProgrammaticError(f"Task {t.key} reads {', '.join(missing)}, which dataset {dataset.name} does not "
                                     f"have (it has {', '.join(sorted(have))}); nothing was imported.")
@@ -339,11 +343,131 @@ def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_i
         if accept and run_gate:
             accepted = {a.path: base64.b64decode(a.content_b64) for a in t.artifacts}
             for item in (i for i in items if i.kind == "check"):
-                item.gate = {**_gate_record(_gate(t, item, accepted, None, limits)),
+                item.gate = {**_gate_record(_gate(t, item, accepted, None, limits, (inputs or {}).get(t.key))),
                              "code_hash": code_hash(item.payload)}
                 session.add(item)
         stored.append(task)
     session.flush()
+    return stored
+
+
+def _file_digests(dataset: Dataset, store: Path) -> dict[str, str]:
+    """{SHA-256: file name} of every file of a dataset (its table as data.csv for a one-table dataset)."""
+    out = {str(f["sha256"]): str(f["name"]) for f in dataset.files if f.get("sha256")}
+    if not dataset.files:
+        out.setdefault(dataset.data_sha256, "data.csv")
+    return out
+
+
+def _task_dataset(session: Session, actor: User, key: str, prompt: str, inputs: Mapping[str, bytes],
+                  store: Path, name: str) -> Dataset:
+    """A dataset of the task's own input files (and its prompt.json when it has none to read)."""
+    import tempfile
+
+    from curation.dataset_files import FolderBundle, FolderFile
+    from curation.services.datasets import register_folder_dataset
+
+    if session.exec(select(Dataset).where(Dataset.name == name)).first() is not None:
+        raise ProgrammaticError(
+            f"Task {key}: a dataset called {name!r} exists already. Name the dataset to use for it "
+            f"(--dataset {key}=NAME, whose files must be byte-identical to the task's inputs) or rename it; nothing "
+            "was imported.")
+    files = dict(inputs) or {"prompt.json": json.dumps({"prompt": prompt}).encode("utf-8")}
+    tables = [n for n in files if n.lower().endswith((".csv", ".tsv"))]
+    main = tables[0] if tables else sorted(files)[0]
+    with tempfile.TemporaryDirectory(prefix="forkpaths-datascibench-") as tmp:
+        entries = []
+        for rel, data in files.items():
+            path = Path(tmp, *rel.split("/"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            lower = rel.lower()
+            fmt = "csv" if lower.endswith(".csv") else "tsv" if lower.endswith(".tsv") else \
+                "excel" if lower.endswith((".xlsx", ".xls")) else "json" if lower.endswith(".json") else "other"
+            entries.append(FolderFile(name=rel, path=path, role="data" if inputs else "metadata", format=fmt,
+                                      size=len(data)))
+        rows = cols = 0
+        if main.lower().endswith((".csv", ".tsv")):
+            import io
+
+            import pandas as pd
+
+            try:
+                frame = pd.read_csv(io.BytesIO(files[main]), sep="\t" if main.lower().endswith(".tsv") else ",")
+                rows, cols = frame.shape
+            except Exception:  # noqa: BLE001 - a table pandas cannot read is still the task's input, as it is
+                rows = cols = 0
+        bundle = FolderBundle(name=name, title=key, research_question=f"DataSciBench task {key}: {prompt[:500]}",
+                              description=prompt, dictionary=[], files=entries, main_file=main, num_rows=rows,
+                              num_columns=cols, source="datascibench", extra={"datascibench": {"task": key}})
+        return register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)
+
+
+@judges_actor
+def import_datascibench_tasks(*, session: Session, actor: User, tasks: Sequence[Any], store: Path,
+                              datasets: Mapping[str, str] | None = None, accept: bool = True,
+                              run_gate: bool = True, limits: CheckLimits | None = None) -> list[ProgrammaticTask]:
+    """Store the tasks of a DataSciBench tree (:class:`exports.datascibench.DataSciBenchTask`), each with its own
+    input files (curators and admins; one action: all or nothing).
+
+    Each task becomes a dataset of its own (``datascibench_<task>``) holding its input files at their paths,
+    unless ``datasets`` names an existing dataset for it (by task key, or ``"*"`` for every task): then each of
+    the task's inputs must be byte-identical to a file of that dataset (a name alone never matches), and the task
+    reads that file under its own name. A task whose prompt.json names a registered ``dataset`` (forkpaths's
+    starter tasks) reads that dataset's files, as it says.
+
+    Raises:
+        PermissionDenied: not a curator or admin.
+        NotFoundError: a named dataset that does not exist.
+        ProgrammaticError: an input that no file of the named dataset has byte for byte; a task key or a dataset
+            name that exists already.
+    """
+    from curation.dataset_files import slugify
+
+    require_role(actor, *CURATING)
+    chosen = dict(datasets or {})
+    existing = sorted(set(session.exec(select(ProgrammaticTask.key)).all()) & {r.task.key for r in tasks})
+    if existing:
+        raise ProgrammaticError(f"A programmatic task named {existing[0]!r} exists already"
+                                f"{' (and ' + ', '.join(existing[1:]) + ')' if existing[1:] else ''}; nothing was "
+                                "imported.")
+    stored: list[ProgrammaticTask] = []
+    for read in tasks:
+        t: ProgrammaticTaskRelease = read.task
+        inputs: dict[str, bytes] = dict(read.inputs)
+        named_by_task = (t.extra.get("prompt_json") or {}).get("dataset")
+        wanted = chosen.get(t.key, chosen.get("*"))
+        if named_by_task and not wanted:
+            wanted = str(named_by_task)
+            inputs = {}
+        if wanted:
+            dataset = session.exec(select(Dataset).where(Dataset.name == wanted)).first()
+            if dataset is None:
+                raise NotFoundError(f"Task {t.key}: there is no dataset named {wanted!r}; nothing was imported.")
+            if inputs:
+                digests = _file_digests(dataset, store)
+                mapping, unmatched = {}, []
+                for rel, data in inputs.items():
+                    found = digests.get(hashlib.sha256(data).hexdigest())
+                    if found is None:
+                        unmatched.append(rel)
+                    else:
+                        mapping[rel] = found
+                if unmatched:
+                    raise ProgrammaticError(
+                        f"Task {t.key}: dataset {dataset.name} has no file byte-identical to its input"
+                        f"{'s' if len(unmatched) > 1 else ''} {', '.join(unmatched)} (files are matched by their "
+                        "bytes, never by name alone); import the task without naming a dataset to give it its own. "
+                        "Nothing was imported.")
+                t = t.model_copy(update={"input_files": sorted(inputs),
+                                         "extra": {**t.extra, "input_map": mapping}})
+        else:
+            name = f"datascibench_{slugify(t.key)}"[:128]
+            dataset = _task_dataset(session, actor, t.key, t.prompt, inputs, store, name)
+            t = t.model_copy(update={"input_files": sorted(inputs)})
+        stored += import_programmatic_tasks(session=session, actor=actor, dataset_id=dataset.id or 0, tasks=[t],
+                                            accept=accept, run_gate=run_gate, limits=limits,
+                                            inputs={t.key: inputs} if inputs else None)
     return stored
 
 
@@ -356,8 +480,9 @@ def _as_check(item: ProgrammaticItem, status: str = "accepted") -> ProgrammaticC
 
 
 def _gate(task: ProgrammaticTaskRelease, item: ProgrammaticItem, accepted: Mapping[str, bytes],
-          wrong: Mapping[str, Mapping[str, bytes]] | None, limits: CheckLimits | None) -> GateResult:
-    return gate(task, _as_check(item), accepted, wrong=wrong, limits=limits or CheckLimits())
+          wrong: Mapping[str, Mapping[str, bytes]] | None, limits: CheckLimits | None,
+          inputs: Mapping[str, bytes] | None = None) -> GateResult:
+    return gate(task, _as_check(item), accepted, wrong=wrong, limits=limits or CheckLimits(), inputs=inputs)
 
 
 def _gate_record(result: GateResult) -> dict[str, Any]:
@@ -378,10 +503,12 @@ def _release_task(session: Session, task: ProgrammaticTask, *, released_only: bo
 @judges_actor
 def run_release_gate(*, session: Session, actor: User, item_id: str,
                      wrong: Mapping[str, Mapping[str, bytes]] | None = None,
-                     limits: CheckLimits | None = None) -> ProgrammaticItem:
+                     limits: CheckLimits | None = None, store: Path | None = None) -> ProgrammaticItem:
     """Run the release gate for a candidate check and store its evidence on it (curators and admins).
 
     ``wrong``: known wrong outputs (label → files) besides the ones made from the accepted artifacts.
+    ``store``: the datasets store, to put the task's input files beside the outputs (as upstream has them);
+    without it the check sees none.
 
     Raises:
         ProgrammaticError: the item is not a check, or the task has no accepted artifact and no wrong output.
@@ -397,7 +524,8 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
         raise ProgrammaticError(f"Task {task.key} has no accepted artifact yet: accept one (by votes, or a meeting) "
                                 "before running the gate, which needs an output the check must pass on.")
     seen = dict(item.gate or {})
-    result = _gate(release_task, item, accepted, wrong, limits)
+    inputs = task_inputs(session, task, store) if store is not None else None
+    result = _gate(release_task, item, accepted, wrong, limits, inputs)
     _unchanged_gate(session, item, seen, task.dataset_id)
     item.gate = {**_gate_record(result), "code_hash": code_hash(item.payload), "by": actor.id}
     session.add(item)
@@ -465,11 +593,12 @@ def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[s
     if dataset is None:
         raise NotFoundError(f"Task {task.key}'s dataset is gone.")
     folder = (store / dataset.data_relpath).parent
+    mapped = task.extra.get("input_map") or {}
     out = {}
     for name in task.input_files:
-        rel = next((f.get("relpath") for f in dataset.files if f.get("name") == name), None)
+        rel = next((f.get("relpath") for f in dataset.files if f.get("name") == mapped.get(name, name)), None)
         path = store / rel if rel else folder / name
-        if name == "data.csv" and not path.is_file():
+        if mapped.get(name, name) == "data.csv" and not path.is_file():
             path = store / dataset.data_relpath
         try:
             out[name] = path.read_bytes()
@@ -653,10 +782,12 @@ def task_for_scoring(*, session: Session, actor: User, key: str) -> Programmatic
 
 @judges_actor
 def released_task(*, session: Session, actor: User, key: str, releases_root: Path,
-                  version: str | None = None) -> tuple[ProgrammaticTaskRelease, str]:
+                  version: str | None = None,
+                  inputs: dict[str, bytes] | None = None) -> tuple[ProgrammaticTaskRelease, str]:
     """Task ``key`` as release ``version`` carries it (its released checks and accepted artifacts), read from the
     release's files after the checks scoring makes (record, MANIFEST and hashes); default: the newest release
-    that holds the task. Returns the task and the version used. Writes nothing.
+    that holds the task. Returns the task and the version used; fills ``inputs``, when given, with the task's
+    input files from the release's folder. Writes nothing.
 
     Raises:
         PermissionDenied: not an evaluator, curator or admin.
@@ -680,7 +811,8 @@ def released_task(*, session: Session, actor: User, key: str, releases_root: Pat
             raise NotFoundError("No release has been cut yet: cut one (forkpaths release cut) or run the task's "
                                 "current checks from a DataSciBench tree (--datascibench ROOT).")
     for record in records:
-        release = _releases._verified(session, record, releases_root).release
+        published = _releases._verified(session, record, releases_root)
+        release = published.release
         for ds in release.datasets:
             task = next((t for t in ds.programmatic_tasks if t.key == key), None)
             if task is None:
@@ -689,6 +821,10 @@ def released_task(*, session: Session, actor: User, key: str, releases_root: Pat
                                                 names=[ds.name])
             if withheld:
                 raise BlindingViolation(f"{withheld} Its checks show it; nothing was run.")
+            if inputs is not None:
+                from evaluation.tasks.programmatic import task_inputs as release_inputs
+
+                inputs.update(release_inputs(release, published.folder).get(key, {}))
             return task, record.version
         if version is not None:
             held = sorted(t.key for d in release.datasets for t in d.programmatic_tasks)

@@ -174,12 +174,23 @@ def beat(engine: Engine, run_id: int) -> None:
             .values(heartbeat_at=utcnow()))
 
 
+def _items_noun(kind: str) -> str:
+    """A run's items in its kind's words ("analyses", "task folders", ...)."""
+    from evaluation.tasks import UnknownKind, task_kind
+
+    try:
+        return str(task_kind(kind).item_noun)
+    except UnknownKind:
+        return "items"
+
+
 def _interrupt(run: ScoringRun, now: Any) -> None:
     beat = run.heartbeat_at or run.started_at or run.created_at
     host, _, rest = run.executor.partition("/")
     who = f"the process scoring it (pid {rest.split('/')[0]} on {host})" if host else "the process scoring it"
     run.status, run.finished_at = RunStatus.INTERRUPTED.value, now
-    run.message = (f"Interrupted: {who} stopped after {run.progress_done} of {run.progress_total} analyses "
+    run.message = (f"Interrupted: {who} stopped after {run.progress_done} of {run.progress_total} "
+                   f"{_items_noun(run.kind)} "
                    f"(last sign of life {beat:%Y-%m-%d %H:%M:%S} UTC); no scores were kept. Re-score it "
                    f"(Runs page, or forkpaths runs rescore {run.id}).")
 

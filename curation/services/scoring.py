@@ -131,6 +131,14 @@ def kind_of(name: str) -> TaskKind:
         raise ScoringError(str(exc)) from exc
 
 
+def items_noun(kind: str) -> str:
+    """What a run of ``kind`` counts its progress in, in the kind's words ("analyses", "task folders", ...)."""
+    try:
+        return str(_registered_kind(kind).item_noun)
+    except UnknownKind:
+        return "items"
+
+
 def _kind_only_judges(kind: str) -> set[str]:
     """Judges that other kinds claim as their own (``judges`` of a kind), which kind ``kind`` cannot use."""
     from evaluation.tasks import KINDS
@@ -519,7 +527,7 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                        progress_done=done, progress_total=total,
-                       message=f"Cancelled after {done} of {total} analyses; no scores were kept.")
+                       message=f"Cancelled after {done} of {total} {items_noun(run.kind)}; no scores were kept.")
     except (OperationalError, InterfaceError) as exc:
         if raise_when_database_lost:  # the database went away: the queue retries the job when it is back
             log.warning("scoring run %s: the database went away (%s); the job is retried", run_id, exc)
@@ -545,8 +553,11 @@ def _reached(engine: Engine, run_id: int, reached: list[int]) -> tuple[int, int]
 def _record_crash(engine: Engine, run_id: int, exc: Exception, reached: list[int] | None = None) -> ScoringRun:
     log.exception("scoring run %s crashed", run_id)
     done, total = _reached(engine, run_id, reached or [])
+    with session_scope(engine) as s:
+        current = s.get(ScoringRun, run_id)
+        noun = items_noun(current.kind) if current else "items"
     return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
-                   message=f"Scoring failed after {done} of {total} analyses: {type(exc).__name__}: {exc}"[:2000])
+                   message=f"Scoring failed after {done} of {total} {noun}: {type(exc).__name__}: {exc}"[:2000])
 
 
 
@@ -608,7 +619,7 @@ def cancel_run(*, session: Session, actor: User, run_id: int) -> ScoringRun:
     elif run.status == RunStatus.INTERRUPTED.value or not executor_alive(run.executor, run.heartbeat_at, now):
         run.status, run.finished_at = RunStatus.CANCELLED.value, now
         run.message = (f"Cancelled after the process scoring it stopped ({run.progress_done} of "
-                       f"{run.progress_total} analyses done); no scores were kept.")
+                       f"{run.progress_total} {items_noun(run.kind)} done); no scores were kept.")
     session.add(run)
     return run
 

@@ -46,6 +46,7 @@ from evaluation.programmatic.runner import (
     CheckLimits,
     TaskOutcome,
     check_code_problem,
+    clean_ground_truth,
     run_checks,
 )
 from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticCheck, ProgrammaticTaskRelease
@@ -54,7 +55,7 @@ __all__ = ["Agreement", "GateResult", "ProposedCheck", "SolutionRun", "agree", "
            "fingerprint", "gate", "run_solution", "wrong_outputs"]
 
 SOLUTIONS_TEMPLATE = "programmatic-solutions@1"
-CHECKS_TEMPLATE = "programmatic-checks@1"
+CHECKS_TEMPLATE = "programmatic-checks@2"  # 2: ground_truth is the path inside gt/ (not gt/…)
 
 
 def _round(x: float) -> float | str:
@@ -259,6 +260,7 @@ def _parse_checks(text: str) -> list[ProposedCheck]:
         problem = check_code_problem(c.code)
         if problem:
             raise ParseError(f"check {i}: {problem}")
+        c.ground_truth = clean_ground_truth(c.ground_truth)
         if c.rule:
             try:
                 compile(c.rule, "<rule>", "eval")
@@ -278,7 +280,8 @@ def ask_checks(client: LLMClient, task: ProgrammaticTaskRelease, artifacts: Sequ
               "the working directory) and receives the path of the ground-truth artifact (a file in gt/, or gt/ "
               "itself); it returns True or False. Task types: " + "; ".join(PROGRAMMATIC_TASK_TYPES) + ". Answer "
               'with JSON: {"checks": [{"task_type", "function", "metric", "code", "rule": null, "ground_truth": '
-              '"<artifact path or empty>"}]}. ' + DATA_NOTICE)
+              '"<the artifact\'s path inside gt/, e.g. summary.csv (not gt/summary.csv), or empty>"}]}. '
+              + DATA_NOTICE)
     user = f"Task: {quote(task.prompt)}\nGround-truth artifacts: {quote(', '.join(artifacts) or 'none')}"
     return client.ask(template=CHECKS_TEMPLATE, messages=[{"role": "system", "content": system},
                                                           {"role": "user", "content": user}],
@@ -359,7 +362,7 @@ def _brief(outcome: TaskOutcome) -> dict[str, Any]:
 
 def gate(task: ProgrammaticTaskRelease, check: ProgrammaticCheck, accepted: Mapping[str, bytes], *,
          gt: Mapping[str, bytes] | None = None, wrong: Mapping[str, Mapping[str, bytes]] | None = None,
-         limits: CheckLimits = DEFAULT_CHECK_LIMITS) -> GateResult:
+         limits: CheckLimits = DEFAULT_CHECK_LIMITS, inputs: Mapping[str, bytes] | None = None) -> GateResult:
     """Run ``check`` on the accepted artifacts (as the output folder) and on known wrong outputs (default:
     :func:`wrong_outputs` of the accepted ones, plus any given). Released only when it passes on the accepted
     artifacts and fails (anything but True) on at least one wrong output; a check that passes on everything is
@@ -372,9 +375,10 @@ def gate(task: ProgrammaticTaskRelease, check: ProgrammaticCheck, accepted: Mapp
     if problem:
         return GateResult(released=False, sentence=f"Refused: {problem}", on_accepted={"status": "syntax"})
     gt_files = dict(gt if gt is not None else accepted)
-    on_accepted = _brief(run_checks(task, accepted, checks=[check], gt=gt_files, limits=limits))
+    on_accepted = _brief(run_checks(task, accepted, checks=[check], gt=gt_files, limits=limits, inputs=inputs))
     wrongs = {**wrong_outputs(accepted), **(wrong or {})}
-    on_wrong = [{"label": label, **_brief(run_checks(task, files, checks=[check], gt=gt_files, limits=limits))}
+    on_wrong = [{"label": label, **_brief(run_checks(task, files, checks=[check], gt=gt_files, limits=limits,
+                                                     inputs=inputs))}
                 for label, files in wrongs.items()]
     if on_accepted["status"] != "true":
         return GateResult(released=False, on_accepted=on_accepted, on_wrong=on_wrong,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -42,6 +43,8 @@ item_noun = "task folders"
 uses_judge = False
 accepts_overrides = False
 view: str | None = "programmatic"
+#: ``default``: a check must return a boolean; ``datascibench``: upstream's rule (see evaluation.programmatic.runner)
+modes = ("default", "datascibench")
 #: a task's candidate check and ground-truth artifact, shown on a meeting's agenda by the kind's own component
 CHECK = ItemKind("check", subject="Task", agenda_view="programmatic")
 ARTIFACT = ItemKind("artifact", subject="Task", agenda_view="programmatic")
@@ -59,7 +62,8 @@ leaderboard = LeaderboardSpec(
              Column("agent_runs", "agent runs", "count")))
 
 RESULT_FORMAT = "forkpaths-programmatic-result"
-RESULT_VERSION = "1.0"
+RESULT_VERSION = "1.1"
+READABLE_VERSIONS = ("1.0", "1.1")  # 1.1: the scoring mode
 
 
 class ProgrammaticResult(BaseModel):
@@ -71,6 +75,7 @@ class ProgrammaticResult(BaseModel):
     ground_truth_hash: str
     runs: list[str] = Field(description="the zip files, one per agent run, in order")
     limits: dict[str, Any] = Field(default_factory=dict)
+    mode: str = Field(default="default", description="default, or datascibench (upstream's scoring rule)")
     outcomes: list[TaskOutcome]
     scores: dict[str, Any]
 
@@ -82,8 +87,9 @@ def dump_result(result: ProgrammaticResult) -> str:
 def read_result(data: bytes | str) -> ProgrammaticResult:
     """Read a result file, refusing one of another format or version."""
     result = ProgrammaticResult.model_validate_json(data)
-    if result.format_version != RESULT_VERSION:
-        raise ValueError(f"programmatic result format {result.format_version} is not {RESULT_VERSION}")
+    if result.format_version not in READABLE_VERSIONS:
+        raise ValueError(f"programmatic result format {result.format_version} is none of "
+                         f"{', '.join(READABLE_VERSIONS)}")
     return result
 
 
@@ -122,8 +128,32 @@ def _limits(ctx: ScoringContext) -> CheckLimits:
                        memory_mb=min(ctx.limits.memory_mb, 4096), workers=2)
 
 
+def task_inputs(release: Release, release_folder: Path) -> dict[str, dict[str, bytes]]:
+    """Each task's input files, read from the release's folder: {task key: {path in the task's folder: bytes}}
+    (a task may read a dataset file under another name, ``extra["input_map"]``). A file the release lacks is
+    left out (a check that reads it fails with the missing file)."""
+    out: dict[str, dict[str, bytes]] = {}
+    for ds in release.datasets:
+        by_name = {f.name: f.path for f in ds.files}
+        for t in ds.programmatic_tasks:
+            mapped = t.extra.get("input_map") or {}
+            files: dict[str, bytes] = {}
+            for name in t.input_files:
+                source = str(mapped.get(name, name))
+                rel = by_name.get(source) or (ds.data_file if source in ("data.csv", ds.data_file.rsplit("/", 1)[-1])
+                                              else None)
+                path = release_folder / rel if rel else None
+                if path is not None and path.is_file():
+                    files[name] = path.read_bytes()
+            out[t.key] = files
+    return out
+
+
 def score(ctx: ScoringContext) -> ScoredRun:
-    """Every accepted check of every task on every run's folder, two sandbox jobs at a time."""
+    """Every accepted check of every task on every run's folder, two sandbox jobs at a time, in the run's mode
+    (``default`` or ``datascibench``), the task's input files beside each folder."""
+    if ctx.mode not in modes:
+        raise SubmissionCheckError(f"Unknown mode '{ctx.mode}' for programmatic runs; choose {' or '.join(modes)}.")
     tasks = release_tasks(ctx.release)
     jobs = []
     runs = []
@@ -133,11 +163,11 @@ def score(ctx: ScoringContext) -> ScoredRun:
         by_task = split_by_task(read_outputs_zip(data, label=fname, limits=OutputLimits()), tasks, label=fname)
         jobs += [(task, by_task.get(key), run) for key, task in sorted(tasks.items())]
     limits = _limits(ctx)
-    outcomes = run_many(jobs, limits=limits,
+    outcomes = run_many(jobs, limits=limits, inputs=task_inputs(ctx.release, ctx.release_folder), mode=ctx.mode,
                         progress=lambda done, total: ctx.progress(done, total, f"task folder {done} of {total}"))
     scores = {"programmatic": aggregate(outcomes)}
     result = ProgrammaticResult(release_version=ctx.release.version, ground_truth_hash=ctx.ground_truth_hash,
-                                runs=runs, limits=limits.describe(), outcomes=outcomes, scores=scores)
+                                runs=runs, limits=limits.describe(), mode=ctx.mode, outcomes=outcomes, scores=scores)
     errors = scores["programmatic"]["errors"]
     note = (f"{errors} check outcome{'s' if errors != 1 else ''} scored 0 as errors (see the run details for "
             "each one's reason)." if errors else "")

@@ -14,12 +14,20 @@ Where this reading differs from, or adds to, the fork (the upstream repository w
   error naming the file and line, where upstream keeps any string.
 * ``ground_truth`` is a path *relative to* ``gt/`` (upstream's own field holds a path that the evaluators join
   with the gt folder); an absolute path or one with ``..`` is refused.
-* Agent-run folders (``data/<task>/<model>_<run>/``) and the raw ``metric/*_prompt_metric.csv`` candidates are not
-  read: runs are scored from an outputs zip, and candidates are proposed in forkpaths itself.
+* Input files are every file under ``data/<task>/`` at any depth (``data/dl_0/data/data_1.xlsx`` is the input
+  ``data/data_1.xlsx``), except ``prompt.json``, ``gt/`` and agent-run folders (a top-level folder holding a
+  ``logs.txt``, upstream's ``data/<task>/<model>_<run>/``). A symbolic link, a file larger than the upload limit,
+  or a path that leads outside the task's folder is refused. A check whose code names a file by ``../<path>``
+  (upstream runs checks in the run folder, so that is the task's folder) that neither the inputs nor ``gt/`` have
+  is refused with the file, line and path.
+* Agent-run folders and the raw ``metric/*_prompt_metric.csv`` candidates are not read: runs are scored from an
+  outputs zip, and candidates are proposed in forkpaths itself.
 * ``rule`` is kept as text and applied in the sandbox; upstream's threshold evaluators (``test_bool``,
   ``test_int``) are not separate kinds here: write them as a rule (``lambda x: 0.8 <= x <= 1``).
-* Written back, ``metric.yaml`` holds the accepted checks only, each with ``id`` as an extra key (upstream
-  readers ignore unknown keys), and ``prompt.json`` keeps any extra fields it was read with.
+* Written back: ``metric.yaml`` and ``prompt.json`` are the very files that were read (kept in ``extra``) while the
+  task's checks and prompt are still the ones read from them, so a round trip is byte for byte; otherwise
+  ``metric.yaml`` holds the accepted checks, each with ``id`` as an extra key (upstream readers ignore unknown
+  keys), and ``prompt.json`` keeps any extra fields it was read with. Input files are written at their paths.
 
 Nothing here touches a database; :func:`read_tree` returns release-format tasks and their input files.
 """
@@ -48,6 +56,7 @@ __all__ = ["DataSciBenchError", "DataSciBenchTask", "normalise_task_type", "read
            "write_task", "write_tree"]
 
 MAX_ARTIFACT_BYTES = 20 * 1024 * 1024
+MAX_INPUT_BYTES = 200 * 1024 * 1024  # the default upload limit (FORKPATHS_MAX_UPLOAD_MB); callers pass theirs
 REFERENCE_SOLUTION = "test_gt.py"  # the reference solution DataSciBench keeps in gt/: not an artifact
 REFERENCE_NAMES = (REFERENCE_SOLUTION, REFERENCE_SOLUTION + ".txt")  # .txt where Python files may not be (datasets/)
 _KEYWORDS = (("clean", 0), ("preprocess", 0), ("explor", 1), ("statistic", 1), ("visual", 2), ("plot", 2),
@@ -98,6 +107,22 @@ def _entry_lines(text: str) -> list[int]:
     return []
 
 
+def _node_position(text: str, key: str | None) -> tuple[int, int]:
+    """(line, column), 1-based, of ``key``'s value in the top-level mapping, or of the document when ``key`` is
+    None or absent."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return 1, 1
+    if node is None:
+        return 1, 1
+    if key is not None and isinstance(node, yaml.MappingNode):
+        for k, value in node.value:
+            if getattr(k, "value", None) == key:
+                return value.start_mark.line + 1, value.start_mark.column + 1
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
 def _safe_rel(path: str, *, where: str) -> str:
     rel = PurePosixPath(path.replace("\\", "/"))
     if rel.is_absolute() or any(p == ".." for p in rel.parts):
@@ -112,10 +137,15 @@ def _parse_metric(text: str, *, label: str) -> tuple[str, list[ProgrammaticCheck
     except yaml.YAMLError as exc:
         raise _yaml_error(label, exc) from None
     if not isinstance(data, dict):
-        raise DataSciBenchError(f"{label} line 1: expected a mapping with 'prompt' and 'TMC-list'.")
+        line, column = _node_position(text, None)
+        raise DataSciBenchError(f"{label} line {line}, column {column}: expected a mapping with 'prompt' and "
+                                "'TMC-list'.")
     entries = data.get("TMC-list", data.get("TFC-list"))
     if not isinstance(entries, list):
-        raise DataSciBenchError(f"{label}: it has no 'TMC-list' list of checks.")
+        key = "TMC-list" if "TMC-list" in data else "TFC-list" if "TFC-list" in data else None
+        line, column = _node_position(text, key)
+        what = f"its {key} is not a list of checks" if key else "it has no 'TMC-list' (the list of checks)"
+        raise DataSciBenchError(f"{label} line {line}, column {column}: {what}.")
     checks = []
     for i, entry in enumerate(entries):
         line = lines[i] if i < len(lines) else 0
@@ -157,11 +187,83 @@ def _artifact(path: Path, rel: str) -> ProgrammaticArtifact:
                                 content_b64=base64.b64encode(data).decode("ascii"))
 
 
-def read_task(root: Path, key: str) -> DataSciBenchTask:
-    """Read task ``key`` of the tree at ``root`` (``metric/<key>/metric.yaml`` and ``data/<key>/``).
+def _read_inputs(data_dir: Path, *, key: str, max_bytes: int) -> dict[str, bytes]:
+    """Every input file under ``data/<key>/`` by its path there (POSIX), walked without following links."""
+    import os
+
+    top = data_dir.resolve()
+    inputs: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(data_dir, followlinks=False):
+        here = Path(dirpath)
+        rel_dir = here.relative_to(data_dir)
+        for name in sorted(dirnames + filenames):
+            path = here / name
+            rel = (rel_dir / name).as_posix()
+            if path.is_symlink():
+                raise DataSciBenchError(f"data/{key}/{rel} is a symbolic link; a task's inputs are plain files "
+                                        "inside its folder. Nothing was read.")
+            if not path.resolve().is_relative_to(top):
+                raise DataSciBenchError(f"data/{key}/{rel} leads outside the task's folder; nothing was read.")
+        if rel_dir == Path("."):
+            # gt/ holds the ground truth; a folder with a logs.txt is an agent's run (upstream's layout)
+            dirnames[:] = [d for d in dirnames if d != "gt" and not (here / d / "logs.txt").is_file()]
+        for name in sorted(filenames):
+            rel = (rel_dir / name).as_posix()
+            if rel == "prompt.json":
+                continue
+            path = here / name
+            if not path.is_file():
+                raise DataSciBenchError(f"data/{key}/{rel} is not a regular file (a device or a pipe); nothing "
+                                        "was read.")
+            size = path.stat().st_size
+            if size > max_bytes:
+                raise DataSciBenchError(f"data/{key}/{rel} is {size:,} bytes, over the upload limit of "
+                                        f"{max_bytes:,} bytes; nothing was read.")
+            inputs[rel] = path.read_bytes()
+    return dict(sorted(inputs.items()))
+
+
+def _check_named_files(text: str, checks: list[ProgrammaticCheck], *, lines_of: str, key: str, inputs: set[str],
+                       artifacts: set[str]) -> None:
+    """Refuse a check whose code names ``../<path>`` (a file of the task's folder, seen from the run folder where
+    upstream runs checks) that neither the inputs nor gt/ have (a glob must match one)."""
+    import ast
+    import fnmatch
+    import posixpath
+
+    lines = _entry_lines(text)
+    have = inputs | {f"gt/{a}" for a in artifacts}
+    for i, c in enumerate(checks):
+        try:
+            tree = ast.parse(c.code)
+        except SyntaxError:
+            continue  # scored as an error; not this reader's to refuse
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and node.value.startswith("../") and "\n" not in node.value):
+                continue
+            rel = posixpath.normpath(node.value[3:])
+            if rel.startswith("..") or rel in (".", "gt") or rel.endswith("/"):
+                continue
+            if any(ch in rel for ch in "*?["):
+                found = any(fnmatch.fnmatchcase(h, rel) for h in have)
+            else:
+                found = rel in have or any(h.startswith(rel + "/") for h in have)
+            if not found:
+                line = lines[i] if i < len(lines) else 0
+                raise DataSciBenchError(
+                    f"{lines_of} line {line} (entry {i + 1} of TMC-list, metric {c.metric!r}): the check reads "
+                    f"{node.value!r}, which data/{key}/ does not have (it has: {', '.join(sorted(have)) or 'nothing'}).")
+
+
+def read_task(root: Path, key: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> DataSciBenchTask:
+    """Read task ``key`` of the tree at ``root`` (``metric/<key>/metric.yaml`` and ``data/<key>/``, its input
+    files at any depth).
 
     Raises:
-        DataSciBenchError: a file missing or malformed (with the file, and the line for YAML).
+        DataSciBenchError: a file missing or malformed (with the file, and the line for YAML); an input that is a
+            symbolic link, larger than ``max_input_bytes`` or outside the task's folder; a check naming a file
+            the task does not have.
     """
     root = Path(root)
     if not _TASK_KEY.match(key):
@@ -171,6 +273,9 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
     label = f"metric/{key}/metric.yaml"
     if not metric_path.is_file():
         raise DataSciBenchError(f"{label} is missing under {root}.")
+    if metric_path.is_symlink() or (data_dir / "prompt.json").is_symlink():
+        raise DataSciBenchError(f"task {key}: {label} or data/{key}/prompt.json is a symbolic link; the tree must "
+                                "hold plain files.")
     try:
         text = metric_path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -198,6 +303,8 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
         raise DataSciBenchError(f"task {key}: neither data/{key}/prompt.json nor {label} has a prompt.")
     artifacts, inputs = [], {}
     gt_dir = data_dir / "gt"
+    if gt_dir.is_symlink():
+        raise DataSciBenchError(f"data/{key}/gt is a symbolic link; the tree must hold plain files.")
     if gt_dir.is_dir():
         for path in sorted(gt_dir.rglob("*")):
             if path.is_symlink():
@@ -207,9 +314,7 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
             elif path.is_file():
                 artifacts.append(_artifact(path, path.relative_to(gt_dir).as_posix()))
     if data_dir.is_dir():
-        for path in sorted(data_dir.iterdir()):
-            if path.is_file() and path.name != "prompt.json" and not path.is_symlink():
-                inputs[path.name] = path.read_bytes()
+        inputs = _read_inputs(data_dir, key=key, max_bytes=max_input_bytes)
     for c in checks:
         if c.ground_truth and c.ground_truth not in {a.path for a in artifacts} and not (gt_dir / c.ground_truth).is_dir():
             raise DataSciBenchError(f"{label}: check {c.id} names ground_truth {c.ground_truth!r}, which data/{key}/gt/ "
@@ -217,12 +322,18 @@ def read_task(root: Path, key: str) -> DataSciBenchTask:
     input_files = sorted(inputs)
     if isinstance(named_inputs, list):  # forkpaths: the task reads files of a registered dataset (not copied)
         input_files = [str(n) for n in named_inputs]
+    else:
+        _check_named_files(text, checks, lines_of=label, key=key, inputs=set(inputs),
+                           artifacts={a.path for a in artifacts})
+    extra["metric_yaml"] = text  # written back as it is while the checks are still these
+    if prompt_path.is_file():
+        extra["prompt_json_text"] = prompt_path.read_text(encoding="utf-8")
     task = ProgrammaticTaskRelease(key=key, prompt=prompt, input_files=input_files,
                                    data_source_type=data_source_type, artifacts=artifacts, checks=checks, extra=extra)
     return DataSciBenchTask(task=task, inputs=inputs)
 
 
-def read_tree(root: Path) -> list[DataSciBenchTask]:
+def read_tree(root: Path, *, max_input_bytes: int = MAX_INPUT_BYTES) -> list[DataSciBenchTask]:
     """Every task of a DataSciBench tree (one per ``metric/<task>/metric.yaml``), in name order.
 
     Raises:
@@ -236,7 +347,7 @@ def read_tree(root: Path) -> list[DataSciBenchTask]:
     keys = sorted(p.parent.name for p in metric.glob("*/metric.yaml"))
     if not keys:
         raise DataSciBenchError(f"{metric} holds no <task>/metric.yaml.")
-    return [read_task(root, k) for k in keys]
+    return [read_task(root, k, max_input_bytes=max_input_bytes) for k in keys]
 
 
 class _Literal(str):
@@ -278,21 +389,57 @@ def write_task(root: Path, task: ProgrammaticTaskRelease, inputs: dict[str, byte
             entry["gate"] = c.gate
         entries.append(entry)
     doc = {"prompt": _Literal(str(task.extra.get("metric_prompt") or task.prompt)), "TMC-list": entries}
-    (metric_dir / "metric.yaml").write_text(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
-                                                      width=120), encoding="utf-8")
+    original = task.extra.get("metric_yaml")
+    if isinstance(original, str) and _same_checks(original, [c for c in task.checks if c.status == "accepted"],
+                                                  task.key):
+        (metric_dir / "metric.yaml").write_bytes(original.encode("utf-8"))
+    else:
+        (metric_dir / "metric.yaml").write_text(yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                                                          width=120), encoding="utf-8")
     pj = {"prompt": task.prompt, "data_source_type": task.data_source_type,
           **(task.extra.get("prompt_json") or {})}
+    pj_text = task.extra.get("prompt_json_text")
     if task.extra.get("reference_solution"):
         if reference_name not in REFERENCE_NAMES:
             raise DataSciBenchError(f"the reference solution is named one of {', '.join(REFERENCE_NAMES)}")
         (data_dir / "gt" / reference_name).write_text(task.extra["reference_solution"], encoding="utf-8")
-    (data_dir / "prompt.json").write_text(json.dumps(pj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if isinstance(pj_text, str) and _same_prompt(pj_text, pj):
+        (data_dir / "prompt.json").write_bytes(pj_text.encode("utf-8"))
+    else:
+        (data_dir / "prompt.json").write_text(json.dumps(pj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     for a in task.artifacts:
         target = data_dir / "gt" / _safe_rel(a.path, where=f"task {task.key}")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(base64.b64decode(a.content_b64))
     for name, data in (inputs or {}).items():
-        (data_dir / Path(name).name).write_bytes(data)
+        rel = _safe_rel(name, where=f"task {task.key}: the input")
+        if not rel or rel == "prompt.json" or rel.split("/")[0] == "gt":
+            raise DataSciBenchError(f"task {task.key}: the input file {name!r} cannot be written into its folder.")
+        target = data_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _same_checks(text: str, checks: list[ProgrammaticCheck], key: str) -> bool:
+    """Are ``checks`` (in order) the ones ``text`` (a metric.yaml as read) holds, up to their ids?"""
+    try:
+        _prompt, read = _parse_metric(text, label=f"metric/{key}/metric.yaml")
+    except DataSciBenchError:
+        return False
+
+    def fields(c: ProgrammaticCheck) -> tuple[Any, ...]:
+        return (c.task_type, c.function, c.metric, c.code, c.rule or None, c.ground_truth or "")
+
+    return [fields(c) for c in read] == [fields(c) for c in checks]
+
+
+def _same_prompt(text: str, wanted: dict[str, Any]) -> bool:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and {k: data.get(k) for k in ("prompt", "data_source_type")} == {
+        "prompt": wanted["prompt"], "data_source_type": wanted["data_source_type"] or data.get("data_source_type")}
 
 
 def write_tree(root: Path, tasks: list[DataSciBenchTask]) -> None:

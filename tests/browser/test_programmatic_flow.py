@@ -144,3 +144,74 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
     finally:
         page.close()
         engine.dispose()
+
+
+def test_run_details_say_the_checks_line_never_a_server_traceback_and_why_a_pickle_was_withheld(
+        browser, live_app, shots: Path, tmp_path):
+    """Issue 29, point 9 (the drill-down printed a server traceback under its sentence) and issue 26's withheld
+    pickle, as an evaluator reads them."""
+    import base64
+    import hashlib
+
+    import joblib
+    from sklearn.linear_model import LinearRegression
+
+    from curation.models import RunStatus
+    from curation.services.scoring import execute_run, register_run
+    from exports.schema import ProgrammaticArtifact, ProgrammaticCheck
+
+    cfg = live_app.settings
+    engine = make_engine(cfg.resolved_database_url)
+    cura = f.user(engine, "cura", Role.CURATOR)
+    evie = f.user(engine, "evie", Role.EVALUATOR)
+    ds = f.dataset(engine, cfg.datasets_store)
+    seeded = {"released": True, "sentence": "Released (seeded).", "on_accepted": {"status": "true"}, "on_wrong": []}
+    clean = b"deaths,masfem\n10,2.5\n"
+    checks = [ProgrammaticCheck(id="c1", task_type="data cleaning & preprocessing", function="Data Completeness",
+                                metric="deaths kept", gate=seeded, code=(
+                                    "import pandas as pd\n\ndef deaths(ground_truth):\n"
+                                    "    frame = pd.read_csv('clean.csv')\n"
+                                    "    return bool(frame['deaths'].notna().all())\n")),
+              ProgrammaticCheck(id="c2", task_type="predictive modeling", function="Model", metric="model saved",
+                                gate=seeded, code="import joblib\n\ndef fitted(ground_truth):\n"
+                                                  "    return joblib.load('model.pkl') is not None\n")]
+    task = ProgrammaticTaskRelease(key="storms_clean", prompt="Drop storms with no deaths count; write clean.csv.",
+                                   input_files=["data.csv"], checks=checks, artifacts=[ProgrammaticArtifact(
+                                       path="clean.csv", sha256=hashlib.sha256(clean).hexdigest(), size=len(clean),
+                                       content_b64=base64.b64encode(clean).decode())])
+    with session_scope(engine) as s:
+        import_programmatic_tasks(session=s, actor=cura, dataset_id=ds.id, tasks=[task], run_gate=False)
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=cura, version="1.0.0", notes="", artifacts=cfg.artifact_store(),
+                        store=cfg.datasets_store)
+    model = io.BytesIO()
+    joblib.dump(LinearRegression().fit([[0], [1]], [0, 1]), model)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("storms_clean/clean.csv", "masfem\n2.5\n")  # no deaths column: the check raises KeyError
+        z.writestr("storms_clean/model.pkl", model.getvalue())
+    with session_scope(engine) as s:
+        run = register_run(session=s, actor=evie, release_version="1.0.0", files=[("run.zip", buffer.getvalue())],
+                           agent="agent-x", kind="programmatic", artifacts=cfg.artifact_store(), max_bytes=10_000_000)
+    done = execute_run(engine, run.id, artifacts=cfg.artifact_store())
+    assert done.status == RunStatus.SUCCEEDED.value, done.message
+    page = browser.new_page()
+    try:
+        sign_in(page, live_app.url, "evie", open_page="Run details")
+        page.get_by_text("Output files").wait_for(timeout=60_000)
+        expanders = page.locator('[data-testid="stExpander"]')
+        expanders.get_by_text(re.compile(r"KeyError: 'deaths' at line 5 of the check's code")).wait_for(
+            timeout=30_000)
+        expanders.get_by_text(re.compile(r"model.pkl is a pickle that holds .*LinearRegression")).first.wait_for(
+            timeout=30_000)
+        shot(page, shots / "09-drilldown-no-traceback.png", expanders.first)
+        shot(page, shots / "10-withheld-pickle.png", expanders.filter(has_text="model.pkl").last)
+        body = page.locator("body").inner_text()
+        assert "Traceback" not in body and 'File "/' not in body and "job.py" not in body
+    except Exception:
+        page.screenshot(path=shots / "failure-no-traceback.png")
+        print(live_app.log.read_text()[-4000:])
+        raise
+    finally:
+        page.close()
+        engine.dispose()

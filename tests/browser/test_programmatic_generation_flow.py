@@ -5,6 +5,7 @@ candidates (the agreed artifact with its support, the proposed check)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,13 @@ from tests.llm_server import ScriptedLLM
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("os_sandbox")]
 
 
+def gt_again(request: dict) -> str:
+    """The same answers, the check's ground truth written with its folder, as LLMs write it (issue 29, point 4)."""
+    return responder(request).replace('"ground_truth": "clean.csv"', '"ground_truth": "gt/clean.csv"')
+
+
 def test_a_curator_generates_candidates_in_the_background(browser, tmp_path, shots: Path):
-    with ScriptedLLM(responder) as server, serving(tmp_path, llm_env(server.url)) as app:
+    with ScriptedLLM(gt_again) as server, serving(tmp_path, llm_env(server.url)) as app:
         server.script = [{"delay": 4, "content": json.dumps({"code": KEEP})}]  # slow enough to see it running
         url, cfg = app.url, app.settings
         engine = make_engine(cfg.resolved_database_url)
@@ -47,6 +53,9 @@ def test_a_curator_generates_candidates_in_the_background(browser, tmp_path, sho
             idle(page)
             page.get_by_text("agreed by 2 of 3 samples").first.wait_for(timeout=60_000)
             assert page.get_by_text("deaths above zero").count() >= 1  # the proposed check
+            # "gt/clean.csv" is the file clean.csv inside gt/: shown once with its folder, never as gt/gt/clean.csv
+            assert page.get_by_text(re.compile(r"ground truth: gt/clean\.csv")).count() >= 1
+            assert page.get_by_text(re.compile(r"gt/gt/")).count() == 0
             shot(page, shots / "02-generation-report.png")
             page.get_by_text("The 3 candidate solutions and what each wrote").click()
             page.get_by_text("Sample 3").wait_for()

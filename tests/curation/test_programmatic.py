@@ -30,7 +30,7 @@ from curation.services.programmatic import (
     propose_check,
     run_release_gate,
 )
-from curation.services.scoring import execute_run, register_run
+from curation.services.scoring import cancel_run, execute_run, register_run
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from curation.settings import Settings
@@ -161,6 +161,20 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
                                                                       ("run 2 (run2.zip)", False)]
     assert details.outputs[("run 2 (run2.zip)", "storms_clean")] == {"clean.csv": b"deaths,masfem\n,2.5\n"}
     assert "returned False" in details.result.outcomes[1].checks[0].sentence
+    # a programmatic run speaks of task folders, not of analyses (issue 26, "Why" 8)
+    with session_scope(engine) as s:
+        stopped = register_run(session=s, actor=t["eva"], release_version="1.0.0",
+                               files=[("run1.zip", ok), ("run2.zip", bad)], agent="agent-q", kind="programmatic",
+                               artifacts=artifacts_for(releases), max_bytes=10_000_000)
+
+    def cancel_after_one(done, total, stage):
+        if done == 1:
+            with session_scope(engine) as s:
+                cancel_run(session=s, actor=t["eva"], run_id=stopped.id)
+
+    ended = execute_run(engine, stopped.id, artifacts=artifacts_for(releases), on_progress=cancel_after_one)
+    assert ended.status == RunStatus.CANCELLED.value
+    assert "of 2 task folders" in ended.message and "analyses" not in ended.message, ended.message
 
 
 def test_analysts_see_candidates_only_when_they_may_review(team) -> None:

@@ -81,7 +81,7 @@ def test_each_outcome_and_the_completion_rate_worked_by_hand() -> None:
     assert not outcome.passed
     by_id = {c.check_id: c for c in outcome.checks}
     assert "line 2" in by_id["syntax"].sentence
-    assert "ZeroDivisionError" in by_id["raises"].sentence and "ZeroDivisionError" in by_id["raises"].detail
+    assert "ZeroDivisionError" in by_id["raises"].sentence and by_id["raises"].detail == ""  # traceback logged
     assert "nope.csv" in by_id["missing"].sentence
     assert "never counts as correct" in by_id["int"].sentence and "builtins.int" in by_id["int"].sentence
     assert "defines no function" in by_id["nofunc"].sentence
@@ -272,11 +272,51 @@ class _Evil:
 
 @pytest.mark.usefixtures("os_sandbox")
 def test_an_agents_pickle_cannot_run_code_in_a_check() -> None:
+    """The pickle's code runs in the converter (which holds nothing), never in the check's process; a pickle of
+    plain data reaches the check as a clean copy (tests/evaluation/test_programmatic_pickles.py has the attacks)."""
     evil = pickle.dumps(_Evil())
-    t = task(check("load", "import pickle\ndef f(gt):\n    pickle.load(open('model.pkl', 'rb'))\n    return True"))
+    t = task(check("load", "import builtins, pickle\ndef f(gt):\n    pickle.load(open('model.pkl', 'rb'))\n"
+                           "    return not hasattr(builtins, 'FAKED')"))
     outcome = run_checks(t, {"model.pkl": evil}, limits=FAST)
-    assert statuses(outcome) == {"load": ("refused", 0)}
-    assert "unpickle" in outcome.checks[0].sentence and "builtins.exec" in outcome.checks[0].sentence
+    assert statuses(outcome) == {"load": ("true", 2)}
     ok = pickle.dumps({"weights": [1.0, 2.0]})
     fine = run_checks(t, {"model.pkl": ok}, limits=FAST)
     assert statuses(fine) == {"load": ("true", 2)}
+
+
+# --------------------------------------------------------------------------------------------- issue 29, points 4 and 9
+
+
+def test_a_ground_truth_path_that_names_gt_again_means_the_file_inside_gt() -> None:
+    from evaluation.programmatic.groundtruth import _parse_checks
+    from evaluation.programmatic.runner import clean_ground_truth
+
+    assert [clean_ground_truth(p) for p in ("gt/summary.csv", "./summary.csv", "/gt/x/y.csv", "gt", "gt/", "",
+                                            "summary.csv", "sub/gt/a.csv")] == [
+        "summary.csv", "summary.csv", "x/y.csv", "", "", "", "summary.csv", "sub/gt/a.csv"]
+    assert clean_ground_truth("gt/a.csv", artifacts=["gt/a.csv"]) == "gt/a.csv"  # an artifact of that very path
+    (proposed,) = _parse_checks('{"checks": [{"task_type": "data cleaning & preprocessing", "function": "F", '
+                                '"metric": "M", "code": "def f(gt):\\n    return True", "ground_truth": '
+                                '"gt/summary.csv"}]}')
+    assert proposed.ground_truth == "summary.csv"
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_a_stored_check_whose_ground_truth_names_gt_again_still_opens_its_file() -> None:
+    t = task(check("gt", "import json\ndef f(gt):\n    return json.load(open(gt))['rows'] == 2", gt="gt/answer.json"))
+    assert statuses(run_checks(t, OUT, gt=GT, limits=FAST)) == {"gt": ("true", 2)}
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_a_check_that_raises_says_its_line_and_hands_no_server_traceback_to_the_reader(caplog) -> None:
+    t = task(check("boom", "import pandas as pd\ndef f(gt):\n    frame = pd.read_csv('clean.csv')\n"
+                           "    return frame['nope'].all()"),
+             check("gone", "def f(gt):\n    return open('missing.csv').read() == ''"))
+    with caplog.at_level("INFO", logger="evaluation.programmatic.runner"):
+        outcome = run_checks(t, OUT, limits=FAST)
+    by_id = {c.check_id: c for c in outcome.checks}
+    assert by_id["boom"].status == "raised" and "KeyError: 'nope' at line 4 of the check's code" in by_id["boom"].sentence
+    assert by_id["gone"].status == "missing_file" and "at line 2 of the check's code" in by_id["gone"].sentence
+    for c in outcome.checks:
+        assert c.detail == "" and "Traceback" not in c.sentence and 'File "/' not in c.sentence
+    assert "Traceback (most recent call last)" in caplog.text  # logged for whoever runs the server

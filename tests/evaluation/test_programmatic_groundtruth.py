@@ -151,3 +151,14 @@ def test_solutions_and_checks_come_from_the_llm_and_garbage_is_refused(tmp_path)
                                                               "code": "x = 1"}]})}]
         with pytest.raises(LLMAnswerError, match="defines no function"):
             ask_checks(llm, TASK, ["y.csv"])
+
+
+@pytest.mark.usefixtures("os_sandbox")
+def test_a_solution_finds_inputs_in_subfolders_at_their_paths() -> None:
+    """dl_0's inputs sit in data/: a candidate solution reads them there, as an agent would."""
+    from evaluation.programmatic.groundtruth import run_solution
+
+    code = "import pandas as pd\npd.read_csv('data/part.csv').to_csv('out.csv', index=False)\n"
+    run = run_solution(code, {"data/part.csv": b"a\n1\n2\n"}, timeout_s=30)
+    assert run.ok, run.error
+    assert run.files == {"out.csv": b"a\n1\n2\n"}  # the inputs are not outputs

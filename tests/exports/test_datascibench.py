@@ -82,8 +82,17 @@ def test_written_back_it_reads_the_same_and_matches_the_golden_files(tmp_path: P
     write_tree(tmp_path / "out", tasks)
     again = read_tree(tmp_path / "out")
     assert [t.task for t in again] == [t.task for t in tasks] and again[0].inputs == tasks[0].inputs
+    files = sorted(p.relative_to(tmp_path / "in") for p in (tmp_path / "in").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert all((tmp_path / "in" / f).read_bytes() == (tmp_path / "out" / f).read_bytes() for f in files)
+    # a task whose checks no longer are the file's (edited, or made in forkpaths) is written in forkpaths' format
+    for t in tasks:
+        t.task.extra.pop("metric_yaml")
+        t.task.extra.pop("prompt_json_text")
+    write_tree(tmp_path / "made", tasks)
+    assert [t.task.checks for t in read_tree(tmp_path / "made")] == [t.task.checks for t in tasks]
     for rel in ("metric/csv_excel_1/metric.yaml", "data/csv_excel_1/prompt.json"):
-        produced = (tmp_path / "out" / rel).read_bytes()
+        produced = (tmp_path / "made" / rel).read_bytes()
         golden = GOLDEN / rel
         if os.environ.get("FORKPATHS_UPDATE_GOLDEN"):
             golden.parent.mkdir(parents=True, exist_ok=True)
@@ -103,8 +112,9 @@ def test_written_back_it_reads_the_same_and_matches_the_golden_files(tmp_path: P
      "    code: 'def f(g): return 1'\n    ground_truth: ../../etc/passwd\n", r"must be relative to gt/"),
     ("prompt: x\nTMC-list:\n  - task_name: data visualization\n    function: f\n    metric: m\n"
      "    code: 'def f(g): return 1'\n    ground_truth: nope.csv\n", r"names ground_truth 'nope.csv'"),
-    ("- just\n- a list\n", r"line 1: expected a mapping"),
-    ("prompt: x\n", r"has no 'TMC-list'"),
+    ("- just\n- a list\n", r"line 1, column 1: expected a mapping"),
+    ("prompt: x\n", r"metric/csv_excel_1/metric.yaml line 1, column 1: it has no 'TMC-list'"),
+    ("prompt: x\nTMC-list:\n  task_name: x\n", r"line 3, column 3: its TMC-list is not a list of checks"),
 ])
 def test_malformed_metric_files_name_the_file_and_line(tmp_path: Path, metric: str, words: str) -> None:
     with pytest.raises(DataSciBenchError, match=words):
@@ -158,3 +168,66 @@ def test_release_format_carries_programmatic_tasks_and_round_trips() -> None:
     older = json.loads(text)
     del older["datasets"][0]["programmatic_tasks"]
     assert Release.model_validate(older).datasets[0].programmatic_tasks == []
+
+
+# ------------------------------------------------------------------------------------ DataSciBench's real layout
+
+TREE = Path(__file__).parent / "datascibench_tree"  # four tasks in upstream's layout (its README says whence)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and p.relative_to(root).parts[0] in ("data", "metric")}
+
+
+def test_the_real_layout_is_read_with_each_tasks_own_inputs_at_any_depth_and_written_back_byte_for_byte(
+        tmp_path: Path) -> None:
+    read = {r.task.key: r for r in read_tree(TREE)}
+    assert sorted(read) == ["csv_excel_0", "csv_excel_1", "dl_0", "human_0"]
+    assert read["dl_0"].task.input_files == ["data/data_1.xlsx", "data/data_2.xlsx"]  # a data/ subfolder
+    assert read["csv_excel_1"].task.input_files == ["source.xlsx"]  # not a CSV
+    assert read["human_0"].task.input_files == ["data.csv"] and read["csv_excel_0"].task.input_files == ["input.csv"]
+    assert read["dl_0"].inputs["data/data_1.xlsx"] == (TREE / "data/dl_0/data/data_1.xlsx").read_bytes()
+    assert [c.metric for c in read["human_0"].task.checks] == ["Most Correlated Pair", "Correlation Value",
+                                                               "Most Correlated Pair"]  # kept: the mode decides
+    write_tree(tmp_path, list(read.values()))
+    assert _files(tmp_path) == _files(TREE)
+
+
+def test_an_agents_run_folder_is_not_an_input(tmp_path: Path) -> None:
+    root = make_tree(tmp_path)
+    run = root / "data" / "csv_excel_1" / "gpt-4o_1"
+    run.mkdir()
+    (run / "logs.txt").write_text("ran")
+    (run / "cleaned.csv").write_text("a,b\n")
+    (root / "data" / "csv_excel_1" / "data").mkdir()
+    (root / "data" / "csv_excel_1" / "data" / "extra.csv").write_text("x\n1\n")
+    assert read_task(root, "csv_excel_1").task.input_files == ["data/extra.csv", "sales.csv"]
+
+
+@pytest.mark.parametrize("make", ["symlink", "symlinked folder", "too large", "missing input", "fifo"])
+def test_an_input_that_is_a_link_too_large_or_missing_is_refused_by_name(tmp_path: Path, make: str) -> None:
+    root = make_tree(tmp_path / "tree")
+    task = root / "data" / "csv_excel_1"
+    outside = tmp_path / "secret.csv"
+    outside.write_text("s\n1\n")
+    limit = 10_000
+    if make == "symlink":
+        (task / "more.csv").symlink_to(outside)
+        words = r"data/csv_excel_1/more.csv is a symbolic link"
+    elif make == "symlinked folder":
+        (task / "data").symlink_to(tmp_path)
+        words = r"data/csv_excel_1/data is a symbolic link"
+    elif make == "too large":
+        (task / "big.csv").write_bytes(b"x" * (limit + 1))
+        words = r"data/csv_excel_1/big.csv is 10,001 bytes, over the upload limit of 10,000 bytes"
+    elif make == "fifo":
+        os.mkfifo(task / "pipe.csv")
+        words = r"data/csv_excel_1/pipe.csv is not a regular file"
+    else:
+        metric = METRIC.replace("df = pd.read_csv('cleaned.csv')", "df = pd.read_csv('../missing.csv')")
+        (root / "metric" / "csv_excel_1" / "metric.yaml").write_text(metric)
+        words = (r"metric/csv_excel_1/metric.yaml line 3 \(entry 1 of TMC-list, metric 'Data Completeness Ratio'\): "
+                 r"the check reads '../missing.csv', which data/csv_excel_1/ does not have")
+    with pytest.raises(DataSciBenchError, match=words):
+        read_tree(root, max_input_bytes=limit)

@@ -164,3 +164,12 @@ def test_a_split_check_is_on_the_meetings_agenda_with_its_code_and_gate(ui):
     assert "def complete(ground_truth):" in shown and "The release gate has not run for this check yet" in shown
     assert "it passes on everything" in at.dataframe[0].value.to_string()
     assert "Variable:" not in shown and "Decision graph" not in shown
+
+
+def test_the_drilldown_never_shows_a_server_traceback():
+    """Issue 29, point 9: results scored before kept the check's traceback as its detail; it is not shown."""
+    from annotate_app.components.kinds.programmatic import is_traceback
+
+    assert is_traceback('Traceback (most recent call last):\n  File "/srv/forkpaths/evaluation/programmatic/job.py"')
+    assert is_traceback('  File "/srv/x.py", line 3, in f')
+    assert not is_traceback("It replaces check c1 with the same metric (upstream keys checks by metric).")

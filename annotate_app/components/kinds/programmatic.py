@@ -39,6 +39,11 @@ def task_type_figure(scores: Mapping[str, Any]) -> go.Figure:
     return fig
 
 
+def is_traceback(text: str) -> bool:
+    """Is ``text`` a Python traceback (which names files of the server, and is not shown)?"""
+    return "Traceback (most recent call last)" in text or 'File "/' in text
+
+
 def outcomes_frame(outcomes: Sequence[Any]) -> pd.DataFrame:
     """One row per (task, run): its completion rate, whether it passed, how many checks errored."""
     return pd.DataFrame([{"task": o.task, "run": o.run, "CR": o.completion_rate,
@@ -127,8 +132,8 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     for c in (c for c in outcome.checks if c.score < 2):
         with st.expander(f"{STATUS_ICON.get(c.status, '⚠️')} {c.function} / {c.metric}: {c.status}", expanded=True):
             st.write(c.sentence)
-            if c.detail:
-                st.code(c.detail, language="text")
+            if c.detail and not is_traceback(c.detail):  # results scored before 1.1 kept the server's traceback
+                st.caption(c.detail)
             if c.stdout:
                 st.caption("What the check printed")
                 st.code(c.stdout, language="text")
@@ -139,8 +144,11 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     st.subheader("Output files")
     if not files:
         st.info("The run has no output folder for this task.")
+    notes = {str(f.get("path")): str(f["note"]) for f in outcome.files if f.get("note")}  # pickles: read or withheld
     for path, data in sorted(files.items()):
         with st.expander(f"📄 {path} ({len(data):,} bytes)", expanded=len(files) <= 3):
+            if path in notes:
+                st.caption(notes[path])
             show_output_file(path, data)
 
 
