@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 
 #: ``Dataset.source`` of an imported DiscoveryBench folder.
 SOURCE = "discoverybench"
+_ROWS_PER_CHUNK = 50_000
 
 
 @dataclass
@@ -118,12 +119,15 @@ def _read_table(path: Path, fmt: str, encoding: str | None, columns: tuple[str, 
         if fmt == "csv":
             for attempt in dict.fromkeys([encoding or "utf-8", "cp1252"]):
                 try:
-                    return len(pd.read_csv(path, encoding=attempt, low_memory=False)), attempt
+                    # in chunks: a table at the upload limit read whole takes several times its size in memory
+                    with pd.read_csv(path, encoding=attempt, dtype=str, chunksize=_ROWS_PER_CHUNK) as chunks:
+                        return sum(len(chunk) for chunk in chunks), attempt
                 except UnicodeDecodeError:
                     if attempt == "cp1252":
                         raise
         if fmt == "stata":
-            return len(pd.read_stata(path, columns=[columns[0]])), None
+            with pd.read_stata(path, columns=[columns[0]], chunksize=_ROWS_PER_CHUNK) as reader:
+                return sum(len(chunk) for chunk in reader), None
     except Exception as exc:  # the header was readable (checked by the format layer); the body is not
         raise DatasetImportError(f"{path}: the data cannot be read to the end ({type(exc).__name__}: {exc}); "
                                  "fix or replace the file.") from exc

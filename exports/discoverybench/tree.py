@@ -35,8 +35,19 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from exports.blade_layout import swap_into_place
-from exports.discoverybench.answer_key import AnswerKey, parse_answer_key, write_answer_key
-from exports.discoverybench.metadata import METADATA_NAME, MetadataFile, dump_metadata, parse_metadata
+from exports.discoverybench.answer_key import (
+    MAX_ANSWER_KEY_BYTES,
+    AnswerKey,
+    parse_answer_key,
+    write_answer_key,
+)
+from exports.discoverybench.metadata import (
+    MAX_METADATA_BYTES,
+    METADATA_NAME,
+    MetadataFile,
+    dump_metadata,
+    parse_metadata,
+)
 from exports.discoverybench.models import ColumnGroups, QuestionType
 from exports.errors import DiscoveryBenchFormatError, DiscoveryBenchProblem
 
@@ -57,6 +68,8 @@ Kind = Literal["real", "synth"]
 SPLITS = ("train", "dev", "test")
 NOTICE_PREFIXES = ("license", "licence", "readme", "notice", "attribution")
 IGNORED_DIRS = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
+#: Most metadata bytes one read holds in memory (all the tree's metadata files together).
+MAX_TREE_METADATA_BYTES = 32 * 2**20
 
 
 class DataFile(BaseModel):
@@ -254,8 +267,15 @@ def read_task_folder(
             continue
         match = METADATA_NAME.fullmatch(entry.name)
         if match and entry.is_file():
+            shown = f"{prefix}/{entry.name}"
+            size = entry.stat().st_size
+            if size > MAX_METADATA_BYTES:  # before it is read: it is read whole
+                problems.append(_problem(shown, f"{shown} is {size:,} bytes; a metadata file may be at most "
+                                         f"{MAX_METADATA_BYTES:,} bytes (upstream's largest is 28 KB). Split its "
+                                         "queries into several metadata files."))
+                continue
             try:
-                files.append(parse_metadata(entry.read_bytes(), k=int(match.group(1)), label=f"{prefix}/{entry.name}"))
+                files.append(parse_metadata(entry.read_bytes(), k=int(match.group(1)), label=shown))
             except DiscoveryBenchFormatError as exc:
                 problems.extend(exc.problems)
         elif entry.is_file():
@@ -398,7 +418,15 @@ def read_discoverybench(
         raise DiscoveryBenchFormatError(_problem(prefix, f"{prefix} is not a folder."))
     problems: list[DiscoveryBenchProblem] = []
     folders: list[TaskFolder] = []
-    for found in _walk(root):
+    found_folders = _walk(root)
+    sizes = [entry.stat().st_size for found in found_folders for entry in found.iterdir()
+             if METADATA_NAME.fullmatch(entry.name) and entry.is_file() and not entry.is_symlink()]
+    total = sum(size for size in sizes if size <= MAX_METADATA_BYTES)  # larger ones are refused one by one
+    if total > MAX_TREE_METADATA_BYTES:  # every metadata file is held in memory while the tree is read
+        raise DiscoveryBenchFormatError(_problem(
+            prefix, f"{prefix} holds {total:,} bytes of metadata files; one import reads at most "
+            f"{MAX_TREE_METADATA_BYTES:,} (upstream's whole benchmark has 1.5 MB). Import it in parts."))
+    for found in found_folders:
         relative = found.relative_to(root).as_posix()
         try:
             folders.append(
@@ -413,6 +441,11 @@ def read_discoverybench(
         for place in (root / name, root / "eval" / name):
             if place.is_file():
                 shown = f"{prefix}/{place.relative_to(root).as_posix()}"
+                size = place.stat().st_size
+                if size > MAX_ANSWER_KEY_BYTES:  # before it is read: it is read whole
+                    problems.append(_problem(shown, f"{shown} is {size:,} bytes; an answer key may be at most "
+                                             f"{MAX_ANSWER_KEY_BYTES:,} bytes (upstream's is 32 KB)."))
+                    break
                 try:
                     keys[key_kind] = parse_answer_key(place.read_bytes(), kind=key_kind, label=shown)  # type: ignore[arg-type]
                 except DiscoveryBenchFormatError as exc:

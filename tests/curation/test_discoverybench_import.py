@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from sqlmodel import func, select
 
+from curation.dataset_staging import staging_root
 from curation.db import make_engine, session_scope
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import Dataset, HypothesisTask, HypothesisTaskStatus, Role
@@ -250,10 +251,11 @@ def test_an_import_whose_transaction_fails_later_leaves_no_dataset_and_no_file(e
     make_folder(second / "real" / "test", "another", {0: real_metadata()}, files={})  # lacks its data file
     with pytest.raises(DatasetImportError, match="names the data file"), session_scope(engine) as s:
         import_discoverybench(session=s, actor=None, path=first, store=store, max_bytes=MB)
-        assert len(list(store.iterdir())) == 1  # written, not committed
+        # written to the staging area, not to the store: it moves in at the commit
+        assert list(store.iterdir()) == [] and len(list(staging_root(store).rglob("*.csv"))) == 1
         import_discoverybench(session=s, actor=None, path=second, store=store, max_bytes=MB)
     assert _count(engine, Dataset) == 0 and _count(engine, HypothesisTask) == 0
-    assert list(store.iterdir()) == []
+    assert list(store.iterdir()) == [] and not staging_root(store).exists()
 
 
 def test_a_file_over_the_size_limit_is_refused_naming_it(engine, store, tmp_path):
