@@ -174,12 +174,20 @@ def beat(engine: Engine, run_id: int) -> None:
             .values(heartbeat_at=utcnow()))
 
 
+def item_noun(kind: str) -> str:
+    """What a run of ``kind`` counts, in the kind's own words ("analyses", "task folders", "queries")."""
+    from evaluation.tasks import KINDS  # loads every kind: only when a message needs it
+
+    found = KINDS.get(kind)
+    return found.item_noun if found is not None else "items"
+
+
 def _interrupt(run: ScoringRun, now: Any) -> None:
     beat = run.heartbeat_at or run.started_at or run.created_at
     host, _, rest = run.executor.partition("/")
     who = f"the process scoring it (pid {rest.split('/')[0]} on {host})" if host else "the process scoring it"
     run.status, run.finished_at = RunStatus.INTERRUPTED.value, now
-    run.message = (f"Interrupted: {who} stopped after {run.progress_done} of {run.progress_total} analyses "
+    run.message = (f"Interrupted: {who} stopped after {run.progress_done} of {run.progress_total} {item_noun(run.kind)} "
                    f"(last sign of life {beat:%Y-%m-%d %H:%M:%S} UTC); no scores were kept. Re-score it "
                    f"(Runs page, or forkpaths runs rescore {run.id}).")
 

@@ -47,6 +47,7 @@ from curation.services.run_lifecycle import (
     claim_run,
     executor_alive,
     interrupt_dead_runs,
+    item_noun,
     this_executor,
 )
 from curation.services.run_records import SCORING_ROLES, get_run, list_runs
@@ -504,7 +505,8 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
     except RunCancelled:
         with session_scope(engine) as s:
             current = s.get(ScoringRun, run_id)
-            where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+            where = (f" after {current.progress_done} of {current.progress_total} {item_noun(current.kind)}"
+                     if current else "")
         log.info("scoring run %s cancelled", run_id)
         return _update(engine, run_id, status=RunStatus.CANCELLED.value, finished_at=utcnow(),
                        message=f"Cancelled{where}; no scores were kept.")
@@ -525,7 +527,8 @@ def _record_crash(engine: Engine, run_id: int, exc: Exception) -> ScoringRun:
     log.exception("scoring run %s crashed", run_id)
     with session_scope(engine) as s:
         current = s.get(ScoringRun, run_id)
-        where = f" after {current.progress_done} of {current.progress_total} analyses" if current else ""
+        where = (f" after {current.progress_done} of {current.progress_total} {item_noun(current.kind)}"
+                 if current else "")
     return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                    message=f"Scoring failed{where}: {type(exc).__name__}: {exc}"[:2000])
 
