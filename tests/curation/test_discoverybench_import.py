@@ -415,3 +415,20 @@ def test_two_imports_of_one_folder_at_once_end_in_one_dataset_and_a_sentence(eng
     assert "by another import at the same moment" in str(outcome[0])
     assert _count(engine, Dataset) == 1 and _count(engine, HypothesisTask) == 1
     assert len(list(store.iterdir())) == 1
+
+
+@pytest.mark.parametrize(("encoding", "name"), [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16"), ("utf-32", "UTF-32")])
+def test_a_utf16_metadata_file_is_refused_naming_the_file_and_the_encoding(tmp_path, encoding, name):
+    """Issue 26 point 11: it said "Expecting value at line 1, column 1". UTF-8 with a byte-order mark is read."""
+    import json as _json
+
+    tree = tmp_path / "tree"
+    make_folder(tree / "real" / "test", "wide", {0: _json.dumps(real_metadata()).encode(encoding)})
+    make_folder(tree / "real" / "test", "with_bom", {0: b"\xef\xbb\xbf" + dump_upstream(real_metadata())})
+    done = forkpaths(tmp_path, "import-discoverybench", str(tree))
+    assert done.returncode == 2
+    assert f"wide/metadata_0.json is {name} text" in done.stderr and "Save it as UTF-8" in done.stderr
+    assert "Expecting value" not in done.stderr and "with_bom" not in done.stderr
+    (tree / "real" / "test" / "wide" / "metadata_0.json").unlink()
+    (tree / "real" / "test" / "wide" / "metadata_0.json").write_bytes(dump_upstream(real_metadata()))
+    assert forkpaths(tmp_path, "import-discoverybench", str(tree)).returncode == 0
