@@ -47,6 +47,7 @@ __all__ = [
     "original_columns",
     "register_dataset",
     "register_folder_dataset",
+    "replace_folder_dataset",
     "restore_dataset",
 ]
 
@@ -120,6 +121,19 @@ def register_folder_dataset(*, session: Session, actor: User | None, bundle: Fol
         raise DatasetImportError(f"A dataset called '{bundle.name}' is already registered; choose another name.")
     if bundle.main_file not in {f.name for f in bundle.files}:
         raise DatasetImportError(f"The dataset '{bundle.name}' has no file {bundle.main_file!r} to use as its table.")
+    dataset = Dataset(name=bundle.name, title="", research_question="", data_relpath="", data_sha256="",
+                      num_rows=0, num_columns=0, info={}, created_by_id=actor.id if actor is not None else None)
+    _store_folder(session, dataset, bundle, store)
+    log.info("registered dataset %s (%d files)", bundle.name, len(bundle.files))
+    return dataset
+
+
+def _store_folder(session: Session, dataset: Dataset, bundle: FolderBundle, store: Path) -> None:
+    """Stage the bundle's files in a fresh folder, point ``dataset`` at them and flush; the folder moves into the
+    store at the commit (and the folder the row pointed at before, if any, is removed then)."""
+    if bundle.main_file not in {f.name for f in bundle.files}:
+        raise DatasetImportError(f"The dataset '{bundle.name}' has no file {bundle.main_file!r} to use as its table.")
+    retired = store / dataset.data_relpath.split("/", 1)[0] if dataset.data_relpath else None
     folder_name = f"{bundle.name[:64]}-{uuid.uuid4().hex[:8]}"
     staged = staging_folder(store) / folder_name
     try:
@@ -133,29 +147,40 @@ def register_folder_dataset(*, session: Session, actor: User | None, bundle: Fol
                 **({"encoding": file.encoding} if file.encoding else {}),
             })
         main = next(f for f in files if f["name"] == bundle.main_file)
-        dataset = Dataset(
-            name=bundle.name,
-            title=bundle.title or bundle.name,
-            research_question=bundle.research_question,
-            description=bundle.description,
-            dictionary=list(bundle.dictionary),
-            info={},
-            data_relpath=str(main["relpath"]),
-            data_sha256=str(main["sha256"]),
-            num_rows=bundle.num_rows,
-            num_columns=bundle.num_columns,
-            source=bundle.source,
-            extra=dict(bundle.extra),
-            files=files,
-            created_by_id=actor.id if actor is not None else None,
-        )
+        dataset.title = bundle.title or bundle.name
+        dataset.research_question = bundle.research_question
+        dataset.description = bundle.description
+        dataset.dictionary = list(bundle.dictionary)
+        dataset.data_relpath = str(main["relpath"])
+        dataset.data_sha256 = str(main["sha256"])
+        dataset.num_rows = bundle.num_rows
+        dataset.num_columns = bundle.num_columns
+        dataset.source = bundle.source
+        dataset.extra = dict(bundle.extra)
+        dataset.files = files
         session.add(dataset)
         session.flush()
     except BaseException:
         _discard_staged(staged)
         raise
-    _move_in_on_commit(session, staged, store / folder_name)
-    log.info("registered dataset %s (%d files)", bundle.name, len(bundle.files))
+    _move_in_on_commit(session, staged, store / folder_name, retired=retired)
+
+
+@judges_actor
+def replace_folder_dataset(*, session: Session, actor: User | None, dataset: Dataset, bundle: FolderBundle,
+                           store: Path) -> Dataset:
+    """Give a registered folder dataset new files and metadata, keeping its row (id, name, assignments).
+
+    The caller has checked that no work rests on the old content. The new files are staged and moved in at the
+    commit, and the old folder is removed then; a rollback leaves the old row and files as they were.
+
+    Raises:
+        DatasetImportError: the main table is not among the files.
+    """
+    if actor is not None:
+        require_role(actor, Role.CURATOR, Role.ADMIN)
+    _store_folder(session, dataset, bundle, store)
+    log.info("replaced the files of dataset %s (%d files)", dataset.name, len(bundle.files))
     return dataset
 
 
@@ -171,7 +196,7 @@ def _discard_staged(staged: Path) -> None:
             break  # not empty (another import of this process, or of another one) or already gone
 
 
-def _move_in_on_commit(session: Session, staged: Path, dest: Path) -> None:
+def _move_in_on_commit(session: Session, staged: Path, dest: Path, *, retired: Path | None = None) -> None:
     """Move ``staged`` to ``dest`` once the session's transaction commits; delete it when it does not.
 
     The files of a dataset are written to the staging area (:mod:`curation.dataset_staging`) before the
@@ -181,28 +206,30 @@ def _move_in_on_commit(session: Session, staged: Path, dest: Path) -> None:
     (:func:`curation.dataset_staging.sweep_staging`), so the store holds only files a record points at.
     SQLAlchemy's session events tell commit from rollback, whoever ends the transaction.
     """
-    pending: list[tuple[Path, Path]] | None = session.info.get(_NEW_FOLDERS)
+    pending: list[tuple[Path, Path, Path | None]] | None = session.info.get(_NEW_FOLDERS)
     if pending is None:
         pending = session.info[_NEW_FOLDERS] = []
 
         @event.listens_for(session, "after_commit")
         def _keep(_session: Session) -> None:
-            for source, target in pending:
+            for source, target, old in pending:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 source.rename(target)
                 _discard_staged(source)  # the now empty folders above it
+                if old is not None:  # the files a replaced dataset pointed at before
+                    shutil.rmtree(old, ignore_errors=True)
             pending.clear()
 
         @event.listens_for(session, "after_transaction_end")
         def _discard(_session: Session, transaction: SessionTransaction) -> None:
             if transaction.parent is not None:  # a savepoint or subtransaction: the outer one decides
                 return
-            for source, _target in pending:
+            for source, _target, _old in pending:
                 log.info("removing %s: the transaction that registered it did not commit", source)
                 _discard_staged(source)
             pending.clear()
 
-    pending.append((staged, dest))
+    pending.append((staged, dest, retired))
 
 
 def is_assigned(*, session: Session, user_id: int, dataset_id: int) -> bool:

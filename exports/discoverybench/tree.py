@@ -38,6 +38,7 @@ from exports.blade_layout import swap_into_place
 from exports.discoverybench.answer_key import (
     MAX_ANSWER_KEY_BYTES,
     AnswerKey,
+    AnswerKeyRow,
     parse_answer_key,
     write_answer_key,
 )
@@ -161,6 +162,8 @@ class DiscoveryBenchTree(BaseModel):
     tasks: list[Task] = Field(default_factory=list)
     #: licence and README files at the root (upstream's data is ODC-By: the attribution travels with it)
     notices: list[Path] = Field(default_factory=list)
+    #: answer-key rows of folders not in the tree, left out (``read_discoverybench(ignore_absent_folders=True)``)
+    ignored_answer_rows: list[AnswerKeyRow] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -361,14 +364,19 @@ def _tasks(folder: TaskFolder) -> list[Task]:
     return tasks
 
 
-def _apply_answer_key(key: AnswerKey, tasks: list[Task]) -> list[DiscoveryBenchProblem]:
+def _apply_answer_key(key: AnswerKey, tasks: list[Task], ignored: list[AnswerKeyRow] | None = None
+                      ) -> list[DiscoveryBenchProblem]:
     index: dict[tuple[str, int, int], list[Task]] = {}
     for task in tasks:
         if task.kind == key.kind:
             index.setdefault((task.folder, task.metadata_k, task.qid), []).append(task)
+    present = {folder for folder, _k, _q in index}
     problems = []
     for row in key.rows:
         candidates = index.get(row.key, [])
+        if not candidates and ignored is not None and row.dataset not in present:
+            ignored.append(row)  # a folder the tree read does not have: a subset of the benchmark
+            continue
         if not candidates:
             problems.append(
                 DiscoveryBenchProblem(
@@ -399,13 +407,16 @@ def _apply_answer_key(key: AnswerKey, tasks: list[Task]) -> list[DiscoveryBenchP
 
 
 def read_discoverybench(
-    path: Path, *, label: str | None = None, kind: Kind | None = None, split: str | None = None
+    path: Path, *, label: str | None = None, kind: Kind | None = None, split: str | None = None,
+    ignore_absent_folders: bool = False,
 ) -> DiscoveryBenchTree:
     """Read a DiscoveryBench root, ``real/``/``synth/``, a split, or one task folder.
 
     Answer keys (``answer_key_real.csv``, ``answer_key_synth.csv``) are read from ``path`` itself (or its
     ``eval/`` folder, where upstream keeps them). ``kind``/``split`` override the path for folders read outside
-    the layout.
+    the layout. With ``ignore_absent_folders``, answer-key rows of folders the tree does not have (a subset read
+    with the benchmark's full answer key) are left out and listed in ``ignored_answer_rows``; a row of a folder
+    the tree has that matches none of its queries is still an error.
 
     Raises:
         DiscoveryBenchFormatError: every problem found in every folder and answer key (nothing is returned
@@ -457,14 +468,16 @@ def read_discoverybench(
         )
     folders.sort(key=lambda f: (f.kind, SPLITS.index(f.split) if f.split in SPLITS else 9, f.split, f.name))
     tasks = [task for folder in folders for task in _tasks(folder)]
+    ignored: list[AnswerKeyRow] | None = [] if ignore_absent_folders else None
     for key in keys.values():
-        problems.extend(_apply_answer_key(key, tasks))
+        problems.extend(_apply_answer_key(key, tasks, ignored))
     if problems:
         raise DiscoveryBenchFormatError(problems)
     notices = sorted(
         p for p in root.iterdir() if p.is_file() and p.name.lower().startswith(NOTICE_PREFIXES)
     )
-    return DiscoveryBenchTree(root=root, folders=folders, answer_keys=keys, tasks=tasks, notices=notices)
+    return DiscoveryBenchTree(root=root, folders=folders, answer_keys=keys, tasks=tasks, notices=notices,
+                              ignored_answer_rows=ignored or [])
 
 
 # ---------------------------------------------------------------------------------------------- writing
