@@ -20,8 +20,12 @@ are assigned to and never the gold (stage 1 is blind).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
+import stat
+import tempfile
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +55,9 @@ from curation.models import (
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.datasets import is_assigned, register_folder_dataset, replace_folder_dataset
+from exports.archive_names import ArchiveNameError, ArchiveWords, check_entry_names
 from exports.discoverybench import DiscoveryBenchTree, Task, TaskFolder, read_discoverybench
+from exports.discoverybench.metadata import METADATA_NAME
 from exports.errors import DiscoveryBenchFormatError
 
 __all__ = [
@@ -60,6 +66,7 @@ __all__ = [
     "HypothesisTaskView",
     "dataset_name_for",
     "import_discoverybench",
+    "import_discoverybench_zip",
     "list_hypothesis_tasks",
 ]
 
@@ -444,6 +451,81 @@ def import_discoverybench(
     log.info("imported DiscoveryBench from %s: %d datasets, %d tasks, %d folders refused", label or path,
              report.datasets, report.tasks, len(report.refused))
     return report
+
+
+#: Most entries in an uploaded DiscoveryBench zip (upstream's whole tree has about 300 files).
+MAX_ZIP_ENTRIES = 20_000
+_ZIP_WORDS = ArchiveWords(what="a DiscoveryBench zip", unit="a DiscoveryBench tree", action="nothing was imported")
+
+
+def _unzip(filename: str, content: bytes, dest: Path, max_bytes: int) -> None:
+    """Unpack an uploaded zip into ``dest``, refusing names that cannot be unpacked or that would leave it, links,
+    and more than ``max_bytes`` in a file or in all (counted while decompressing: the header's sizes are the
+    uploader's word)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(content))
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise DatasetImportError(f"{filename} is not a readable zip archive ({exc}); zip the DiscoveryBench folder "
+                                 "or tree. Nothing was imported.") from None
+    total = 0
+    with archive:
+        infos = archive.infolist()
+        try:
+            check_entry_names((i.filename for i in infos), label=filename, max_entries=MAX_ZIP_ENTRIES,
+                              words=_ZIP_WORDS)
+        except ArchiveNameError as exc:
+            raise DatasetImportError(str(exc)) from None
+        for info in infos:
+            name = info.filename.replace("\\", "/")
+            parts = [p for p in name.split("/") if p not in ("", ".")]
+            if name.startswith("/") or (parts and ":" in parts[0]) or ".." in parts:
+                raise DatasetImportError(f"{filename}: the entry '{info.filename}' points outside the archive's "
+                                         "folder; nothing was imported.")
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise DatasetImportError(f"{filename}: the entry '{info.filename}' is a symbolic link; put the file "
+                                         "itself in the zip. Nothing was imported.")
+            if info.is_dir() or not parts or parts[0] == "__MACOSX":
+                continue
+            target = dest.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            with archive.open(info) as source, target.open("xb") as out:
+                for chunk in iter(lambda: source.read(1 << 20), b""):
+                    size += len(chunk)
+                    total += len(chunk)
+                    if size > max_bytes or total > max_bytes:
+                        raise DatasetImportError(
+                            f"{filename}: '{info.filename}' makes the upload larger than the limit of {max_bytes:,} "
+                            f"bytes unpacked; nothing was imported. An administrator can raise it with the setting "
+                            f"{MAX_UPLOAD_SETTING}, or import the tree with forkpaths import-discoverybench.")
+                    out.write(chunk)
+
+
+@judges_actor
+def import_discoverybench_zip(*, session: Session, actor: User, filename: str, content: bytes, store: Path,
+                              max_bytes: int, replace: bool = False, without_gold: bool = False
+                              ) -> DiscoveryBenchImportReport:
+    """The import page's upload: a zip of a DiscoveryBench folder or tree, imported as
+    :func:`import_discoverybench` imports a folder (the same options and the same report; messages name the
+    zip's entries). Curators and admins.
+
+    Raises:
+        PermissionDenied: not a curator or admin.
+        DatasetImportError: not a zip; an entry that cannot be unpacked (a file and a folder at one path, too
+            deep, a name too long, too many entries), that leaves the zip, or a link; more than ``max_bytes``
+            unpacked; and everything :func:`import_discoverybench` refuses.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    label = Path(filename).name or "the zip"
+    with tempfile.TemporaryDirectory(prefix="forkpaths-discoverybench-") as tmp:
+        root = Path(tmp)
+        _unzip(label, content, root, max_bytes)
+        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
+        if len(entries) == 1 and entries[0].is_dir() and not METADATA_NAME.fullmatch(entries[0].name) and \
+                not any(METADATA_NAME.fullmatch(p.name) for p in entries[0].iterdir()):
+            root, label = entries[0], f"{label}/{entries[0].name}"  # a zip of the tree's folder itself
+        return import_discoverybench(session=session, actor=actor, path=root, store=store, max_bytes=max_bytes,
+                                     replace=replace, without_gold=without_gold, label=label)
 
 
 @dataclass(frozen=True)
