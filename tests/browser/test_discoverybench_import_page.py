@@ -14,6 +14,7 @@ from curation.db import make_engine, session_scope
 from curation.models import HypothesisTask
 from tests.browser.helpers import ADMIN_PASSWORD, click, idle, shot, sign_in, tab
 from tests.browser.test_admin_tour import no_exception
+from tests.browser.test_layout_1024 import CUT
 
 pytestmark = pytest.mark.browser
 
@@ -28,6 +29,8 @@ def test_a_subset_with_the_full_answer_key_is_imported_from_the_page(browser, li
     page = browser.new_page(viewport={"width": 1024, "height": 1000})
     sign_in(page, live_app.url, "admin", ADMIN_PASSWORD, open_page="Datasets")
     tab(page, "Import DiscoveryBench")
+    form = page.locator("[data-testid='stForm']").filter(visible=True).first
+    assert form.evaluate(CUT) == [], "a control of the import form is clipped at 1024 px"
     uploader = page.locator("[data-testid='stFileUploader']").filter(visible=True).first
     uploader.locator("input[type=file]").set_input_files(archive)
     idle(page)
