@@ -108,6 +108,7 @@ def test_a_killed_import_leaves_no_orphan_file_after_the_next_start(tmp_path):
                       for p in place.rglob("*")):
             assert child.poll() is None, "the import ended before it wrote a file: make the tree larger"
             assert time.monotonic() < deadline
+            time.sleep(0.002)  # polling the state, leaving the CPU to the import
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait()
