@@ -543,3 +543,44 @@ def test_a_utf16_metadata_file_is_refused_naming_the_file_and_the_encoding(tmp_p
     (tree / "real" / "test" / "wide" / "metadata_0.json").unlink()
     (tree / "real" / "test" / "wide" / "metadata_0.json").write_bytes(dump_upstream(real_metadata()))
     assert forkpaths(tmp_path, "import-discoverybench", str(tree)).returncode == 0
+
+
+def test_the_page_upload_imports_a_zipped_tree_on_both_databases(engine, store, tmp_path):
+    """The import page's service (issue 29 point 1): a zip of a tree with its full answer key, the same options
+    and report as the command; a changed folder refused alone; the role checked in the service."""
+    import io
+    import zipfile
+
+    from curation.services.discoverybench_import import import_discoverybench_zip
+
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "survey", {0: real_metadata()})
+    (tree / "answer_key_real.csv").write_bytes(
+        b"dataset,metadataid,query_id,gold_hypo\r\nsurvey,0,0,BMI rises.\r\nnls_ses,0,0,Not here.\r\n")
+
+    def zipped() -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as z:
+            for path in sorted(tree.rglob("*")):
+                if path.is_file():
+                    z.write(path, f"team/{path.relative_to(tree).as_posix()}")
+        return buffer.getvalue()
+
+    curator, analyst = f.user(engine, "cura", Role.CURATOR), f.user(engine, "ana", Role.ANALYST)
+    with pytest.raises(PermissionDenied), session_scope(engine) as s:
+        import_discoverybench_zip(session=s, actor=analyst, filename="team.zip", content=zipped(), store=store,
+                                  max_bytes=MB)
+    with session_scope(engine) as s:
+        report = import_discoverybench_zip(session=s, actor=curator, filename="team.zip", content=zipped(),
+                                           store=store, max_bytes=MB)
+    assert (report.datasets, report.tasks, report.ignored_answer_rows, report.refused) == (1, 1, 1, [])
+    (tree / "real" / "test" / "survey" / "data.csv").write_bytes(b"AGE,BMI\n1,2\n")
+    make_folder(tree / "real" / "test", "more", {0: real_metadata()})
+    with session_scope(engine) as s:
+        report = import_discoverybench_zip(session=s, actor=curator, filename="team.zip", content=zipped(),
+                                           store=store, max_bytes=MB, without_gold=True)
+    assert report.datasets == 1 and report.needs_curation == 1
+    assert report.refused[0].startswith("real/test/survey was imported before (as 'db_real_test_survey') with "
+                                        "different content: data.csv differs")
+    with session_scope(engine) as s:
+        assert sorted(s.exec(select(Dataset.name)).all()) == ["db_real_test_more", "db_real_test_survey"]
