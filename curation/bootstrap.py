@@ -1,5 +1,6 @@
-"""Start-up: build the engine, apply migrations, create the first admin, register the starter datasets, and
-put the releases folder in order (interrupted writes removed, unrecorded release files set aside)."""
+"""Start-up: build the engine, apply migrations, create the first admin, clear the dataset files a killed import
+staged, register the starter datasets, and put the releases folder in order (interrupted writes removed,
+unrecorded release files set aside)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from curation.dataset_staging import sweep_staging
 from curation.db import make_engine, migrate, session_scope
 from curation.errors import CurationError
 from curation.models import Dataset, DatasetAssignment
@@ -97,6 +99,8 @@ def initialise(settings: Settings) -> StartupReport:
         # The admin changed that password while the app was stopped (or the CLI reset it): the file goes.
         with session_scope(engine) as session:
             forget_stale_password_file(session=session, path=settings.first_admin_password_file)
+    with session_scope(engine) as session:  # dataset files staged by an import that was killed
+        sweep_staging(session=session, store=settings.datasets_store)
     starters = _register_starters(engine, settings, admin_id)
     with session_scope(engine) as session:
         releases = reconcile_release_store(session=session, artifacts=settings.artifact_store())

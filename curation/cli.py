@@ -196,18 +196,13 @@ def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> 
     with session_scope(report.engine) as session:
         actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
         r = import_discoverybench(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
-                                  max_bytes=settings.max_upload_bytes)
-    splits = ", ".join(f"{key} {count}" for key, count in sorted(r.by_split.items()))
-    print(f"Read {r.folders} DiscoveryBench folder{'s' if r.folders != 1 else ''}"
-          f"{' and ' + ', '.join(r.answer_keys) if r.answer_keys else ''}.")
-    print(f"Registered {r.datasets} dataset{'s' if r.datasets != 1 else ''} with {r.tasks} hypothesis "
-          f"task{'s' if r.tasks != 1 else ''}{f' ({splits})' if splits else ''}; {r.needs_curation} "
-          f"need{'s' if r.needs_curation == 1 else ''} curation (no gold hypothesis).")
-    if r.unchanged:
-        print(f"Already imported with the same content, skipped: {len(r.unchanged)} folder"
-              f"{'s' if len(r.unchanged) != 1 else ''} ({', '.join(r.unchanged[:5])}"
-              f"{', ...' if len(r.unchanged) > 5 else ''}).")
-    return 0
+                                  max_bytes=settings.max_upload_bytes, replace=args.replace,
+                                  without_gold=args.without_gold)
+    for line in r.lines():
+        print(line)
+    for sentence in r.refused:  # the other folders were imported (and committed above)
+        print(f"Not imported: {sentence}", file=sys.stderr)
+    return 1 if r.refused else 0
 
 
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
@@ -626,6 +621,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="import a DiscoveryBench folder or tree (real and synth, all splits, answer keys) as "
                               "datasets and hypothesis tasks")
     idb.add_argument("path")
+    idb.add_argument("--replace", action="store_true",
+                     help="re-import a folder imported before whose content changed, while no curated work rests "
+                          "on it (otherwise such a folder is refused, and the others are imported)")
+    idb.add_argument("--without-gold", action="store_true",
+                     help="import the queries without their gold hypotheses (metadata and answer keys), to curate "
+                          "them from scratch in stage 1")
     idb.set_defaults(func=_cmd_import_discoverybench)
     rel = sub.add_parser("release", help="cut, list, compare and export benchmark releases")
     rel.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from curation.errors import DatasetImportError
 from curation.profiling import profile_columns
+from exports.archive_names import ArchiveNameError, ArchiveWords, check_entry_names
 from exports.blade_info import BladeInfo, DataDesc, FieldSpec, dump_info_json
 from exports.blade_info import parse_info_json as _parse_info_json
 from exports.errors import FormatError
@@ -514,6 +515,11 @@ def read_blade_files(
     return bundle_from_upload(collect_blade_upload(files, max_bytes=max_bytes, name=name))
 
 
+#: Most entries in an uploaded dataset zip (a BLADE folder holds a handful of files).
+MAX_ZIP_ENTRIES = 10_000
+_ZIP_WORDS = ArchiveWords(what="a dataset zip", unit="a dataset folder", action="the upload was rejected")
+
+
 def _unsafe_reason(member: zipfile.ZipInfo) -> str | None:
     raw = member.filename
     parts = raw.replace("\\", "/").split("/")
@@ -536,6 +542,11 @@ def _read_zip(filename: str, content: bytes, *, max_bytes: int, name: str | None
     except zipfile.BadZipFile as exc:
         raise DatasetImportError(f"{filename} is not a readable zip archive ({exc}).") from exc
     with archive:
+        try:  # names that cannot be unpacked (a file and a folder at one path, too deep, too long)
+            check_entry_names((m.filename for m in archive.infolist()), label=filename,
+                              max_entries=MAX_ZIP_ENTRIES, words=_ZIP_WORDS)
+        except ArchiveNameError as exc:
+            raise DatasetImportError(str(exc)) from None
         members: dict[PurePosixPath, zipfile.ZipInfo] = {}
         for member in archive.infolist():
             reason = _unsafe_reason(member)

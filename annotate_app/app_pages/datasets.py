@@ -1,5 +1,5 @@
-"""Datasets (curators and admins): register from a BLADE folder upload (with its ground truth) or a CSV + form;
-browse the registry."""
+"""Datasets (curators and admins): register from a BLADE folder upload (with its ground truth), a CSV + form or a
+DiscoveryBench zip; browse the registry."""
 
 import pandas as pd
 import streamlit as st
@@ -7,6 +7,7 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.components.context_pane import dictionary_frame
 from annotate_app.components.dataset_upload import FORM, blade_upload_tab, registered_message
+from annotate_app.components.discoverybench_upload import discoverybench_upload_tab
 from annotate_app.text import md
 from curation.dataset_files import read_csv_with_form
 from curation.models import Role
@@ -43,12 +44,15 @@ def _csv_columns(data: bytes, filename: str) -> list[str]:  # the whole file is 
     return csv_columns(data, filename=filename)
 
 
-tab_list, tab_blade, tab_csv = st.tabs(["Registered", "Add a BLADE folder", "Add a CSV"], key="datasets.tab",
-                                      on_change="rerun")
+tab_list, tab_blade, tab_csv, tab_db = st.tabs(
+    ["Registered", "Add a BLADE folder", "Add a CSV", "Import DiscoveryBench"], key="datasets.tab", on_change="rerun")
 version = state.form_version(FORM)
 
 with tab_blade:
     blade_upload_tab(user, cfg)
+
+with tab_db:
+    discoverybench_upload_tab(user, cfg)
 
 with tab_csv:
     upload = st.file_uploader("A CSV file (header row first)", type=["csv"], key=f"ds.csv.file.{version}",

@@ -22,6 +22,7 @@ from curation.dataset_files import (
     parse_csv,
     write_blade_folder,
 )
+from curation.dataset_staging import staging_folder
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import Dataset, DatasetAssignment, Role, User, utcnow
 from curation.services.accounts import require_role
@@ -46,6 +47,7 @@ __all__ = [
     "original_columns",
     "register_dataset",
     "register_folder_dataset",
+    "replace_folder_dataset",
     "restore_dataset",
 ]
 
@@ -74,13 +76,10 @@ def register_dataset(*, session: Session, actor: User | None, bundle: DatasetBun
             f"A dataset called '{bundle.name}' is already registered; choose another name."
         )
     folder_name = f"{bundle.name}-{uuid.uuid4().hex[:8]}"
-    dest = store / folder_name
-    store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".{folder_name}.partial"
+    staged = staging_folder(store) / folder_name
     try:
-        write_blade_folder(bundle, tmp)
-        tmp.rename(dest)
-        data_path = dest / "data.csv"
+        write_blade_folder(bundle, staged)
+        data_path = staged / "data.csv"
         dataset = Dataset(
             name=bundle.name,
             title=bundle.title or bundle.name,
@@ -98,10 +97,9 @@ def register_dataset(*, session: Session, actor: User | None, bundle: DatasetBun
         session.add(dataset)
         session.flush()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(dest, ignore_errors=True)
+        _discard_staged(staged)
         raise
-    _remove_unless_committed(session, dest)
+    _move_in_on_commit(session, staged, store / folder_name)
     log.info("registered dataset %s (%s rows)", bundle.name, bundle.num_rows)
     return dataset
 
@@ -123,78 +121,115 @@ def register_folder_dataset(*, session: Session, actor: User | None, bundle: Fol
         raise DatasetImportError(f"A dataset called '{bundle.name}' is already registered; choose another name.")
     if bundle.main_file not in {f.name for f in bundle.files}:
         raise DatasetImportError(f"The dataset '{bundle.name}' has no file {bundle.main_file!r} to use as its table.")
+    dataset = Dataset(name=bundle.name, title="", research_question="", data_relpath="", data_sha256="",
+                      num_rows=0, num_columns=0, info={}, created_by_id=actor.id if actor is not None else None)
+    _store_folder(session, dataset, bundle, store)
+    log.info("registered dataset %s (%d files)", bundle.name, len(bundle.files))
+    return dataset
+
+
+def _store_folder(session: Session, dataset: Dataset, bundle: FolderBundle, store: Path) -> None:
+    """Stage the bundle's files in a fresh folder, point ``dataset`` at them and flush; the folder moves into the
+    store at the commit (and the folder the row pointed at before, if any, is removed then)."""
+    if bundle.main_file not in {f.name for f in bundle.files}:
+        raise DatasetImportError(f"The dataset '{bundle.name}' has no file {bundle.main_file!r} to use as its table.")
+    retired = store / dataset.data_relpath.split("/", 1)[0] if dataset.data_relpath else None
     folder_name = f"{bundle.name[:64]}-{uuid.uuid4().hex[:8]}"
-    dest = store / folder_name
-    store.mkdir(parents=True, exist_ok=True)
-    tmp = store / f".{folder_name}.partial"
+    staged = staging_folder(store) / folder_name
     try:
-        copy_folder_files(bundle, tmp)
-        tmp.rename(dest)
+        copy_folder_files(bundle, staged)
         files = []
         for file in bundle.files:
             files.append({
-                "name": file.name, "relpath": f"{folder_name}/{file.name}", "sha256": _sha256(dest / file.name),
+                "name": file.name, "relpath": f"{folder_name}/{file.name}", "sha256": _sha256(staged / file.name),
                 "size": file.size, "format": file.format, "role": file.role,
                 **({"columns": list(file.columns)} if file.columns is not None else {}),
                 **({"encoding": file.encoding} if file.encoding else {}),
             })
         main = next(f for f in files if f["name"] == bundle.main_file)
-        dataset = Dataset(
-            name=bundle.name,
-            title=bundle.title or bundle.name,
-            research_question=bundle.research_question,
-            description=bundle.description,
-            dictionary=list(bundle.dictionary),
-            info={},
-            data_relpath=str(main["relpath"]),
-            data_sha256=str(main["sha256"]),
-            num_rows=bundle.num_rows,
-            num_columns=bundle.num_columns,
-            source=bundle.source,
-            extra=dict(bundle.extra),
-            files=files,
-            created_by_id=actor.id if actor is not None else None,
-        )
+        dataset.title = bundle.title or bundle.name
+        dataset.research_question = bundle.research_question
+        dataset.description = bundle.description
+        dataset.dictionary = list(bundle.dictionary)
+        dataset.data_relpath = str(main["relpath"])
+        dataset.data_sha256 = str(main["sha256"])
+        dataset.num_rows = bundle.num_rows
+        dataset.num_columns = bundle.num_columns
+        dataset.source = bundle.source
+        dataset.extra = dict(bundle.extra)
+        dataset.files = files
         session.add(dataset)
         session.flush()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(dest, ignore_errors=True)
+        _discard_staged(staged)
         raise
-    _remove_unless_committed(session, dest)
-    log.info("registered dataset %s (%d files)", bundle.name, len(bundle.files))
+    _move_in_on_commit(session, staged, store / folder_name, retired=retired)
+
+
+@judges_actor
+def replace_folder_dataset(*, session: Session, actor: User | None, dataset: Dataset, bundle: FolderBundle,
+                           store: Path) -> Dataset:
+    """Give a registered folder dataset new files and metadata, keeping its row (id, name, assignments).
+
+    The caller has checked that no work rests on the old content. The new files are staged and moved in at the
+    commit, and the old folder is removed then; a rollback leaves the old row and files as they were.
+
+    Raises:
+        DatasetImportError: the main table is not among the files.
+    """
+    if actor is not None:
+        require_role(actor, Role.CURATOR, Role.ADMIN)
+    _store_folder(session, dataset, bundle, store)
+    log.info("replaced the files of dataset %s (%d files)", dataset.name, len(bundle.files))
     return dataset
 
 
 _NEW_FOLDERS = "forkpaths.new_dataset_folders"
 
 
-def _remove_unless_committed(session: Session, folder: Path) -> None:
-    """Delete ``folder`` when the session's transaction ends without a commit.
+def _discard_staged(staged: Path) -> None:
+    shutil.rmtree(staged, ignore_errors=True)
+    for parent in (staged.parent, staged.parent.parent):  # this process's folder, then the staging root
+        try:
+            parent.rmdir()
+        except OSError:
+            break  # not empty (another import of this process, or of another one) or already gone
 
-    The files of a dataset are written before the transaction that records it commits. When that transaction
+
+def _move_in_on_commit(session: Session, staged: Path, dest: Path, *, retired: Path | None = None) -> None:
+    """Move ``staged`` to ``dest`` once the session's transaction commits; delete it when it does not.
+
+    The files of a dataset are written to the staging area (:mod:`curation.dataset_staging`) before the
+    transaction that records it commits, and only moved into the store after the commit. When that transaction
     rolls back (a later dataset of the same import fails, a later step of the caller raises, the commit
-    itself fails), no record points at the files: they are removed, so a failed action leaves nothing in the
-    store. SQLAlchemy's session events tell commit from rollback, whoever ends the transaction.
+    itself fails), the staged files are removed; when the process is killed, the next start sweeps them
+    (:func:`curation.dataset_staging.sweep_staging`), so the store holds only files a record points at.
+    SQLAlchemy's session events tell commit from rollback, whoever ends the transaction.
     """
-    pending: list[Path] | None = session.info.get(_NEW_FOLDERS)
+    pending: list[tuple[Path, Path, Path | None]] | None = session.info.get(_NEW_FOLDERS)
     if pending is None:
         pending = session.info[_NEW_FOLDERS] = []
 
         @event.listens_for(session, "after_commit")
         def _keep(_session: Session) -> None:
+            for source, target, old in pending:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source.rename(target)
+                _discard_staged(source)  # the now empty folders above it
+                if old is not None:  # the files a replaced dataset pointed at before
+                    shutil.rmtree(old, ignore_errors=True)
             pending.clear()
 
         @event.listens_for(session, "after_transaction_end")
         def _discard(_session: Session, transaction: SessionTransaction) -> None:
             if transaction.parent is not None:  # a savepoint or subtransaction: the outer one decides
                 return
-            for path in pending:
-                log.info("removing %s: the transaction that registered it did not commit", path)
-                shutil.rmtree(path, ignore_errors=True)
+            for source, _target, _old in pending:
+                log.info("removing %s: the transaction that registered it did not commit", source)
+                _discard_staged(source)
             pending.clear()
 
-    pending.append(folder)
+    pending.append((staged, dest, retired))
 
 
 def is_assigned(*, session: Session, user_id: int, dataset_id: int) -> bool:

@@ -20,8 +20,12 @@ are assigned to and never the gold (stage 1 is blind).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
+import stat
+import tempfile
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,15 +33,31 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from curation.dataset_files import MAX_UPLOAD_SETTING, FolderBundle, FolderFile, slugify
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
-from curation.models import Dataset, HypothesisTask, HypothesisTaskStatus, Role, User
+from curation.models import (
+    MCQ,
+    Alternative,
+    Consensus,
+    Dataset,
+    DatasetReview,
+    HypothesisProposal,
+    HypothesisTask,
+    HypothesisTaskStatus,
+    Meeting,
+    ProgrammaticTask,
+    Role,
+    Stage,
+    User,
+)
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.datasets import is_assigned, register_folder_dataset
+from curation.services.datasets import is_assigned, register_folder_dataset, replace_folder_dataset
+from exports.archive_names import ArchiveNameError, ArchiveWords, check_entry_names
 from exports.discoverybench import DiscoveryBenchTree, Task, TaskFolder, read_discoverybench
+from exports.discoverybench.metadata import METADATA_NAME
 from exports.errors import DiscoveryBenchFormatError
 
 __all__ = [
@@ -46,6 +66,7 @@ __all__ = [
     "HypothesisTaskView",
     "dataset_name_for",
     "import_discoverybench",
+    "import_discoverybench_zip",
     "list_hypothesis_tasks",
 ]
 
@@ -53,6 +74,7 @@ log = logging.getLogger(__name__)
 
 #: ``Dataset.source`` of an imported DiscoveryBench folder.
 SOURCE = "discoverybench"
+_ROWS_PER_CHUNK = 50_000
 
 
 @dataclass
@@ -66,6 +88,32 @@ class DiscoveryBenchImportReport:
     needs_curation: int = 0  # of those, tasks with no gold hypothesis
     by_split: dict[str, int] = field(default_factory=dict)  # "real/test" -> tasks stored now
     answer_keys: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # one sentence per folder not imported (changed content...)
+    replaced: list[str] = field(default_factory=list)  # folders re-imported in place (replace)
+    ignored_answer_rows: int = 0  # answer-key rows of folders not in the tree, left out
+    ignored_answer_folders: list[str] = field(default_factory=list)
+    without_gold: bool = False
+
+    def lines(self) -> list[str]:
+        """The report as the CLI prints it and the import page shows it (the refusals are :attr:`refused`)."""
+        splits = ", ".join(f"{key} {count}" for key, count in sorted(self.by_split.items()))
+        out = [f"Read {self.folders} DiscoveryBench folder{'s' if self.folders != 1 else ''}"
+               f"{' and ' + ', '.join(self.answer_keys) if self.answer_keys else ''}."]
+        out.append(f"Registered {self.datasets} dataset{'s' if self.datasets != 1 else ''}"
+                   f"{f' and replaced {len(self.replaced)}' if self.replaced else ''} with {self.tasks} hypothesis "
+                   f"task{'s' if self.tasks != 1 else ''}{f' ({splits})' if splits else ''}; {self.needs_curation} "
+                   f"need{'s' if self.needs_curation == 1 else ''} curation (no gold hypothesis)"
+                   f"{' (imported without gold, as asked)' if self.without_gold else ''}.")
+        if self.unchanged:
+            out.append(f"Already imported with the same content, skipped: {len(self.unchanged)} folder"
+                       f"{'s' if len(self.unchanged) != 1 else ''} ({', '.join(self.unchanged[:5])}"
+                       f"{', ...' if len(self.unchanged) > 5 else ''}).")
+        if self.ignored_answer_rows:
+            folders = self.ignored_answer_folders
+            out.append(f"Ignored {self.ignored_answer_rows} answer-key row{'s' if self.ignored_answer_rows != 1 else ''}"
+                       f" of {len(folders)} folder{'s' if len(folders) != 1 else ''} not in the tree "
+                       f"({', '.join(folders[:5])}{', ...' if len(folders) > 5 else ''}).")
+        return out
 
 
 def dataset_name_for(folder: TaskFolder) -> str:
@@ -118,12 +166,15 @@ def _read_table(path: Path, fmt: str, encoding: str | None, columns: tuple[str, 
         if fmt == "csv":
             for attempt in dict.fromkeys([encoding or "utf-8", "cp1252"]):
                 try:
-                    return len(pd.read_csv(path, encoding=attempt, low_memory=False)), attempt
+                    # in chunks: a table at the upload limit read whole takes several times its size in memory
+                    with pd.read_csv(path, encoding=attempt, dtype=str, chunksize=_ROWS_PER_CHUNK) as chunks:
+                        return sum(len(chunk) for chunk in chunks), attempt
                 except UnicodeDecodeError:
                     if attempt == "cp1252":
                         raise
         if fmt == "stata":
-            return len(pd.read_stata(path, columns=[columns[0]])), None
+            with pd.read_stata(path, columns=[columns[0]], chunksize=_ROWS_PER_CHUNK) as reader:
+                return sum(len(chunk) for chunk in reader), None
     except Exception as exc:  # the header was readable (checked by the format layer); the body is not
         raise DatasetImportError(f"{path}: the data cannot be read to the end ({type(exc).__name__}: {exc}); "
                                  "fix or replace the file.") from exc
@@ -144,7 +195,7 @@ def _answer_key_rows(tree: DiscoveryBenchTree, tasks: list[Task]) -> dict[str, i
 
 
 def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: str, max_bytes: int,
-            answer_key_rows: dict[str, int] | None = None) -> FolderBundle:
+            answer_key_rows: dict[str, int] | None = None, without_gold: bool = False) -> FolderBundle:
     for path in [folder.path / m.file_name for m in folder.metadata] + [d.path for d in folder.files]:
         size = path.stat().st_size
         if size > max_bytes:  # before any table is read
@@ -185,6 +236,7 @@ def _bundle(folder: TaskFolder, tasks: list[Task], *, name: str, fingerprint: st
             "metadata": [m.k for m in folder.metadata], "fingerprint": fingerprint,
             "licence": "ODC-By 1.0 (DiscoveryBench, Majumder et al. 2024, allenai/discoverybench)",
             **({"answer_key_rows": answer_key_rows} if answer_key_rows else {}),
+            **({"without_gold": True} if without_gold else {}),
         }},
     )
 
@@ -221,35 +273,102 @@ def _task_row(task: Task, dataset_id: int, actor: User | None) -> HypothesisTask
     )
 
 
-def _read(path: Path) -> DiscoveryBenchTree:
+def _read(path: Path, label: str | None) -> DiscoveryBenchTree:
     if not path.exists():
-        raise DatasetImportError(f"{path} does not exist; give a DiscoveryBench folder or a tree of them.")
+        raise DatasetImportError(f"{label or path} does not exist; give a DiscoveryBench folder or a tree of them.")
     try:
-        return read_discoverybench(path)
+        return read_discoverybench(path, label=label, ignore_absent_folders=True)
     except DiscoveryBenchFormatError as exc:
         raise DatasetImportError(f"{exc}\nNothing was imported.") from exc
 
 
+def _file_hashes(folder: TaskFolder) -> dict[str, str]:
+    out = {}
+    for path in [folder.path / m.file_name for m in folder.metadata] + [f.path for f in folder.files]:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        out[path.name] = digest.hexdigest()
+    return out
+
+
+def _what_changed(folder: TaskFolder, found: Dataset, tree: DiscoveryBenchTree, without_gold: bool) -> str:
+    """``metadata_0.json differs and data2.csv is new``, or what differs in the gold when the files do not."""
+    before = {str(f["name"]): str(f["sha256"]) for f in found.files or []}
+    now = _file_hashes(folder)
+    parts = [f"{name} differs" for name in sorted(now) if name in before and before[name] != now[name]]
+    parts += [f"{name} is new" for name in sorted(set(now) - set(before))]
+    parts += [f"{name} is gone" for name in sorted(set(before) - set(now))]
+    if parts:
+        return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    known = (found.extra or {}).get("discoverybench", {})
+    if bool(known.get("without_gold")) != without_gold:
+        return ("it was imported " + ("without" if known.get("without_gold") else "with") + " its gold hypotheses "
+                "and is now imported " + ("without" if without_gold else "with") + " them")
+    keys = sorted(k.file_name for k in tree.answer_keys.values() if k.kind == folder.kind)
+    return (f"its gold hypotheses from {' and '.join(keys)} differ" if keys
+            else "its gold hypotheses differ (the answer key given before is not given now)")
+
+
+_WORK = (  # what curated work rests on a dataset: (table, one, many); an analyst's Analysis row only holds
+    # the hypotheses (counted) of a DiscoveryBench dataset, and an assignment is not work
+    (HypothesisProposal, "hypothesis written by an analyst", "hypotheses written by analysts"),
+    (Alternative, "alternative", "alternatives"),
+    (Consensus, "consensus decision", "consensus decisions"),
+    (Meeting, "meeting", "meetings"),
+    (MCQ, "MCQ", "MCQs"),
+    (ProgrammaticTask, "programmatic task", "programmatic tasks"),
+)
+
+
+def _dependent_work(session: Session, dataset: Dataset) -> list[str]:
+    """What rests on the dataset's content (``3 hypotheses written by analysts``); empty when nothing does."""
+    found = []
+    for table, one, many in _WORK:
+        column = table.dataset_id  # type: ignore[attr-defined]
+        count = int(session.exec(select(func.count()).select_from(table).where(column == dataset.id)).one())
+        if count:
+            found.append(f"{count} {one if count == 1 else many}")
+    curated = int(session.exec(select(func.count()).select_from(HypothesisTask).where(
+        HypothesisTask.dataset_id == dataset.id,
+        col(HypothesisTask.gold_source).not_in(["metadata", "answer_key"]))).one())
+    if curated:
+        found.append(f"{curated} gold hypothes{'is' if curated == 1 else 'es'} decided by curators")
+    review = session.get(DatasetReview, dataset.id)
+    if review is not None and review.stage != Stage.ANNOTATE.value:
+        found.append(f"its curation has moved on to stage '{review.stage}'")
+    return found
+
+
 @judges_actor
 def import_discoverybench(
-    *, session: Session, actor: User | None, path: Path, store: Path, max_bytes: int
+    *, session: Session, actor: User | None, path: Path, store: Path, max_bytes: int, replace: bool = False,
+    without_gold: bool = False, label: str | None = None,
 ) -> DiscoveryBenchImportReport:
     """Import a DiscoveryBench task folder or a tree of them (real and synth; train, dev, test; answer keys).
 
     Curators and admins (``actor`` ``None``: the CLI's operator). Never commits: the caller's one transaction
     holds the whole import.
 
+    Folder by folder: a folder already imported with the same content is skipped; one imported with different
+    content is refused (the report names the folder and the changed file) while the other folders import, unless
+    ``replace``, which re-imports it in place while no curated work rests on it (else the report says what
+    does). Answer-key rows of folders the tree does not have are left out and counted. ``without_gold`` imports
+    every query without a gold hypothesis, to be curated from scratch. ``label`` names ``path`` in messages (an
+    uploaded zip's name).
+
     Raises:
         DatasetImportError: the format layer's problems (each naming the file and field, all of them at once);
-            a file over ``max_bytes``; two folders that would get one registry name; a folder already imported
-            with different content, or whose name a dataset not imported from DiscoveryBench holds.
+            a file over ``max_bytes``; two folders that would get one registry name. Nothing is imported then.
     """
     if actor is not None:
         require_role(actor, Role.CURATOR, Role.ADMIN)
     path = Path(path)
-    tree = _read(path)
+    tree = _read(path, label)
+    tasks_read = [t.model_copy(update={"gold": None}) for t in tree.tasks] if without_gold else tree.tasks
     by_folder: dict[str, list[Task]] = {}
-    for task in tree.tasks:
+    for task in tasks_read:
         by_folder.setdefault(f"{task.kind}/{task.split}/{task.folder}", []).append(task)
     names: dict[str, TaskFolder] = {}
     problems: list[str] = []
@@ -258,37 +377,63 @@ def import_discoverybench(
         if name in names:
             problems.append(f"{folder.path} and {names[name].path} would both be registered as '{name}'; rename one.")
         names[name] = folder
+    if problems:
+        raise DatasetImportError(" ".join(problems) + " Nothing was imported.")
     existing = {d.name: d for d in session.exec(select(Dataset).where(col(Dataset.name).in_(list(names)))).all()}
-    report = DiscoveryBenchImportReport(folders=len(tree.folders), answer_keys=sorted(
-        k.file_name for k in tree.answer_keys.values()))
-    todo: list[tuple[str, TaskFolder, str]] = []
+    ignored = tree.ignored_answer_rows
+    report = DiscoveryBenchImportReport(
+        folders=len(tree.folders), answer_keys=sorted(k.file_name for k in tree.answer_keys.values()),
+        ignored_answer_rows=len(ignored), ignored_answer_folders=sorted({r.dataset for r in ignored}),
+        without_gold=without_gold)
+    todo: list[tuple[str, TaskFolder, str, Dataset | None]] = []
     for name, folder in names.items():
         tasks = by_folder.get(folder.relative, [])
         fingerprint = _fingerprint(folder, tasks)
         found = existing.get(name)
         if found is None:
-            todo.append((name, folder, fingerprint))
+            todo.append((name, folder, fingerprint, None))
             continue
         known = (found.extra or {}).get("discoverybench", {}) if found.source == SOURCE else {}
         if not known:
-            problems.append(f"{folder.path}: a dataset called '{name}' is already registered and was not imported "
-                            "from DiscoveryBench; rename or archive it first.")
+            report.refused.append(f"{folder.relative}: a dataset called '{name}' is already registered and was not "
+                                  "imported from DiscoveryBench; rename or archive it first.")
         elif known.get("fingerprint") == fingerprint:
             report.unchanged.append(folder.relative)
+        elif replace:
+            work = _dependent_work(session, found)
+            if work:
+                report.refused.append(
+                    f"{folder.relative} was imported before (as '{name}') with different content "
+                    f"({_what_changed(folder, found, tree, without_gold)}), and was not replaced: "
+                    f"{', '.join(work)} {'rests' if len(work) == 1 and work[0].startswith('1 ') else 'rest'} on "
+                    "it. Import the changed folder under another folder name.")
+            else:
+                todo.append((name, folder, fingerprint, found))
         else:
-            problems.append(f"{folder.path} was imported before (as '{name}') with different content: its files or "
-                            "its tasks' gold hypotheses (answer keys) differ. Imported folders are not changed by a "
-                            "new import; import the changed folder under another folder name.")
-    if problems:
-        raise DatasetImportError(" ".join(problems) + " Nothing was imported.")
+            report.refused.append(
+                f"{folder.relative} was imported before (as '{name}') with different content: "
+                f"{_what_changed(folder, found, tree, without_gold)}. It was not imported; use --replace (\"Replace "
+                "changed folders\" on the page) to re-import it while no curated work rests on it, or import it "
+                "under another folder name.")
     # every bundle (sizes checked, tables read to the end) before the first file is stored
-    bundles = [(_bundle(folder, by_folder.get(folder.relative, []), name=name, fingerprint=fingerprint,
-                        max_bytes=max_bytes, answer_key_rows=_answer_key_rows(tree, by_folder.get(folder.relative, []))),
-                folder) for name, folder, fingerprint in todo]
-    for bundle, folder in bundles:
+    bundles = []
+    for name, folder, fingerprint, found in todo:
+        tasks = by_folder.get(folder.relative, [])
+        bundle = _bundle(folder, tasks, name=name, fingerprint=fingerprint, max_bytes=max_bytes,
+                         answer_key_rows=_answer_key_rows(tree, tasks), without_gold=without_gold)
+        bundles.append((bundle, folder, found))
+    for bundle, folder, found in bundles:
         tasks = by_folder.get(folder.relative, [])
         try:
-            dataset = register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
+            if found is None:
+                dataset = register_folder_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
+            else:
+                for old in session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == found.id)).all():
+                    session.delete(old)
+                session.flush()
+                dataset = replace_folder_dataset(session=session, actor=actor, dataset=found, bundle=bundle,  # type: ignore[arg-type]
+                                                 store=store)
+                report.replaced.append(folder.relative)
             for task in tasks:
                 session.add(_task_row(task, dataset.id or 0, actor))
             session.flush()
@@ -297,14 +442,90 @@ def import_discoverybench(
                 f"{folder.path} was registered as '{bundle.name}' by another import at the same moment; nothing "
                 "was imported. Run the import again: folders imported meanwhile are skipped when unchanged."
             ) from exc
-        report.datasets += 1
+        report.datasets += 1 if found is None else 0
         report.tasks += len(tasks)
         report.needs_curation += sum(1 for t in tasks if t.needs_curation)
         split = Counter(f"{t.kind}/{t.split}" for t in tasks)
         for key, count in split.items():
             report.by_split[key] = report.by_split.get(key, 0) + count
-    log.info("imported DiscoveryBench from %s: %d datasets, %d tasks", path, report.datasets, report.tasks)
+    log.info("imported DiscoveryBench from %s: %d datasets, %d tasks, %d folders refused", label or path,
+             report.datasets, report.tasks, len(report.refused))
     return report
+
+
+#: Most entries in an uploaded DiscoveryBench zip (upstream's whole tree has about 300 files).
+MAX_ZIP_ENTRIES = 20_000
+_ZIP_WORDS = ArchiveWords(what="a DiscoveryBench zip", unit="a DiscoveryBench tree", action="nothing was imported")
+
+
+def _unzip(filename: str, content: bytes, dest: Path, max_bytes: int) -> None:
+    """Unpack an uploaded zip into ``dest``, refusing names that cannot be unpacked or that would leave it, links,
+    and more than ``max_bytes`` in a file or in all (counted while decompressing: the header's sizes are the
+    uploader's word)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(content))
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise DatasetImportError(f"{filename} is not a readable zip archive ({exc}); zip the DiscoveryBench folder "
+                                 "or tree. Nothing was imported.") from None
+    total = 0
+    with archive:
+        infos = archive.infolist()
+        try:
+            check_entry_names((i.filename for i in infos), label=filename, max_entries=MAX_ZIP_ENTRIES,
+                              words=_ZIP_WORDS)
+        except ArchiveNameError as exc:
+            raise DatasetImportError(str(exc)) from None
+        for info in infos:
+            name = info.filename.replace("\\", "/")
+            parts = [p for p in name.split("/") if p not in ("", ".")]
+            if name.startswith("/") or (parts and ":" in parts[0]) or ".." in parts:
+                raise DatasetImportError(f"{filename}: the entry '{info.filename}' points outside the archive's "
+                                         "folder; nothing was imported.")
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise DatasetImportError(f"{filename}: the entry '{info.filename}' is a symbolic link; put the file "
+                                         "itself in the zip. Nothing was imported.")
+            if info.is_dir() or not parts or parts[0] == "__MACOSX":
+                continue
+            target = dest.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            with archive.open(info) as source, target.open("xb") as out:
+                for chunk in iter(lambda: source.read(1 << 20), b""):
+                    size += len(chunk)
+                    total += len(chunk)
+                    if size > max_bytes or total > max_bytes:
+                        raise DatasetImportError(
+                            f"{filename}: '{info.filename}' makes the upload larger than the limit of {max_bytes:,} "
+                            f"bytes unpacked; nothing was imported. An administrator can raise it with the setting "
+                            f"{MAX_UPLOAD_SETTING}, or import the tree with forkpaths import-discoverybench.")
+                    out.write(chunk)
+
+
+@judges_actor
+def import_discoverybench_zip(*, session: Session, actor: User, filename: str, content: bytes, store: Path,
+                              max_bytes: int, replace: bool = False, without_gold: bool = False
+                              ) -> DiscoveryBenchImportReport:
+    """The import page's upload: a zip of a DiscoveryBench folder or tree, imported as
+    :func:`import_discoverybench` imports a folder (the same options and the same report; messages name the
+    zip's entries). Curators and admins.
+
+    Raises:
+        PermissionDenied: not a curator or admin.
+        DatasetImportError: not a zip; an entry that cannot be unpacked (a file and a folder at one path, too
+            deep, a name too long, too many entries), that leaves the zip, or a link; more than ``max_bytes``
+            unpacked; and everything :func:`import_discoverybench` refuses.
+    """
+    require_role(actor, Role.CURATOR, Role.ADMIN)
+    label = Path(filename).name or "the zip"
+    with tempfile.TemporaryDirectory(prefix="forkpaths-discoverybench-") as tmp:
+        root = Path(tmp)
+        _unzip(label, content, root, max_bytes)
+        entries = [p for p in root.iterdir() if not p.name.startswith(".")]
+        if len(entries) == 1 and entries[0].is_dir() and not METADATA_NAME.fullmatch(entries[0].name) and \
+                not any(METADATA_NAME.fullmatch(p.name) for p in entries[0].iterdir()):
+            root, label = entries[0], f"{label}/{entries[0].name}"  # a zip of the tree's folder itself
+        return import_discoverybench(session=session, actor=actor, path=root, store=store, max_bytes=max_bytes,
+                                     replace=replace, without_gold=without_gold, label=label)
 
 
 @dataclass(frozen=True)

@@ -281,6 +281,12 @@ def _airepr_files(path: Path) -> list[tuple[str, bytes]]:
     if total > MAX_IMPORT_BYTES:
         raise ScoringError(f"The AIRepr files under {printable(str(path))} are {total / 2**20:.0f} MB; the limit "
                            f"is {MAX_IMPORT_BYTES / 2**20:.0f} MB.")
+    from evaluation.reproducibility.airepr import MAX_FILE_BYTES
+
+    for p in files:
+        if p.stat().st_size > MAX_FILE_BYTES:  # before it is read: each file is parsed whole
+            raise ScoringError(f"{printable(p.name)} is {p.stat().st_size:,} bytes; an AIRepr file may be at most "
+                               f"{MAX_FILE_BYTES:,} bytes. Nothing was imported.")
     return [(p.name, p.read_bytes()) for p in files]
 
 

@@ -177,6 +177,24 @@ def run_solution(code: str, inputs: Mapping[str, bytes], *, timeout_s: float = 6
 # ------------------------------------------------------------------------------------ the LLM's part
 
 
+def _said(exc: Exception) -> str:
+    """One sentence for what is wrong with the model's answer (a pydantic error's own text is a multi-line dump
+    with the input repeated and a web address)."""
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    parts = []
+    for error in exc.errors()[:3]:
+        where = "/".join(str(p) for p in error["loc"]) or "the answer"
+        if error["type"] == "missing":
+            parts.append(f"'{where}' is missing")
+        elif error["type"] in ("model_type", "dict_type"):
+            parts.append(f"'{where}' must be an object" if error["loc"] else "the answer must be a JSON object")
+        else:
+            parts.append(f"'{where}' is wrong ({str(error['msg']).rstrip('.').lower()})")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
 class _SolutionAnswer(BaseModel):
     code: str
     outputs: list[str] = Field(default_factory=list)
@@ -187,7 +205,7 @@ def _parse_solution(text: str) -> _SolutionAnswer:
         value, _ = extract_json(text)
         answer = _SolutionAnswer.model_validate(value)
     except (ValidationError, ParseError, ValueError) as exc:
-        raise ParseError(f"expected {{\"code\": <python>, \"outputs\": [file names]}}: {exc}") from None
+        raise ParseError(f"expected {{\"code\": <python>, \"outputs\": [file names]}}: {_said(exc)}") from None
     if not answer.code.strip():
         raise ParseError("the answer's code is empty")
     try:
@@ -246,7 +264,7 @@ def _parse_checks(text: str) -> list[ProposedCheck]:
         answer = _ChecksAnswer.model_validate(value)
     except (ValidationError, ParseError, ValueError) as exc:
         raise ParseError(f"expected {{\"checks\": [{{task_type, function, metric, code, rule?, ground_truth?}}]}}: "
-                         f"{exc}") from None
+                         f"{_said(exc)}") from None
     if not answer.checks:
         raise ParseError("the answer proposes no check")
     for i, c in enumerate(answer.checks, 1):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evaluation.errors import EvaluationError
+from exports.archive_names import ArchiveNameError, ArchiveWords, check_entry_names
 
 __all__ = ["OutputLimits", "OutputsError", "read_output_folder", "read_outputs_zip", "split_by_task"]
 
@@ -44,6 +45,9 @@ class OutputLimits:
     @property
     def max_file_bytes(self) -> int:
         return int(self.max_file_mb * 1024 * 1024)
+
+
+_WORDS = ArchiveWords(what="an outputs zip", unit="a task's output folder", action="nothing was read")
 
 
 def _clean_name(name: str, *, where: str) -> str | None:
@@ -81,8 +85,11 @@ def read_outputs_zip(data: bytes, *, label: str = "the zip", limits: OutputLimit
     total = 0
     with archive:
         infos = archive.infolist()
-        if len(infos) > limits.max_files * 2:
-            raise OutputsError(f"{label} has {len(infos)} entries; at most {limits.max_files} files are read.")
+        try:  # names that cannot be unpacked (a file and a folder at one path, too deep, too long), before reading
+            check_entry_names((info.filename for info in infos), label=label, max_entries=limits.max_files * 2,
+                              words=_WORDS)
+        except ArchiveNameError as exc:
+            raise OutputsError(str(exc)) from None
         for info in infos:
             name = _clean_name(info.filename, where=label)
             mode = info.external_attr >> 16

@@ -43,6 +43,9 @@ _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
 _UPSTREAM_FENCE = re.compile(r"```python\n(.*?)```", re.DOTALL)  # utils/output_parser.py line 17
 LAST_STEP_AGENTS = ("REACT", "REFLEXION")  # run_reproducibility.py line 74; any other agent: the first step
 NOT_INCLUDED = "Sample not included"
+#: Largest AIRepr file read: each is parsed whole, and a JSON text takes several times its size in memory
+#: (issue 26 point 7: imports are bounded).
+MAX_FILE_BYTES = 32 * 2**20
 
 
 class AIReprError(EvaluationError):
@@ -241,6 +244,9 @@ def read_airepr_files(files: Sequence[tuple[str, bytes]]) -> list[AIReprRun]:
     """
     groups: dict[str, dict[str, tuple[str, bytes]]] = {}
     for name, data in files:
+        if len(data) > MAX_FILE_BYTES:
+            raise AIReprError(f"{name} is {len(data):,} bytes; an AIRepr file may be at most {MAX_FILE_BYTES:,} bytes "
+                              "(it is read whole). Split the run's samples into several runs.")
         stem, role = run_name(name)
         slot = groups.setdefault(stem, {})
         if role == "results" and "results" in slot and slot["results"][0] > name:

@@ -162,9 +162,66 @@ def _folder(key: str) -> str:
     return parts[2] if len(parts) > 2 else key
 
 
+class _Object(dict[str, Any]):
+    """A JSON object as read, with the keys it gave more than once (``json`` would silently keep the last)."""
+
+    repeated: list[str]
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object()
+    obj.repeated = []
+    for key, value in pairs:
+        if key in obj and key not in obj.repeated:
+            obj.repeated.append(key)
+        obj[key] = value
+    return obj
+
+
+def _where(path: tuple[str | int, ...], node: _Object, many: bool) -> str:
+    """``answer 3 (task 'x')``, ``record 2``, ``answer 3, in workflow/0``, ``the document``."""
+    rest: tuple[str | int, ...] = path
+    what = ""
+    for i, part in enumerate(path[:-1]):
+        if part == "answers" and isinstance(path[i + 1], int):
+            what, rest = f"answer {int(path[i + 1]) + 1}", path[i + 2:]
+            break
+    else:
+        if many and path:
+            what, rest = f"record {int(path[0]) + 1}", path[1:]
+    task = node.get("task") if what and not rest else None
+    if task is not None:
+        what += f" (task '{printable(str(task))}')"
+    inner = "/".join(str(p) for p in rest)
+    if what:
+        return f"{what}, in {inner}," if inner else what
+    return f"the object at {inner}" if inner else "the document"
+
+
+def _refuse_repeated_keys(values: list[Any], label: str) -> None:
+    """Refuse the first object that gives a key twice, naming the key and the answer (or record) it is in."""
+    many = len(values) > 1
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [
+        (value, (index,) if many else ()) for index, value in reversed(list(enumerate(values)))]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Object):
+            if node.repeated:
+                key = node.repeated[0]
+                if key == "format" and not path:
+                    raise SubmissionCheckError(f"{label} gives the key 'format' twice; say once which format it is "
+                                               f"(\"format\": \"{FORMAT}\"). Nothing was stored.")
+                raise SubmissionCheckError(
+                    f"{label}: {_where(path, node, many)} gives the key '{printable(key)}' twice; a JSON reader "
+                    "keeps only the last, so say it once. Nothing was stored.")
+            stack.extend((value, (*path, key)) for key, value in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((value, (*path, index)) for index, value in reversed(list(enumerate(node))))
+
+
 def _json_values(text: str) -> list[Any]:
     """Every JSON value in ``text``: one document, JSON lines, or upstream's stream of pretty-printed objects."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_object)
     values: list[Any] = []
     pos = 0
     while True:
@@ -270,6 +327,7 @@ def read_answers(data: bytes, *, label: str, release: Release) -> list[Hypothesi
         raise SubmissionCheckError(f"{label} is not JSON: {exc}.") from None
     if not values:
         raise SubmissionCheckError(f"{label} is empty.")
+    _refuse_repeated_keys(values, label)
     if len(values) == 1 and isinstance(values[0], dict) and "format" in values[0]:
         doc = values[0]
         if doc.get("format") != FORMAT:

@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from exports.control_chars import ESCAPED_CONTROL, describe_control, first_control, line_of
 from exports.errors import FormatError
 from exports.schema import (
     PROGRAMMATIC_TASK_TYPES,
@@ -57,6 +58,10 @@ __all__ = ["DataSciBenchError", "DataSciBenchTask", "normalise_task_type", "read
 
 MAX_ARTIFACT_BYTES = 20 * 1024 * 1024
 MAX_INPUT_BYTES = 200 * 1024 * 1024  # the default upload limit (FORKPATHS_MAX_UPLOAD_MB); callers pass theirs
+# Bounds on what one read holds in memory (issue 26 point 7): every input and artifact is read whole.
+MAX_TEXT_FILE_BYTES = 2 * 1024 * 1024  # metric.yaml, prompt.json
+MAX_TASK_BYTES = 256 * 1024 * 1024  # a task's inputs and artifacts together
+MAX_TREE_BYTES = 512 * 1024 * 1024  # a tree's, read by read_tree
 REFERENCE_SOLUTION = "test_gt.py"  # the reference solution DataSciBench keeps in gt/: not an artifact
 REFERENCE_NAMES = (REFERENCE_SOLUTION, REFERENCE_SOLUTION + ".txt")  # .txt where Python files may not be (datasets/)
 _KEYWORDS = (("clean", 0), ("preprocess", 0), ("explor", 1), ("statistic", 1), ("visual", 2), ("plot", 2),
@@ -156,6 +161,12 @@ def _parse_metric(text: str, *, label: str) -> tuple[str, list[ProgrammaticCheck
         if missing:
             raise DataSciBenchError(f"{where}: the field{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                                     f"{'are' if len(missing) > 1 else 'is'} missing or empty.")
+        for key_name in ("task_name", "function", "metric", "code", "rule", "ground_truth", "id"):
+            value = entry.get(key_name)
+            at = first_control(value) if isinstance(value, str) else None
+            if isinstance(value, str) and at is not None:
+                raise DataSciBenchError(f"{where}: the field {key_name} holds {describe_control(value[at])}; "
+                                        "control characters have no place in a check: remove it.")
         task_type = normalise_task_type(str(entry["task_name"]))
         if task_type is None:
             raise DataSciBenchError(f"{where}: task_name {entry['task_name']!r} is none of DataSciBench's six task "
@@ -179,10 +190,16 @@ def _parse_metric_prompt(text: str) -> str:
     return str(data.get("prompt") or "") if isinstance(data, dict) else ""
 
 
+def _refuse_large(path: Path, label: str, limit: int) -> None:
+    size = path.stat().st_size
+    if size > limit:  # before it is read: it is read whole
+        raise DataSciBenchError(f"{label} is {size:,} bytes; such a file may be at most {limit:,} bytes.")
+
+
 def _artifact(path: Path, rel: str) -> ProgrammaticArtifact:
-    data = path.read_bytes()
-    if len(data) > MAX_ARTIFACT_BYTES:
+    if path.stat().st_size > MAX_ARTIFACT_BYTES:  # before it is read
         raise DataSciBenchError(f"{path}: a ground-truth artifact larger than {MAX_ARTIFACT_BYTES // 2**20} MB.")
+    data = path.read_bytes()
     return ProgrammaticArtifact(path=rel, sha256=hashlib.sha256(data).hexdigest(), size=len(data),
                                 content_b64=base64.b64encode(data).decode("ascii"))
 
@@ -276,6 +293,7 @@ def read_task(root: Path, key: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -
     if metric_path.is_symlink() or (data_dir / "prompt.json").is_symlink():
         raise DataSciBenchError(f"task {key}: {label} or data/{key}/prompt.json is a symbolic link; the tree must "
                                 "hold plain files.")
+    _refuse_large(metric_path, label, MAX_TEXT_FILE_BYTES)
     try:
         text = metric_path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -286,13 +304,21 @@ def read_task(root: Path, key: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -
     named_inputs: Any = None
     prompt_path = data_dir / "prompt.json"
     if prompt_path.is_file():
+        _refuse_large(prompt_path, f"data/{key}/prompt.json", MAX_TEXT_FILE_BYTES)
         try:
-            pj = json.loads(prompt_path.read_text(encoding="utf-8"))
+            pj_text = prompt_path.read_text(encoding="utf-8")
+            pj = json.loads(pj_text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise DataSciBenchError(f"data/{key}/prompt.json is not valid JSON ({exc}).") from None
         if not isinstance(pj, dict):
             raise DataSciBenchError(f"data/{key}/prompt.json must be an object with 'prompt'.")
         prompt = str(pj.get("prompt") or prompt)
+        at = first_control(prompt)
+        if at is not None:
+            escaped = ESCAPED_CONTROL.search(pj_text)
+            line = f" line {line_of(pj_text, escaped.start())}" if escaped else ""
+            raise DataSciBenchError(f"data/{key}/prompt.json{line}: the prompt holds {describe_control(prompt[at])}; "
+                                    "control characters have no place in a prompt: remove it.")
         data_source_type = str(pj.get("data_source_type") or "")
         extra = {"prompt_json": {k: v for k, v in pj.items() if k not in ("prompt", "data_source_type")}}
         named_inputs = pj.get("input_files")
@@ -301,7 +327,8 @@ def read_task(root: Path, key: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -
         extra["metric_prompt"] = metric_prompt  # kept to write the file back as it was
     if not prompt.strip():
         raise DataSciBenchError(f"task {key}: neither data/{key}/prompt.json nor {label} has a prompt.")
-    artifacts, inputs = [], {}
+    artifacts: list[ProgrammaticArtifact] = []
+    inputs: dict[str, bytes] = {}
     gt_dir = data_dir / "gt"
     if gt_dir.is_symlink():
         raise DataSciBenchError(f"data/{key}/gt is a symbolic link; the tree must hold plain files.")
@@ -315,6 +342,11 @@ def read_task(root: Path, key: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -
                 artifacts.append(_artifact(path, path.relative_to(gt_dir).as_posix()))
     if data_dir.is_dir():
         inputs = _read_inputs(data_dir, key=key, max_bytes=max_input_bytes)
+        held = sum(len(v) for v in inputs.values()) + sum(a.size for a in artifacts)
+        if held > MAX_TASK_BYTES:
+            raise DataSciBenchError(f"task {key}: its input files and ground-truth artifacts are over "
+                                    f"{MAX_TASK_BYTES // 2**20} MB together; a task is read whole, so keep its files "
+                                    "smaller.")
     for c in checks:
         if c.ground_truth and c.ground_truth not in {a.path for a in artifacts} and not (gt_dir / c.ground_truth).is_dir():
             raise DataSciBenchError(f"{label}: check {c.id} names ground_truth {c.ground_truth!r}, which data/{key}/gt/ "
@@ -347,7 +379,15 @@ def read_tree(root: Path, *, max_input_bytes: int = MAX_INPUT_BYTES) -> list[Dat
     keys = sorted(p.parent.name for p in metric.glob("*/metric.yaml"))
     if not keys:
         raise DataSciBenchError(f"{metric} holds no <task>/metric.yaml.")
-    return [read_task(root, k, max_input_bytes=max_input_bytes) for k in keys]
+    tasks, held = [], 0
+    for k in keys:
+        task = read_task(root, k, max_input_bytes=max_input_bytes)
+        held += sum(len(v) for v in task.inputs.values()) + sum(a.size for a in task.task.artifacts)
+        if held > MAX_TREE_BYTES:
+            raise DataSciBenchError(f"{root}: the tasks' files are over {MAX_TREE_BYTES // 2**20} MB together (at "
+                                    f"task {k}); read the tree in parts.")
+        tasks.append(task)
+    return tasks
 
 
 class _Literal(str):

@@ -4,6 +4,9 @@ Columns ``dataset, metadataid, query_id, gold_hypo``: the dataset folder's name,
 ``metadata_<k>.json``, the query's ``qid`` and the gold hypothesis. Test-split gold hypotheses exist only here.
 Upstream writes them with minimal quoting and CRLF line ends; the writer does the same (the line end read is
 kept), and columns beyond the four are kept in place.
+
+An answer key is read whole: it may be at most :data:`MAX_ANSWER_KEY_BYTES` (upstream's is 32 KB), and a cell
+holding a control character (NUL...) is refused with its row, line and column (:mod:`exports.control_chars`).
 """
 
 from __future__ import annotations
@@ -15,11 +18,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from exports.control_chars import CONTROL, describe_control
 from exports.errors import DiscoveryBenchFormatError, DiscoveryBenchProblem
 
-__all__ = ["ANSWER_KEY_COLUMNS", "AnswerKey", "AnswerKeyRow", "parse_answer_key", "write_answer_key"]
+__all__ = ["ANSWER_KEY_COLUMNS", "MAX_ANSWER_KEY_BYTES", "AnswerKey", "AnswerKeyRow", "parse_answer_key", "write_answer_key"]
 
 ANSWER_KEY_COLUMNS = ("dataset", "metadataid", "query_id", "gold_hypo")
+#: Largest answer key read (upstream's answer_key_real.csv is 32 KB).
+MAX_ANSWER_KEY_BYTES = 32 * 2**20
 
 
 class AnswerKeyRow(BaseModel):
@@ -63,6 +69,9 @@ def parse_answer_key(content: bytes, *, kind: Literal["real", "synth"], label: s
             of cells, an empty dataset or gold hypothesis, a ``metadataid``/``query_id`` that is not a whole
             number, or the same (dataset, metadataid, query_id) twice. Each problem names the row and column.
     """
+    if len(content) > MAX_ANSWER_KEY_BYTES:
+        raise DiscoveryBenchFormatError(_fail(label, f"{label} is {len(content):,} bytes; an answer key may be at most "
+                                              f"{MAX_ANSWER_KEY_BYTES:,} bytes (upstream's is 32 KB)."))
     try:
         text = content.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -72,11 +81,19 @@ def parse_answer_key(content: bytes, *, kind: Literal["real", "synth"], label: s
     # the file's line end is the header's: a quoted value may hold other line ends of its own
     first_end = text.find("\n")
     newline: Literal["\n", "\r\n"] = "\r\n" if first_end > 0 and text[first_end - 1] == "\r" else "\n"
+    records: list[list[str]] = []
+    lines: list[int] = []  # the line each record starts on
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
+        end = 0
+        for record in reader:
+            if record:
+                records.append(record)
+                lines.append(end + 1)
+            end = reader.line_num
     except csv.Error as exc:
-        raise DiscoveryBenchFormatError(_fail(label, f"{label} is not readable as CSV: {exc}.")) from exc
-    records = [record for record in records if record]
+        raise DiscoveryBenchFormatError(_fail(label, f"{label} is not readable as CSV (line {reader.line_num}): "
+                                              f"{exc}.")) from exc
     if not records:
         raise DiscoveryBenchFormatError(
             _fail(label, f"{label} is empty; it needs the header {', '.join(ANSWER_KEY_COLUMNS)} and the rows.")
@@ -103,6 +120,14 @@ def parse_answer_key(content: bytes, *, kind: Literal["real", "synth"], label: s
             continue
         cells = dict(zip(header, record, strict=True))
         bad = False
+        for column, value in cells.items():
+            control = CONTROL.search(value)
+            if control:
+                problems.append(_fail(label, f"{where} (line {lines[number]}), column {column} holds "
+                                      f"{describe_control(control.group())}; control characters have no place in an "
+                                      "answer key (and PostgreSQL cannot store NUL): remove it.",
+                                      row=number, field=column))
+                bad = True
         numbers: dict[str, int] = {}
         for column in ("metadataid", "query_id"):
             try:

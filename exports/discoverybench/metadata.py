@@ -8,6 +8,13 @@ the content in the file's own style (in UTF-8 if the text no longer fits cp1252)
 
 Every JSON text goes through :func:`exports.jsontext.load_json` (nesting limit, line/column of syntax errors);
 repeated keys are refused rather than silently keeping the last.
+
+A metadata file is read whole, so its size is capped (:data:`MAX_METADATA_BYTES`, 300 times upstream's largest,
+28 KB), and so are its queries (:data:`MAX_QUERIES_PER_FILE`) and each text in it (:data:`MAX_FIELD_CHARS`): a
+144 MB file of 10^6 queries, under the upload limit, once took an import past 10 GB of memory. Control
+characters (NUL...) are refused with the line and field (:mod:`exports.control_chars`). UTF-8 with a byte-order
+mark is read; UTF-16 is refused with a sentence naming it (it would have to be written back as UTF-16 to keep the
+file byte-identical, and no upstream file is UTF-16).
 """
 
 from __future__ import annotations
@@ -20,12 +27,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
+from exports.control_chars import CONTROL, ESCAPED_CONTROL, describe_control, line_of
 from exports.discoverybench.models import Metadata
 from exports.errors import DiscoveryBenchFormatError, DiscoveryBenchProblem
 from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
 
 __all__ = [
     "DEFAULT_STYLE",
+    "MAX_FIELD_CHARS",
+    "MAX_METADATA_BYTES",
+    "MAX_QUERIES_PER_FILE",
     "JsonStyle",
     "MetadataFile",
     "dump_metadata",
@@ -34,6 +45,12 @@ __all__ = [
 ]
 
 METADATA_NAME = re.compile(r"metadata_(\d+)\.json")
+#: Largest metadata file read (upstream's largest is 28 KB).
+MAX_METADATA_BYTES = 8 * 2**20
+#: Most queries in one metadata file (upstream's most is under 30).
+MAX_QUERIES_PER_FILE = 10_000
+#: Longest text (a question, a hypothesis, a description...) in characters.
+MAX_FIELD_CHARS = 100_000
 _MAX_PROBLEMS_SHOWN = 5
 
 
@@ -76,7 +93,26 @@ def _problem(label: str, message: str, field: str | None = None) -> DiscoveryBen
     return DiscoveryBenchFormatError(DiscoveryBenchProblem(file=label, message=message, field=field))
 
 
+def _utf16(content: bytes) -> str | None:
+    """``"UTF-16"``/``"UTF-32"`` when the bytes are that (a byte-order mark, or ASCII text with zero bytes
+    between its characters), else None."""
+    if content.startswith((b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")):
+        return "UTF-32"
+    if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16"
+    head = content[:64]
+    if len(head) >= 4 and head.count(0) >= len(head) // 3:
+        return "UTF-32" if head.count(0) >= len(head) * 2 // 3 else "UTF-16"
+    return None
+
+
 def _decode(content: bytes, label: str) -> tuple[str, JsonStyle]:
+    wide = _utf16(content)
+    if wide is not None:
+        raise _problem(
+            label, f"{label} is {wide} text; DiscoveryBench metadata is read as UTF-8 (or cp1252, as upstream "
+            "ships some files). Save it as UTF-8 (with or without a byte-order mark) and import again."
+        )
     bom = content.startswith(b"\xef\xbb\xbf")
     body = content[3:] if bom else content
     try:
@@ -178,10 +214,60 @@ def _describe(exc: ValidationError, data: Any, label: str) -> DiscoveryBenchForm
     return DiscoveryBenchFormatError(problems[: _MAX_PROBLEMS_SHOWN * 4])
 
 
+def _strings(data: Any) -> list[tuple[str, str]]:
+    """Every key and string value of a parsed JSON document with its JSON path, in document order."""
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            found.append((path or "(top level)", node))
+        elif isinstance(node, dict):
+            children = []
+            for key, value in node.items():
+                child = f"{path}.{key}" if path else str(key)
+                if CONTROL.search(str(key)):
+                    found.append((child, str(key)))
+                children.append((child, value))
+            stack.extend(reversed(children))
+        elif isinstance(node, list):
+            stack.extend(reversed([(f"{path}[{i}]", value) for i, value in enumerate(node)]))
+    return found
+
+
+def _check_texts(data: Any, text: str, label: str) -> None:
+    """Refuse control characters and over-long texts, naming the line and the JSON path."""
+    problems = []
+    escapes = iter(ESCAPED_CONTROL.finditer(text))
+    for path, value in _strings(data):
+        if len(value) > MAX_FIELD_CHARS:
+            problems.append(DiscoveryBenchProblem(
+                file=label, field=path, message=f"{label}: {path} is {len(value):,} characters long; a text in a "
+                f"metadata file may be at most {MAX_FIELD_CHARS:,}."))
+        bad = CONTROL.findall(value)
+        if bad:
+            # the escapes are met in the text in the order the strings are walked
+            match = next(escapes, None)
+            for _ in bad[1:]:
+                next(escapes, None)
+            line = f" (line {line_of(text, match.start())})" if match else ""
+            problems.append(DiscoveryBenchProblem(
+                file=label, field=path, message=f"{label}{line}: {path} holds {describe_control(bad[0])}; control "
+                "characters have no place in the benchmark's text (and PostgreSQL cannot store NUL): remove it."))
+        if len(problems) >= _MAX_PROBLEMS_SHOWN:
+            break
+    if problems:
+        raise DiscoveryBenchFormatError(problems)
+
+
 def _check_queries(metadata: Metadata, label: str) -> None:
     problems = []
     seen: dict[int, str] = {}
     queries = metadata.query_list()
+    if len(queries) > MAX_QUERIES_PER_FILE:
+        raise _problem(label, f"{label} holds {len(queries):,} queries; a metadata file may hold at most "
+                       f"{MAX_QUERIES_PER_FILE:,} (upstream's hold under 30). Split it into several metadata files.",
+                       field="queries")
     if not queries:
         problems.append(
             DiscoveryBenchProblem(
@@ -220,6 +306,10 @@ def parse_metadata(content: bytes, *, k: int, label: str = "metadata.json") -> M
             repeated key; not DiscoveryBench's layout (each problem with its JSON path); a query with no or an
             empty question; a qid used twice in the file.
     """
+    if len(content) > MAX_METADATA_BYTES:
+        raise _problem(label, f"{label} is {len(content):,} bytes; a metadata file may be at most "
+                       f"{MAX_METADATA_BYTES:,} bytes (upstream's largest is 28 KB). Split its queries into several "
+                       "metadata files.")
     text, style = _decode(content, label)
     try:
         data = load_json(text, label=label, object_pairs_hook=refuse_repeated_keys)
@@ -239,6 +329,7 @@ def parse_metadata(content: bytes, *, k: int, label: str = "metadata.json") -> M
             label, f"{label} must hold a JSON object with datasets and queries, but it holds a "
             f"{type(data).__name__}."
         )
+    _check_texts(data, text, label)
     try:
         metadata = Metadata.model_validate(data)
     except ValidationError as exc:

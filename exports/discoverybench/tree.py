@@ -35,8 +35,20 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from exports.blade_layout import swap_into_place
-from exports.discoverybench.answer_key import AnswerKey, parse_answer_key, write_answer_key
-from exports.discoverybench.metadata import METADATA_NAME, MetadataFile, dump_metadata, parse_metadata
+from exports.discoverybench.answer_key import (
+    MAX_ANSWER_KEY_BYTES,
+    AnswerKey,
+    AnswerKeyRow,
+    parse_answer_key,
+    write_answer_key,
+)
+from exports.discoverybench.metadata import (
+    MAX_METADATA_BYTES,
+    METADATA_NAME,
+    MetadataFile,
+    dump_metadata,
+    parse_metadata,
+)
 from exports.discoverybench.models import ColumnGroups, QuestionType
 from exports.errors import DiscoveryBenchFormatError, DiscoveryBenchProblem
 
@@ -57,6 +69,8 @@ Kind = Literal["real", "synth"]
 SPLITS = ("train", "dev", "test")
 NOTICE_PREFIXES = ("license", "licence", "readme", "notice", "attribution")
 IGNORED_DIRS = {".ipynb_checkpoints", "__pycache__", "__MACOSX"}
+#: Most metadata bytes one read holds in memory (all the tree's metadata files together).
+MAX_TREE_METADATA_BYTES = 32 * 2**20
 
 
 class DataFile(BaseModel):
@@ -148,6 +162,8 @@ class DiscoveryBenchTree(BaseModel):
     tasks: list[Task] = Field(default_factory=list)
     #: licence and README files at the root (upstream's data is ODC-By: the attribution travels with it)
     notices: list[Path] = Field(default_factory=list)
+    #: answer-key rows of folders not in the tree, left out (``read_discoverybench(ignore_absent_folders=True)``)
+    ignored_answer_rows: list[AnswerKeyRow] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -254,8 +270,15 @@ def read_task_folder(
             continue
         match = METADATA_NAME.fullmatch(entry.name)
         if match and entry.is_file():
+            shown = f"{prefix}/{entry.name}"
+            size = entry.stat().st_size
+            if size > MAX_METADATA_BYTES:  # before it is read: it is read whole
+                problems.append(_problem(shown, f"{shown} is {size:,} bytes; a metadata file may be at most "
+                                         f"{MAX_METADATA_BYTES:,} bytes (upstream's largest is 28 KB). Split its "
+                                         "queries into several metadata files."))
+                continue
             try:
-                files.append(parse_metadata(entry.read_bytes(), k=int(match.group(1)), label=f"{prefix}/{entry.name}"))
+                files.append(parse_metadata(entry.read_bytes(), k=int(match.group(1)), label=shown))
             except DiscoveryBenchFormatError as exc:
                 problems.extend(exc.problems)
         elif entry.is_file():
@@ -341,14 +364,19 @@ def _tasks(folder: TaskFolder) -> list[Task]:
     return tasks
 
 
-def _apply_answer_key(key: AnswerKey, tasks: list[Task]) -> list[DiscoveryBenchProblem]:
+def _apply_answer_key(key: AnswerKey, tasks: list[Task], ignored: list[AnswerKeyRow] | None = None
+                      ) -> list[DiscoveryBenchProblem]:
     index: dict[tuple[str, int, int], list[Task]] = {}
     for task in tasks:
         if task.kind == key.kind:
             index.setdefault((task.folder, task.metadata_k, task.qid), []).append(task)
+    present = {folder for folder, _k, _q in index}
     problems = []
     for row in key.rows:
         candidates = index.get(row.key, [])
+        if not candidates and ignored is not None and row.dataset not in present:
+            ignored.append(row)  # a folder the tree read does not have: a subset of the benchmark
+            continue
         if not candidates:
             problems.append(
                 DiscoveryBenchProblem(
@@ -379,13 +407,16 @@ def _apply_answer_key(key: AnswerKey, tasks: list[Task]) -> list[DiscoveryBenchP
 
 
 def read_discoverybench(
-    path: Path, *, label: str | None = None, kind: Kind | None = None, split: str | None = None
+    path: Path, *, label: str | None = None, kind: Kind | None = None, split: str | None = None,
+    ignore_absent_folders: bool = False,
 ) -> DiscoveryBenchTree:
     """Read a DiscoveryBench root, ``real/``/``synth/``, a split, or one task folder.
 
     Answer keys (``answer_key_real.csv``, ``answer_key_synth.csv``) are read from ``path`` itself (or its
     ``eval/`` folder, where upstream keeps them). ``kind``/``split`` override the path for folders read outside
-    the layout.
+    the layout. With ``ignore_absent_folders``, answer-key rows of folders the tree does not have (a subset read
+    with the benchmark's full answer key) are left out and listed in ``ignored_answer_rows``; a row of a folder
+    the tree has that matches none of its queries is still an error.
 
     Raises:
         DiscoveryBenchFormatError: every problem found in every folder and answer key (nothing is returned
@@ -398,7 +429,15 @@ def read_discoverybench(
         raise DiscoveryBenchFormatError(_problem(prefix, f"{prefix} is not a folder."))
     problems: list[DiscoveryBenchProblem] = []
     folders: list[TaskFolder] = []
-    for found in _walk(root):
+    found_folders = _walk(root)
+    sizes = [entry.stat().st_size for found in found_folders for entry in found.iterdir()
+             if METADATA_NAME.fullmatch(entry.name) and entry.is_file() and not entry.is_symlink()]
+    total = sum(size for size in sizes if size <= MAX_METADATA_BYTES)  # larger ones are refused one by one
+    if total > MAX_TREE_METADATA_BYTES:  # every metadata file is held in memory while the tree is read
+        raise DiscoveryBenchFormatError(_problem(
+            prefix, f"{prefix} holds {total:,} bytes of metadata files; one import reads at most "
+            f"{MAX_TREE_METADATA_BYTES:,} (upstream's whole benchmark has 1.5 MB). Import it in parts."))
+    for found in found_folders:
         relative = found.relative_to(root).as_posix()
         try:
             folders.append(
@@ -413,6 +452,11 @@ def read_discoverybench(
         for place in (root / name, root / "eval" / name):
             if place.is_file():
                 shown = f"{prefix}/{place.relative_to(root).as_posix()}"
+                size = place.stat().st_size
+                if size > MAX_ANSWER_KEY_BYTES:  # before it is read: it is read whole
+                    problems.append(_problem(shown, f"{shown} is {size:,} bytes; an answer key may be at most "
+                                             f"{MAX_ANSWER_KEY_BYTES:,} bytes (upstream's is 32 KB)."))
+                    break
                 try:
                     keys[key_kind] = parse_answer_key(place.read_bytes(), kind=key_kind, label=shown)  # type: ignore[arg-type]
                 except DiscoveryBenchFormatError as exc:
@@ -424,14 +468,16 @@ def read_discoverybench(
         )
     folders.sort(key=lambda f: (f.kind, SPLITS.index(f.split) if f.split in SPLITS else 9, f.split, f.name))
     tasks = [task for folder in folders for task in _tasks(folder)]
+    ignored: list[AnswerKeyRow] | None = [] if ignore_absent_folders else None
     for key in keys.values():
-        problems.extend(_apply_answer_key(key, tasks))
+        problems.extend(_apply_answer_key(key, tasks, ignored))
     if problems:
         raise DiscoveryBenchFormatError(problems)
     notices = sorted(
         p for p in root.iterdir() if p.is_file() and p.name.lower().startswith(NOTICE_PREFIXES)
     )
-    return DiscoveryBenchTree(root=root, folders=folders, answer_keys=keys, tasks=tasks, notices=notices)
+    return DiscoveryBenchTree(root=root, folders=folders, answer_keys=keys, tasks=tasks, notices=notices,
+                              ignored_answer_rows=ignored or [])
 
 
 # ---------------------------------------------------------------------------------------------- writing

@@ -11,6 +11,7 @@ import pytest
 from sqlmodel import func, select
 
 from curation.dataset_files import read_blade_files, read_blade_folder, read_csv_with_form
+from curation.dataset_staging import staging_root
 from curation.db import session_scope
 from curation.errors import DatasetImportError
 from curation.models import Dataset, Transform
@@ -182,9 +183,10 @@ def test_files_of_a_registration_whose_transaction_rolls_back_are_removed(engine
     bundle = read_blade_folder(f.tiny_blade_folder(tmp_path / "src", "storms"), max_bytes=MB)
     with pytest.raises(RuntimeError), session_scope(engine) as s:
         register_dataset(session=s, actor=None, bundle=bundle, store=store)
-        assert len(list(store.iterdir())) == 1  # written, not yet committed
+        # written to the staging area, not yet to the store: it moves in at the commit
+        assert list(store.iterdir()) == [] and len(list(staging_root(store).rglob("data.csv"))) == 1
         raise RuntimeError("a later step of the same action failed")
-    assert list(store.iterdir()) == []
+    assert list(store.iterdir()) == [] and not staging_root(store).exists()
     with session_scope(engine) as s:  # a committed registration keeps its files
         register_dataset(session=s, actor=None, bundle=bundle, store=store)
     assert [p.name.startswith("storms-") for p in store.iterdir()] == [True]

@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 from sqlmodel import func, select
 
+from curation.dataset_staging import staging_root
 from curation.db import make_engine, session_scope
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import Dataset, HypothesisTask, HypothesisTaskStatus, Role
-from curation.services.datasets import assign_analysts, load_frame
+from curation.services.datasets import assign_analysts, is_assigned, load_frame
 from curation.services.discoverybench_import import import_discoverybench, list_hypothesis_tasks
 from exports.discoverybench import read_discoverybench
 from tests import factories as f
@@ -29,9 +30,9 @@ def _count(engine, model) -> int:  # type: ignore[no-untyped-def]
         return int(s.exec(select(func.count()).select_from(model)).one())
 
 
-def _import(engine, store: Path, path: Path, actor=None):  # type: ignore[no-untyped-def]
+def _import(engine, store: Path, path: Path, actor=None, **options):  # type: ignore[no-untyped-def]
     with session_scope(engine) as s:
-        return import_discoverybench(session=s, actor=actor, path=path, store=store, max_bytes=200 * MB)
+        return import_discoverybench(session=s, actor=actor, path=path, store=store, max_bytes=200 * MB, **options)
 
 
 # ------------------------------------------------------------------------------------------ the shared data
@@ -191,12 +192,13 @@ def test_the_cli_prints_bad_input_as_sentences_and_stores_nothing(tmp_path):
     make_folder(tree / "real" / "test", "lacks_file", {0: real_metadata()}, files={})
     make_folder(tree / "real" / "test", "no_question", {3: real_metadata(
         queries=[[{"qid": 0, "question_type": "context"}]])})
-    (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nnowhere,0,0,Gold.\r\n")
+    # a row of a folder the tree has that matches none of its queries is an error (one of an absent folder is not)
+    (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nfine,0,9,Gold.\r\n")
     r = _cli(tmp_path, "import-discoverybench", str(tree))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "lacks_file/metadata_0.json: datasets[0].name names the data file 'data.csv'" in r.stderr
     assert "no_question/metadata_3.json: queries[0][0].question is missing" in r.stderr
-    assert "answer_key_real.csv: row 1 (dataset 'nowhere', metadataid 0, query_id 0) matches no query" in r.stderr
+    assert "answer_key_real.csv: row 1 (dataset 'fine', metadataid 0, query_id 9) matches no query" in r.stderr
     assert "Nothing was imported." in r.stderr
     engine = _cli_engine(tmp_path)
     assert _count(engine, Dataset) == 0 and _count(engine, HypothesisTask) == 0
@@ -250,10 +252,11 @@ def test_an_import_whose_transaction_fails_later_leaves_no_dataset_and_no_file(e
     make_folder(second / "real" / "test", "another", {0: real_metadata()}, files={})  # lacks its data file
     with pytest.raises(DatasetImportError, match="names the data file"), session_scope(engine) as s:
         import_discoverybench(session=s, actor=None, path=first, store=store, max_bytes=MB)
-        assert len(list(store.iterdir())) == 1  # written, not committed
+        # written to the staging area, not to the store: it moves in at the commit
+        assert list(store.iterdir()) == [] and len(list(staging_root(store).rglob("*.csv"))) == 1
         import_discoverybench(session=s, actor=None, path=second, store=store, max_bytes=MB)
     assert _count(engine, Dataset) == 0 and _count(engine, HypothesisTask) == 0
-    assert list(store.iterdir()) == []
+    assert list(store.iterdir()) == [] and not staging_root(store).exists()
 
 
 def test_a_file_over_the_size_limit_is_refused_naming_it(engine, store, tmp_path):
@@ -267,35 +270,145 @@ def test_a_file_over_the_size_limit_is_refused_naming_it(engine, store, tmp_path
     assert _count(engine, Dataset) == 0 and list(store.iterdir()) == []
 
 
-def test_a_second_import_skips_unchanged_folders_and_refuses_changed_ones(engine, store, tmp_path):
+def test_a_second_import_skips_unchanged_folders_and_refuses_changed_ones_per_folder(engine, store, tmp_path):
     tree = tmp_path / "db"
     make_folder(tree / "real" / "test", "kept", {0: real_metadata()})
     assert _import(engine, store, tree).datasets == 1
     again = _import(engine, store, tree)
-    assert (again.datasets, again.tasks, again.unchanged) == (0, 0, ["real/test/kept"])
+    assert (again.datasets, again.tasks, again.unchanged, again.refused) == (0, 0, ["real/test/kept"], [])
     make_folder(tree / "real" / "test", "added", {0: real_metadata()})
     more = _import(engine, store, tree)
     assert (more.datasets, more.tasks, more.unchanged) == (1, 1, ["real/test/kept"])
-    # the answer key now gives kept's query a gold: its content differs from what was imported
+    # the answer key now gives kept's query a gold: its content differs from what was imported; the new folder
+    # "third" is imported all the same (issue 29 point 1)
     (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nkept,0,0,BMI rises.\r\n")
     make_folder(tree / "real" / "test", "third", {0: real_metadata()})
-    with pytest.raises(DatasetImportError, match=r"kept was imported before \(as 'db_real_test_kept'\) with "
-                                                 "different content"):
-        _import(engine, store, tree)
+    report = _import(engine, store, tree)
+    assert (report.datasets, report.unchanged) == (1, ["real/test/added"])
+    assert report.refused == [
+        "real/test/kept was imported before (as 'db_real_test_kept') with different content: its gold hypotheses "
+        "from answer_key_real.csv differ. It was not imported; use --replace (\"Replace changed folders\" on the "
+        "page) to re-import it while no curated work rests on it, or import it under another folder name."]
+    # a changed file is named
+    (tree / "real" / "test" / "added" / "data.csv").write_bytes(b"AGE,BMI\n1,2\n")
+    report = _import(engine, store, tree)
+    assert "real/test/added was imported before (as 'db_real_test_added') with different content: data.csv " \
+           "differs. It was not imported" in " ".join(report.refused)
     with session_scope(engine) as s:
-        assert sorted(s.exec(select(Dataset.name)).all()) == ["db_real_test_added", "db_real_test_kept"]
+        assert sorted(s.exec(select(Dataset.name)).all()) == ["db_real_test_added", "db_real_test_kept",
+                                                              "db_real_test_third"]
         kept = s.exec(select(HypothesisTask).where(HypothesisTask.key == "real/test/kept/metadata_0/q0")).one()
         assert kept.gold_hypothesis is None
-    assert len(list(store.iterdir())) == 2
+    assert len(list(store.iterdir())) == 3
+
+
+def test_replace_reimports_a_changed_folder_only_while_no_work_rests_on_it(engine, store, tmp_path):
+    from curation.services.hypotheses.common import HypothesisInput, HypothesisVariableInput
+    from curation.services.hypotheses.stage1 import save_hypothesis
+
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "kept", {0: real_metadata()})
+    make_folder(tree / "real" / "test", "busy", {0: real_metadata()})
+    _import(engine, store, tree)
+    analyst, admin = f.user(engine, "ana", Role.ANALYST), f.user(engine, "adm", Role.ADMIN)
+    with session_scope(engine) as s:
+        busy = s.exec(select(Dataset).where(Dataset.name == "db_real_test_busy")).one()
+        kept_before = s.exec(select(Dataset).where(Dataset.name == "db_real_test_kept")).one()
+        task_id = s.exec(select(HypothesisTask.id).where(HypothesisTask.dataset_id == busy.id)).one()
+        kept_id, old_folder = kept_before.id, kept_before.data_relpath.split("/")[0]
+        assign_analysts(session=s, actor=admin, dataset_id=busy.id, user_ids=[analyst.id])
+        assign_analysts(session=s, actor=admin, dataset_id=kept_id, user_ids=[analyst.id])
+    with session_scope(engine) as s:  # stage-1 work on busy; none on kept (an assignment is not work)
+        save_hypothesis(session=s, actor=analyst, task_id=task_id,
+                        data=HypothesisInput(hypothesis="Older people weigh more.", context="US adults",
+                                             variables=[HypothesisVariableInput(name="age", column="AGE"),
+                                                        HypothesisVariableInput(name="bmi", column="BMI")],
+                                             relationship="positive", workflow="Regress BMI on AGE."))
+    (tree / "answer_key_real.csv").write_bytes(
+        b"dataset,metadataid,query_id,gold_hypo\r\nkept,0,0,BMI rises.\r\nbusy,0,0,BMI falls.\r\n")
+    report = _import(engine, store, tree, replace=True)
+    assert report.replaced == ["real/test/kept"] and report.datasets == 0 and report.tasks == 1
+    assert report.refused == [
+        "real/test/busy was imported before (as 'db_real_test_busy') with different content (its gold hypotheses "
+        "from answer_key_real.csv differ), and was not replaced: 1 hypothesis written by an analyst rests on it. "
+        "Import the changed folder under another folder name."]
+    with session_scope(engine) as s:
+        kept = s.exec(select(Dataset).where(Dataset.name == "db_real_test_kept")).one()
+        assert kept.id == kept_id  # replaced in place: assignments and links stay
+        assert is_assigned(session=s, user_id=analyst.id, dataset_id=kept_id)
+        (row,) = s.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == kept_id)).all()
+        assert row.gold_hypothesis == "BMI rises." and row.gold_source == "answer_key"
+        stored = {d.data_relpath.split("/")[0] for d in s.exec(select(Dataset)).all()}
+    assert {p.name for p in store.iterdir()} == stored and old_folder not in stored  # the old files are gone
+    assert _import(engine, store, tree, replace=True).unchanged == ["real/test/kept"]
+
+
+def test_a_subset_imports_with_the_full_answer_key_and_one_summary_line(engine, store, tmp_path,
+                                                                        shared_discoverybench):
+    """Issue 29 point 1: one real test folder with the benchmark's full answer key gave 23 errors."""
+    import shutil as _shutil
+
+    tree = tmp_path / "subset"
+    _shutil.copytree(shared_discoverybench / "real" / "test" / "archaeology", tree / "real" / "test" / "archaeology")
+    _shutil.copy(shared_discoverybench / "answer_key_real.csv", tree / "answer_key_real.csv")
+    report = _import(engine, store, tree)
+    assert report.datasets == 1 and report.refused == []
+    with session_scope(engine) as s:
+        rows = s.exec(select(HypothesisTask)).all()
+    assert rows and all(r.gold_source == "answer_key" for r in rows)  # the folder's own rows were applied
+    assert report.ignored_answer_rows > 0
+    [line] = [x for x in report.lines() if x.startswith("Ignored")]
+    assert line.startswith(f"Ignored {report.ignored_answer_rows} answer-key rows of ") and "not in the tree" in line
+    assert "archaeology" not in line
+    # then the whole tree: the folder imported before is skipped, the others are imported
+    whole = _import(engine, store, shared_discoverybench)
+    assert whole.unchanged == ["real/test/archaeology"] and whole.refused == [] and whole.ignored_answer_rows == 0
+
+
+def test_without_gold_imports_every_query_to_be_curated(engine, store, tmp_path):
+    tree = tmp_path / "db"
+    metadata = synth_metadata()
+    metadata["queries"][0]["true_hypothesis"] = "Tempo drives sell-outs."
+    make_folder(tree / "synth" / "train", "jazz_0_0", {0: metadata})
+    make_folder(tree / "real" / "test", "survey", {0: real_metadata()})
+    (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nsurvey,0,0,BMI rises.\r\n")
+    report = _import(engine, store, tree, without_gold=True)
+    assert (report.tasks, report.needs_curation) == (2, 2)
+    assert "(imported without gold, as asked)" in report.lines()[1]
+    with session_scope(engine) as s:
+        rows = s.exec(select(HypothesisTask)).all()
+        assert {(r.gold_hypothesis, r.gold_source, r.status) for r in rows} == {
+            (None, None, HypothesisTaskStatus.NEEDS_CURATION.value)}
+    # importing the same tree with its gold is a change of content, refused per folder
+    again = _import(engine, store, tree)
+    assert len(again.refused) == 2 and "it was imported without its gold hypotheses" in again.refused[0]
+
+
+def test_the_cli_takes_replace_and_without_gold_and_prints_refusals(tmp_path):
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "survey", {0: real_metadata()})
+    done = _cli(tmp_path, "import-discoverybench", "--without-gold", str(tree))
+    assert done.returncode == 0 and "1 needs curation" in done.stdout
+    make_folder(tree / "real" / "test", "more", {0: real_metadata()})
+    (tree / "answer_key_real.csv").write_bytes(b"dataset,metadataid,query_id,gold_hypo\r\nsurvey,0,0,BMI rises.\r\n"
+                                               b"elsewhere,0,0,Not here.\r\n")
+    done = _cli(tmp_path, "import-discoverybench", str(tree))
+    assert done.returncode == 1 and "Registered 1 dataset with 1 hypothesis task" in done.stdout
+    assert "Ignored 1 answer-key row of 1 folder not in the tree (elsewhere)." in done.stdout
+    assert "Not imported: real/test/survey was imported before" in done.stderr
+    done = _cli(tmp_path, "import-discoverybench", "--replace", str(tree))
+    assert done.returncode == 0 and "replaced 1" in done.stdout
 
 
 def test_a_registry_name_held_by_another_dataset_is_refused(engine, store, tmp_path):
     f.dataset(engine, store, name="db_real_test_storms")
     tree = tmp_path / "db"
     make_folder(tree / "real" / "test", "storms", {0: real_metadata()})
-    with pytest.raises(DatasetImportError, match="was not imported from DiscoveryBench"):
-        _import(engine, store, tree)
-    assert _count(engine, HypothesisTask) == 0
+    make_folder(tree / "real" / "test", "other", {0: real_metadata()})
+    report = _import(engine, store, tree)
+    assert [r for r in report.refused if "was not imported from DiscoveryBench" in r] == [report.refused[0]]
+    assert report.refused[0].startswith("real/test/storms: ")
+    assert _count(engine, HypothesisTask) == 1  # the other folder's
 
 
 # ------------------------------------------------------------------------------------------------ roles
@@ -413,3 +526,61 @@ def test_two_imports_of_one_folder_at_once_end_in_one_dataset_and_a_sentence(eng
     assert "by another import at the same moment" in str(outcome[0])
     assert _count(engine, Dataset) == 1 and _count(engine, HypothesisTask) == 1
     assert len(list(store.iterdir())) == 1
+
+
+@pytest.mark.parametrize(("encoding", "name"), [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16"), ("utf-32", "UTF-32")])
+def test_a_utf16_metadata_file_is_refused_naming_the_file_and_the_encoding(tmp_path, encoding, name):
+    """Issue 26 point 11: it said "Expecting value at line 1, column 1". UTF-8 with a byte-order mark is read."""
+    import json as _json
+
+    tree = tmp_path / "tree"
+    make_folder(tree / "real" / "test", "wide", {0: _json.dumps(real_metadata()).encode(encoding)})
+    make_folder(tree / "real" / "test", "with_bom", {0: b"\xef\xbb\xbf" + dump_upstream(real_metadata())})
+    done = forkpaths(tmp_path, "import-discoverybench", str(tree))
+    assert done.returncode == 2
+    assert f"wide/metadata_0.json is {name} text" in done.stderr and "Save it as UTF-8" in done.stderr
+    assert "Expecting value" not in done.stderr and "with_bom" not in done.stderr
+    (tree / "real" / "test" / "wide" / "metadata_0.json").unlink()
+    (tree / "real" / "test" / "wide" / "metadata_0.json").write_bytes(dump_upstream(real_metadata()))
+    assert forkpaths(tmp_path, "import-discoverybench", str(tree)).returncode == 0
+
+
+def test_the_page_upload_imports_a_zipped_tree_on_both_databases(engine, store, tmp_path):
+    """The import page's service (issue 29 point 1): a zip of a tree with its full answer key, the same options
+    and report as the command; a changed folder refused alone; the role checked in the service."""
+    import io
+    import zipfile
+
+    from curation.services.discoverybench_import import import_discoverybench_zip
+
+    tree = tmp_path / "db"
+    make_folder(tree / "real" / "test", "survey", {0: real_metadata()})
+    (tree / "answer_key_real.csv").write_bytes(
+        b"dataset,metadataid,query_id,gold_hypo\r\nsurvey,0,0,BMI rises.\r\nnls_ses,0,0,Not here.\r\n")
+
+    def zipped() -> bytes:
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as z:
+            for path in sorted(tree.rglob("*")):
+                if path.is_file():
+                    z.write(path, f"team/{path.relative_to(tree).as_posix()}")
+        return buffer.getvalue()
+
+    curator, analyst = f.user(engine, "cura", Role.CURATOR), f.user(engine, "ana", Role.ANALYST)
+    with pytest.raises(PermissionDenied), session_scope(engine) as s:
+        import_discoverybench_zip(session=s, actor=analyst, filename="team.zip", content=zipped(), store=store,
+                                  max_bytes=MB)
+    with session_scope(engine) as s:
+        report = import_discoverybench_zip(session=s, actor=curator, filename="team.zip", content=zipped(),
+                                           store=store, max_bytes=MB)
+    assert (report.datasets, report.tasks, report.ignored_answer_rows, report.refused) == (1, 1, 1, [])
+    (tree / "real" / "test" / "survey" / "data.csv").write_bytes(b"AGE,BMI\n1,2\n")
+    make_folder(tree / "real" / "test", "more", {0: real_metadata()})
+    with session_scope(engine) as s:
+        report = import_discoverybench_zip(session=s, actor=curator, filename="team.zip", content=zipped(),
+                                           store=store, max_bytes=MB, without_gold=True)
+    assert report.datasets == 1 and report.needs_curation == 1
+    assert report.refused[0].startswith("real/test/survey was imported before (as 'db_real_test_survey') with "
+                                        "different content: data.csv differs")
+    with session_scope(engine) as s:
+        assert sorted(s.exec(select(Dataset.name)).all()) == ["db_real_test_more", "db_real_test_survey"]

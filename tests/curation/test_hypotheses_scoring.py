@@ -112,6 +112,27 @@ def test_bad_submissions_name_the_file_and_the_answer(world):
         assert s.exec(select(ScoringRun)).all() == []  # nothing half-stored
 
 
+def test_a_key_given_twice_is_refused_naming_the_key_and_the_answer(world):
+    """Issue 26 point 11: JSON keeps the last of two equal keys, so a key given twice was silently dropped, and
+    "format" given twice said "holds no answers"."""
+    good = answers_file().decode()
+    body = good[good.index('"answers"'):]
+    twice_in_answer = ('{"format": "forkpaths-hypotheses", "format_version": "1.0", "answers": [{"task": "'
+                       + CROPS + '", "hypothesis": "Rain helps.", "workflow": "w", "hypothesis": "Rain hurts."}]}')
+    with pytest.raises(ScoringError) as info:
+        world.register(twice_in_answer.encode())
+    assert (f"answers.json: answer 1 (task '{CROPS}') gives the key 'hypothesis' twice; a JSON reader keeps only "
+            "the last, so say it once. Nothing was stored.") in str(info.value)
+    format_twice = '{"format": "forkpaths-hypotheses", "format": "forkpaths-hypotheses", ' + body
+    with pytest.raises(ScoringError) as info:
+        world.register(format_twice.encode())
+    assert "answers.json gives the key 'format' twice" in str(info.value)
+    assert "holds no answers" not in str(info.value)
+    records = '{"query": "What drives yield?", "HypoB": "a", "HypoB": "b"}\n{"query": "q", "HypoB": "h"}'
+    with pytest.raises(ScoringError, match="answers.json: record 1 gives the key 'HypoB' twice"):
+        world.register(records.encode())
+
+
 def test_discoverybench_layouts_are_accepted(world):
     records = "\n".join(json.dumps({"query": q, "HypoA": "x", "HypoB": h, "WorkflowB": "w"}, indent=2)
                         for q, h in [("How does income relate to age?", "Older adults earn more."),

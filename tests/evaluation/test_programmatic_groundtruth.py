@@ -162,3 +162,21 @@ def test_a_solution_finds_inputs_in_subfolders_at_their_paths() -> None:
     run = run_solution(code, {"data/part.csv": b"a\n1\n2\n"}, timeout_s=30)
     assert run.ok, run.error
     assert run.files == {"out.csv": b"a\n1\n2\n"}  # the inputs are not outputs
+
+
+def test_an_answer_of_the_wrong_shape_is_one_sentence_not_a_pydantic_dump(tmp_path) -> None:
+    """Issue 26 point 11: ``checks generate`` printed pydantic's multi-line dump (input repeated, a web address)."""
+    with ScriptedLLM() as server:
+        llm = client(server, tmp_path)
+        server.script += [{"content": json.dumps({"outputs": ["clean.csv"]})}]
+        with pytest.raises(LLMAnswerError) as caught:
+            ask_solutions(llm, TASK.model_copy(update={"prompt": "shape"}), 1)
+        assert "'code' is missing" in str(caught.value)
+        server.script += [{"content": json.dumps({"checks": [{"task_type": CLEAN, "function": ["f"], "metric": "m"}]})}]
+        with pytest.raises(LLMAnswerError) as caught:
+            ask_checks(llm, TASK, ["z.csv"])
+        message = str(caught.value)
+        assert "'checks/0/function' is wrong (input should be a valid string)" in message
+        assert "'checks/0/code' is missing" in message
+    for said in (message,):
+        assert "validation error" not in said and "errors.pydantic.dev" not in said and "input_value" not in said
