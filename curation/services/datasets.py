@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import event
+from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
@@ -48,6 +49,7 @@ __all__ = [
     "register_dataset",
     "register_folder_dataset",
     "replace_folder_dataset",
+    "stored_file",
     "restore_dataset",
 ]
 
@@ -345,8 +347,20 @@ def assign_analysts(
     return sorted(wanted)
 
 
+def stored_file(session: OrmSession | None, store: Path, relpath: str) -> Path:
+    """Where the file ``relpath`` of the dataset store is for this session: in the store, or, while the
+    transaction that registered its dataset has not committed yet, where it is staged (its files move into the
+    store at the commit, :func:`_move_in_on_commit`)."""
+    path = store / relpath
+    pending = session.info.get(_NEW_FOLDERS) if session is not None else None
+    for source, target, _old in pending or ():
+        if path.is_relative_to(target):
+            return source / path.relative_to(target)
+    return path
+
+
 def dataset_data_path(dataset: Dataset, store: Path) -> Path:
-    path = store / dataset.data_relpath
+    path = stored_file(Session.object_session(dataset), store, dataset.data_relpath)
     if not path.is_file():
         raise DatasetImportError(
             f"The data file of dataset '{dataset.name}' is missing at {path}; "

@@ -588,18 +588,21 @@ def propose_artifact(*, session: Session, actor: User, task_id: int, path: str, 
 
 
 def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[str, bytes]:
-    """The bytes of the task's input files, from the dataset's stored folder."""
+    """The bytes of the task's input files, from the dataset's stored folder (or its staging folder, before the
+    transaction that registered it commits)."""
+    from curation.services.datasets import stored_file
+
     dataset = session.get(Dataset, task.dataset_id)
     if dataset is None:
         raise NotFoundError(f"Task {task.key}'s dataset is gone.")
-    folder = (store / dataset.data_relpath).parent
+    main = Path(dataset.data_relpath)
     mapped = task.extra.get("input_map") or {}
     out = {}
     for name in task.input_files:
         rel = next((f.get("relpath") for f in dataset.files if f.get("name") == mapped.get(name, name)), None)
-        path = store / rel if rel else folder / name
+        path = stored_file(session, store, rel or (main.parent / name).as_posix())
         if mapped.get(name, name) == "data.csv" and not path.is_file():
-            path = store / dataset.data_relpath
+            path = stored_file(session, store, dataset.data_relpath)
         try:
             out[name] = path.read_bytes()
         except OSError as exc:
