@@ -4,6 +4,8 @@ reviewer's vote (justifiable / unjustifiable, with the reason), saved in one tra
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -14,6 +16,12 @@ from curation.services.hypotheses import HypothesisItem, HypothesisReview
 from curation.services.votes import VERDICT, cast_vote
 
 VERDICTS = {"yes": "justifiable", "no": "unjustifiable"}
+
+
+def query_label(task: Any) -> str:
+    """A query's short name, unique in its dataset: a DiscoveryBench folder numbers its queries per metadata file
+    (``metadata_3.json``'s q0 is "3/q0"), so "q0" alone names one query per metadata file."""
+    return f"{task.metadata_k}/q{task.qid}"
 
 
 def render_hypothesis_body(item: HypothesisItem) -> None:
@@ -91,7 +99,7 @@ def render_hypothesis_queue(user: User, review: HypothesisReview) -> None:
     if not review.tasks:
         st.info("No hypothesis to judge yet.")
     for tr in review.tasks:
-        st.markdown(f"#### Query {tr.task.metadata_k}/q{tr.task.qid}: {md(tr.task.question)}")
+        st.markdown(f"#### Query {query_label(tr.task)}: {md(tr.task.question)}")
         with st.expander("Data dictionary"):
             st.dataframe(pd.DataFrame([{"column": c, "description": d} for c, d in tr.columns.items()]),
                          hide_index=True, width="stretch")

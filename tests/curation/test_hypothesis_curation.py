@@ -98,6 +98,19 @@ def _vote(w, actor, kind, tid, answer, why=""):  # type: ignore[no-untyped-def]
                          answer=answer, explanation=why)
 
 
+def test_supporting_code_that_only_prints_is_kept(world, os_sandbox):
+    """Supporting code is code whose output is kept: a table it prints supports the hypothesis, no model needed
+    (issue 29 point 2); code that stops with an error is still refused, in one sentence."""
+    w = world
+    code = "print(df.groupby(pd.qcut(df['AGE'], 4))['BMI'].mean())"
+    check = _check(w, w.ana, code)
+    assert check["ok"] and check["error"] is None, check
+    assert "BMI" in check["stdout"] and "]" in check["stdout"]  # the printed table, one row per quartile
+    saved = _save(w, w.ana, data=_input(code=code), check=check)
+    with session_scope(w.engine) as s:
+        assert s.get(HypothesisProposal, saved.id).check["stdout"] == check["stdout"]
+
+
 def test_stage_one_keeps_the_sandbox_output_and_refuses_bad_input(world, os_sandbox):
     w = world
     check = _check(w, w.ana, CODE)
@@ -126,8 +139,9 @@ def test_stage_one_keeps_the_sandbox_output_and_refuses_bad_input(world, os_sand
     failing = "df['NOPE'].mean()"
     failed = _check(w, w.bob, failing)
     assert not failed["ok"] and "NOPE" in failed["error"]
-    with pytest.raises(DecisionValidationError, match="the supporting code fails"):
+    with pytest.raises(DecisionValidationError, match="the supporting code stops with an error") as refused:
         _save(w, w.bob, data=_input(code=failing), check=failed)
+    assert ".." not in str(refused.value)
     with pytest.raises(DecisionValidationError, match="run the supporting code first"):  # a check of other code
         _save(w, w.bob, data=_input(code=failing), check=check)
     assert _count(w, HypothesisProposal) == 1  # nothing of bob's was stored
