@@ -4,6 +4,7 @@ import streamlit as st
 
 from annotate_app import context
 from annotate_app.components.judge_card import judge_card
+from annotate_app.components.kinds import view_module
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.judge_validation import (
@@ -13,7 +14,7 @@ from curation.services.judge_validation import (
     queue_counts,
     sample_judge_decisions,
 )
-from curation.services.scoring import kind_of, list_runs
+from curation.services.scoring import kind_of, list_runs, ranked_kinds
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -55,4 +56,11 @@ else:
                 st.rerun()
 
 reports = context.attempt(lambda s: agreement_card(session=s, actor=user)) or []
-judge_card(reports, key="judge.card")
+judge_card(reports, key="judge.card", title="Judge validation: sampled decisions")
+# a kind with a judge of its own (hypotheses: experts judge HMS facets on Run details) has its labels here too,
+# the same card the leaderboard shows for it
+for kind in ranked_kinds():
+    view = view_module(kind.view) if kind.view else None
+    if view is not None and hasattr(view, "judge_reports"):
+        judge_card(view.judge_reports(user), key=f"judge.card.{kind.name}",
+                   title=f"Judge validation: {kind.label}", empty=getattr(view, "JUDGE_CARD_EMPTY", None))
