@@ -30,7 +30,7 @@ from curation.services.stages import (
     lock_for_review_write,
     require_reviewer,
 )
-from curation.services.votes import QUESTIONS, VERDICT, _write, resolve_item, skipped_reason
+from curation.services.votes import QUESTIONS, VERDICT, _write, reason_needed, resolve_item, skipped_reason
 
 __all__ = [
     "OUTCOMES",
@@ -269,7 +269,7 @@ def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: 
     if answer not in q.answers:
         raise VoteError(f"'{answer}' is not an answer to '{q.text}'; choose one of {list(q.answers)}.")
     if question == VERDICT and answer == "no" and not explanation.strip():
-        raise VoteError("Say why this decision is unjustifiable: the reason is what makes the vote useful.")
+        raise VoteError(reason_needed(item.kind))
     note = f"meeting {meeting.id}"
     vote = _write(session, item, actor, question, answer=answer, explanation=explanation.strip(), note=note)
     for dep in (d for d in questions.values() if d.skipped_unless == question and answer == "no"):

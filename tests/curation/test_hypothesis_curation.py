@@ -37,7 +37,7 @@ from curation.services.hypotheses import (
     submit_hypotheses,
 )
 from curation.services.hypotheses.llm import generate_hypotheses, start_hypothesis_generation
-from curation.services.meetings import close_meeting, record_outcome, start_meeting
+from curation.services.meetings import close_meeting, record_outcome, revise_vote, start_meeting
 from curation.services.release_data import dataset_release
 from curation.services.releases import DEFAULT_HYPOTHESIS_PARTS
 from curation.services.review_queue import review_queue
@@ -313,6 +313,10 @@ def test_a_contested_hypothesis_goes_to_the_meeting_whose_outcome_makes_it_gold(
         meeting = start_meeting(session=s, actor=carl, dataset_id=w.dataset.id,
                                 attendee_ids=[w.ana.id, w.bob.id])
         assert [(a["target_kind"], a["target_id"]) for a in meeting.agenda] == [("hypothesis", a_id)]
+    # a vote revised at the meeting asks for its reason in the hypothesis' words, not a "decision"'s
+    with pytest.raises(VoteError, match="Say why this hypothesis is unjustifiable"), session_scope(w.engine) as s:
+        revise_vote(session=s, actor=w.bob, meeting_id=meeting.id, target_kind="hypothesis", target_id=a_id,
+                    question="justifiable", answer="no", explanation="")
     with session_scope(w.engine) as s:
         record_outcome(session=s, actor=carl, meeting_id=meeting.id, target_kind="hypothesis", target_id=a_id,
                        outcome="justifiable", reason="the age slope holds with controls", dissent="bob")
