@@ -96,8 +96,8 @@ if go:
         context.attempt(lambda s: discard_draft(session=s, actor=user, name=NOTES))
         st.session_state[NOTES_CLEAR] = True  # an empty box for the next release (set before it is drawn)
         state.bump_form("cut_release")  # and the empty-datasets choice unticked again
-        cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "
-               f"{record.manifest_sha256[:12]}….")
+        cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')} (manifest "
+               f"{record.manifest_sha256[:12]}).")  # not "…." : it read as a double period
         pending = unreviewed_note(record.summary)
         state.flash(f"{cut} {pending}" if pending else cut, "warning" if pending else "success")
         st.rerun()

@@ -40,7 +40,8 @@ def test_curator_cuts_lists_compares_and_downloads(ui):
     assert "No releases yet" in texts(at)
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.0"
     _cut(at, notes="first")
-    assert "Release 1.0.0 cut: 1 dataset, manifest" in texts(at)  # pluralised, shown in a toast
+    assert "Release 1.0.0 cut: 1 dataset (manifest" in texts(at)  # pluralised, shown in a toast
+    assert "…." not in texts(at) and ".." not in texts(at)  # issue 29 point 13: the cut message's double period
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.1"  # suggests the next
     (notes,) = [t for t in at.text_area if t.label == "Release notes"]  # one box, emptied for the next release
     assert notes.value == ""

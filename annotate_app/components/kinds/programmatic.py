@@ -109,9 +109,10 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     for label, key in (("Success rate (pass@1)", "success_rate"), ("Completion rate", "completion_rate")):
         est = scores.get(key, {})
         point = est.get("point")
-        interval = f"[{est['ci_low']:.2f}, {est['ci_high']:.2f}]" if est.get("ci_low") is not None else ""
-        row.metric(label, "undefined" if point is None else f"{point:.3f}", interval or None, delta_color="off",
-                   width="content")
+        row.metric(label, "undefined" if point is None else f"{point:.3f}", width="content")
+        if est.get("ci_low") is not None:  # its own figure: a delta would draw it as a green "improvement" arrow
+            row.metric(f"{label.split(' (')[0]}: 95 % CI", f"[{est['ci_low']:.2f}, {est['ci_high']:.2f}]",
+                       width="content")
     row.metric("Tasks", scores.get("tasks", 0), width="content")
     row.metric("Agent runs", scores.get("runs", 0), width="content")
     row.metric("Check errors", scores.get("errors", 0), width="content")
