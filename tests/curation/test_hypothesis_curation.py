@@ -106,6 +106,9 @@ def test_supporting_code_that_only_prints_is_kept(world, os_sandbox):
     check = _check(w, w.ana, code)
     assert check["ok"] and check["error"] is None, check
     assert "BMI" in check["stdout"] and "]" in check["stdout"]  # the printed table, one row per quartile
+    assert "model" not in check["stdout"]  # a warning it printed names "the supporting code", not a model
+    failed = _check(w, w.ana, "x = 1\nprint(df['NOPE'])")
+    assert not failed["ok"] and failed["error"].startswith("Line 2 of the supporting code raised KeyError"), failed
     saved = _save(w, w.ana, data=_input(code=code), check=check)
     with session_scope(w.engine) as s:
         assert s.get(HypothesisProposal, saved.id).check["stdout"] == check["stdout"]

@@ -157,7 +157,8 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     if not code.strip():
         raise DecisionValidationError(f"Hypothesis for the {task_label(task)}: there is no code to run.")
     files = task_data_files(dataset, task, store)
-    handle = start_files_model_check(files=files, code=code, limits=limits, bundle_dir=store / BUNDLES)
+    handle = start_files_model_check(files=files, code=code, limits=limits, bundle_dir=store / BUNDLES,
+                                     label="the supporting code")
     names = [f.name for f in files]
     return handle.then(lambda result: HypothesisCheck.model_validate(
         {**_ran(result).model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code),
