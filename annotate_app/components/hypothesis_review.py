@@ -72,14 +72,16 @@ def _item(user: User, item: HypothesisItem, can_vote: bool) -> None:
             st.caption(f"Your vote: {VERDICTS.get(item.my_vote['answer'] or '', 'none')}{md(reason)}")
         if not can_vote:
             return
-        c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+        # [2, 4, 1] cut "Save vote" to "Sav…" at 1024 px: the button sizes to its label at the row's end
+        c1, c2 = st.columns([2, 5], vertical_alignment="bottom")
+        row = c2.container(horizontal=True, vertical_alignment="bottom")
         current = (item.my_vote or {}).get("answer")
         c1.radio("Verdict", list(VERDICTS), format_func=lambda a: VERDICTS[a].capitalize(), horizontal=True,
                  index=list(VERDICTS).index(current) if current in VERDICTS else None,
                  key=f"hr.{item.target_id}.answer")
-        c2.text_input("Reason (required when unjustifiable)", value=(item.my_vote or {}).get("explanation", ""),
-                      key=f"hr.{item.target_id}.why")
-        if c3.button("Save vote", key=f"hr.{item.target_id}.vote"):
+        row.text_input("Reason (required when unjustifiable)", value=(item.my_vote or {}).get("explanation", ""),
+                       key=f"hr.{item.target_id}.why", width="stretch")
+        if row.button("Save vote", key=f"hr.{item.target_id}.vote", width="content"):
             _vote(user, item)
         context.show_flash(f"hr.{item.target_id}")
 
