@@ -164,3 +164,14 @@ def test_a_split_check_is_on_the_meetings_agenda_with_its_code_and_gate(ui):
     assert "def complete(ground_truth):" in shown and "The release gate has not run for this check yet" in shown
     assert "it passes on everything" in at.dataframe[0].value.to_string()
     assert "Variable:" not in shown and "Decision graph" not in shown
+
+
+def test_an_interval_is_a_figure_of_its_own_not_a_delta():
+    """Issue 29 point 13: the drill-down drew each rate's interval as a metric delta ("↑ [0.00, 0.50]", green),
+    which reads as an improvement; the headline gives it its own label, and the page draws no delta."""
+    from annotate_app.components.kinds import programmatic
+
+    cells = dict(programmatic.headline({"success_rate": {"point": 0.25, "ci_low": 0.0, "ci_high": 0.5},
+                                        "completion_rate": {"point": 0.5}, "tasks": 2, "runs": 4, "errors": 0}))
+    assert cells["Success rate (pass@1)"] == "0.250" and cells["Success rate: 95 % CI"] == "[0.00, 0.50]"
+    assert "Completion rate: 95 % CI" not in cells and cells["Tasks"] == "2"
