@@ -102,7 +102,7 @@ def runs_panel() -> None:
                         "tasks are kept.", "warning")
             st.rerun()
     elif run.status == RunStatus.SUCCEEDED.value:
-        rows = context.attempt(lambda s: ar.task_runs(session=s, actor=user, run_id=pick)) or []
+        rows = context.attempt(lambda s: ar.task_runs(session=s, actor=user, run_id=run.id or 0)) or []
         if all(t.status in ANSWERED for t in rows):
             st.success(md(f"Agent run {run.id} succeeded. {run.message}"))
         else:  # finished and scored, but some task runs got no usable answer: not all good news

@@ -40,7 +40,7 @@ with tabs[0]:
         meetings = context.attempt(lambda s: meetings_of(session=s, actor=user, dataset_id=dataset_id)) or []
         analysts = context.attempt(lambda s: meeting_participants(session=s, dataset_id=dataset_id)) or {}
         open_ = [m for m in meetings if m.status == "open"]
-        waiting = (context.attempt(lambda s: agenda_size(session=s, actor=user, dataset_id=dataset_id)) or 0
+        waiting = (context.attempt(lambda s: agenda_size(session=s, actor=user, dataset_id=dataset_id or 0)) or 0
                    if not open_ and is_facilitator(user) else 0)
         if not open_ and is_facilitator(user) and not waiting:
             st.info("Nothing to discuss: no item is contested or split under the rule, so a meeting would have an "

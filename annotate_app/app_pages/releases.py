@@ -137,7 +137,7 @@ with tab_list:
             against = f"against release {docs.previous}" if docs.previous else "the first release"
             with st.expander(f"📝 Changelog ({against})"):
                 st.markdown(re.sub(r"(?m)^(#+) ", r"\1## ", docs.changelog))
-        st.markdown(f"**Download release {pick}**")
+        st.markdown(f"**Zip archives of release {pick}**")
         # Prepared archives stay offered (one row per layout, full labels) until another release is picked.
         prepared: dict[str, tuple[str, bytes]] = state.get(PREPARED, {}) if state.get(PREPARED_FOR) == pick else {}
         for fmt, label in [("native", "forkpaths layout (.zip)"), ("blade", "BLADE layout (.zip)"),
