@@ -57,7 +57,52 @@ def _ensure_bubblewrap(settings: Settings, *, install: bool) -> None:
         print("  Installing bubblewrap failed; sanity checks will be refused until it is installed.", flush=True)
 
 
+PORTS_TRIED = 100
+"""How many ports after the asked one ``forkpaths run`` tries when the asked one is taken."""
+
+
+def port_taken(address: str | None, port: int) -> bool:
+    """True when something already listens on ``port`` (at ``address``, or any address): another program, or
+    another app, whose page a newcomer would open by mistake. Bound the way the app's server binds
+    (SO_REUSEADDR: a port in TIME_WAIT is free), and asked on the loopback too (a server on 127.0.0.1 only)."""
+    import socket
+
+    host = address or ""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError:
+        return False  # an address the server cannot use either: it says so itself
+    for family, kind, proto, _name, where in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(where)
+            except OSError:
+                return True
+    with socket.socket() as client:
+        client.settimeout(0.5)
+        return client.connect_ex(("127.0.0.1" if host in ("", "0.0.0.0") else host, port)) == 0  # noqa: S104
+
+
+def _free_port(address: str | None, port: int) -> int | None:
+    """``port`` if it is free, else the next free one (None when none of the next PORTS_TRIED is), saying so."""
+    if not port_taken(address, port):
+        return port
+    for other in range(port + 1, min(port + 1 + PORTS_TRIED, 65536)):
+        if not port_taken(address, other):
+            print(f"  Port {port} is taken: another program (perhaps another app) listens there. Using port "
+                  f"{other} instead; choose one with --port.", flush=True)
+            return other
+    return None
+
+
 def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    port = _free_port(args.address, args.port)
+    if port is None:
+        print(f"Port {args.port} and the {PORTS_TRIED} after it are taken; choose a free one with --port.",
+              file=sys.stderr, flush=True)
+        return 2
+    args.port = port
     _ensure_bubblewrap(settings, install=not args.no_install)
     report = initialise(settings)
     if report.generated_password:

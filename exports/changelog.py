@@ -201,12 +201,55 @@ def _label_alternative(a: Alternative) -> str:
     return f"`{a.id}` ({a.source} {a.kind})"
 
 
-def _label_vote(v: Vote) -> str:
-    return f"`{v.annotator}` on {v.target_kind} `{v.target_id}`, {v.question}"
+#: What each kind of voted-on item is called in the changelog (a programmatic check is no "prog_check").
+_TARGET_WORDS = {"alternative": "alternative", "variable": "variable", "transform": "transform", "model": "model",
+                 "hypothesis": "hypothesis", "prog_check": "check", "prog_artifact": "ground-truth artifact"}
+#: The vote questions as a reader asks them (the keys are the release's own, kept in release.json).
+_QUESTION_WORDS = {
+    "justifiable": "justifiable?", "can_derive_from_data": "derivable from the data?",
+    "is_reasonable": "reasonable to include?", "is_rationale_reasonable": "rationale sound?",
+    "is_suited_to_cv": "operationalises the variable?", "is_steps_reasonable": "steps sound?",
+    "is_faithful": "tests what the task asks?", "is_code_correct": "code correct?", "is_correct": "correct output?",
+}
 
 
-def _label_consensus(c: ConsensusRecord) -> str:
-    return f"{c.target_kind} `{c.target_id}`"
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _target_names(ds: DatasetRelease | None) -> dict[tuple[str, str], str]:
+    """(target kind, target id) -> what a reader knows the item by (its concept, name, hypothesis or metric)."""
+    if ds is None:
+        return {}
+    names: dict[tuple[str, str], str] = {}
+    names.update({("variable", v.id): v.concept for v in ds.variables})
+    names.update({("transform", t.id): t.spec_name for t in ds.transforms})
+    names.update({("model", m.id): m.spec_name or m.family for m in ds.models})
+    for a in ds.alternatives:
+        p = a.payload or {}
+        names[("alternative", a.id)] = str(p.get("concept") or p.get("spec_name") or p.get("hypothesis") or "")
+    for t in ds.hypothesis_tasks:
+        names.update({("hypothesis", c.id): c.hypothesis for c in t.candidates})
+    for task in ds.programmatic_tasks:
+        names.update({("prog_check", c.id): f"{c.metric or c.function} of task {task.key}" for c in task.checks})
+    return {k: _short(v) for k, v in names.items() if v}
+
+
+def _target(kind: str, target_id: str, names: dict[tuple[str, str], str]) -> str:
+    word = _TARGET_WORDS.get(kind, kind)
+    name = names.get((kind, target_id))
+    return f"{word} {name!r} (`{_short(target_id, 12)}`)" if name else f"{word} `{_short(target_id, 12)}`"
+
+
+def _label_vote(v: Vote, names: dict[tuple[str, str], str] | None = None) -> str:
+    answer = v.answer if v.answer is not None else "skipped"
+    question = _QUESTION_WORDS.get(v.question, v.question.replace("_", " ") + "?")
+    return f"`{v.annotator}`'s vote on {_target(v.target_kind, v.target_id, names or {})}: {question} {answer}"
+
+
+def _label_consensus(c: ConsensusRecord, names: dict[tuple[str, str], str] | None = None) -> str:
+    return f"{_target(c.target_kind, c.target_id, names or {})}: {c.status}"
 
 
 def _label_mcq(q: MCQ) -> str:
@@ -263,8 +306,12 @@ def _keyed(section: Section, items: Sequence[BaseModel]) -> dict[tuple[str, ...]
     return keyed
 
 
-def _diff_section(section: Section, old: Sequence[BaseModel], new: Sequence[BaseModel]) -> SectionDiff:
-    label = _LABELS[section]
+def _diff_section(section: Section, old: Sequence[BaseModel], new: Sequence[BaseModel],
+                  names: dict[tuple[str, str], str] | None = None) -> SectionDiff:
+    plain = _LABELS[section]
+
+    def label(item: Any) -> str:  # votes and consensus name the item they are about, as the reader knows it
+        return plain(item, names) if section in ("votes", "consensus") else plain(item)  # type: ignore[call-arg]
     old_by_key, new_by_key = _keyed(section, old), _keyed(section, new)
     added = [ItemChange(key=k, label=label(v)) for k, v in new_by_key.items() if k not in old_by_key]
     removed = [ItemChange(key=k, label=label(v)) for k, v in old_by_key.items() if k not in new_by_key]
@@ -281,8 +328,10 @@ def _diff_section(section: Section, old: Sequence[BaseModel], new: Sequence[Base
 def _diff_dataset(old: DatasetRelease | None, new: DatasetRelease | None) -> DatasetDiff:
     either = new if new is not None else old
     assert either is not None
+    names = {**_target_names(old), **_target_names(new)}
     sections = {
-        s: _diff_section(s, getattr(old, s) if old else [], getattr(new, s) if new else []) for s in SECTIONS
+        s: _diff_section(s, getattr(old, s) if old else [], getattr(new, s) if new else [], names)
+        for s in SECTIONS
     }
     if old is None or new is None:
         status = "added" if old is None else "removed"

@@ -27,7 +27,9 @@ ROLES = [r.value for r in Role]
 
 tab_users, tab_new, tab_assign = st.tabs(["Users", "New user", "Assign datasets"])
 
-with tab_new, st.form("new_user", clear_on_submit=True):
+# Not clear_on_submit: a refused password must leave the other fields as typed; a created user gives the form
+# fresh widgets (a new key) for the next one.
+with tab_new, st.form(f"new_user.{state.form_version('new_user')}"):
     c1, c2, c3 = st.columns(3)
     username = c1.text_input("User name")
     display = c2.text_input("Display name")
@@ -39,6 +41,7 @@ with tab_new, st.form("new_user", clear_on_submit=True):
                                                      role=Role(role), display_name=display))
         if made is not None:
             state.flash(f"Created {made.role} '{made.username}'.")
+            state.bump_form("new_user")
             st.rerun()
 
 users = context.attempt(lambda s: list_users(session=s, actor=admin)) or []

@@ -9,7 +9,7 @@ from annotate_app.components.transcript_view import COST_HELP, agent_runs_frame,
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services import agent_runs as ar
-from evaluation.agents import AgentSettings
+from evaluation.agents import ANSWERED, AgentSettings
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -87,8 +87,8 @@ def runs_panel() -> None:
     ids = [r.id for r in runs]
     chosen = state.chosen_agent_run()
     pick = st.selectbox("Agent run", ids, index=ids.index(chosen) if chosen in ids else 0,
-                        format_func=lambda i: next(f"#{r.id} {r.model} · {r.strategy} · release {r.release_version}"
-                                                   for r in runs if r.id == i))
+                        format_func=lambda i: next(f"#{r.id} {r.agent} · {r.model} · {r.strategy} · release "
+                                                   f"{r.release_version}" for r in runs if r.id == i))
     state.choose_agent_run(pick)
     run = next(r for r in runs if r.id == pick)
     cost = (f"— (no price set for {run.model}: prices are a setting, FORKPATHS_AGENT_PRICES)" if run.cost is None
@@ -105,9 +105,17 @@ def runs_panel() -> None:
                         "tasks are kept.", "warning")
             st.rerun()
     elif run.status == RunStatus.SUCCEEDED.value:
-        st.success(md(f"Agent run {run.id} succeeded. {run.message}"))
+        rows = context.attempt(lambda s: ar.task_runs(session=s, actor=user, run_id=run.id or 0)) or []
+        if all(t.status in ANSWERED for t in rows):
+            st.success(md(f"Agent run {run.id} succeeded. {run.message}"))
+        else:  # finished and scored, but some task runs got no usable answer: not all good news
+            st.warning(md(f"Agent run {run.id} finished, but not every task run got a usable answer. "
+                          f"{run.message}"), icon="⚠️")
     else:
-        st.error(md(f"Agent run {run.id} {run.status}: {run.message}"))
+        if run.status == RunStatus.CANCELLED.value:  # the user's own gesture, not a failure
+            st.info(md(f"Agent run {run.id} was cancelled. {run.message}"), icon="⏹️")
+        else:
+            st.error(md(f"Agent run {run.id} {run.status}: {run.message}"))
         if st.button("Resume (finished tasks are kept)", key="agent.resume"):
             resumed = context.attempt(lambda s: ar.resume_agent_run(session=s, actor=user, run_id=pick))
             if resumed is not None:

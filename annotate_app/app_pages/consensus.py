@@ -10,9 +10,10 @@ from annotate_app.components.meeting_view import (
     render_meeting,
     render_rule_picker,
 )
+from annotate_app.text import plural
 from curation.models import Stage
 from curation.services.hypotheses import gold_board, is_hypothesis_dataset
-from curation.services.meetings import meeting_participants, meetings_of, start_meeting
+from curation.services.meetings import agenda_size, meeting_participants, meetings_of, start_meeting
 from curation.services.stages import STAGE_LABELS, review_overview
 
 user = context.require_user()
@@ -39,15 +40,27 @@ with tabs[0]:
         meetings = context.attempt(lambda s: meetings_of(session=s, actor=user, dataset_id=dataset_id)) or []
         analysts = context.attempt(lambda s: meeting_participants(session=s, dataset_id=dataset_id)) or {}
         open_ = [m for m in meetings if m.status == "open"]
-        if not open_ and is_facilitator(user):
+        waiting = (context.attempt(lambda s: agenda_size(session=s, actor=user, dataset_id=dataset_id or 0)) or 0
+                   if not open_ and is_facilitator(user) else 0)
+        if not open_ and is_facilitator(user) and not waiting:
+            st.info("Nothing to discuss: no item is contested or split under the rule, so a meeting would have an "
+                    "empty agenda." + (" The gold hypotheses are decided in the next tab." if hypotheses else ""))
+        elif not open_ and is_facilitator(user):
             with st.form("meeting.start"):
-                present = st.multiselect("Who is here?", list(analysts), format_func=lambda u: analysts[u])
+                st.markdown(f"{plural(waiting, 'item')} contested or split under the rule will be on the agenda.")
+                if analysts:
+                    present = st.multiselect("Who is here?", list(analysts), format_func=lambda u: analysts[u])
+                else:  # an imported dataset: nobody submitted stage 1, so there is no one to list
+                    present = []
+                    st.caption("Attendance: no analyst submitted stage 1 of this dataset, so there is no one to "
+                               "list; the meeting records outcomes without attendance.")
                 go = st.form_submit_button("Start the consensus meeting", type="primary")
             if go:
                 started = context.attempt(lambda s: start_meeting(session=s, actor=user, dataset_id=dataset_id,
                                                                   attendee_ids=present))
                 if started is not None:
-                    state.flash(f"Meeting {started.id} started with {len(started.agenda)} items on the agenda.")
+                    state.flash(f"Meeting {started.id} started with {plural(len(started.agenda), 'item')} on the "
+                                "agenda.")
                     st.rerun()
         elif not open_:
             st.info("No meeting is open on this dataset; the curator starts it.")

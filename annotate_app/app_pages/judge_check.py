@@ -4,6 +4,7 @@ import streamlit as st
 
 from annotate_app import context
 from annotate_app.components.judge_card import judge_card
+from annotate_app.components.kinds import view_module
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.judge_validation import (
@@ -13,7 +14,7 @@ from curation.services.judge_validation import (
     queue_counts,
     sample_judge_decisions,
 )
-from curation.services.scoring import kind_of, list_runs
+from curation.services.scoring import kind_of, list_runs, ranked_kinds
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -24,12 +25,11 @@ st.caption("Do the automatic judges agree with experts? Sample decisions from a 
 runs = [r for r in context.attempt(lambda s: list_runs(session=s, actor=user)) or []
         if r.status == RunStatus.SUCCEEDED.value and kind_of(r.kind).uses_judge]
 if runs:
-    c1, c2, c3 = st.columns([3, 1, 1])
+    c1, c2, c3 = st.columns([4, 2, 3], vertical_alignment="bottom")  # [3, 1, 1] cut "Add to queue" at 1024 px
     run_id = c1.selectbox("Sample from run", [r.id for r in runs], key="judge.run",
                           format_func=lambda i: next(f"#{r.id} {r.agent} · {r.judge.get('name')} judge"
                                                      for r in runs if r.id == i))
     n = c2.number_input("Decisions", min_value=1, max_value=500, value=20, key="judge.n")
-    c3.write("")
     if c3.button("Add to queue", key="judge.sample"):
         added = context.attempt(lambda s: sample_judge_decisions(session=s, actor=user, run_id=run_id, n=int(n),
                                                                  artifacts=cfg.artifact_store()))
@@ -55,4 +55,12 @@ else:
                 st.rerun()
 
 reports = context.attempt(lambda s: agreement_card(session=s, actor=user)) or []
-judge_card(reports, key="judge.card")
+judge_card(reports, key="judge.card", title="Judge validation: sampled decisions",
+           empty="No sampled decision is labelled yet: sample decisions from a run above and label them.")
+# a kind with a judge of its own (hypotheses: experts judge HMS facets on Run details) has its labels here too,
+# the same card the leaderboard shows for it
+for kind in ranked_kinds():
+    view = view_module(kind.view) if kind.view else None
+    if view is not None and hasattr(view, "judge_reports"):
+        judge_card(view.judge_reports(user), key=f"judge.card.{kind.name}",
+                   title=f"Judge validation: {kind.label}", empty=getattr(view, "JUDGE_CARD_EMPTY", None))

@@ -19,6 +19,7 @@ from curation.services.releases import (
     release_archive,
     release_candidates,
     release_dataset_rows,
+    release_documents,
     unreviewed_note,
     withheld_in_release,
 )
@@ -27,6 +28,7 @@ user = context.require_user(Role.CURATOR, Role.ADMIN)
 NOTES, NOTES_CLEAR, NOTES_KEPT = "releases.notes", "fp.releases.notes_clear", "fp.releases.notes_kept"
 VERSION = "releases.version"
 TAB, CUT, CUT_SHOWN = "releases.tab", "Cut a release", "fp.releases.cut_shown"
+PREPARED, PREPARED_FOR = "fp.releases.prepared", "fp.releases.prepared_for"  # the archives prepared, and of which
 
 
 def _keep_notes(text: str) -> None:
@@ -41,7 +43,8 @@ cfg = context.settings()
 artifacts = cfg.artifact_store()
 st.title("📦 Releases")
 st.caption("A release is an immutable, versioned snapshot of the submitted ground truth, with a checksum for every "
-           "file, a dataset card and a changelog. It is what agents are evaluated against.")
+           "file, a dataset card and a changelog (both shown below a release's contents, and inside its zip). It is "
+           "what agents are evaluated against.")
 
 records = context.attempt(lambda s: list_release_records(session=s, actor=user)) or []
 problems = context.attempt(lambda s: release_store_problems(session=s, actor=user, artifacts=artifacts)) or []
@@ -93,8 +96,8 @@ if go:
         context.attempt(lambda s: discard_draft(session=s, actor=user, name=NOTES))
         st.session_state[NOTES_CLEAR] = True  # an empty box for the next release (set before it is drawn)
         state.bump_form("cut_release")  # and the empty-datasets choice unticked again
-        cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')}, manifest "
-               f"{record.manifest_sha256[:12]}….")
+        cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')} (manifest "
+               f"{record.manifest_sha256[:12]}).")  # not "…." : it read as a double period
         pending = unreviewed_note(record.summary)
         state.flash(f"{cut} {pending}" if pending else cut, "warning" if pending else "success")
         st.rerun()
@@ -126,22 +129,38 @@ with tab_list:
         withheld = context.attempt(lambda s: withheld_in_release(session=s, actor=user, version=pick)) or {}
         for why in withheld.values():
             st.info(why + " This release cannot be downloaded by you until then.", icon="🙈")
-        layouts = [("native", "forkpaths layout (.zip)"), ("blade", "BLADE layout (.zip)"),
-                   ("discoverybench", "DiscoveryBench layout (.zip)"), ("hf", "Hugging Face dataset (.zip)")]
-        for col, (fmt, label) in zip(st.columns(len(layouts)), layouts, strict=True):
+        docs = None if withheld else context.attempt(lambda s: release_documents(session=s, actor=user, version=pick,
+                                                                                 artifacts=artifacts))
+        if docs is not None:
+            with st.expander("📄 Dataset card (README.md of the release)"):
+                st.markdown(re.sub(r"(?m)^(#+) ", r"\1## ", docs.card))
+            against = f"against release {docs.previous}" if docs.previous else "the first release"
+            with st.expander(f"📝 Changelog ({against})"):
+                st.markdown(re.sub(r"(?m)^(#+) ", r"\1## ", docs.changelog))
+        st.markdown(f"**Zip archives of release {pick}**")
+        # Prepared archives stay offered (one row per layout, full labels) until another release is picked.
+        prepared: dict[str, tuple[str, bytes]] = state.get(PREPARED, {}) if state.get(PREPARED_FOR) == pick else {}
+        for fmt, label in [("native", "forkpaths layout (.zip)"), ("blade", "BLADE layout (.zip)"),
+                           ("discoverybench", "DiscoveryBench layout (.zip)"),
+                           ("hf", "Hugging Face dataset (.zip)")]:
             skips = context.attempt(lambda s, f=fmt: export_skips(session=s, actor=user, version=pick, fmt=f)) or {}
             if len(skips) == len(contents) and skips:
-                col.caption(f"No {label.split(' (')[0]}: none of this release's datasets fits it.")
+                st.caption(f"No {label.split(' (')[0]}: none of this release's datasets fits it.")
                 continue
-            prepare = col.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld))
-            if skips:
-                col.caption(f"Leaves out {', '.join(f'`{n}`' for n in skips)} (named in NOT_EXPORTED.md).")
-            if prepare:
+            row = st.container(horizontal=True, vertical_alignment="center")
+            if row.button(f"Prepare {label}", key=f"releases.prepare.{fmt}", disabled=bool(withheld)):
                 archive = context.attempt(lambda s, f=fmt: release_archive(session=s, actor=user, version=pick,
                                                                            fmt=f, artifacts=artifacts))
                 if archive is not None:
-                    col.download_button(f"⬇ Download {archive[0]}", archive[1], file_name=archive[0],
-                                        mime="application/zip", key=f"releases.dl.{fmt}", on_click="ignore")
+                    prepared[fmt] = (archive[0], archive[1])
+                    state.put(PREPARED, prepared)
+                    state.put(PREPARED_FOR, pick)
+            if fmt in prepared:
+                name, data = prepared[fmt]
+                row.download_button(f"⬇ Download {name}", data, file_name=name, mime="application/zip",
+                                    key=f"releases.dl.{fmt}", on_click="ignore")
+            if skips:
+                row.caption(f"Leaves out {', '.join(f'`{n}`' for n in skips)} (named in NOT_EXPORTED.md).")
 
 with tab_diff:
     if len(records) < 2:

@@ -165,3 +165,22 @@ def render_model(check: dict[str, Any] | None) -> None:
     _printed(check)
     st.caption("Summary of the fitted result")
     st.code(check.get("summary") or "", language=None)
+
+
+def render_supporting(check: dict[str, Any] | None) -> None:
+    """A run of a hypothesis' supporting code: code whose output is kept, which need not fit a model."""
+    if not check:
+        return
+    if not check.get("ok"):
+        _failure("The supporting code stopped with an error", check)
+        _printed(check)
+        return
+    st.success(f"The code ran without error in {check.get('code_seconds', 0):.2f} s; its output is kept with "
+               "the hypothesis.")
+    _printed(check)
+    if check.get("summary"):
+        st.caption("The result the code left (a fitted model's summary, or its last expression's value)")
+        st.code(check["summary"], language=None)
+    elif not str(check.get("stdout") or "").strip():
+        st.info("The code printed nothing and left no result: print what supports the hypothesis (a table, a "
+                "test's statistic) so that it is kept.")

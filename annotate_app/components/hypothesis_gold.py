@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.components.hypothesis_review import query_label
 from annotate_app.components.meeting_view import BADGE
 from annotate_app.text import md
 from curation.models import Stage, User
@@ -50,16 +51,28 @@ def _decide(user: User, tg: TaskGold, board: GoldBoard) -> None:
                    "meeting, or leave the query without a gold hypothesis.")
         return
     keys = list(options)
-    suggested = tg.suggested.key if tg.suggested else None
-    choice = st.radio("Gold hypothesis", keys, key=f"gold.{tid}.choice",
-                      index=keys.index(suggested) if suggested in keys else 0,
-                      format_func=lambda k: (tg.payloads.get(k, {}).get("hypothesis") or options[k].label)[:120])
+
+    def option(k: str) -> str:
+        c = options[k]
+        r = c.result
+        votes = f"{r.justifiable} of {r.voters} justifiable" if r else "no votes"
+        who = "the LLM's" if c.target_kind == "alternative" else "an analyst's"
+        text = (tg.payloads.get(k, {}).get("hypothesis") or c.label)[:100]
+        return f"{text} ({who}; {votes})"
+
+    suggested = tg.suggested
+    st.caption("Choose the gold yourself; nothing is chosen for you. "
+               + (f"Most justifiable votes: {option(suggested.key)}." if suggested is not None and len(keys) > 1
+                  else ""))
+    choice = st.radio("Gold hypothesis", keys, key=f"gold.{tid}.choice", index=None, format_func=option)
     note = st.text_input("Note (optional)", key=f"gold.{tid}.note")
-    if st.button("Make it the gold hypothesis", type="primary", key=f"gold.{tid}.decide"):
+    if st.button("Make it the gold hypothesis", type="primary", key=f"gold.{tid}.decide", disabled=choice is None,
+                 help="Choose a hypothesis above first." if choice is None else None):
         item = options[choice or keys[0]]
         if context.succeeded(lambda s: decide_gold(session=s, actor=user, task_id=tid, target_kind=item.target_kind,
                                                    target_id=item.target_id, note=note)):
-            state.flash(f"q{tg.task.qid}: the chosen hypothesis is now the gold hypothesis.", where=f"gold.{tid}")
+            state.flash(f"Query {query_label(tg.task)}: the chosen hypothesis is now the gold hypothesis.",
+                        where=f"gold.{tid}")
             st.rerun()
 
 
@@ -70,7 +83,7 @@ def render_gold_board(user: User, board: GoldBoard) -> None:
         st.info("No query of this dataset has a hypothesis to decide on.")
     for tg in board.tasks:
         with st.container(border=True):
-            st.markdown(f"#### Query {tg.task.metadata_k}/q{tg.task.qid}: {md(tg.task.question)}")
+            st.markdown(f"#### Query {query_label(tg.task)}: {md(tg.task.question)}")
             context.show_flash(f"gold.{tg.task.id}")
             if tg.decided:
                 _decided(tg, board.names)

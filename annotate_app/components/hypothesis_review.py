@@ -4,6 +4,8 @@ reviewer's vote (justifiable / unjustifiable, with the reason), saved in one tra
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -14,6 +16,12 @@ from curation.services.hypotheses import HypothesisItem, HypothesisReview
 from curation.services.votes import VERDICT, cast_vote
 
 VERDICTS = {"yes": "justifiable", "no": "unjustifiable"}
+
+
+def query_label(task: Any) -> str:
+    """A query's short name, unique in its dataset: a DiscoveryBench folder numbers its queries per metadata file
+    (``metadata_3.json``'s q0 is "3/q0"), so "q0" alone names one query per metadata file."""
+    return f"{task.metadata_k}/q{task.qid}"
 
 
 def render_hypothesis_body(item: HypothesisItem) -> None:
@@ -64,14 +72,16 @@ def _item(user: User, item: HypothesisItem, can_vote: bool) -> None:
             st.caption(f"Your vote: {VERDICTS.get(item.my_vote['answer'] or '', 'none')}{md(reason)}")
         if not can_vote:
             return
-        c1, c2, c3 = st.columns([2, 4, 1], vertical_alignment="bottom")
+        # [2, 4, 1] cut "Save vote" to "Sav…" at 1024 px: the button sizes to its label at the row's end
+        c1, c2 = st.columns([2, 5], vertical_alignment="bottom")
+        row = c2.container(horizontal=True, vertical_alignment="bottom")
         current = (item.my_vote or {}).get("answer")
         c1.radio("Verdict", list(VERDICTS), format_func=lambda a: VERDICTS[a].capitalize(), horizontal=True,
                  index=list(VERDICTS).index(current) if current in VERDICTS else None,
                  key=f"hr.{item.target_id}.answer")
-        c2.text_input("Reason (required when unjustifiable)", value=(item.my_vote or {}).get("explanation", ""),
-                      key=f"hr.{item.target_id}.why")
-        if c3.button("Save vote", key=f"hr.{item.target_id}.vote"):
+        row.text_input("Reason (required when unjustifiable)", value=(item.my_vote or {}).get("explanation", ""),
+                       key=f"hr.{item.target_id}.why", width="stretch")
+        if row.button("Save vote", key=f"hr.{item.target_id}.vote", width="content"):
             _vote(user, item)
         context.show_flash(f"hr.{item.target_id}")
 
@@ -91,7 +101,7 @@ def render_hypothesis_queue(user: User, review: HypothesisReview) -> None:
     if not review.tasks:
         st.info("No hypothesis to judge yet.")
     for tr in review.tasks:
-        st.markdown(f"#### Query {tr.task.metadata_k}/q{tr.task.qid}: {md(tr.task.question)}")
+        st.markdown(f"#### Query {query_label(tr.task)}: {md(tr.task.question)}")
         with st.expander("Data dictionary"):
             st.dataframe(pd.DataFrame([{"column": c, "description": d} for c, d in tr.columns.items()]),
                          hide_index=True, width="stretch")

@@ -12,6 +12,7 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.components import check_result
 from annotate_app.components.drafts import Draft
+from annotate_app.components.hypothesis_review import query_label
 from annotate_app.components.transform_form import limits
 from annotate_app.text import md
 from curation.models import Dataset, HypothesisProposal, User
@@ -89,7 +90,7 @@ def _show_saved(h: HypothesisProposal) -> None:
     st.markdown(f"**Workflow:** {md(h.workflow)}")
     if h.code:
         st.code(h.code, language="python")
-        check_result.render_model(h.check)
+        check_result.render_supporting(h.check)
 
 
 def _form(user: User, dataset: Dataset, task: HypothesisTaskView, saved: HypothesisProposal | None) -> None:
@@ -125,10 +126,12 @@ def _form(user: User, dataset: Dataset, task: HypothesisTaskView, saved: Hypothe
               if len(task.data_files) > 1 else "")
     code = st.text_area(f"Supporting code (optional; runs on {first} as `df`{others}; with `pd`, `np` and "
                         "statsmodels)", value=draft.value("code"), key=draft.key("code"), height=120)
+    st.caption("What the code prints (a table, a test, a fitted model's summary) is kept with the hypothesis. "
+               "It must run without error; it need not fit a model.")
     st.button("▶ Run the code on the data", key=f"{prefix}.check", on_click=_run_check,
               args=(draft, user, task.id, prefix), disabled=not code.strip())
     if not check_result.running(prefix):
-        check_result.render_model(draft.data.get("check"))
+        check_result.render_supporting(draft.data.get("check"))
     draft.keep({"hypothesis": hypothesis, "context": context_, "relationship": relationship, "workflow": workflow,
                 "code": code, "n_vars": n_vars, **values})
     row = st.container(horizontal=True)
@@ -138,7 +141,7 @@ def _form(user: User, dataset: Dataset, task: HypothesisTaskView, saved: Hypothe
         if context.attempt(lambda s: save_hypothesis(session=s, actor=user, task_id=task.id, data=data,
                                                       check=draft.data.get("check"))) is not None:
             _forget(draft)
-            state.flash(f"Saved your hypothesis for q{task.qid}.", where=prefix)
+            state.flash(f"Saved your hypothesis for query {query_label(task)}.", where=prefix)
             st.rerun()
     if saved is not None and row.button("Delete my hypothesis", key=f"{prefix}.delete"):
         if context.succeeded(lambda s: delete_hypothesis(session=s, actor=user, task_id=task.id)):
@@ -172,11 +175,11 @@ def render_hypothesis_stage1(user: User, dataset: Dataset, tasks: list[Hypothesi
     st.caption(f"{len(tasks)} queries · {len(to_curate)} to curate · you wrote {len(mine.by_task)}")
     by_id = {t.id: t for t in tasks}
     task_id = st.selectbox("Query", list(by_id), key=f"hyp.task.{dataset.id}",
-                           format_func=lambda i: f"q{by_id[i].qid} · {by_id[i].question[:80]} · "
+                           format_func=lambda i: f"{query_label(by_id[i])} · {by_id[i].question[:80]} · "
                                                  f"{_marker(by_id[i], mine)}")
     task = by_id[task_id]
     with st.container(border=True):
-        st.markdown(f"**Query {task.metadata_k}/q{task.qid}** ({md(task.question_type or 'general')}): "
+        st.markdown(f"**Query {query_label(task)}** ({md(task.question_type or 'general')}): "
                     f"{md(task.question)}")
         if task.domain_knowledge:
             st.caption(f"Domain knowledge: {task.domain_knowledge}")
@@ -203,7 +206,7 @@ def _submit(user: User, dataset: Dataset, to_curate: list[HypothesisTaskView], m
     missing = [t for t in to_curate if t.id not in mine.by_task]
     st.write("Submitting locks your hypotheses and lets you review peers' ones in stage 2.")
     if missing:
-        st.warning("No hypothesis of yours yet for: " + ", ".join(f"q{t.qid}" for t in missing)
+        st.warning("No hypothesis of yours yet for: " + ", ".join(query_label(t) for t in missing)
                    + ". After submitting you can no longer write one blind.")
     confirm = st.checkbox("I have finished my hypotheses for this dataset", key=f"hyp.confirm.{dataset.id}")
     if st.button("Submit my hypotheses", type="primary", disabled=not confirm, key=f"hyp.submit.{dataset.id}"):

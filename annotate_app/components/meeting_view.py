@@ -153,10 +153,10 @@ def render_meeting(user: User, meeting_id: int, analysts: dict[int, str]) -> Non
     st.markdown(f"**Meeting {meeting.id}** · {meeting.status} · rule `{meeting.rule}` · "
                 f"{decided} of {len(agenda)} items decided")
     if meeting.status == "open" and is_facilitator(user):
-        c1, c2 = st.columns([4, 1])
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")  # [4, 1] cut "Save attendance" at 1024 px
         present = c1.multiselect("Attendance", list(analysts), default=[u for u in meeting.attendance if u in analysts],
                                  format_func=lambda u: analysts[u], key=f"meeting.attendance.{meeting.id}")
-        if c2.button("Save attendance", key="meeting.attendance.save") and context.succeeded(
+        if c2.button("Save attendance", key="meeting.attendance.save", width="stretch") and context.succeeded(
                 lambda s: set_attendance(session=s, actor=user, meeting_id=meeting.id or 0, user_ids=present)):
             state.flash("Attendance saved.")
             st.rerun()

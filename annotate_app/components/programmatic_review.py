@@ -81,7 +81,8 @@ def _vote(user: User, item: CandidateView, voting: bool) -> None:
     pending = state.review_error(f"prog.{item.item.id}") is not None
     questions = QUESTIONS[item.item.kind]
     st.markdown("**Your vote** (each answer is saved when you click it)")
-    cols = st.columns(len(questions))
+    # two questions a row: three in a row cut "Unsure" at 1024 px (as the review queue's)
+    cols = [c for start in range(0, len(questions), 2) for c in st.columns(2)][:len(questions)]
     for col_, q in zip(cols, questions, strict=True):
         key = _widget_key(item, q.key)
         if not pending or key not in st.session_state:  # the database is the truth (another tab may vote)

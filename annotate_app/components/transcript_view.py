@@ -76,7 +76,7 @@ def transcript(messages: list[dict[str, Any]]) -> None:
 def agent_runs_frame(runs: list[Any]) -> pd.DataFrame:
     return pd.DataFrame([{
         "run": r.id, "status": r.status, "progress": r.tasks_done / max(r.tasks_total, 1),
-        "tasks": f"{r.tasks_done}/{r.tasks_total}", "model": r.model, "strategy":
+        "tasks": f"{r.tasks_done}/{r.tasks_total}", "agent": r.agent, "model": r.model, "strategy":
         r.strategy + (" + workflow" if r.workflow else ""), "kind": r.kind, "release": r.release_version,
         "runs/task": r.runs_per_task, "tokens in": r.prompt_tokens, "tokens out": r.completion_tokens,
         "cost": cost_text(r.cost), "scored as": ", ".join(f"#{i}" for i in r.scoring_run_ids if i),

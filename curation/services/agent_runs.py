@@ -430,8 +430,9 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
                           "bytes": len(data)})
         stored.append({"label": sub.label, "files": files})
     _set(engine, run_id, submissions=stored)
-    # a strict kind (MCQs) scores an answer without a valid letter too (as unparseable)
-    scorable = any(a.status in ANSWERED or (getattr(hook, "strict", False) and a.raw is not None) for a in answers)
+    # a strict kind (MCQs) scores an answer without a valid letter too (as unparseable), but only beside valid
+    # ones: a run without a single valid answer says nothing of the model, only that its replies did not parse
+    scorable = any(a.status in ANSWERED for a in answers)
     if not scorable:
         first = next((r.message for r in rows if r.message), "")
         message = f"No task got a usable answer, so nothing was scored: {tally}. First: {first}"[:2000]

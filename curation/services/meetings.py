@@ -30,12 +30,13 @@ from curation.services.stages import (
     lock_for_review_write,
     require_reviewer,
 )
-from curation.services.votes import QUESTIONS, VERDICT, _write, resolve_item, skipped_reason
+from curation.services.votes import QUESTIONS, VERDICT, _write, reason_needed, resolve_item, skipped_reason
 
 __all__ = [
     "OUTCOMES",
     "AgendaItem",
     "MeetingConflict",
+    "agenda_size",
     "close_meeting",
     "meeting_agenda",
     "meeting_summary",
@@ -120,6 +121,21 @@ def open_meeting(*, session: Session, dataset_id: int) -> Meeting | None:
     return session.exec(select(Meeting).where(Meeting.dataset_id == dataset_id, Meeting.status == "open")).first()
 
 
+def _contested(items: list[GroundTruthItem]) -> list[GroundTruthItem]:
+    """The items a meeting discusses (voted on, and contested or split), most disagreement first."""
+    agenda = [i for i in items if i.result is not None and i.basis != "imported" and i.result.voters
+              and (i.status == Status.CONTESTED.value or (i.result.justifiable and i.result.unjustifiable))]
+    agenda.sort(key=lambda i: (-(i.result.disagreement if i.result else 0), -(i.result.voters if i.result else 0),
+                               i.key))
+    return agenda
+
+
+def agenda_size(*, session: Session, actor: User, dataset_id: int) -> int:
+    """How many items a meeting started now would have on its agenda (the page says so before it starts one)."""
+    _facilitator(actor)
+    return len(_contested(_agenda_candidates(session, dataset_id)))
+
+
 @judges_actor
 def start_meeting(*, session: Session, actor: User, dataset_id: int, attendee_ids: list[int] | None = None) -> Meeting:
     """Start the consensus meeting of a dataset whose stage 2 is closed; builds and freezes the agenda."""
@@ -133,10 +149,7 @@ def start_meeting(*, session: Session, actor: User, dataset_id: int, attendee_id
     lock_for_review_write(session, dataset_id)
     if open_meeting(session=session, dataset_id=dataset_id) is not None:
         raise StageError("A meeting on this dataset is already open; join it or close it first.")
-    agenda = [i for i in items if i.result is not None and i.basis != "imported" and i.result.voters
-              and (i.status == Status.CONTESTED.value or (i.result.justifiable and i.result.unjustifiable))]
-    agenda.sort(key=lambda i: (-(i.result.disagreement if i.result else 0), -(i.result.voters if i.result else 0),
-                               i.key))
+    agenda = _contested(items)
     meeting = Meeting(dataset_id=dataset_id, rule=dataset_rule(session=session, dataset_id=dataset_id).key,
                       started_by_id=actor.id, attendance=sorted(set(attendee_ids or [])),
                       agenda=[{"target_kind": i.target_kind, "target_id": i.target_id, "status": i.status,
@@ -269,7 +282,7 @@ def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: 
     if answer not in q.answers:
         raise VoteError(f"'{answer}' is not an answer to '{q.text}'; choose one of {list(q.answers)}.")
     if question == VERDICT and answer == "no" and not explanation.strip():
-        raise VoteError("Say why this decision is unjustifiable: the reason is what makes the vote useful.")
+        raise VoteError(reason_needed(item.kind))
     note = f"meeting {meeting.id}"
     vote = _write(session, item, actor, question, answer=answer, explanation=explanation.strip(), note=note)
     for dep in (d for d in questions.values() if d.skipped_unless == question and answer == "no"):

@@ -58,7 +58,7 @@ from curation.services.release_records import (  # the light half of this module
 )
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from exports.blade_export import write_blade_release
-from exports.card import hypothesis_counts, is_hypothesis_dataset
+from exports.card import hypothesis_counts, is_hypothesis_dataset, render_card
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
 from exports.discoverybench_export import (
     NOT_EXPORTED_NAME,
@@ -86,6 +86,7 @@ __all__ = [
     "export_release",
     "export_skips",
     "release_dataset_rows",
+    "release_documents",
     "get_release",
     "list_release_records",
     "next_version",
@@ -542,6 +543,32 @@ def diff_release_versions(*, session: Session, actor: User, old: str, new: str,
     withheld = {**a.withheld, **b.withheld}
     diff = diff_releases(_blinded(a.release, withheld), _blinded(b.release, withheld))
     return ReleaseComparison(diff=diff, withheld=dict(sorted(withheld.items())))
+
+
+@dataclass(frozen=True)
+class ReleaseDocuments:
+    """A release's dataset card (its README.md) and its changelog against the release before it, as one reader
+    may see them (blind datasets withheld from both)."""
+
+    card: str
+    changelog: str
+    previous: str | None
+
+
+@judges_actor
+def release_documents(*, session: Session, actor: User, version: str, artifacts: ArtifactStore) -> ReleaseDocuments:
+    """The dataset card and the changelog of release ``version`` for the Releases page: the changelog is against
+    the release before it (by version), or says it is the first."""
+    view = read_release_for(session=session, actor=actor, version=version, artifacts=artifacts)
+    key = _semver_key(version)
+    older = [r for r in list_release_records(session=session, actor=actor) if _semver_key(r.version) < key]
+    previous = older[0].version if older else None
+    if previous is None:
+        changelog = render_changelog(diff_releases(None, view.release))
+    else:
+        changelog = diff_release_versions(session=session, actor=actor, old=previous, new=version,
+                                          artifacts=artifacts).changelog()
+    return ReleaseDocuments(card=render_card(view.release), changelog=changelog, previous=previous)
 
 
 def _layout_skips(summary: Mapping[str, Mapping[str, int]], fmt: str) -> dict[str, str]:

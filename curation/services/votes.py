@@ -50,6 +50,7 @@ __all__ = [
     "Question",
     "ResolvedItem",
     "cast_vote",
+    "reason_needed",
     "resolve_item",
     "vote_history",
 ]
@@ -210,6 +211,15 @@ def _write(session: Session, item: ResolvedItem, actor: User, question: str, *, 
     return vote
 
 
+def reason_needed(item_kind: str) -> str:
+    """The sentence for a "no" verdict without a reason, in the item's own words: a BLADE variable or transform is
+    a decision; a hypothesis, a check or a ground-truth artifact is not."""
+    what = {"hypothesis": "this hypothesis is unjustifiable",
+            "check": "this check should not be part of the ground truth",
+            "artifact": "this artifact should not be the ground truth"}.get(item_kind, "this decision is unjustifiable")
+    return f"Say why {what}: the reason is what makes the vote useful."
+
+
 @judges_actor
 def cast_vote(
     *,
@@ -244,7 +254,7 @@ def cast_vote(
         raise VoteError(f"'{answer}' is not an answer to '{q.text}'; choose one of {list(q.answers)}.")
     explanation = (explanation or "").strip()
     if question == VERDICT and answer == "no" and not explanation:
-        raise VoteError("Say why this decision is unjustifiable: the reason is what makes the vote useful.")
+        raise VoteError(reason_needed(item.kind))
     if q.skipped_unless:
         first = _current(session, item, actor.id or 0, q.skipped_unless)
         if first is not None and first.answer == "no":

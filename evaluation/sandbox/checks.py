@@ -230,11 +230,13 @@ def start_files_model_check(
     code: str,
     limits: SandboxLimits = DEFAULT_LIMITS,
     bundle_dir: Path | None = None,
+    label: str = "the model code",
 ) -> JobHandle[ModelCheck]:
     """:func:`start_model_check` with several files: all of ``files`` are in the code's working directory by
     name, and ``df`` is the first of them, read as the import layer reads it (CSV in its encoding, or UTF-8 then
     cp1252; Stata ``.dta``). The files are packed once into a zip kept in ``bundle_dir``
-    (:func:`evaluation.sandbox.bundle.bundle_for`).
+    (:func:`evaluation.sandbox.bundle.bundle_for`). ``label`` is what the messages call the code (a hypothesis'
+    supporting code is no model code).
 
     Raises:
         SandboxError: no file, a first file that is not a table, or a file that is not there (named).
@@ -249,7 +251,7 @@ def start_files_model_check(
     fmt = table_format(first.name, first.format)
     if fmt is None:
         raise SandboxError(f"'{first.name}' is not a table (CSV or Stata .dta), so it cannot be read as df.")
-    steps = Steps.for_model(0, None)
+    steps = Steps(labels=(label,), own=label)  # ``label`` names the code in its messages and tracebacks
     try:
         bundle = bundle_for([(f.name, Path(f.path)) for f in files], folder=bundle_dir)
     except OSError as exc:

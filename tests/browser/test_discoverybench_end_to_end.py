@@ -93,6 +93,8 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
             c.get_by_text("Consensus (stage 3)").wait_for()
             idle(c)
             tab(c, "Gold hypotheses")
+            c.get_by_text(re.compile(re.escape(GOLD) + r" \(an analyst's; ")).click()  # nothing is pre-selected
+            idle(c)
             fill_text(c, "Note (optional)", "agreed by the rule")
             click(c, "Make it the gold hypothesis")
             c.get_by_text("is now the gold hypothesis").wait_for()

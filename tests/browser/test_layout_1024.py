@@ -1,5 +1,6 @@
 """The annotate page at 1024 px and 1440 px in Chromium: no button label cut with an ellipsis, no clipped
-picker or chip, no "Deploy" button; screenshots for a person to look at."""
+picker or chip, no "Deploy" button; the pages issue 29 touched (new user, programmatic votes, meeting, releases)
+at 1024 px; screenshots for a person to look at."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from curation.models import Role
 from curation.services.annotation import TransformInput, VariableInput, save_transform, save_variable
 from evaluation.specs import ColumnMapping, ColumnRef, VariableType
 from tests import factories as f
-from tests.browser.helpers import click, idle, pick, shot, sign_in, tab
+from tests.browser.helpers import click, idle, pick, shot, sign_in, sign_out, tab
 
 pytestmark = pytest.mark.browser
 LITERAL = "wind :x: in $km/h$ *peak*"
@@ -148,6 +149,152 @@ def test_curator_archives_and_restores_a_dataset_at_1024(browser, live_app, shot
         click(page, "Restore this dataset")
         page.get_by_text("Restored 'mistake'").wait_for()
         shot(page, shots / "1024-datasets-restored.png")
+    except Exception:
+        page.screenshot(path=shots / "failure.png")
+        print(live_app.log.read_text()[-4000:])
+        raise
+    finally:
+        page.close()
+
+
+# Every element in and including ``root`` whose text does not fit: the ellipsis of a button is drawn by its
+# label's box, which has children, so CUT (leaves only) does not see it.
+CUT_ANY = """(root) => [root, ...root.querySelectorAll('*')]
+  .filter(e => e.textContent.trim() && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.textContent.trim())"""
+# The option buttons of a segmented control that stick out of the column that holds it (the column hides them).
+STICKS_OUT = """(group) => {
+  const holder = group.closest('[data-testid=stColumn]') || group.closest('[data-testid=stMainBlockContainer]');
+  const right = holder.getBoundingClientRect().right;
+  return [...group.querySelectorAll('button')].filter(b => b.getBoundingClientRect().right > right + 1)
+    .map(b => b.innerText);
+}"""
+
+
+def _uncut(page, *names: str) -> None:  # type: ignore[no-untyped-def]
+    """Every visible button called one of ``names`` shows its whole label: the label's box draws the ellipsis,
+    so the button and everything in it is looked at."""
+    for name in names:
+        buttons = page.get_by_role("button", name=name).filter(visible=True).all()
+        assert buttons, f"no button '{name}'"
+        for button in buttons:
+            button.scroll_into_view_if_needed()
+            assert button.evaluate(CUT_ANY) == [], f"'{name}' is cut at 1024 px"
+
+
+def test_issue_29_pages_fit_at_1024_and_say_what_they_do(browser, live_app, shots: Path):
+    """Issue 29 at 1024 px, one world for four pages: the new-user form keeps what was typed when the password is
+    refused (point 3); the programmatic vote row shows "Unsure" whole and the meeting's "Save attendance" whole
+    (point 13); the Releases page shows the dataset card and the changelog (point 8), offers every prepared
+    download, labels uncut, and its cut message has one period (point 13)."""
+    from curation.models import Stage
+    from curation.services import releases as rel
+    from curation.services.annotation import submit_analysis
+    from curation.services.meetings import start_meeting
+    from curation.services.programmatic import import_programmatic_tasks, propose_check
+    from curation.services.stages import set_stage
+    from curation.services.votes import cast_vote
+    from exports.schema import ProgrammaticTaskRelease
+
+    cfg = live_app.settings
+    engine = make_engine(cfg.resolved_database_url)
+    f.user(engine, "root", Role.ADMIN)
+    cura = f.user(engine, "cura", Role.CURATOR)
+    ana, bob, cid = (f.user(engine, n) for n in ("ana", "bob", "cid"))
+    storms = f.dataset(engine, cfg.datasets_store, assign=[ana, bob, cid])
+    floods = f.dataset(engine, cfg.datasets_store, name="floods", assign=[ana, bob])
+    ids = {}
+    for ds, people in ((storms, (ana, bob, cid)), (floods, (ana, bob))):
+        for u in people:
+            ids[(ds.id, u.username)] = f.full_analysis(engine, u, ds.id)
+            with session_scope(engine) as s:
+                submit_analysis(session=s, actor=u, dataset_id=ds.id)
+        with session_scope(engine) as s:
+            set_stage(session=s, actor=cura, dataset_id=ds.id, stage=Stage.REVIEW)
+    with session_scope(engine) as s:  # storms: a split vote, stage 2 closed, a meeting open
+        dv = ids[(storms.id, "ana")]["dv"]
+        cast_vote(session=s, actor=bob, target_kind="variable", target_id=dv, question="justifiable", answer="yes")
+        cast_vote(session=s, actor=cid, target_kind="variable", target_id=dv, question="justifiable", answer="no",
+                  explanation="raw counts are skewed")
+        set_stage(session=s, actor=cura, dataset_id=storms.id, stage=Stage.CLOSED)
+    with session_scope(engine) as s:
+        start_meeting(session=s, actor=cura, dataset_id=storms.id, attendee_ids=[ana.id])
+    with session_scope(engine) as s:  # floods: a proposed check to vote on
+        (task,) = import_programmatic_tasks(session=s, actor=cura, dataset_id=floods.id, accept=False,
+                                            run_gate=False, tasks=[ProgrammaticTaskRelease(
+                                                key="floods_clean", prompt="Clean the floods.",
+                                                input_files=["data.csv"])])
+    with session_scope(engine) as s:
+        propose_check(session=s, actor=cura, task_id=task.id, fields={
+            "task_type": "data cleaning & preprocessing", "function": "Data Completeness",
+            "metric": "no missing", "code": "def complete(ground_truth):\n    return True\n"})
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=cura, version="1.0.0", notes="first", artifacts=cfg.artifact_store(),
+                        store=cfg.datasets_store, dataset_names=["storms"])
+    engine.dispose()
+    page = browser.new_page(viewport={"width": 1024, "height": 900})
+    try:
+        # point 3: a refused password leaves the other fields as typed
+        sign_in(page, live_app.url, "root", open_page="Users & assignments")
+        tab(page, "New user")
+        page.get_by_label("User name", exact=True).fill("newbie")
+        page.get_by_label("Display name", exact=True).fill("New Bie")
+        page.get_by_label("Initial password", exact=True).fill("qwertyuiop")
+        click(page, "Create user")
+        page.get_by_text("one of the most common ones").wait_for()
+        expect(page.get_by_label("User name", exact=True)).to_have_value("newbie")
+        expect(page.get_by_label("Display name", exact=True)).to_have_value("New Bie")
+        _uncut(page, "Create user")
+        shot(page, shots / "1024-new-user-refused.png")
+        page.get_by_label("Initial password", exact=True).fill("a much better password 7")
+        click(page, "Create user")
+        page.get_by_text("Created analyst 'newbie'").wait_for()
+        expect(page.get_by_label("User name", exact=True)).to_have_value("")
+        sign_out(page)
+
+        # point 13: the programmatic vote row at 1024 px
+        sign_in(page, live_app.url, "bob", open_page="Programmatic checks")
+        page.get_by_text("Does the check test what the task asks for?").first.wait_for(timeout=60_000)
+        groups = page.locator("[data-testid=stButtonGroup]").filter(visible=True)
+        assert groups.get_by_text("Unsure", exact=True).count() == 2  # the check's two detail questions
+        for group in groups.all():
+            group.scroll_into_view_if_needed()
+            assert group.evaluate(STICKS_OUT) == [], f"cut at 1024 px: {group.evaluate(STICKS_OUT)}"
+            assert group.evaluate(CUT_ANY) == [], f"a vote row is clipped at 1024 px: {group.evaluate(CUT_ANY)}"
+        shot(page, shots / "1024-programmatic-votes.png", groups.first)
+        sign_out(page)
+
+        # point 13: the meeting's attendance row; then the Releases page (point 8)
+        sign_in(page, live_app.url, "cura", open_page="Consensus")
+        page.get_by_role("button", name="Save attendance").wait_for(timeout=60_000)
+        _uncut(page, "Save attendance")
+        shot(page, shots / "1024-meeting-attendance.png", page.get_by_role("button", name="Save attendance"))
+        page.get_by_role("link", name="Releases").click()
+        idle(page)
+        tab(page, "Cut a release")
+        page.get_by_label("Release notes", exact=True).fill("second")
+        click(page, "Cut release")
+        cut = page.get_by_text(re.compile(r"Release 1\.0\.1 cut: "))
+        cut.first.wait_for(timeout=120_000)
+        assert ".." not in cut.first.inner_text() and "…" not in cut.first.inner_text()
+        tab(page, "Releases")
+        pick(page, "Download release", "1.0.1")
+        card = page.get_by_text("📄 Dataset card (README.md of the release)")
+        changelog = page.get_by_text("📝 Changelog (against release 1.0.0)")
+        card.wait_for()
+        changelog.click()
+        idle(page)
+        page.get_by_text("Compared with release 1.0.0.").first.wait_for()
+        shot(page, shots / "1024-releases-changelog.png", changelog)
+        for fmt in ("forkpaths", "BLADE"):
+            click(page, f"Prepare {fmt} layout (.zip)")
+        downloads = page.locator("[data-testid=stDownloadButton]").filter(visible=True)
+        expect(downloads).to_have_count(2)  # both prepared archives stay offered
+        _uncut(page, "Prepare forkpaths layout (.zip)", "Prepare BLADE layout (.zip)")
+        for d in downloads.all():
+            d.scroll_into_view_if_needed()
+            assert d.evaluate(CUT_ANY) == [], f"a download label is cut at 1024 px: {d.evaluate(CUT_ANY)}"
+        shot(page, shots / "1024-releases-downloads.png", downloads.last)
     except Exception:
         page.screenshot(path=shots / "failure.png")
         print(live_app.log.read_text()[-4000:])

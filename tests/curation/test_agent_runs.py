@@ -285,6 +285,16 @@ def test_mcqs_are_asked_through_the_same_machinery(world, tmp_path):
         assert scored.scores["mcq"]["accuracy"] is not None
 
 
+def test_an_mcq_run_without_one_valid_answer_fails_and_is_not_scored(world, tmp_path):
+    """Issue 29 point 6: every answer without a valid letter used to be "succeeded. 0 of N task runs answered",
+    in green, and scored; now the run failed, says why, and scores nothing."""
+    with ScriptedLLM(responder=lambda _r: "I would rather not pick a letter.") as llm:
+        done = _run(world, _start(world, llm.url, runs=1, kind="mcq"), _settings(tmp_path))
+    assert done.status == RunStatus.FAILED.value, done.message
+    assert done.message.startswith("No task got a usable answer, so nothing was scored: 0 of ")
+    assert "invalid answer" in done.message and done.scoring_run_ids == []
+
+
 @pytest.mark.postgres
 def test_a_queued_agent_run_is_answered_and_scored_by_a_worker_process(tmp_path, shared_blade):
     """PostgreSQL: the run goes on procrastinate's queue and a `forkpaths worker` process (not this one) runs it."""

@@ -149,3 +149,42 @@ def test_release_create_of_named_datasets_does_not_list_others_as_left_out(tmp_p
     assert main(["release", "create", "--version", "0.1.0", "--dataset", "anes96"]) == 0
     out = capsys.readouterr().out
     assert "Release 0.1.0 cut" in out and "Left out" not in out and "affairs_redbook" not in out
+
+
+def test_run_says_when_its_port_is_taken_and_takes_the_next_free_one(tmp_path):
+    """Issue 29 point 14: `forkpaths run` printed "Open http://localhost:8501" while someone else's app held that
+    port, then failed; now it checks first, says so, and opens on the next free port, which it names."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from curation.cli import port_taken
+
+    with socket.socket() as holder:  # someone else's app on the asked port
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        assert port_taken(None, taken) and port_taken("127.0.0.1", taken)
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FORKPATHS_")},
+               "FORKPATHS_DATA_DIR": str(tmp_path / "data"), "FORKPATHS_LOAD_STARTER_DATASETS": "false",
+               "FORKPATHS_ADMIN_PASSWORD": "a long password 1"}
+        app = subprocess.Popen([sys.executable, "-m", "curation.cli", "run", "--port", str(taken), "--address",
+                                "127.0.0.1", "--no-install"], cwd=PROJECT_ROOT, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            lines = []
+            assert app.stdout is not None
+            for line in app.stdout:  # until the line a newcomer follows
+                lines.append(line)
+                if "Open http" in line:
+                    break
+        finally:
+            os.killpg(app.pid, signal.SIGTERM)
+            app.wait(timeout=60)
+    said = "".join(lines)
+    assert f"Port {taken} is taken" in said, said
+    opened = int(said.split("Open http://127.0.0.1:")[1].split()[0])
+    assert opened != taken and said.index("is taken") < said.index("Open http")
+    assert f"Using port {opened} instead" in said

@@ -37,7 +37,7 @@ from curation.services.hypotheses import (
     submit_hypotheses,
 )
 from curation.services.hypotheses.llm import generate_hypotheses, start_hypothesis_generation
-from curation.services.meetings import close_meeting, record_outcome, start_meeting
+from curation.services.meetings import close_meeting, record_outcome, revise_vote, start_meeting
 from curation.services.release_data import dataset_release
 from curation.services.releases import DEFAULT_HYPOTHESIS_PARTS
 from curation.services.review_queue import review_queue
@@ -98,6 +98,22 @@ def _vote(w, actor, kind, tid, answer, why=""):  # type: ignore[no-untyped-def]
                          answer=answer, explanation=why)
 
 
+def test_supporting_code_that_only_prints_is_kept(world, os_sandbox):
+    """Supporting code is code whose output is kept: a table it prints supports the hypothesis, no model needed
+    (issue 29 point 2); code that stops with an error is still refused, in one sentence."""
+    w = world
+    code = "print(df.groupby(pd.qcut(df['AGE'], 4))['BMI'].mean())"
+    check = _check(w, w.ana, code)
+    assert check["ok"] and check["error"] is None, check
+    assert "BMI" in check["stdout"] and "]" in check["stdout"]  # the printed table, one row per quartile
+    assert "model" not in check["stdout"]  # a warning it printed names "the supporting code", not a model
+    failed = _check(w, w.ana, "x = 1\nprint(df['NOPE'])")
+    assert not failed["ok"] and failed["error"].startswith("Line 2 of the supporting code raised KeyError"), failed
+    saved = _save(w, w.ana, data=_input(code=code), check=check)
+    with session_scope(w.engine) as s:
+        assert s.get(HypothesisProposal, saved.id).check["stdout"] == check["stdout"]
+
+
 def test_stage_one_keeps_the_sandbox_output_and_refuses_bad_input(world, os_sandbox):
     w = world
     check = _check(w, w.ana, CODE)
@@ -126,8 +142,9 @@ def test_stage_one_keeps_the_sandbox_output_and_refuses_bad_input(world, os_sand
     failing = "df['NOPE'].mean()"
     failed = _check(w, w.bob, failing)
     assert not failed["ok"] and "NOPE" in failed["error"]
-    with pytest.raises(DecisionValidationError, match="the supporting code fails"):
+    with pytest.raises(DecisionValidationError, match="the supporting code stops with an error") as refused:
         _save(w, w.bob, data=_input(code=failing), check=failed)
+    assert ".." not in str(refused.value)
     with pytest.raises(DecisionValidationError, match="run the supporting code first"):  # a check of other code
         _save(w, w.bob, data=_input(code=failing), check=check)
     assert _count(w, HypothesisProposal) == 1  # nothing of bob's was stored
@@ -299,6 +316,10 @@ def test_a_contested_hypothesis_goes_to_the_meeting_whose_outcome_makes_it_gold(
         meeting = start_meeting(session=s, actor=carl, dataset_id=w.dataset.id,
                                 attendee_ids=[w.ana.id, w.bob.id])
         assert [(a["target_kind"], a["target_id"]) for a in meeting.agenda] == [("hypothesis", a_id)]
+    # a vote revised at the meeting asks for its reason in the hypothesis' words, not a "decision"'s
+    with pytest.raises(VoteError, match="Say why this hypothesis is unjustifiable"), session_scope(w.engine) as s:
+        revise_vote(session=s, actor=w.bob, meeting_id=meeting.id, target_kind="hypothesis", target_id=a_id,
+                    question="justifiable", answer="no", explanation="")
     with session_scope(w.engine) as s:
         record_outcome(session=s, actor=carl, meeting_id=meeting.id, target_kind="hypothesis", target_id=a_id,
                        outcome="justifiable", reason="the age slope holds with controls", dissent="bob")

@@ -807,8 +807,11 @@ def test_changelog_text_names_each_change(first: Release) -> None:
     assert "- added `BV4` Control 'season'" in text
     assert "- removed `BV2` Control 'group'" in text
     assert "- changed `BV1` IV 'treatment intensity': `rationale`, `extra.blade`" in text
-    assert "- changed `A2` on variable `BV1`, justifiable: `answer`, `explanation`" in text
-    assert "- removed `A2` on model `BM1`, is_suited_to_cv" in text
+    # a vote names the item by what a reader knows it as, and asks its question in words (issue 29 point 11)
+    assert ("- changed `A2`'s vote on variable 'treatment intensity' (`BV1`): justifiable? no: `answer`, "
+            "`explanation`") in text
+    assert "- removed `A2`'s vote on model 'OLS' (`BM1`): operationalises the variable? no" in text
+    assert "can_derive_from_data" not in text and "is_suited_to_cv" not in text
     assert "- added `BQ2` (transform, select_neg)" in text
     assert "- changed `BQ1` (variable, select_pos): `correct_index`" in text
     assert "## Dataset `dice` (added)" in text and "## Dataset `cars` (removed)" in text
@@ -889,3 +892,15 @@ def test_format_1_0_releases_are_still_read(tmp_path: Path, first: Release) -> N
             c.pop("tally", None)
     release = parse_release_json(json.dumps(doc))
     assert release.format_version == "1.0" and release.datasets[0].meetings == []
+
+
+def test_a_vote_on_a_check_is_a_vote_on_a_check_not_a_prog_check() -> None:
+    """Issue 29 point 11: "added A4 on prog_check ff61a0…, is_faithful" named an internal kind and key."""
+    from exports.changelog import _label_vote
+    from exports.schema import Vote
+
+    vote = Vote(target_kind="prog_check", target_id="ff61a0c2d4e5f6a7b8", annotator="A4", question="is_faithful",
+                answer="yes")
+    assert _label_vote(vote) == "`A4`'s vote on check `ff61a0c2d4e…`: tests what the task asks? yes"
+    assert _label_vote(vote, {("prog_check", vote.target_id): "Data Completeness Ratio of task t1"}) == (
+        "`A4`'s vote on check 'Data Completeness Ratio of task t1' (`ff61a0c2d4e…`): tests what the task asks? yes")

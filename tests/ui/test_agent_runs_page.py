@@ -74,3 +74,30 @@ def test_a_finished_run_shows_cost_tasks_and_transcript(ui, released):
     assert "300 tokens in · 30 out · cost $0.0004" in shown
     assert any(sb.label == "Transcript of" for sb in at.selectbox)
     assert "Prompt" in shown and "Model" in shown
+
+
+def test_a_run_says_how_it_ended_in_the_right_colour_with_its_agent_named(ui, released):
+    """Issue 29 points 6 and 12: a run where some task runs got no usable answer is a warning, not a green
+    success; a cancelled run is not a red error; the typed agent name is in the runs table and the picker."""
+    with ScriptedLLM() as llm:
+        llm.script = [{"content": "not json"}, {"content": "still not json"}, {"content": json.dumps(ANALYSIS)}]
+        with session_scope(ui.engine) as s:
+            partial = ar.start_agent_run(session=s, actor=released, release_version="1.0.0", model="scripted",
+                                         base_url=llm.url, strategy="oneshot", runs_per_task=2, agent="Hurricane bot",
+                                         artifacts=ui.settings.artifact_store(), prices={})
+        execute_job(ui.engine, partial.job_id, ui.settings)
+    with session_scope(ui.engine) as s:
+        stopped = ar.start_agent_run(session=s, actor=released, release_version="1.0.0", model="scripted",
+                                     base_url="http://127.0.0.1:9/v1", strategy="oneshot", runs_per_task=1,
+                                     agent="Stopped bot", artifacts=ui.settings.artifact_store(), prices={})
+    with session_scope(ui.engine) as s:
+        ar.cancel_agent_run(session=s, actor=released, run_id=stopped.id)
+    at = _open(ui, released)
+    picker = next(sb for sb in at.selectbox if sb.label == "Agent run")
+    assert list(at.dataframe[0].value["agent"]) == ["Stopped bot", "Hurricane bot"]
+    assert any("Stopped bot" in str(o) for o in picker.options) and any("Hurricane bot" in str(o)
+                                                                         for o in picker.options)
+    picker.set_value(stopped.id).run()
+    assert "was cancelled" in " ".join(i.value for i in at.info) and not at.error, [e.value for e in at.error]
+    next(sb for sb in at.selectbox if sb.label == "Agent run").set_value(partial.id).run()
+    assert not at.success and "1 of 2 task runs answered" in " ".join(w.value for w in at.warning)

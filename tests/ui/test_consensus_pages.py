@@ -59,6 +59,22 @@ def test_consensus_waits_for_stage_two_to_close(ui):
     assert "No dataset has closed stage 2 yet" in texts(at)
 
 
+def test_no_meeting_is_offered_with_an_empty_agenda_or_an_empty_attendance(ui):
+    """Issue 29 point 12: a meeting started with "0 items on the agenda", and on an imported dataset "Who is
+    here?" had no options. Nothing contested: no meeting offered, and the page says why."""
+    f.full_analysis(ui.engine, ui.analyst, ui.dataset_id)
+    with session_scope(ui.engine) as s:
+        submit_analysis(session=s, actor=ui.analyst, dataset_id=ui.dataset_id)
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.REVIEW)
+    with session_scope(ui.engine) as s:
+        set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.CLOSED)
+    at = _page(ui, ui.curator, "consensus")
+    assert "Nothing to discuss: no item is contested" in texts(at)
+    assert not [b for b in at.button if b.label == "Start the consensus meeting"]
+    assert not [m for m in at.multiselect if m.label == "Who is here?"]
+
+
 def test_a_meeting_in_the_browser_pages_from_start_to_summary(ui, closed):
     with session_scope(ui.engine) as s:
         set_stage(session=s, actor=ui.curator, dataset_id=ui.dataset_id, stage=Stage.CLOSED)
@@ -66,9 +82,10 @@ def test_a_meeting_in_the_browser_pages_from_start_to_summary(ui, closed):
     assert "No meeting is open on this dataset" in texts(at)
     assert not [b for b in at.button if b.label == "Start the consensus meeting"]
     at = _page(ui, ui.curator, "consensus")
+    assert "1 item contested or split under the rule will be on the agenda" in texts(at)  # said before it starts
     at.multiselect[0].select(ui.analyst.id).select(closed["bob"].id)
     at = _submit(at, "Start the consensus meeting")
-    assert "Meeting 1 started with 1 items on the agenda" in texts(at)
+    assert "Meeting 1 started with 1 item on the agenda" in texts(at)
     assert "1. variable · deaths" in at.selectbox(key="meeting.item").format_func(0)
     # the facilitator records the outcome with a reason and dissent
     at.radio[0].set_value("justifiable")

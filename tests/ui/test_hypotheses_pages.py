@@ -94,3 +94,9 @@ def test_drilldown_shows_decompositions_side_by_side_and_records_a_judgement(ui,
     at = _open(ui, evaluator, "leaderboard.py")
     _select(at, "Kind of task", "hypotheses")
     assert "HMS relationship level: **0%** agreement" in texts(at)
+    # the Judge validation page shows the same expert labels as the leaderboard's card, not "No expert labels
+    # yet", and one label is said to be too few to read (issue 29 point 7)
+    at = _open(ui, evaluator, "judge_check.py")
+    assert "HMS relationship level: **0%** agreement" in texts(at), texts(at)
+    assert "only 1 expert label: too few to read" in texts(at)
+    assert "No expert labels yet. Judge a facet" not in texts(at)

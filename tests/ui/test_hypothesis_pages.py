@@ -64,17 +64,24 @@ def test_analyst_writes_checks_and_submits_a_hypothesis(ui, hw, os_sandbox):
     code_box = next(w for w in at.text_area if w.label.startswith("Supporting code"))
     code_box.input("df['NOPE'].mean()").run()
     settle(at.button(key=f"hy{hw['tasks']['q0'].id}.check").click().run())
-    assert "The model could not be fitted" in texts(at) and "NOPE" in texts(at)
+    assert "The supporting code stopped with an error" in texts(at) and "NOPE" in texts(at)
     at.button(key=save).click().run()
-    assert "the supporting code fails" in texts(at)
+    assert "the supporting code stops with an error" in texts(at) and ".." not in texts(at)
     next(w for w in at.text_area if w.label.startswith("Supporting code")).input(CODE).run()
     settle(at.button(key=f"hy{hw['tasks']['q0'].id}.check").click().run())
-    assert "The model was fitted" in texts(at)
+    assert "The code ran without error" in texts(at) and "The model was fitted" not in texts(at)
+    # code that only prints is supporting code too: its output is kept, no model needed (issue 29 point 2)
+    printing = "print(df.groupby(pd.qcut(df['AGE'], 4))['BMI'].mean())"
+    next(w for w in at.text_area if w.label.startswith("Supporting code")).input(printing).run()
+    settle(at.button(key=f"hy{hw['tasks']['q0'].id}.check").click().run())
+    assert "The code ran without error" in texts(at) and "could not" not in texts(at), texts(at)
     at.button(key=save).click().run()
-    assert "Saved your hypothesis for q0" in texts(at), texts(at)
+    # a query is named with its metadata number: a folder has a q0 per metadata file (issue 29 point 5)
+    assert "Saved your hypothesis for query 0/q0." in texts(at), texts(at)
     with session_scope(ui.engine) as s:
         (h,) = s.exec(select(HypothesisProposal)).all()
-        assert h.check["ok"] and [v["column"] for v in h.variables] == ["AGE", "BMI"]
+        assert h.check["ok"] and [v["column"] for v in h.variables] == ["AGE", "BMI"] and h.code == printing
+        assert "BMI" in h.check["stdout"]
     at.checkbox(key=f"hyp.confirm.{hw['ds'].id}").check().run()
     at.button(key=f"hyp.submit.{hw['ds'].id}").click().run()
     assert "You submitted your hypotheses" in texts(at)
@@ -101,7 +108,7 @@ def test_review_page_per_role(ui, hw):
     assert "BMI falls with age." in shown and "BMI rises with age." in shown and "your own" in shown
     at.radio(key=f"hr.{bob_h}.answer").set_value("no").run()
     at.button(key=f"hr.{bob_h}.vote").click().run()
-    assert "Say why" in texts(at)
+    assert "Say why this hypothesis is unjustifiable" in texts(at) and "decision" not in texts(at)  # point 12e
     at.text_input(key=f"hr.{bob_h}.why").input("the slope is positive").run()
     at.button(key=f"hr.{bob_h}.vote").click().run()
     assert not at.exception
@@ -137,6 +144,11 @@ def test_consensus_page_decides_the_gold(ui, hw):
     at.run()
     shown = texts(at)
     assert "BMI rises with age." in shown and "justifiable" in shown
+    # nothing is chosen for the curator: one click cannot make a pre-selected candidate gold (issue 29 point 10)
+    choice = at.radio(key=f"gold.{hw['tasks']['q0'].id}.choice")
+    assert choice.value is None and at.button(key=f"gold.{hw['tasks']['q0'].id}.decide").disabled
+    assert any("an analyst's; 1 of 1 justifiable" in str(o) for o in choice.options), choice.options
+    choice.set_value(choice.options[0]).run()
     at.button(key=f"gold.{hw['tasks']['q0'].id}.decide").click().run()
     assert not at.exception
     assert "is now the gold hypothesis" in texts(at) and "by cura" in texts(at)

@@ -45,3 +45,25 @@ def test_the_new_user_form_says_what_is_wrong_with_the_initial_password(ui):
     assert any("one of the most common ones" in e for e in _errors(at)), _errors(at)
     with session_scope(ui.engine) as s:  # nothing stored
         assert s.exec(select(User).where(User.username == "newbie")).first() is None
+
+
+def test_a_refused_new_user_keeps_what_was_typed(ui):
+    """Issue 29 point 3: a refused password leaves the other fields as typed, so the retry is one fix away (the
+    form used to empty every field, and the retry said "User name '' is not allowed"); a created user empties
+    the form for the next one."""
+    at = ui.app(ui.admin).run()
+    at.switch_page("app_pages/admin.py").run()
+    fields = {t.label: t for t in at.text_input}
+    fields["User name"].input("newbie")
+    fields["Display name"].input("New Bie")
+    fields["Initial password"].input("qwertyuiop")
+    next(b for b in at.button if b.label == "Create user").click().run()
+    assert any("one of the most common ones" in e for e in _errors(at)), _errors(at)
+    fields = {t.label: t for t in at.text_input}
+    assert (fields["User name"].value, fields["Display name"].value) == ("newbie", "New Bie")
+    fields["Initial password"].input("a much better password 7")
+    next(b for b in at.button if b.label == "Create user").click().run()
+    assert not _errors(at), _errors(at)
+    with session_scope(ui.engine) as s:
+        assert s.exec(select(User).where(User.username == "newbie")).one().display_name == "New Bie"
+    assert {t.label: t.value for t in at.text_input}["User name"] == ""

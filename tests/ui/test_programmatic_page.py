@@ -173,3 +173,14 @@ def test_the_drilldown_never_shows_a_server_traceback():
     assert is_traceback('Traceback (most recent call last):\n  File "/srv/forkpaths/evaluation/programmatic/job.py"')
     assert is_traceback('  File "/srv/x.py", line 3, in f')
     assert not is_traceback("It replaces check c1 with the same metric (upstream keys checks by metric).")
+
+
+def test_an_interval_is_a_figure_of_its_own_not_a_delta():
+    """Issue 29 point 13: the drill-down drew each rate's interval as a metric delta ("↑ [0.00, 0.50]", green),
+    which reads as an improvement; the headline gives it its own label, and the page draws no delta."""
+    from annotate_app.components.kinds import programmatic
+
+    cells = dict(programmatic.headline({"success_rate": {"point": 0.25, "ci_low": 0.0, "ci_high": 0.5},
+                                        "completion_rate": {"point": 0.5}, "tasks": 2, "runs": 4, "errors": 0}))
+    assert cells["Success rate (pass@1)"] == "0.250" and cells["Success rate: 95 % CI"] == "[0.00, 0.50]"
+    assert "Completion rate: 95 % CI" not in cells and cells["Tasks"] == "2"

@@ -40,7 +40,8 @@ def test_curator_cuts_lists_compares_and_downloads(ui):
     assert "No releases yet" in texts(at)
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.0"
     _cut(at, notes="first")
-    assert "Release 1.0.0 cut: 1 dataset, manifest" in texts(at)  # pluralised, shown in a toast
+    assert "Release 1.0.0 cut: 1 dataset (manifest" in texts(at)  # pluralised, shown in a toast
+    assert "…." not in texts(at) and ".." not in texts(at)  # issue 29 point 13: the cut message's double period
     assert next(t for t in at.text_input if t.label.startswith("Version")).value == "1.0.1"  # suggests the next
     (notes,) = [t for t in at.text_area if t.label == "Release notes"]  # one box, emptied for the next release
     assert notes.value == ""
@@ -49,8 +50,23 @@ def test_curator_cuts_lists_compares_and_downloads(ui):
     listing = at.dataframe[0].value
     assert list(listing["version"]) == ["1.0.1", "1.0.0"] and list(listing["notes"]) == ["second", "first"]
     assert "Changelog of release 1.0.1" in texts(at) and "Compared with release 1.0.0." in texts(at)
+    # the release's dataset card and changelog are on the page, not only in the zip (issue 29 point 8)
+    next(sb for sb in at.selectbox if sb.label == "Download release").set_value("1.0.1").run()
+    labels = [e.label for e in at.expander]
+    assert "📄 Dataset card (README.md of the release)" in labels
+    assert "📝 Changelog (against release 1.0.0)" in labels
+    card = next(e for e in at.expander if e.label.startswith("📄 Dataset card"))
+    assert "storms" in " ".join(m.value for m in card.markdown)
     at.button(key="releases.prepare.native").click().run()
     assert not at.exception
+    at.button(key="releases.prepare.blade").click().run()
+    # both prepared downloads stay offered, not only the last one (issue 29 point 13)
+    assert sorted(d.proto.label for d in at.get("download_button")) == [
+        "⬇ Download forkpaths-1.0.1-blade.zip", "⬇ Download forkpaths-1.0.1.zip"], [
+        d.proto.label for d in at.get("download_button")]
+    next(sb for sb in at.selectbox if sb.label == "Download release").set_value("1.0.0").run()
+    assert not at.get("download_button")  # another release: its own archives, prepared anew
+    assert "📝 Changelog (the first release)" in [e.label for e in at.expander]
     with session_scope(ui.engine) as s:
         assert [r.version for r in s.exec(select(ReleaseRecord)).all()] == ["1.0.0", "1.0.1"]
 

@@ -16,7 +16,7 @@ from annotate_app import context
 from curation.models import ScoringRun, User
 from curation.services.programmatic import programmatic_run_details
 
-__all__ = ["agenda_item", "checks_frame", "drilldown", "show_output_file", "leaderboard_charts", "leaderboard_notes",
+__all__ = ["agenda_item", "checks_frame", "drilldown", "headline", "show_output_file", "leaderboard_charts", "leaderboard_notes",
            "outcomes_frame", "task_type_figure"]
 
 STATUS_ICON = {"true": "✅", "false": "❌"}
@@ -102,6 +102,20 @@ def show_output_file(path: str, data: bytes) -> None:
         st.caption(f"{path}: {len(data)} bytes (not shown)")
 
 
+def headline(scores: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's figures as (label, value): each rate, its 95 % CI as a figure of its own (where there is one),
+    the counts."""
+    cells = []
+    for label, key in (("Success rate (pass@1)", "success_rate"), ("Completion rate", "completion_rate")):
+        est = scores.get(key, {})
+        point = est.get("point")
+        cells.append((label, "undefined" if point is None else f"{point:.3f}"))
+        if est.get("ci_low") is not None:
+            cells.append((f"{label.split(' (')[0]}: 95 % CI", f"[{est['ci_low']:.2f}, {est['ci_high']:.2f}]"))
+    return [*cells, ("Tasks", str(scores.get("tasks", 0))), ("Agent runs", str(scores.get("runs", 0))),
+            ("Check errors", str(scores.get("errors", 0)))]
+
+
 def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     """Run → (task, run) → check, with the reason of each outcome and the output files."""
     details = context.attempt(lambda s: programmatic_run_details(session=s, actor=user, run_id=run.id or 0,
@@ -111,15 +125,8 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     result = details.result
     scores = result.scores.get("programmatic", {})
     row = st.container(horizontal=True, gap="medium")
-    for label, key in (("Success rate (pass@1)", "success_rate"), ("Completion rate", "completion_rate")):
-        est = scores.get(key, {})
-        point = est.get("point")
-        interval = f"[{est['ci_low']:.2f}, {est['ci_high']:.2f}]" if est.get("ci_low") is not None else ""
-        row.metric(label, "undefined" if point is None else f"{point:.3f}", interval or None, delta_color="off",
-                   width="content")
-    row.metric("Tasks", scores.get("tasks", 0), width="content")
-    row.metric("Agent runs", scores.get("runs", 0), width="content")
-    row.metric("Check errors", scores.get("errors", 0), width="content")
+    for label, value in headline(scores):  # no delta: an interval drawn as one reads as a green improvement
+        row.metric(label, value, width="content")
     st.plotly_chart(task_type_figure(scores), key="details.programmatic.types")
     st.dataframe(outcomes_frame(result.outcomes), hide_index=True, key="details.programmatic.outcomes")
     pairs = [(o.run, o.task) for o in result.outcomes]

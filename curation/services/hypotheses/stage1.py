@@ -56,7 +56,9 @@ __all__ = [
 
 
 class HypothesisCheck(ModelCheck):
-    """A model check of a hypothesis' supporting code: what it printed and the summary of its result."""
+    """A run of a hypothesis' supporting code: what it printed and, when it left one, its result (a fitted
+    model's summary or the value of its last expression). Supporting code is code whose output is kept: it must
+    run without error, it need not fit a model."""
 
     fingerprint: str = Field(description="code_fingerprint of the code this check ran")
     data_file: str = Field(description="the query's data file the code ran on, as df")
@@ -145,8 +147,9 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     """Start running the supporting code of a hypothesis in the sandbox, with all of the query's data files in its
     working directory by name and the first of them read as ``df``.
 
-    The result (JSON) is what a model check reports: the summary of the fitted result or the value of the last
-    expression, and what the code printed; with the code it ran, its fingerprint and the data file.
+    The result (JSON) is what the code printed and, when it left one, the summary of its fitted result or the
+    value of its last expression; with the code it ran, its fingerprint and the data file. Code that runs to its
+    end passes: it need not fit a model.
     """
     task, dataset = task_of(session, task_id, curating=True)
     _hypothesis_dataset(session, dataset)
@@ -154,11 +157,21 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     if not code.strip():
         raise DecisionValidationError(f"Hypothesis for the {task_label(task)}: there is no code to run.")
     files = task_data_files(dataset, task, store)
-    handle = start_files_model_check(files=files, code=code, limits=limits, bundle_dir=store / BUNDLES)
+    handle = start_files_model_check(files=files, code=code, limits=limits, bundle_dir=store / BUNDLES,
+                                     label="the supporting code")
     names = [f.name for f in files]
     return handle.then(lambda result: HypothesisCheck.model_validate(
-        {**result.model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code), "data_file": names[0],
-         "files": names}))
+        {**_ran(result).model_dump(), "code": code.rstrip(), "fingerprint": code_fingerprint(code),
+         "data_file": names[0], "files": names}))
+
+
+def _ran(result: ModelCheck) -> ModelCheck:
+    """The model check read as supporting code: code that ran to its end without leaving a model (it printed
+    a table, say) has run, so it passes; its output is what is kept."""
+    if result.ok or result.error_kind != "no_result":
+        return result
+    return result.model_copy(update={"ok": True, "error": None, "error_kind": None, "failed_step": None,
+                                     "traceback": None})
 
 
 @judges_actor
@@ -177,9 +190,9 @@ def _kept_check(task: HypothesisTask, code: str, check: dict[str, Any] | None) -
         raise DecisionValidationError(f"{where}: run the supporting code first (the check must be of this very "
                                       "code), or leave the code empty.")
     if not check.get("ok"):
-        raise DecisionValidationError(f"{where}: the supporting code fails, so it cannot support the hypothesis: "
-                                      f"{check.get('error') or 'it did not run'}. Fix it and run it again, or "
-                                      "leave the code empty.")
+        error = str(check.get("error") or "it did not run").strip().rstrip(".")
+        raise DecisionValidationError(f"{where}: the supporting code stops with an error, so its output cannot be "
+                                      f"kept ({error}). Fix it and run it again, or leave the code empty.")
     return check
 
 
@@ -188,8 +201,8 @@ def save_hypothesis(*, session: Session, actor: User, task_id: int, data: Hypoth
                     check: dict[str, Any] | None = None) -> HypothesisProposal:
     """Save (create or replace) the actor's hypothesis for one query, in one transaction.
 
-    Code is optional; when there is code, ``check`` must be the passing sandbox run of that very code (it is
-    kept with the hypothesis). Every field is checked before anything is stored.
+    Code is optional; when there is code, ``check`` must be a sandbox run of that very code that ended without
+    error (it is kept with the hypothesis, with what the code printed). Every field is checked before anything is stored.
     """
     task, dataset = task_of(session, task_id, curating=True)
     _hypothesis_dataset(session, dataset)
