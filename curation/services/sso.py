@@ -65,19 +65,19 @@ def check_provider(config: OIDCConfig) -> dict[str, Any]:
         SSOError: no answer in time, an HTTP error, or something that is not a discovery document.
     """
     where = f"The identity provider at {config.issuer_hint}"
+    seconds = f"{config.timeout_s:g} second{'' if config.timeout_s == 1 else 's'}"
     try:
         with urllib.request.urlopen(config.server_metadata_url, timeout=config.timeout_s) as answer:  # noqa: S310
             body = answer.read(1_000_000)
     except TimeoutError:
-        raise SSOError(f"{where} did not answer within {config.timeout_s:g} seconds. {_retry_sentence()}") from None
+        raise SSOError(f"{where} did not answer within {seconds}. {_retry_sentence()}") from None
     except urllib.error.HTTPError as exc:
         raise SSOError(f"{where} answered HTTP {exc.code} to the request for its configuration. "
                        f"{_retry_sentence()}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         if isinstance(reason, TimeoutError):
-            raise SSOError(f"{where} did not answer within {config.timeout_s:g} seconds. "
-                           f"{_retry_sentence()}") from None
+            raise SSOError(f"{where} did not answer within {seconds}. {_retry_sentence()}") from None
         raise SSOError(f"{where} cannot be reached ({reason}). {_retry_sentence()}") from None
     try:
         metadata = json.loads(body)
