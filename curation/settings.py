@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from evaluation.llm import LLMConfig
@@ -167,6 +167,16 @@ class Settings(BaseSettings):
     agent_api_key: SecretStr | None = Field(
         default=None, description="The key of the endpoints agent runs call (default: FORKPATHS_LLM_API_KEY).")
 
+    @field_validator("oidc_role_map")
+    @classmethod
+    def _known_roles(cls, mapping: dict[str, str]) -> dict[str, str]:
+        roles = ("analyst", "curator", "admin", "evaluator")  # curation.models.Role's values (a test keeps them equal)
+        for value, role in mapping.items():
+            if role not in roles:
+                raise ValueError(f"the claim value '{value}' is given the role '{role}', which is not one of "
+                                 f"{', '.join(roles)}")
+        return mapping
+
     @property
     def resolved_data_dir(self) -> Path:
         return self.data_dir.expanduser().resolve()
@@ -196,20 +206,11 @@ class Settings(BaseSettings):
     def oidc_config(self) -> OIDCConfig | None:
         """Single sign-on's configuration, or None when it is not configured (no issuer or client id).
 
-        Raises:
-            ValueError: a role in ``oidc_role_map`` that is not one of forkpaths's roles.
         """
         metadata = self.oidc_server_metadata_url or (
             f"{self.oidc_issuer.rstrip('/')}/.well-known/openid-configuration" if self.oidc_issuer else None)
         if not metadata or not self.oidc_client_id:
             return None
-        from curation.models import Role
-
-        roles = {r.value for r in Role}
-        for value, role in self.oidc_role_map.items():
-            if role not in roles:
-                raise ValueError(f"FORKPATHS_OIDC_ROLE_MAP gives the claim value '{value}' the role '{role}', which "
-                                 f"is not one of {', '.join(sorted(roles))}.")
         return OIDCConfig(
             server_metadata_url=metadata, client_id=self.oidc_client_id,
             client_secret=self.oidc_client_secret.get_secret_value() if self.oidc_client_secret else "",

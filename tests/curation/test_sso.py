@@ -154,6 +154,26 @@ def test_settings_become_streamlits_auth_section(tmp_path):
     assert len(auth["cookie_secret"]) >= 32 and path.stat().st_mode & 0o077 == 0
     again = tomllib.loads(Path(streamlit_auth_args(cfg)[1]).read_text())["auth"]
     assert again["cookie_secret"] == auth["cookie_secret"]  # kept across restarts
-    with pytest.raises(ValueError, match="not one of"):
+    with pytest.raises(ValueError, match="'boss', which is not one of"):
         Settings(data_dir=tmp_path, oidc_issuer="http://x", oidc_client_id="fp", oidc_role_map={"g": "boss"},
-                 _env_file=None).oidc_config()
+                 _env_file=None)
+    from curation.settings import Settings as S
+
+    assert set(S._known_roles({r.value: r.value for r in Role})) == {r.value for r in Role}  # the same roles
+
+
+def test_the_cli_acts_as_an_sso_account(tmp_path):
+    """``--as USER`` names an SSO account by its derived user name: an approved one acts, a pending one is told."""
+    from curation.db import make_engine
+    from tests.cli_runner import forkpaths
+
+    assert forkpaths(tmp_path, "add-dataset", str(f.tiny_blade_folder(tmp_path / "src"))).returncode == 0
+    engine = make_engine(f"sqlite:///{tmp_path / 'data' / 'forkpaths.db'}")
+    sso(engine, "u-cora", MAPPED, preferred_username="cora", groups=["fp-curators"])
+    sso(engine, "u-pat", MAPPED, preferred_username="pat")
+    engine.dispose()
+    done = forkpaths(tmp_path, "dataset", "archive", "storms", "--as", "cora")
+    assert done.returncode == 0 and "Archived 'storms'" in done.stdout, done.stderr
+    refused = forkpaths(tmp_path, "dataset", "restore", "storms", "--as", "pat")
+    assert refused.returncode != 0
+    assert "'pat' is waiting for an admin's approval" in refused.stderr + refused.stdout
