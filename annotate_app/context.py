@@ -197,8 +197,8 @@ def start_sso(config: OIDCConfig) -> None:
 def _sso_token() -> str | None:
     """Back from the identity provider (``st.user`` holds its ID token's claims): open forkpaths's own session,
     once per provider sign-in, so that from here on everything is as for a password sign-in."""
-    config = sso_config() if sso_ready() else None
-    if config is None or not st.user.is_logged_in:
+    config = sso_config()  # first: without SSO settings Streamlit's secrets are never asked about
+    if config is None or not sso_ready() or not st.user.is_logged_in:
         return None
     from annotate_app.components import sso
 
