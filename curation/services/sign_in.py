@@ -17,7 +17,7 @@ from sqlalchemy import delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
-from curation.errors import AuthenticationError, CurationError, SignInThrottled
+from curation.errors import AuthenticationError, CurationError, SignInThrottled, SSOError
 from curation.models import AuthSession, SignInThrottle, User, utcnow
 from curation.services.accounts import authenticate
 from curation.services.sessions import start_auth_session
@@ -155,6 +155,10 @@ def sign_in_sso(
     used = session.exec(select(AuthSession.id).where(AuthSession.sso_login == identity.login_hash)).first()
     if used is not None:
         return SignInOutcome(reused=True)
+    try:
+        identity.check_not_expired(now)
+    except SSOError as exc:  # a stale identity, not a guess: not counted as a failure
+        return SignInOutcome(error=exc)
     account_key = throttle_key("account", f"sso:{identity.issuer}|{identity.subject}")
     rows = {r.key: r for r in _lock_rows(session, [account_key, throttle_key("client", client)], now)}
     locked = [r.locked_until for r in rows.values() if r.locked_until is not None and r.locked_until > now]

@@ -97,6 +97,17 @@ class SSOIdentity:
     subject: str
     claims: Mapping[str, Any]
 
+    def check_not_expired(self, now: datetime | None = None) -> None:
+        """Refuse a token past its ``exp`` (Streamlit's identity cookie outlives it by weeks).
+
+        Raises:
+            SSOError: expired.
+        """
+        exp = self.claims.get("exp")
+        if isinstance(exp, int | float) and exp < (now or datetime.now(UTC)).timestamp():
+            raise SSOError("The identity provider's sign-in has expired (its token ran out at "
+                           f"{datetime.fromtimestamp(exp, UTC):%Y-%m-%d %H:%M:%S} UTC); sign in with it again.")
+
     @property
     def login_hash(self) -> str:
         """One provider sign-in: (issuer, subject, nonce, issued-at). It opens at most one forkpaths session."""
@@ -104,17 +115,17 @@ class SSOIdentity:
         return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
 
-def identity_from_claims(claims: Mapping[str, Any], config: OIDCConfig, now: datetime | None = None) -> SSOIdentity:
+def identity_from_claims(claims: Mapping[str, Any], config: OIDCConfig) -> SSOIdentity:
     """The identity in an ID token's claims (as ``st.user`` holds them), after checking what forkpaths relies on.
 
     Streamlit (Authlib) has checked the signature, issuer, audience, expiry and nonce when the token arrived;
-    the audience and expiry are checked again here because Streamlit's identity cookie outlives the token (30
-    days) and survives a change of client.
+    the audience is checked again here because Streamlit's identity cookie outlives the token (30 days) and
+    survives a change of client; the expiry is checked when the identity is about to open a session
+    (:meth:`SSOIdentity.check_not_expired`).
 
     Raises:
-        SSOError: no issuer or subject, another application's token, or an expired one.
+        SSOError: no issuer or subject, or another application's token.
     """
-    now = now or datetime.now(UTC)
     issuer, subject = str(claims.get("iss") or ""), str(claims.get("sub") or "")
     if not issuer or not subject:
         raise SSOError("The identity provider's answer names no issuer or no subject, so it cannot identify an "
@@ -124,10 +135,6 @@ def identity_from_claims(claims: Mapping[str, Any], config: OIDCConfig, now: dat
     if config.client_id not in audiences:
         raise SSOError(f"The identity provider's token is meant for another application (audience {audience!r}, "
                        f"not forkpaths's client id '{config.client_id}'). {_retry_sentence()}")
-    exp = claims.get("exp")
-    if isinstance(exp, int | float) and exp < now.timestamp():
-        raise SSOError("The identity provider's sign-in has expired (its token ran out at "
-                       f"{datetime.fromtimestamp(exp, UTC):%Y-%m-%d %H:%M:%S} UTC); sign in with it again.")
     return SSOIdentity(issuer=issuer, subject=subject, claims=dict(claims))
 
 

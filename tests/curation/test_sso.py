@@ -126,9 +126,11 @@ def test_a_refused_token_creates_no_account(engine):
     wrong_audience = {**claims("u-1"), "aud": "someone-else"}
     with pytest.raises(SSOError, match="meant for another application"):
         identity_from_claims(wrong_audience, CONFIG)
-    expired = {**claims("u-1"), "exp": int(time.time()) - 60}
-    with pytest.raises(SSOError, match="has expired"):
-        identity_from_claims(expired, CONFIG)
+    expired = identity_from_claims({**claims("u-1"), "exp": int(time.time()) - 60}, CONFIG)
+    with session_scope(engine) as s:
+        out = sign_in_sso(session=s, identity=expired, config=CONFIG, client="c", session_policy=POLICY,
+                          throttle=THROTTLE)
+    assert out.token is None and isinstance(out.error, SSOError) and "has expired" in str(out.error)
     with pytest.raises(SSOError, match="no subject"):
         identity_from_claims({**claims("u-1"), "sub": ""}, CONFIG)
     with session_scope(engine) as s:
