@@ -24,13 +24,23 @@ st.set_page_config(page_title="forkpaths", page_icon="🌿", layout="wide")
 
 # Pages' addresses, for a signed-out visitor who opens a link to one (a bookmark, an expired sign-in): the
 # sign-in form answers there, and once signed in the same address shows the page.
-LINKED_PAGES = sorted(p.stem for p in PAGES.glob("*.py") if p.stem not in ("__init__", "sign_in", "home"))
+LINKED_PAGES = sorted(p.stem for p in PAGES.glob("*.py")
+                      if p.stem not in ("__init__", "sign_in", "home", "pending"))
 
 user = context.current_user()
 if user is None:
     sign_in = [st.Page(PAGES / "sign_in.py", title="Sign in", icon="🔑", default=True)]
     sign_in += [st.Page(PAGES / "sign_in.py", title="Sign in", icon="🔑", url_path=name) for name in LINKED_PAGES]
     nav = st.navigation(sign_in, position="hidden")
+elif user.is_pending:  # a single-sign-on account no admin has given a role yet: that page, at every address
+    waiting = [st.Page(PAGES / "pending.py", title="Waiting for approval", icon="⏳", default=True)]
+    waiting += [st.Page(PAGES / "pending.py", title="Waiting for approval", icon="⏳", url_path=name)
+                for name in LINKED_PAGES]
+    nav = st.navigation(waiting, position="hidden")
+    with st.sidebar:
+        if st.button("Sign out", key="sign_out", width="stretch"):
+            context.sign_out()
+            st.rerun()
 else:
     staff = user.role in (Role.CURATOR.value, Role.ADMIN.value)
     sections: dict[str, list] = {}

@@ -26,7 +26,9 @@ from curation.services.run_worker import make_submitter
 from curation.services.scoring import JudgeSettings, ScoringLimits
 from curation.services.sessions import end_session, resume_auth_session
 from curation.services.sign_in import sign_in as sign_in_service
-from curation.settings import Settings
+from curation.services.sign_in import sign_in_sso
+from curation.services.sso import check_provider, identity_from_claims
+from curation.settings import OIDCConfig, Settings
 from evaluation.sandbox import prewarm
 
 log = logging.getLogger("forkpaths.ui")
@@ -165,9 +167,71 @@ def _session_token() -> str | None:
     return token
 
 
+def sso_config() -> OIDCConfig | None:
+    """Single sign-on's configuration, or None when the FORKPATHS_OIDC_* settings do not configure it."""
+    return settings().oidc_config()
+
+
+def sso_ready() -> bool:
+    """Whether Streamlit has the ``[auth]`` section ``st.login`` needs (``forkpaths run`` writes it)."""
+    try:
+        return "auth" in st.secrets
+    except Exception:  # noqa: BLE001 - no secrets file at all: Streamlit raises rather than answering False
+        return False
+
+
+def start_sso(config: OIDCConfig) -> None:
+    """Send the browser to the identity provider, unless it does not answer (then say so here)."""
+    from annotate_app.components import sso
+
+    try:
+        check_provider(config)
+    except Exception as exc:  # noqa: BLE001 - shown to the user by show_error
+        show_error(exc)
+        return
+    sso.note_attempt()
+    st.login()
+    st.stop()
+
+
+def _sso_token() -> str | None:
+    """Back from the identity provider (``st.user`` holds its ID token's claims): open forkpaths's own session,
+    once per provider sign-in, so that from here on everything is as for a password sign-in."""
+    config = sso_config()  # first: without SSO settings Streamlit's secrets are never asked about
+    if config is None or not sso_ready() or not st.user.is_logged_in:
+        return None
+    from annotate_app.components import sso
+
+    sso.forget_attempt()
+    claims = st.user.to_dict()
+    try:
+        identity = identity_from_claims(claims, config)
+    except Exception as exc:  # noqa: BLE001 - shown to the user by show_error
+        if state.get(state.SSO_TRIED) != "refused":
+            state.put(state.SSO_TRIED, "refused")
+            show_error(exc)
+        return None
+    if state.get(state.SSO_TRIED) == identity.login_hash:  # already turned into a session (since ended)
+        return None
+    state.put(state.SSO_TRIED, identity.login_hash)
+    s = settings()
+    outcome = attempt(lambda session: sign_in_sso(
+        session=session, identity=identity, config=config, client=client_id(),
+        session_policy=s.session_policy, throttle=s.throttle_policy,
+    ))
+    if outcome is None or outcome.reused:
+        return None
+    if outcome.error is not None:
+        show_error(outcome.error)
+        return None
+    assert outcome.token is not None and outcome.expires_at is not None
+    state.sign_in(outcome.token, http_date(outcome.expires_at))
+    return outcome.token
+
+
 def current_user() -> User | None:
     """The signed-in user, re-checked against the database (session and account) on every run."""
-    token = _session_token()
+    token = _session_token() or _sso_token()
     if token is None:
         return None
     try:
@@ -214,11 +278,15 @@ def sign_in(username: str, password: str) -> bool:
 
 
 def sign_out() -> None:
-    """End the session on the server (the cookie, wherever it is, stops working) and clear the cookie here."""
+    """End the session on the server (the cookie, wherever it is, stops working) and clear the cookie here; a
+    single sign-on ends at the provider too (``st.logout`` sends the browser there and back)."""
     token = state.session_token()
     if token:
         succeeded(lambda session: end_session(session=session, token=token))
     state.sign_out(ended_token=token)
+    if sso_config() is not None and sso_ready() and st.user.is_logged_in:
+        st.logout()
+        st.stop()
 
 
 def require_user(*roles: Role) -> User:

@@ -121,6 +121,9 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
            "--server.maxUploadSize", str(settings.server_upload_mb)]  # each uploader states its own limit
     if args.address:
         cmd += ["--server.address", args.address]
+    from curation.services.sso import streamlit_auth_args
+
+    cmd += streamlit_auth_args(settings)  # single sign-on: the FORKPATHS_OIDC_* settings as Streamlit's [auth]
     print(f"  Open http://{args.address or 'localhost'}:{args.port} in your browser.\n", flush=True)
     if args.no_worker or not settings.resolved_database_url.startswith("postgresql"):
         os.execv(sys.executable, cmd)  # SQLite: the app scores runs in its own process

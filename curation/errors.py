@@ -26,6 +26,7 @@ __all__ = [
     "ScoringError",
     "OverrideConflict",
     "SessionExpired",
+    "SSOError",
     "SignInThrottled",
     "StageError",
     "SubmittedAnalysisLocked",
@@ -49,6 +50,10 @@ class AuthenticationError(CurationError):
 
 class SignInThrottled(AuthenticationError):
     """Too many failed sign-ins for an account name or from a client; the message says when to try again."""
+
+
+class SSOError(AuthenticationError):
+    """Single sign-on failed: the identity provider is unreachable or its answer is refused."""
 
 
 class SessionExpired(CurationError):

@@ -21,7 +21,7 @@ from evaluation.llm import LLMConfig
 if TYPE_CHECKING:
     from curation.artifacts import ArtifactStore
 
-__all__ = ["PROJECT_ROOT", "SessionPolicy", "Settings", "ThrottlePolicy", "endpoint_identity"]
+__all__ = ["PROJECT_ROOT", "OIDCConfig", "SessionPolicy", "Settings", "ThrottlePolicy", "endpoint_identity"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,6 +58,26 @@ class ThrottlePolicy:
     window: timedelta = timedelta(minutes=15)
     first_delay: timedelta = timedelta(seconds=30)
     max_delay: timedelta = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
+class OIDCConfig:
+    """Single sign-on through an OpenID Connect provider (see ``Settings.oidc_*`` for each field)."""
+
+    server_metadata_url: str
+    client_id: str
+    client_secret: str
+    redirect_uri: str
+    label: str = "your organisation's sign-in"
+    role_claim: str | None = None
+    role_map: tuple[tuple[str, str], ...] = ()  # (claim value, role), in the order given
+    timeout_s: float = 5.0
+    scope: str = "openid profile email"
+
+    @property
+    def issuer_hint(self) -> str:
+        """The provider's address, for sentences: the discovery URL without its well-known path."""
+        return self.server_metadata_url.split("/.well-known/")[0]
 
 
 class Settings(BaseSettings):
@@ -132,6 +152,29 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="First refusal delay; each further failure doubles it."
     )
     sign_in_max_delay_minutes: float = Field(default=15.0, gt=0, description="Longest refusal delay.")
+    oidc_issuer: str | None = Field(
+        default=None, description="Single sign-on: the OpenID Connect provider's issuer URL (its discovery "
+        "document is ISSUER/.well-known/openid-configuration). Empty: local passwords only.")
+    oidc_server_metadata_url: str | None = Field(
+        default=None, description="Single sign-on: the provider's discovery URL, when it is not under the issuer.")
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_redirect_uri: str = Field(
+        default="http://localhost:{port}/oauth2callback",
+        description="The app's address followed by /oauth2callback, as registered at the provider ({port}: the "
+        "app's port).")
+    oidc_cookie_secret: SecretStr | None = Field(
+        default=None, description="Signs Streamlit's identity cookie; empty: generated once into data_dir.")
+    oidc_label: str = Field(default="your organisation's sign-in", description="Shown on the sign-in button.")
+    oidc_role_claim: str | None = Field(
+        default=None, description="A claim whose value(s) give an SSO account its role (e.g. groups); recomputed "
+        "at each sign-in. Without it (or without a match) a new SSO account waits for an admin's approval.")
+    oidc_role_map: dict[str, str] = Field(
+        default_factory=dict, description='JSON: the claim\'s values and the role each gives, e.g. '
+        '{"fp-admins": "admin", "fp-curators": "curator"}; the first listed value the user has wins.')
+    oidc_scope: str = Field(default="openid profile email", description="The scopes asked for; add the one "
+                            "that carries the role claim if the provider needs it (e.g. groups).")
+    oidc_timeout_s: float = Field(default=5.0, gt=0, description="Seconds to wait for the identity provider.")
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: SecretStr | None = None
@@ -180,6 +223,16 @@ class Settings(BaseSettings):
                 if endpoint_identity(u) != endpoint_identity(base_url)}
         return self.model_copy(update={"agent_endpoint_keys": {**keys, base_url: SecretStr(key)}})
 
+    @field_validator("oidc_role_map")
+    @classmethod
+    def _known_roles(cls, mapping: dict[str, str]) -> dict[str, str]:
+        roles = ("analyst", "curator", "admin", "evaluator")  # curation.models.Role's values (a test keeps them equal)
+        for value, role in mapping.items():
+            if role not in roles:
+                raise ValueError(f"the claim value '{value}' is given the role '{role}', which is not one of "
+                                 f"{', '.join(roles)}")
+        return mapping
+
     @property
     def resolved_data_dir(self) -> Path:
         return self.data_dir.expanduser().resolve()
@@ -205,6 +258,33 @@ class Settings(BaseSettings):
             first_delay=timedelta(seconds=self.sign_in_delay_seconds),
             max_delay=timedelta(minutes=self.sign_in_max_delay_minutes),
         )
+
+    def oidc_config(self) -> OIDCConfig | None:
+        """Single sign-on's configuration, or None when it is not configured (no issuer or client id).
+
+        """
+        metadata = self.oidc_server_metadata_url or (
+            f"{self.oidc_issuer.rstrip('/')}/.well-known/openid-configuration" if self.oidc_issuer else None)
+        if not metadata or not self.oidc_client_id:
+            return None
+        return OIDCConfig(
+            server_metadata_url=metadata, client_id=self.oidc_client_id,
+            client_secret=self.oidc_client_secret.get_secret_value() if self.oidc_client_secret else "",
+            redirect_uri=self.oidc_redirect_uri, label=self.oidc_label, role_claim=self.oidc_role_claim or None,
+            role_map=tuple(self.oidc_role_map.items()), timeout_s=self.oidc_timeout_s,
+            scope=self.oidc_scope,
+        )
+
+    @property
+    def oidc_cookie_secret_file(self) -> Path:
+        """Where a generated secret for Streamlit's identity cookie is kept (when FORKPATHS_OIDC_COOKIE_SECRET
+        is unset), so that a restart does not sign everyone out of the provider."""
+        return self.resolved_data_dir / "sso-cookie-secret.txt"
+
+    @property
+    def streamlit_secrets_file(self) -> Path:
+        """The ``[auth]`` section that `forkpaths run` writes for Streamlit from the FORKPATHS_OIDC_* settings."""
+        return self.resolved_data_dir / "streamlit-secrets.toml"
 
     @property
     def first_admin_password_file(self) -> Path:

@@ -10,6 +10,11 @@ user = context.require_user()
 st.title("👤 Account")
 st.markdown(f"**{md(user.display_name)}** (`{user.username}`), role **{user.role}**.")
 
+if user.oidc_subject is not None:
+    st.info("You sign in through single sign-on: your password is kept by your organisation's identity "
+            "provider, not here.", icon="🔐")
+    st.stop()
+
 with st.form("change_password", clear_on_submit=True):
     old = st.text_input("Current password", type="password", max_chars=MAX_PASSWORD_LENGTH)
     new = st.text_input("New password", type="password", max_chars=MAX_PASSWORD_LENGTH,

@@ -48,8 +48,13 @@ users = context.attempt(lambda s: list_users(session=s, actor=admin)) or []
 by_name = {u.username: u for u in users}
 
 with tab_users:
+    pending = [u.username for u in users if u.is_pending and u.is_active]
+    if pending:
+        st.info(f"Waiting for approval (first single sign-on): {', '.join(pending)}. Pick one under *Manage user* "
+                "and give it a role.", icon="⏳")
     st.dataframe(
-        pd.DataFrame([{"user": u.username, "name": u.display_name, "role": u.role,
+        pd.DataFrame([{"user": u.username, "name": u.display_name, "role": u.role or "pending approval",
+                       "signs in with": "single sign-on" if u.oidc_subject else "password",
                        "active": u.is_active, "created": u.created_at} for u in users]),
         hide_index=True, width="stretch",
         column_config={"created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm")},
@@ -58,19 +63,26 @@ with tab_users:
     target = by_name.get(pick)
     if target is not None:
         c1, c2, c3 = st.columns(3)
-        with c1.form("reset_pw", clear_on_submit=True):
-            new_pw = st.text_input(f"New password for {target.username}", type="password",
-                                   help=PASSWORD_RULE, max_chars=MAX_PASSWORD_LENGTH)
-            if st.form_submit_button("Reset password"):
-                if context.attempt(lambda s: reset_password(
-                        session=s, actor=admin, user_id=target.id or 0, new_password=new_pw,
-                        first_admin_password_file=context.settings().first_admin_password_file)):
-                    state.flash(f"Password of '{target.username}' reset; their open sessions ended.")
-                    st.rerun()
+        if target.oidc_subject is not None:
+            c1.caption(f"'{target.username}' signs in through single sign-on; the identity provider keeps the "
+                       "password.")
+        else:
+            with c1.form("reset_pw", clear_on_submit=True):
+                new_pw = st.text_input(f"New password for {target.username}", type="password",
+                                       help=PASSWORD_RULE, max_chars=MAX_PASSWORD_LENGTH)
+                if st.form_submit_button("Reset password"):
+                    if context.attempt(lambda s: reset_password(
+                            session=s, actor=admin, user_id=target.id or 0, new_password=new_pw,
+                            first_admin_password_file=context.settings().first_admin_password_file)):
+                        state.flash(f"Password of '{target.username}' reset; their open sessions ended.")
+                        st.rerun()
         with c2.form("set_role"):
-            new_role = st.selectbox("Role", ROLES, index=ROLES.index(target.role))
-            if st.form_submit_button("Change role"):
-                if context.attempt(lambda s: set_user_role(session=s, actor=admin, user_id=target.id or 0,
+            new_role = st.selectbox("Role", ROLES, index=ROLES.index(target.role) if target.role in ROLES else None,
+                                    placeholder="Choose a role")
+            if st.form_submit_button("Approve with this role" if target.is_pending else "Change role"):
+                if new_role is None:
+                    st.error("Choose a role first.")
+                elif context.attempt(lambda s: set_user_role(session=s, actor=admin, user_id=target.id or 0,
                                                            role=Role(new_role))):
                     state.flash(f"'{target.username}' is now {new_role}.")
                     st.rerun()

@@ -9,6 +9,7 @@ the dumps of the value objects in :mod:`evaluation.specs`; fields BLADE carries 
 """
 
 from curation.models.accounts import (
+    PENDING_ROLE,
     AuthSession,
     FormDraft,
     Role,
@@ -75,6 +76,7 @@ from curation.models.tasks import (
 )
 
 __all__ = [
+    "PENDING_ROLE",
     "AgentRun",
     "AgentTaskRun",
     "Alternative",

@@ -6,11 +6,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from curation.models.columns import UTCDateTime, _json, _ts
 
-__all__ = ["Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
+__all__ = ["PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
+
+
+#: The role of an SSO account that no admin has approved yet: no role at all (every role check refuses it).
+PENDING_ROLE = ""
 
 
 class Role(StrEnum):
@@ -21,15 +26,31 @@ class Role(StrEnum):
 
 
 class User(SQLModel, table=True):
+    """An account. A local one signs in with its password; a single-sign-on one is keyed by its identity
+    provider's (``oidc_issuer``, ``oidc_subject``), never by its user name, which is derived and can change."""
+
+    __table_args__ = (UniqueConstraint("oidc_issuer", "oidc_subject", name="uq_user_oidc_identity"),)
+
     id: int | None = Field(default=None, primary_key=True)
     username: str = Field(index=True, unique=True, max_length=64)
     display_name: str = Field(default="", max_length=128)
     password_hash: str = Field(default="", max_length=256)
-    role: str = Field(default=Role.ANALYST.value, max_length=16)
+    role: str = Field(default=Role.ANALYST.value, max_length=16,
+                      description="A Role's value, or PENDING_ROLE: an SSO account no admin has approved yet.")
     is_active: bool = True
     is_system: bool = Field(default=False, description="An account no one signs in with (e.g. imported annotators).")
     auth_epoch: int = Field(default=0, description="Bumped on password reset / deactivation; older sessions end.")
     created_at: datetime = _ts()
+    oidc_issuer: str | None = Field(default=None, max_length=512, description="SSO: the provider's issuer URL.")
+    oidc_subject: str | None = Field(default=None, max_length=255, description="SSO: the provider's subject id.")
+    role_from_claim: bool = Field(
+        default=False, description="SSO: the role came from the provider's claim mapping (recomputed at each "
+        "sign-in); False once an admin sets it.")
+
+    @property
+    def is_pending(self) -> bool:
+        """An SSO account waiting for an admin to give it a role: it can sign in and sees only that."""
+        return self.role == PENDING_ROLE
 
 
 class AuthSession(SQLModel, table=True):
@@ -47,6 +68,10 @@ class AuthSession(SQLModel, table=True):
     expires_at: datetime = Field(sa_type=UTCDateTime)
     ended_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     end_reason: str = Field(default="", max_length=32, description="sign_out | password | deactivated | ...")
+    sso_login: str | None = Field(
+        default=None, max_length=64, index=True,
+        description="SSO: SHA-256 of the provider sign-in (issuer, subject, nonce, issued-at) this session came "
+        "from; one provider sign-in opens one session, never a second after sign-out or expiry.")
 
 
 class SignInThrottle(SQLModel, table=True):

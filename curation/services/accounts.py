@@ -73,7 +73,8 @@ def require_role(actor: User, *roles: Role) -> None:
         raise PermissionDenied(f"The account '{actor.username}' is deactivated.")
     if actor.role not in {r.value for r in roles}:
         needed = " or ".join(r.value for r in roles)
-        raise PermissionDenied(f"This needs the {needed} role; '{actor.username}' is {actor.role}.")
+        has = actor.role or "waiting for an admin's approval (no role yet)"
+        raise PermissionDenied(f"This needs the {needed} role; '{actor.username}' is {has}.")
 
 
 @functools.cache
@@ -225,6 +226,9 @@ def reset_password(
     user = get_user(session=session, user_id=user_id)
     if user.is_system:
         raise AccountError(f"'{user.username}' is a system account and cannot sign in.")
+    if user.oidc_subject is not None:
+        raise AccountError(f"'{user.username}' signs in through single sign-on and has no password here; "
+                           "deactivate the account to stop it signing in.")
     check_new_password(new_password)
     user.password_hash = _hasher.hash(new_password)
     user.auth_epoch += 1
@@ -247,6 +251,9 @@ def change_own_password(
 ) -> User:
     """Change one's own password. Every other session of the account ends; ``keep_session_token`` (the
     browser that made the change) stays signed in. The first admin's password file is removed once stale."""
+    if actor.oidc_subject is not None:
+        raise AccountError("This account signs in through single sign-on; its password is kept by the identity "
+                           "provider, not here.")
     if (problem := _too_long(old_password, "The current password")) is not None:
         raise AuthenticationError(f"{problem} Nothing was changed.")
     check_new_password(new_password)  # before the current password is hashed: a too-long one costs nothing
@@ -323,6 +330,7 @@ def set_user_role(*, session: Session, actor: User, user_id: int, role: Role) ->
     user = get_user(session=session, user_id=user_id)
     if user.role == Role.ADMIN.value and role != Role.ADMIN and _count_active_admins(session) <= 1:
         raise AccountError("This is the last active admin; make another admin first.")
-    user.role = Role(role).value
+    user.role = Role(role).value  # approves a pending SSO account too
+    user.role_from_claim = False  # an admin's choice: a later SSO sign-in changes it only if the claim maps
     session.add(user)
     return user

@@ -48,13 +48,17 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def start_auth_session(*, session: Session, user: User, policy: SessionPolicy, now: datetime | None = None) -> str:
-    """Open a session for ``user`` (already authenticated) and return its token, for the browser only."""
+def start_auth_session(
+    *, session: Session, user: User, policy: SessionPolicy, now: datetime | None = None, sso_login: str | None = None
+) -> str:
+    """Open a session for ``user`` (already authenticated) and return its token, for the browser only.
+
+    ``sso_login``: the provider sign-in it comes from (:attr:`curation.services.sso.SSOIdentity.login_hash`)."""
     now = now or utcnow()
     token = secrets.token_urlsafe(32)
     session.add(AuthSession(
         token_hash=hash_token(token), user_id=user.id or 0, auth_epoch=user.auth_epoch,
-        created_at=now, last_seen_at=now, expires_at=now + policy.max_age,
+        created_at=now, last_seen_at=now, expires_at=now + policy.max_age, sso_login=sso_login,
     ))
     # Housekeeping on the (rare) sign-in rather than on every page run.
     session.execute(delete(AuthSession).where(col(AuthSession.expires_at) < now - _KEEP_ENDED))

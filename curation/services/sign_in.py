@@ -17,13 +17,14 @@ from sqlalchemy import delete, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
-from curation.errors import AuthenticationError, CurationError, SignInThrottled
-from curation.models import SignInThrottle, User, utcnow
+from curation.errors import AuthenticationError, CurationError, SignInThrottled, SSOError
+from curation.models import AuthSession, SignInThrottle, User, utcnow
 from curation.services.accounts import authenticate
 from curation.services.sessions import start_auth_session
-from curation.settings import SessionPolicy, ThrottlePolicy
+from curation.services.sso import SSOIdentity, resolve_sso_user
+from curation.settings import OIDCConfig, SessionPolicy, ThrottlePolicy
 
-__all__ = ["SignInOutcome", "sign_in", "throttle_key"]
+__all__ = ["SignInOutcome", "sign_in", "sign_in_sso", "throttle_key"]
 
 # Throttle rows untouched for this long are forgotten.
 _KEEP_THROTTLE = timedelta(days=1)
@@ -83,6 +84,9 @@ class SignInOutcome:
     token: str | None = None
     expires_at: datetime | None = None
     error: CurationError | None = None
+    #: SSO: this provider sign-in already opened a session (signed out or expired since): not a failure, but
+    #: no new session either; the browser must sign in at the provider again.
+    reused: bool = False
 
 
 def sign_in(
@@ -129,4 +133,49 @@ def sign_in(
         .values(failures=0, locked_until=None, window_started_at=now, updated_at=now)
     )
     token = start_auth_session(session=session, user=user, policy=session_policy, now=now)
+    return SignInOutcome(user=user, token=token, expires_at=now + session_policy.max_age)
+
+
+def sign_in_sso(
+    *,
+    session: Session,
+    identity: SSOIdentity,
+    config: OIDCConfig,
+    client: str,
+    session_policy: SessionPolicy,
+    throttle: ThrottlePolicy,
+    now: datetime | None = None,
+) -> SignInOutcome:
+    """Open a forkpaths session for an identity the provider vouched for (creating its account at the first
+    sign-in, see :func:`curation.services.sso.resolve_sso_user`), throttled like a password sign-in: per
+    account (issuer and subject) and per client; a refused account (deactivated) counts as a failure.
+
+    One provider sign-in opens one session: after a sign-out or an expiry the same one is ``reused``."""
+    now = now or utcnow()
+    used = session.exec(select(AuthSession.id).where(AuthSession.sso_login == identity.login_hash)).first()
+    if used is not None:
+        return SignInOutcome(reused=True)
+    try:
+        identity.check_not_expired(now)
+    except SSOError as exc:  # a stale identity, not a guess: not counted as a failure
+        return SignInOutcome(error=exc)
+    account_key = throttle_key("account", f"sso:{identity.issuer}|{identity.subject}")
+    rows = {r.key: r for r in _lock_rows(session, [account_key, throttle_key("client", client)], now)}
+    locked = [r.locked_until for r in rows.values() if r.locked_until is not None and r.locked_until > now]
+    if locked:
+        return SignInOutcome(error=SignInThrottled(f"Too many failed sign-ins; {_wait_text(max(locked), now)}."))
+    try:
+        with session.begin_nested():  # a refusal leaves the account as it was (nothing half-stored)
+            user = resolve_sso_user(session=session, identity=identity, config=config)
+    except AuthenticationError as exc:
+        for row in rows.values():
+            _record_failure(row, throttle, now)
+            session.add(row)
+        return SignInOutcome(error=exc)
+    session.execute(
+        update(SignInThrottle).where(col(SignInThrottle.key) == account_key)
+        .values(failures=0, locked_until=None, window_started_at=now, updated_at=now)
+    )
+    token = start_auth_session(session=session, user=user, policy=session_policy, now=now,
+                               sso_login=identity.login_hash)
     return SignInOutcome(user=user, token=token, expires_at=now + session_policy.max_age)

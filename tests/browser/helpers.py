@@ -27,6 +27,7 @@ from curation.db import make_engine, session_scope
 from curation.models import Role, User
 from curation.services import releases as rel
 from curation.services.blade_import import import_blade
+from curation.services.sso import streamlit_auth_args
 from curation.settings import Settings
 from tests import factories as f
 
@@ -77,7 +78,8 @@ def serving(tmp_path: Path, extra_env: Mapping[str, str] | None = None) -> Itera
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "annotate_app" / "app.py"),
          "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+         *streamlit_auth_args(settings)],  # single sign-on, when extra_env configures it (as forkpaths run)
         cwd=tmp_path, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
     )
     try:
@@ -248,8 +250,8 @@ def pick(page: Any, label: str, option: str) -> None:
     idle(page)
 
 
-def click(page: Any, name: str) -> None:
-    page.get_by_role("button", name=name).filter(visible=True).click()
+def click(page: Any, name: str, *, exact: bool = False) -> None:
+    page.get_by_role("button", name=name, exact=exact).filter(visible=True).click()
     idle(page)
 
 
@@ -290,7 +292,7 @@ def sign_in(page: Any, url: str, username: str, password: str = PASSWORD, *, ope
     name.wait_for(timeout=60_000)  # a new page's first run: slow on a loaded machine (CI's two busy cores)
     name.fill(username)
     page.get_by_label("Password", exact=True).fill(password)
-    click(page, "Sign in")
+    click(page, "Sign in", exact=True)  # not "Sign in with <provider>" when single sign-on is configured
     if open_page is not None:
         page.get_by_role("link", name=open_page).click()
         idle(page)
@@ -301,7 +303,7 @@ def sign_out(page: Any) -> None:
     a navigation that leaves while the sign-out run is still on its way (a loaded machine) closes the page's
     connection before the server ends the session, and the next page signs in again from the cookie."""
     page.get_by_role("button", name="Sign out").filter(visible=True).click()
-    page.get_by_role("button", name="Sign in").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Sign in", exact=True).wait_for(timeout=60_000)
     idle(page)
 
 
