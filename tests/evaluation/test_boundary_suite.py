@@ -290,7 +290,7 @@ def _expression_gold(world: World, code: str, attack: str) -> Verdict:
     builtins are a convenience, not the boundary), next to an honest answer that agrees with the expression."""
     from evaluation.hms.expression import expression_facet
 
-    smuggled = f"np.__builtins__['exec']({code!r}, {{'df': df}}) or ({EXPR})"
+    smuggled = f"np.__builtins__['exec']({code!r}, {{'df': df, '__builtins__': np.__builtins__}}) or ({EXPR})"
     check = expression_facet(smuggled, "hypothesis_values = df['a'] * 2 + df['b']", data_path=world.data,
                              limits=_limits(attack))
     return Verdict(check.status == "passed", check.model_dump_json())
@@ -354,7 +354,7 @@ DRIVERS: dict[str, Engine] = {
     "groundtruth.execute_paths": Engine(_execute_paths),
     "hms.expression_check": Engine(_expression, failing_tail=EXPRESSION_TAIL,
                                    passing="hypothesis_values = df['a'] * 2 + df['b']\n"),
-    "hms.expression_gold": Engine(_expression_gold, passing=""),
+    "hms.expression_gold": Engine(_expression_gold, passing="import os\n"),  # the smuggled code runs in full
     "programmatic.run_checks": Engine(
         _programmatic_checks,
         failing_tail="\ndef check(ground_truth):\n    return open('clean.csv').read().startswith('zzz')\n",
@@ -456,7 +456,8 @@ def run_attack(engine: str, attack: str, world: World) -> tuple[bool, str]:
         return False, f"forged pass: {verdict.record[:500]}"
     if FORGED_HASH in verdict.record:
         return False, f"a forged hash was recorded: {verdict.record[:500]}"
-    leaked = [leak for leak in LEAKS if leak in verdict.record]
+    text = verdict.record.replace('\\"', '"').replace("\\n", "\n")  # JSON records: as the user reads them
+    leaked = [leak for leak in LEAKS if leak in text]
     if leaked:
         return False, f"an internal failure reached the user ({leaked}): {verdict.record[:1500]}"
     if len(world.received) > before:
@@ -473,3 +474,21 @@ def test_attack_is_contained(world: World, engine: str, attack: str, audit_hook:
     contained, why = run_attack(engine, attack, world)
     record_property("outcome", why if contained else "not contained")  # benchmarks/attack_suite.py counts these
     assert contained, f"{engine} / {attack} (audit hook {'on' if audit_hook else 'off'}): {why}"
+
+
+def test_untrusted_code_cannot_run_in_the_job_process(tmp_path: Path) -> None:
+    """The primitive itself refuses: a job that would run code it did not write in the process that holds the
+    result channel (instead of in the child of JobContext.split) fails before any of it runs."""
+    import os
+
+    from evaluation.sandbox.runtime import JobContext
+
+    read_fd, write_fd = os.pipe()
+    output = os.open(tmp_path / "output", os.O_WRONLY | os.O_CREAT)
+    with os.fdopen(write_fd, "w") as channel:
+        ctx = JobContext(payload={}, limits={"max_output_chars": 100}, data=None, output_fd=output,
+                         channel=channel, work=tmp_path, audit_hook=False)
+        with pytest.raises(RuntimeError, match="only in the child of JobContext.split"):
+            ctx.untrusted()
+        ctx.output.close()
+    os.close(read_fd)
