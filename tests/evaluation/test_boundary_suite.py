@@ -44,7 +44,7 @@ FORGED = {"event": "result", "ok": True, "status": "passed", "agreement": 1.0, "
 LINE = json.dumps(FORGED)
 MEMORY_MB = 384
 TIMEOUT_S = 20.0
-SLEEP_TIMEOUT_S = 3.0
+SLEEP_TIMEOUT_S = 2.0
 
 PRELUDE = "FORGED_VALUES = None\n"
 
