@@ -492,3 +492,17 @@ def test_untrusted_code_cannot_run_in_the_job_process(tmp_path: Path) -> None:
             ctx.untrusted()
         ctx.output.close()
     os.close(read_fd)
+
+
+def test_sigkill_is_the_memory_sentence_and_sigsegv_a_short_one(world: World) -> None:
+    """Issue 26, "Why" 8: SIGKILL (what the out-of-memory killer sends) made the measurer call
+    signal.signal(SIGKILL) and the user read "The sandbox failed ...: OSError: [Errno 22]"; a SIGSEGV showed
+    faulthandler's list of every loaded module."""
+    from evaluation.sandbox import check_transform
+
+    killed = check_transform(data_path=world.data, parent_codes=[], code=SELF_SIGKILL, limits=_limits("sigkill"))
+    assert killed.error_kind == "memory" and killed.error is not None
+    assert "killed (SIGKILL)" in killed.error and f"{MEMORY_MB} MB memory limit" in killed.error
+    crashed = check_transform(data_path=world.data, parent_codes=[], code=SIGSEGV, limits=_limits("sigsegv"))
+    assert crashed.error_kind == "crashed" and "SIGSEGV" in (crashed.error or "")
+    assert "pandas._libs" not in (crashed.traceback or "") and "Extension modules" not in (crashed.traceback or "")
