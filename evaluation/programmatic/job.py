@@ -209,7 +209,10 @@ def _child(check: dict[str, Any], gt_path: str, write_fd: int) -> None:
             value = namespace[fname](gt_path)
         except BaseException as exc:  # noqa: BLE001 - whatever the check raised is its outcome
             kind = "refused" if type_(exc).__name__ == "Refusal" else "raised"
-            tb = traceback.format_exc()
+            # the check's own frames only: the sandbox's files are nothing its author can act on (issue 26)
+            own = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<check>"]
+            tb = "".join(["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(own).format(),
+                          *traceback.format_exception_only(type_(exc), exc)])
             send({"status": "memory" if isinstance(exc, MemoryError) else kind, "line": _check_line(exc),
                   "error": _short(f"{type_(exc).__name__}: {exc}", 500), "traceback": _short(tb)})
             return

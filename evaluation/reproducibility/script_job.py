@@ -29,12 +29,17 @@ MAX_CODE_CHARS = 100_000
 
 @sandbox_job(JOB_NAME)
 def run_script_job(ctx: JobContext) -> dict[str, Any]:
-    """Payload: ``code``. Data: a zip of the files, unpacked into the working directory first."""
-    import builtins
-    import linecache
-    import traceback
+    """Payload: ``code``. Data: a zip of the files, unpacked into the working directory first.
 
-    from evaluation.sandbox.code_jobs import _failure_info
+    The code runs in a child (:mod:`evaluation.sandbox.handoff`) that holds neither the result channel nor the
+    data file; it hands over only how the code ended, which this process checks field by field. Code that
+    writes on other descriptors or leaves without handing over (``os._exit``) is "the code interfered with the
+    measurement", never "the code ran".
+    """
+    import linecache
+
+    from evaluation.sandbox.code_jobs import _checked_failure, _checked_violations
+    from evaluation.sandbox.handoff import Interference
 
     code = str(ctx.payload.get("code", ""))
     names = unpack_files(ctx.data, ctx.work) if ctx.data is not None else []
@@ -47,25 +52,50 @@ def run_script_job(ctx: JobContext) -> dict[str, Any]:
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         return {"ok": False, "error_kind": "syntax", "exc_type": type(exc).__name__, "exc_message": message,
                 "line": line}
-    ctx.untrusted()
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     started = time.perf_counter()
     try:
-        exec(compiled, namespace)
+        for header, _blobs in ctx.split(lambda sender: _run_code(ctx, compiled, filename, sender)):
+            seconds = time.perf_counter() - started
+            if header.get("type") == "ran":
+                return {"ok": True, "code_seconds": seconds, "violations": _checked_violations(
+                    header.get("violations"))}
+            if header.get("type") == "failed":
+                info = _checked_failure(header.get("info"), 1)
+                info.pop("failed_step", None)
+                info["code_seconds"] = seconds
+                missing = header.get("missing_file")
+                if isinstance(missing, str):
+                    info["missing_file"] = missing[:500]
+                    info["files"] = names
+                return info
+            raise Interference("it sent a message the sandbox does not know")
+    except Interference as exc:
+        return {"ok": False, "error_kind": "interfered", "error": exc.sentence,
+                "code_seconds": time.perf_counter() - started}
+    return {"ok": False, "error_kind": "interfered", "error": Interference("it handed over nothing").sentence}
+
+
+def _run_code(ctx: JobContext, compiled: Any, filename: str, sender: Any) -> None:
+    """The child: run the script; hand over how it ended (data only; the job process decides what it means)."""
+    import builtins
+    import traceback
+
+    from evaluation.sandbox.code_jobs import _failure_info
+
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        exec(compiled, namespace)  # noqa: S102 - the untrusted part, in the handoff's child
     except BaseException as exc:  # noqa: BLE001 - the code's failure is the result
         info = _failure_info(exc, 0, {filename: 0}, ctx.guard, namespace, ctx.output_limit)
-        info["code_seconds"] = time.perf_counter() - started
-        if isinstance(exc, FileNotFoundError):
-            info["missing_file"] = str(exc.filename or "")
-            info["files"] = names
         if not info.get("traceback"):
             info["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-2000:]
-        info.pop("failed_step", None)
-        return info
-    finally:
+        missing = {"missing_file": str(exc.filename or "")} if isinstance(exc, FileNotFoundError) else {}
         ctx.output.flush()
-    return {"ok": True, "code_seconds": time.perf_counter() - started,
-            "violations": [{"kind": v.kind, "action": v.action, "target": v.target} for v in ctx.guard.violations]}
+        sender.send({"type": "failed", "info": info, **missing})
+        return
+    ctx.output.flush()
+    sender.send({"type": "ran", "violations": [{"kind": v.kind, "action": v.action, "target": v.target}
+                                               for v in ctx.guard.violations]})
 
 
 def _sentence(result: dict[str, Any], who: str, timeout_s: float) -> str:
@@ -83,7 +113,7 @@ def _sentence(result: dict[str, Any], who: str, timeout_s: float) -> str:
     if kind == "timeout":
         return f"{who} ran past the {timeout_s:g} s limit (a loop?), so it was stopped."
     if kind == "memory":
-        return f"{who} ran out of memory."
+        return f"{who}: {result['error']}" if result.get("error") else f"{who} ran out of memory."
     if result.get("error"):  # the job died: the sandbox's own sentence
         return f"{who}: {result['error']}"
     line = f" at line {result['line']}" if result.get("line") else ""

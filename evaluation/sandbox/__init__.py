@@ -16,8 +16,7 @@ statsmodels once) and, in the default ``bwrap`` mode, behind two layers of Linux
 The job gets its one data file as a read-only descriptor (the table's fast copy alongside), closed before the
 untrusted code runs; only JSON comes back, and ``print`` output is captured, bounded.
 
-A job that reports on what the code computed (the sanity checks, the converter that scores agents) runs the code
-in a child process of its own (:mod:`evaluation.sandbox.handoff`): the child hands over only data (frames in a
+Every job runs code it did not write in a child process of its own (:mod:`evaluation.sandbox.handoff`): the child hands over only data (frames in a
 plain encoding, :mod:`evaluation.sandbox.frames`; never pickle), and the job process, which never runs the code,
 checks it and computes every hash, unit and description it reports. Code that forges messages, writes to other
 descriptors or leaves early (``os._exit``) fails with "the code interfered with the measurement". An audit hook inside the
@@ -46,9 +45,16 @@ argument that returns a JSON-able dict, and add the module to
     @sandbox_job("gt.execute_prefix")
     def execute_prefix(ctx):
         frame = ctx.load_table()          # the data file, read before any untrusted code runs
-        ctx.untrusted()                   # closes the data file, captures print(), installs the audit hook
-        ...                               # run the code of ctx.payload
+        def body(sender):                 # the child: no result channel, no data file, audit hook, seccomp
+            ...                           # run the code of ctx.payload on a copy of frame
+            sender.send({"type": "values"}, [blob])   # hand over data only (plain encoding, never pickle)
+        for header, blobs in ctx.split(body):
+            ...                           # check what was handed over; compute every verdict here
         return {"ok": True, ...}
+
+Code it did not write runs only in the child of :meth:`JobContext.split` (:meth:`JobContext.untrusted` refuses
+to run in the job process), and a new job needs a driver in the attack suite
+(``tests/evaluation/test_boundary_suite.py``), which every registered job must pass.
 
 Call :func:`prewarm` at application start so the first job does not pay for the imports.
 """

@@ -77,7 +77,6 @@ def _unpack_and_load(ctx: JobContext, table: dict[str, Any] | None, pd: Any) -> 
 
 @sandbox_job("agent.run_python")
 def run_python(ctx: JobContext) -> dict[str, Any]:
-    import numpy as np
     import pandas as pd
 
     code = str(ctx.payload.get("code", ""))
@@ -100,12 +99,41 @@ def run_python(ctx: JobContext) -> dict[str, Any]:
         return {"ok": False, "error_kind": "syntax",
                 "error": truncate("".join(traceback.format_exception_only(type(exc), exc)), limit)}
 
+    from evaluation.sandbox.handoff import Interference
+
+    try:
+        for header, _blobs in ctx.split(lambda sender: _run_cell(ctx, compiled, frame, note, sender)):
+            if header.get("type") == "ran":
+                return {"ok": True}
+            if header.get("type") == "failed" and header.get("error_kind") in _FAILURE_KINDS \
+                    and isinstance(header.get("error"), str):
+                out: dict[str, Any] = {"ok": False, "error_kind": header["error_kind"],
+                                       "error": truncate(header["error"], limit)}
+                if isinstance(header.get("refusal"), str):
+                    out["refusal"] = header["refusal"][:500]
+                return out
+            raise Interference("it sent a message the sandbox does not know")
+    except Interference as exc:
+        return {"ok": False, "error_kind": "interfered", "error": exc.sentence}
+    return {"ok": False, "error_kind": "interfered", "error": Interference("it handed over nothing").sentence}
+
+
+_FAILURE_KINDS = ("exception", "network", "filesystem", "forbidden")
+
+
+def _run_cell(ctx: JobContext, compiled: Any, frame: Any, note: str, sender: Any) -> None:
+    """The child (:mod:`evaluation.sandbox.handoff`): run the cell; hand over how it ended, as data only. What
+    it printed goes to the captured output; the job process, which holds the result channel, reports."""
+    import numpy as np
+    import pandas as pd
+
+    limit = ctx.output_limit
+
     def show(value: Any) -> None:
         if value is not None:
             print(repr(value))
 
     namespace: dict[str, Any] = {"__name__": "__main__", "pd": pd, "np": np, "df": frame, SHOW: show}
-    ctx.untrusted()
     if note:
         print(note)
     try:
@@ -115,9 +143,12 @@ def run_python(ctx: JobContext) -> dict[str, Any]:
         lines = ["Traceback (most recent call last):\n", *traceback.StackSummary.from_list(frames).format()]
         text = "".join(lines) + "".join(traceback.format_exception_only(type(exc), exc))
         refused = _refusal(exc, ctx.guard.violations)
-        out: dict[str, Any] = {"ok": False, "error_kind": refused.kind if refused else "exception",
+        out: dict[str, Any] = {"type": "failed", "error_kind": refused.kind if refused else "exception",
                                "error": truncate(text, limit)}
         if refused is not None:
             out["refusal"] = f"the sandbox refused it: {refused.action} {refused.target}"[:500]
-        return out
-    return {"ok": True}
+        ctx.output.flush()
+        sender.send(out)
+        return
+    ctx.output.flush()
+    sender.send({"type": "ran"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -167,6 +168,14 @@ def describe_death(outcome: Outcome, steps: Steps, limits: SandboxLimits) -> tup
             "memory",
             f"The code tried to use more than {limits.memory_mb} MB of memory and was stopped{during}.",
         )
+    if code is not None and -code == signal.SIGKILL:
+        # What the kernel's out-of-memory killer sends (and what nothing of the sandbox's own sends a job that
+        # has not timed out or been cancelled, both handled above).
+        return "memory", (
+            f"The code's process was killed (SIGKILL), which is how the system stops a process that runs out of "
+            f"memory: the code may have needed more than the {limits.memory_mb} MB memory limit, or killed "
+            f"itself{during}."
+        )
     if code is not None and code < 0:
         return "crashed", f"The sandbox process crashed with {_signal_name(-code)}{during}."
     return "crashed", (
@@ -175,12 +184,18 @@ def describe_death(outcome: Outcome, steps: Steps, limits: SandboxLimits) -> tup
     )
 
 
+_MODULE_LIST = re.compile(r"(Extension modules: )?[\w.]*(, [\w.]+)+(, [\w.]*)?( \(total: \d+\))?|\(total: \d+\)")
+"""faulthandler's line of the loaded extension modules, whole or only its end (the report is a tail)."""
+
+
 def crash_report(outcome: Outcome, limit: int) -> str | None:
     """faulthandler's dump of a crashed job, keeping only the frames of the user's code."""
     lines = [
         line
         for line in outcome.stderr.strip().splitlines()
-        if not line.lstrip().startswith("File ") or 'File "<' in line
+        if (not line.lstrip().startswith("File ") or 'File "<' in line)
+        # faulthandler's list of every loaded extension module (179 of them) says nothing about the user's code
+        and not _MODULE_LIST.fullmatch(line.strip())
     ]
     text = "\n".join(lines).strip()
     return text[-limit:] if text else None

@@ -25,6 +25,9 @@ NUMPY_KINDS = "biufcmM"
 MAX_NAME_CHARS = 10_000
 MAX_LITERAL_CHARS = 100_000
 MAX_LITERAL_ITEMS = 1_000
+FACTORIZE_MIN_ROWS = 64
+"""A text column of at least this many rows and at most half as many distinct texts travels as its distinct
+texts and one code per row."""
 EXTENSION_DTYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
                     "Float64", "boolean", "string")
 
@@ -108,6 +111,12 @@ def _encode_array(values: Any, blobs: list[bytes]) -> dict[str, Any]:
     objects = np.asarray(values, dtype=object)
     name = str(dtype) if str(dtype) in EXTENSION_DTYPES else None
     if pd.api.types.infer_dtype(objects, skipna=True) in ("string", "empty"):
+        codes, uniques = pd.factorize(objects)  # missing values get -1
+        if len(objects) >= FACTORIZE_MIN_ROWS and len(uniques) * 2 <= len(objects):
+            # few distinct texts (names, categories): each sent once, and one number per row, both ways in C
+            return {"enc": "strcodes", "dtype": name,
+                    "uniques": _encode_array(np.asarray(uniques, dtype=object), blobs),
+                    "codes": _encode_array(codes.astype("<i8"), blobs)}
         missing = pd.isna(objects)
         texts = [t.encode("utf-8", "surrogatepass") for t in objects[~missing].tolist()]
         lengths = np.full(len(objects), -1, dtype="<i8")
@@ -261,7 +270,9 @@ def encode_frame(frame: Any, base: Any = None) -> tuple[dict[str, Any], list[byt
             if same:
                 columns.append({"name": str(name)[:MAX_NAME_CHARS], "enc": "ref", "pos": j})
                 continue
-        columns.append({"name": str(name)[:MAX_NAME_CHARS], **_encode_array(frame.iloc[:, i], blobs)})
+        plain = _plain_values(frame, i)  # the column's own numpy array, without making a Series
+        values = plain if plain is not None and plain.dtype.kind in NUMPY_KINDS else frame.iloc[:, i]
+        columns.append({"name": str(name)[:MAX_NAME_CHARS], **_encode_array(values, blobs)})
     index = {"enc": "ref"} if same_index else _encode_index(frame.index, blobs)
     header = {"rows": len(frame), "series": series, "columns": columns, "index": index}
     return header, blobs
@@ -426,6 +437,17 @@ def _decode_array(spec: Any, blobs: list[bytes], rows: int, depth: int = 0) -> A
         except UnicodeDecodeError as exc:
             raise Malformed("text that is not UTF-8") from exc
         return _extension(out, spec.get("dtype"))
+    if enc == "strcodes":
+        uniques = _decode_array(spec.get("uniques"), blobs, _count(spec.get("uniques"), blobs), depth + 1)
+        _want(isinstance(uniques, np.ndarray) and uniques.dtype == object
+              and all(isinstance(u, str) for u in uniques.tolist()), "bad distinct texts")
+        codes = _decode_array(spec.get("codes"), blobs, rows, depth + 1)
+        _want(isinstance(codes, np.ndarray) and codes.dtype == np.dtype("<i8"), "bad text codes")
+        _want(bool(((codes >= -1) & (codes < len(uniques))).all()), "text codes out of range")
+        table = np.empty(len(uniques) + 1, dtype=object)
+        table[:-1] = uniques
+        table[-1] = np.nan  # code -1: a missing value
+        return _extension(table[codes], spec.get("dtype"))
     if enc == "obj":
         try:
             values = json.loads(_blob(blobs, spec.get("blob")))
@@ -465,6 +487,10 @@ def _count(spec: Any, blobs: list[bytes]) -> int:
         return len(_blob(blobs, spec.get("blob"))) // size
     if enc == "str":
         return len(_blob(blobs, spec.get("lengths"))) // 8
+    if enc == "strcodes":
+        codes = spec.get("codes")
+        _want(isinstance(codes, dict) and codes.get("enc") == "np", "bad text codes")
+        return _count(codes, blobs)
     if enc == "obj":
         try:
             values = json.loads(_blob(blobs, spec.get("blob")))
@@ -500,6 +526,7 @@ def _decode_index(spec: Any, blobs: list[bytes], rows: int) -> Any:
 
 def decode_frame(header: Any, blobs: list[bytes], base: Any = None) -> Any:
     """The DataFrame (or Series) of :func:`encode_frame`; :class:`Malformed` for anything else."""
+    import numpy as np
     import pandas as pd
 
     _want(isinstance(header, dict), "a frame that is not an object")
@@ -529,8 +556,11 @@ def decode_frame(header: Any, blobs: list[bytes], base: Any = None) -> Any:
     else:
         _want(all(r is None for r in refs), "a column reference on other rows than the table's")
         index = _decode_index(spec, blobs, rows)
-        frame = pd.DataFrame({i: pd.Series(a, index=index, copy=False) for i, a in enumerate(arrays)},
-                             index=index)
+        if all(isinstance(a, np.ndarray) for a in arrays):  # plain arrays: one frame, no Series per column
+            frame = pd.DataFrame(dict(enumerate(arrays)), index=index, copy=False)
+        else:
+            frame = pd.DataFrame({i: pd.Series(a, index=index, copy=False) for i, a in enumerate(arrays)},
+                                 index=index)
     frame.columns = pd.Index(names, dtype=object)
     if header.get("series") is True:
         _want(len(names) == 1, "a series of several columns")

@@ -17,6 +17,7 @@ sentences apply.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -121,9 +122,19 @@ class _Reader:
 
 
 def _leave_like(status: int) -> None:
-    """The measurer ends the way its child did (killed by a signal): the parent's death sentences apply."""
+    """The measurer ends the way its child did (killed by a signal): the parent's death sentences apply.
+
+    SIGKILL and SIGSTOP cannot be given a handler (``signal.signal`` raises ``OSError: [Errno 22]`` for them),
+    and need none: they end this process as they ended the child. faulthandler is switched off first, so that a
+    crash of the child is not followed by a dump of this process's frames and loaded modules.
+    """
+    import faulthandler
+
     number = os.WTERMSIG(status)
-    signal.signal(number, signal.SIG_DFL)
+    faulthandler.disable()
+    if number not in (signal.SIGKILL, signal.SIGSTOP):
+        with contextlib.suppress(OSError, ValueError):  # a number Python does not know: the exit status says it
+            signal.signal(number, signal.SIG_DFL)
     os.kill(os.getpid(), number)
     os._exit(128 + number)
 

@@ -4,6 +4,11 @@ A job is a function ``fn(ctx: JobContext) -> dict`` in one of :data:`ENGINE_MODU
 ``@sandbox_job("name")``. The zygote imports every engine module before it forks, so a job costs no import;
 the parent sends only the name, and the job process refuses a name that is not registered. Registering a job
 from a module outside the allowlist raises at import time.
+
+A job runs code it did not write only in the child of :meth:`JobContext.split
+<evaluation.sandbox.runtime.JobContext.split>` (issue 26: one boundary for every path), and every registered job
+must pass the shared attack suite, ``tests/evaluation/test_boundary_suite.py``, which fails for a job that has no
+driver there.
 """
 
 from __future__ import annotations

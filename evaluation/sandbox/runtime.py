@@ -179,7 +179,14 @@ class JobContext:
 
     def untrusted(self) -> None:
         """From here on this process runs code it did not write: close the data file, forbid new processes,
-        capture output, audit."""
+        capture output, audit.
+
+        Only in a child that let go of the result channel (:meth:`split`, or :meth:`enter_child`): the process
+        that reports never runs code it did not write (issue 26), so a job that tries is a bug, said here.
+        """
+        if self._channel is not None:
+            raise RuntimeError("untrusted code may run only in the child of JobContext.split(), never in the job "
+                               "process, which holds the result channel")
         self.close_data()
         if sys.platform == "linux":
             from evaluation.sandbox import namespaces

@@ -278,7 +278,8 @@ def _spare_keeper(channel: socket.socket) -> None:
     if code > SIGNAL_EXIT_BASE:
         number = code - SIGNAL_EXIT_BASE
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # these two take no handler (EINVAL) and need none
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
     os._exit(code if code >= 0 else SIGNAL_EXIT_BASE - code)
 
