@@ -310,6 +310,35 @@ def _programmatic_checks(world: World, code: str, attack: str) -> Verdict:
                    result.model_dump_json(exclude={"stdout"}), result.stdout)
 
 
+class _RunsWhenLoaded:
+    """An agent's output pickle whose loading runs ``code``: what a hostile pickle does to whoever loads it."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, str]]]:
+        return exec, (self.code, {"__name__": "__agent_pickle__"})
+
+
+def _programmatic_pickle(world: World, code: str, attack: str) -> Verdict:
+    """An agent's output pickle through the check that reads it: the pickle is loaded by the converter job only
+    (its code runs there), and the check sees a clean copy of its plain data, or the file withheld."""
+    import pickle
+
+    from evaluation.programmatic.runner import CheckLimits, run_checks
+    from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+
+    task = ProgrammaticTaskRelease(key="t", prompt="save the model", checks=[ProgrammaticCheck(
+        id="c", task_type="machine learning", function="F", metric="m",
+        code="def check(ground_truth):\n    import pickle\n    return pickle.load(open('model.pkl', 'rb')) is None\n",
+        ground_truth="answer.json")])
+    outcome = run_checks(task, {"model.pkl": pickle.dumps(_RunsWhenLoaded(code))}, gt={"answer.json": b"{}"},
+                         limits=CheckLimits(check_timeout_s=_limits(attack).timeout_s, memory_mb=MEMORY_MB))
+    (result,) = outcome.checks
+    return Verdict(result.score > 0 and result.status == "true",
+                   json.dumps({"check": result.model_dump(mode="json", exclude={"stdout"}), "files": outcome.files}))
+
+
 def _programmatic_solution(world: World, code: str, attack: str) -> Verdict:
     from evaluation.programmatic.groundtruth import run_solution
 
@@ -360,6 +389,8 @@ DRIVERS: dict[str, Engine] = {
         failing_tail="\ndef check(ground_truth):\n    return open('clean.csv').read().startswith('zzz')\n",
         passing="def check(ground_truth):\n    return open('clean.csv').read().startswith('a,b')\n"),
     "programmatic.run_solution": Engine(_programmatic_solution, passing="open('out.csv', 'w').write('x')\n"),
+    "programmatic.plain_outputs": Engine(_programmatic_pickle, failing_tail="\nraise RuntimeError('not a model')\n",
+                                         passing="x = 1\n"),
     "agent.run_python": Engine(_agent_tool, passing="print(df['a'].sum())\n"),
     "repro.run_script": Engine(_repro_script, passing="import pandas as pd\n"
                                                       "print(pd.read_csv('data.csv')['a'].sum())\n"),
