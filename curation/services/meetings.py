@@ -130,6 +130,7 @@ def _contested(items: list[GroundTruthItem]) -> list[GroundTruthItem]:
     return agenda
 
 
+@judges_actor
 def agenda_size(*, session: Session, actor: User, dataset_id: int) -> int:
     """How many items a meeting started now would have on its agenda (the page says so before it starts one)."""
     _facilitator(actor)
