@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from evaluation.groundtruth.convert import Conversion, convert_batch, convert_transform
 from evaluation.groundtruth.runner import GroundTruthLimits
-from evaluation.sandbox import isolation
 
 pytestmark = pytest.mark.usefixtures("os_sandbox")
 
@@ -93,15 +91,6 @@ except OSError:
 CROSS_ATTACKS = {"item_forge": ITEM_FORGE, "plant_files": PLANT_FILES, "patch_modules": PATCH_MODULES,
                  "kill_measurer": KILL_MEASURER, "stop_measurer": STOP_MEASURER}
 LIMITS = GroundTruthLimits(timeout_s=8.0, memory_mb=1024)
-
-
-@pytest.fixture(params=[True, False], ids=["audit_hook_on", "audit_hook_off"])
-def audit_hook(request: pytest.FixtureRequest) -> Iterator[bool]:
-    isolation.set_audit_hook(request.param)
-    try:
-        yield request.param
-    finally:
-        isolation.set_audit_hook(True)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from evaluation.sandbox import SandboxLimits, isolation
+from evaluation.sandbox import SandboxLimits
 from evaluation.sandbox.registry import registered
 
 pytestmark = pytest.mark.usefixtures("os_sandbox")
@@ -434,15 +434,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         stop.set()
         thread.join(timeout=5)
         listener.close()
-
-
-@pytest.fixture(params=[True, False], ids=["hook_on", "hook_off"])
-def audit_hook(request: pytest.FixtureRequest) -> Iterator[bool]:
-    isolation.set_audit_hook(request.param)
-    try:
-        yield request.param
-    finally:
-        isolation.set_audit_hook(True)
 
 
 # ------------------------------------------------------------------------------------------------ the tests

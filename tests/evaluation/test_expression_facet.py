@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from evaluation.hms.expression import GOLD_JOB, expression_facet
-from evaluation.sandbox import SandboxLimits, isolation, run_job
+from evaluation.sandbox import SandboxLimits, run_job
 
 pytestmark = pytest.mark.usefixtures("os_sandbox")
 
@@ -51,15 +50,6 @@ if found is None:
             break
 hypothesis_values = found if found is not None else df['a'] * 0 + 12345.0
 """
-
-
-@pytest.fixture(params=[True, False], ids=["audit_hook_on", "audit_hook_off"])
-def audit_hook(request: pytest.FixtureRequest) -> Iterator[bool]:
-    isolation.set_audit_hook(request.param)
-    try:
-        yield request.param
-    finally:
-        isolation.set_audit_hook(True)
 
 
 @pytest.fixture(scope="module")

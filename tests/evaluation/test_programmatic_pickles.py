@@ -14,7 +14,6 @@ import bz2
 import gzip
 import io
 import pickle
-from collections.abc import Iterator
 
 import joblib
 import numpy as np
@@ -23,7 +22,6 @@ import pytest
 
 from evaluation.programmatic import plain
 from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_checks
-from evaluation.sandbox import isolation
 from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
 
 LIMITS = CheckLimits(check_timeout_s=10.0)
@@ -110,15 +108,6 @@ def _dump(value: object, how: str) -> bytes:
 def _only(outcome: TaskOutcome) -> tuple[str, int, str]:
     (c,) = outcome.checks
     return c.status, c.score, c.sentence
-
-
-@pytest.fixture(params=[True, False], ids=["audit-hook-on", "audit-hook-off"])
-def audit_hook(request: pytest.FixtureRequest) -> Iterator[bool]:
-    isolation.set_audit_hook(request.param)
-    try:
-        yield request.param
-    finally:
-        isolation.set_audit_hook(True)
 
 
 PAYLOADS = {

@@ -11,13 +11,12 @@ measurement. Before the process boundary, the fd-scan forge was recorded as 5,00
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from evaluation.groundtruth.convert import convert_transform
-from evaluation.sandbox import check_model, check_transform, isolation
+from evaluation.sandbox import check_model, check_transform
 
 pytestmark = pytest.mark.usefixtures("os_sandbox")
 
@@ -119,15 +118,6 @@ ATTACKS = {
     "os_exit_0": (EXIT_EARLY, True),
     "monkeypatch_pandas_hashlib": (MONKEYPATCH, False),
 }
-
-
-@pytest.fixture(params=[True, False], ids=["audit_hook_on", "audit_hook_off"])
-def audit_hook(request: pytest.FixtureRequest) -> Iterator[bool]:
-    isolation.set_audit_hook(request.param)
-    try:
-        yield request.param
-    finally:
-        isolation.set_audit_hook(True)
 
 
 @pytest.fixture(scope="module")
