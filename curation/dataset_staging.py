@@ -24,10 +24,10 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlmodel import Session, col, select
-
-from curation.models import Dataset
+if TYPE_CHECKING:  # the CLI imports this module at start: the tables load only when a sweep runs
+    from sqlmodel import Session
 
 __all__ = ["StagingSweep", "staging_folder", "staging_root", "sweep_staging"]
 
@@ -84,6 +84,9 @@ def sweep_staging(*, session: Session, store: Path) -> StagingSweep:
     root = staging_root(store)
     if not root.is_dir():
         return report
+    from sqlmodel import col, select
+
+    from curation.models import Dataset
     for owner in sorted(root.iterdir()):
         alive = _alive(owner.name)
         if alive or (alive is None and time.time() - owner.stat().st_mtime < FOREIGN_AGE_S):
