@@ -532,13 +532,13 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
         if raise_when_database_lost:  # the database went away: the queue retries the job when it is back
             log.warning("scoring run %s: the database went away (%s); the job is retried", run_id, exc)
             raise
-        return _record_crash(engine, run_id, exc, reached)
+        return _record_crash(engine, run_id, exc, reached, run.kind)
     except (ScoringError, ReleaseError, ArtifactError) as exc:  # an artifact missing or altered: its sentence
         log.warning("scoring run %s failed: %s", run_id, exc)
         return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
                        message=f"Scoring failed: {exc}"[:2000])
     except Exception as exc:  # noqa: BLE001 - one run's crash is recorded on that run and ends there
-        return _record_crash(engine, run_id, exc, reached)
+        return _record_crash(engine, run_id, exc, reached, run.kind)
 
 
 def _reached(engine: Engine, run_id: int, reached: list[int]) -> tuple[int, int]:
@@ -550,14 +550,12 @@ def _reached(engine: Engine, run_id: int, reached: list[int]) -> tuple[int, int]
         return (current.progress_done, current.progress_total) if current else (0, 0)
 
 
-def _record_crash(engine: Engine, run_id: int, exc: Exception, reached: list[int] | None = None) -> ScoringRun:
+def _record_crash(engine: Engine, run_id: int, exc: Exception, reached: list[int], kind: str) -> ScoringRun:
     log.exception("scoring run %s crashed", run_id)
-    done, total = _reached(engine, run_id, reached or [])
-    with session_scope(engine) as s:
-        current = s.get(ScoringRun, run_id)
-        noun = items_noun(current.kind) if current else "items"
+    done, total = _reached(engine, run_id, reached)
     return _update(engine, run_id, status=RunStatus.FAILED.value, finished_at=utcnow(),
-                   message=f"Scoring failed after {done} of {total} {noun}: {type(exc).__name__}: {exc}"[:2000])
+                   message=f"Scoring failed after {done} of {total} {items_noun(kind)}: {type(exc).__name__}: "
+                           f"{exc}"[:2000])
 
 
 
