@@ -97,7 +97,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     from evaluation.tasks import task_kind
 
-    advice = getattr(task_kind(args.kind), "min_runs_per_task", None)  # (runs, why), declared by the kind
+    advice = task_kind(args.kind).min_runs_per_task  # (runs, why), declared by the kind
     if advice is not None and args.runs < advice[0]:
         print(f"note: {advice[1]} (--runs {advice[0]}); with {args.runs} it is not defined.", file=sys.stderr)
     if args.enqueue:

@@ -299,7 +299,7 @@ def _schema(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission."""
     from curation.services.scoring import kind_of
 
-    path = getattr(kind_of(args.kind), "SCHEMA_PATH", None)
+    path = kind_of(args.kind).submission_schema
     if path is None:
         raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help).")
     print(Path(path).read_text(encoding="utf-8"), end="")

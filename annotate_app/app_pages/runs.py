@@ -138,7 +138,7 @@ def runs_panel() -> None:
                 st.rerun()
     task = kind_of(run.kind)
     # ranked runs (their analyses may carry workflows) and runs of kinds that ask a model (re-judged)
-    checkable = task.leaderboard.role == "ranked" or bool(getattr(task, "llm_role", ""))
+    checkable = task.leaderboard.role == "ranked" or bool(task.llm_role)
     if run.status == RunStatus.SUCCEEDED.value and checkable and c1.button(
             "Check reproducibility", key="runs.reproduce",
             help="an inspector model redoes each analysis that carries a workflow from the workflow alone (needs "

@@ -44,7 +44,7 @@ class FacetOutcome:
 
 def _facet_kind(run: ScoringRun) -> TaskKind:
     task = kind_of(run.kind)
-    if not getattr(task, "facets", ()):
+    if not task.facets:
         raise ScoringError(f"Run {run.id} is a {run.kind} run; its items have no facets to judge.")
     return task
 
@@ -117,9 +117,9 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
     if run is None:
         raise ScoringError(f"There is no scoring run {run_id}.")
     task = _facet_kind(run)
-    if facet not in getattr(task, "facets", ()):
+    if facet not in task.facets:
         raise ScoringError(f"'{facet}' is not a facet of {run.kind} runs; choose "
-                           f"{', '.join(getattr(task, 'facets', ()))}.")
+                           f"{', '.join(task.facets)}.")
     result = _result(task, run, artifacts)
     spec = FacetOverride(task=task_key, facet=facet, pair=pair, value=value, reason=reason,  # type: ignore[arg-type]
                          author=actor.username)
@@ -185,7 +185,7 @@ def facet_agreement(*, session: Session, actor: User, kind: str) -> list[Agreeme
     """Per facet of ``kind`` (and judge): the judge's labels against the experts', with agreement and Cohen's κ
     over the judgements where both gave one."""
     require_role(actor, *SCORING_ROLES)
-    facets = tuple(getattr(kind_of(kind), "facets", ()))
+    facets = kind_of(kind).facets
     run_ids = select(ScoringRun.id).where(ScoringRun.kind == kind)
     rows = session.exec(select(JudgeLabel).where(col(JudgeLabel.run_id).in_(run_ids),
                                                  col(JudgeLabel.expert_label).is_not(None),

@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,15 +43,16 @@ from evaluation.submissions import printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    FanOutParts,
     ItemKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
     ScoringContext,
     SubmissionCheckError,
+    TaskKind,
     fmt_score,
 )
-from evaluation.tasks.registry import register_kind
 from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
 
 __all__ = [
@@ -716,4 +716,9 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"{o.get('judge_errors', 0)} judge errors, {o.get('unanswered', 0)} unanswered)")
 
 
-register_kind(sys.modules[__name__])
+KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
+                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
+                accepts_overrides=accepts_overrides, view=view, order=30,
+                item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
+                submission_schema=SCHEMA_PATH,
+                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels))
