@@ -86,9 +86,8 @@ def test_bad_folders_are_refused_with_a_sentence_and_nothing_is_stored(engine, s
     with pytest.raises(DatasetImportError, match=r"questions.json is not a list of questions"):
         _import(engine, store, broken)
     with pytest.raises(DatasetImportError, match="The kind 'mcq' does not import datasets; the kinds that do are: "
-                                                 ".*toyquiz"):
-        with session_scope(engine) as s:
-            import_kind(session=s, actor=None, kind="mcq", path=broken, store=store, max_bytes=1000)
+                                                 ".*toyquiz"), session_scope(engine) as s:
+        import_kind(session=s, actor=None, kind="mcq", path=broken, store=store, max_bytes=1000)
     with session_scope(engine) as s:
         assert s.exec(select(Dataset)).all() == []
     assert not any(p.is_file() for p in Path(store).rglob("*"))
