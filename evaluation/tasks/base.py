@@ -45,9 +45,23 @@ __all__ = [
     "ScoringLimits",
     "SubmissionCheckError",
     "TaskKind",
+    "count_of",
     "fmt_score",
     "kind_problems",
 ]
+
+
+def count_of(n: int, noun: str) -> str:
+    """``n`` and a kind's plural item noun, singular for one ("1 query", "57 queries", "1 analysis",
+    "2 task folders", "1 answers file")."""
+    if n != 1:
+        return f"{n} {noun}"
+    head, _, last = noun.rpartition(" ")
+    for plural, single in (("ses", "sis"), ("ies", "y"), ("s", "")):
+        if last.endswith(plural) and len(last) > len(plural) + 1:
+            last = last[: -len(plural)] + single
+            break
+    return f"1 {head + ' ' if head else ''}{last}"
 
 
 def fmt_score(x: Any) -> str:
@@ -294,6 +308,10 @@ class TaskKind:
     min_runs_per_task: tuple[int, str] | None = None  # (runs, why): advice for agent runs
     submission_schema: Path | None = None  # the published JSON schema of its submission (forkpaths score-schema)
     fan_out: FanOutParts | None = None
+    # how many items scoring the checked files will count (the run's progress total and what its closing note
+    # says), when that is not the sum of the files' items (a kind that scores every item of the release,
+    # answered or not); None: the sum
+    planned_items: Callable[[Sequence[CheckedFile], Release], int] | None = None
     importer: Importer | None = None  # its items come from a benchmark's files (forkpaths import-<kind>)
     agent: Any = None  # its agent hook (an evaluation.agents.AgentKind): agents can answer its tasks
 
