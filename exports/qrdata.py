@@ -47,7 +47,7 @@ __all__ = [
     "read_qrdata",
 ]
 
-PART_VERSION = "1.0"
+PART_VERSION: Literal["1.0"] = "1.0"
 QUESTION_TYPES = ("numerical", "multiple_choice")
 ATTRIBUTION = ("QRData: Liu, Wu, Wu, Lu, Chang and Feng, \"Are LLMs Capable of Data-based Statistical and Causal "
                "Reasoning? Benchmarking Advanced Quantitative Reasoning with Data\", Findings of ACL 2024 "
@@ -195,10 +195,11 @@ def _question(record: Any, qid: str, where: str) -> QRDataQuestion:
         raise QRDataFormatError(f"{where} has no meta_data object (it holds question_type, keywords, reference).")
     answer = record.get("answer")
     try:
-        return QRDataQuestion(id=qid, question=record.get("question"), data_description=record.get(
-            "data_description") or "", data_files=record.get("data_files"), question_type=meta.get("question_type"),
-            choices=meta.get("multiple_choices") or [], answer=answer, reference=meta.get("reference") or "",
-            keywords=meta.get("keywords") or [])
+        return QRDataQuestion.model_validate({
+            "id": qid, "question": record.get("question"), "data_description": record.get("data_description") or "",
+            "data_files": record.get("data_files"), "question_type": meta.get("question_type"),
+            "choices": meta.get("multiple_choices") or [], "answer": answer, "reference": meta.get("reference") or "",
+            "keywords": meta.get("keywords") or []})
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ())) or "the record"
