@@ -27,7 +27,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from exports.errors import FormatError
 
@@ -91,21 +99,34 @@ class QRDataQuestion(BaseModel):
     reference: str = Field(default="", description="the textbook or dataset the question comes from")
     keywords: list[str] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _gold_fits(self) -> QRDataQuestion:
-        if self.question_type == "multiple_choice":
-            if not self.choices:
-                raise ValueError("a multiple-choice question needs its choices (meta_data.multiple_choices)")
-            if any(c != c.lower() or not c for c in self.choices):
-                raise ValueError(f"choices must be non-empty lower-case labels, not {self.choices!r}")
-            if self.answer is not None and self.answer.lower() not in self.choices:
-                raise ValueError(f"the gold answer {self.answer!r} is none of the choices {self.choices!r}")
-        elif self.answer is not None:
+    @field_validator("choices")
+    @classmethod
+    def _labels(cls, choices: list[str]) -> list[str]:
+        if any(c != c.lower() or not c for c in choices):
+            raise ValueError(f"choices must be non-empty lower-case labels, not {choices!r}")
+        return choices
+
+    @field_validator("answer")
+    @classmethod
+    def _gold_fits(cls, answer: str | None, info: ValidationInfo) -> str | None:
+        if answer is None:
+            return answer
+        if info.data.get("question_type") == "multiple_choice":
+            choices = info.data.get("choices") or []
+            if choices and answer.lower() not in choices:
+                raise ValueError(f"the gold answer {answer!r} is none of the choices {choices!r}")
+        elif info.data.get("question_type") == "numerical":
             try:
-                gold_number(self.answer)
+                gold_number(answer)
             except ValueError:
-                raise ValueError(f"the gold answer {self.answer!r} of a numerical question is not a number "
+                raise ValueError(f"the gold answer {answer!r} of a numerical question is not a number "
                                  "(a trailing % is allowed)") from None
+        return answer
+
+    @model_validator(mode="after")
+    def _has_choices(self) -> QRDataQuestion:
+        if self.question_type == "multiple_choice" and not self.choices:
+            raise ValueError("a multiple-choice question needs its choices (meta_data.multiple_choices)")
         return self
 
     @property
