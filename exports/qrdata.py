@@ -43,8 +43,8 @@ __all__ = [
     "ATTRIBUTION",
     "PART_VERSION",
     "QUESTION_TYPES",
-    "ImportedDataset",
-    "ImportedFile",
+    "QRDataDataset",
+    "QRDataFile",
     "QRDataFormatError",
     "QRDataImport",
     "QRDataPart",
@@ -63,6 +63,7 @@ ATTRIBUTION = ("QRData: Liu, Wu, Wu, Lu, Chang and Feng, \"Are LLMs Capable of D
 MAX_RECORDS = 100_000
 MAX_FILE_BYTES = 512 * 1024 * 1024
 _NAME_CHARS = re.compile(r"[^a-z0-9]+")
+QUESTIONS_LICENCE = "CC BY-NC 4.0"
 
 
 class QRDataFormatError(FormatError):
@@ -160,7 +161,7 @@ def blind_part(part: QRDataPart) -> QRDataPart:
     return part.model_copy(update={"questions": [q.model_copy(update={"answer": None}) for q in part.questions]})
 
 
-class ImportedFile(BaseModel):
+class QRDataFile(BaseModel):
     """One data file of an imported dataset, read from the folder (its bytes are hashed as they were read)."""
 
     name: str = Field(description="its name, as the questions' data_files name it")
@@ -168,34 +169,37 @@ class ImportedFile(BaseModel):
     sha256: str
     size: int
     origin: dict[str, Any] = Field(default_factory=dict, description="data_sources.json's entry (repo, path)")
+    licence: str = Field(default="", description="the data file's licence, where licenses/ names it")
 
 
-class ImportedDataset(BaseModel):
+class QRDataDataset(BaseModel):
     """The questions over one set of data files, with those files."""
 
     name: str
     title: str
     description: str
     research_question: str
-    files: list[ImportedFile]
+    files: list[QRDataFile]
     part: QRDataPart
+    licence: str = Field(description="the questions' licence, and each data file's where it is known")
 
 
 class QRDataImport(BaseModel):
     """What :func:`read_qrdata` found: its datasets (in the order of their first question), the licence text and
     the attribution."""
 
-    datasets: list[ImportedDataset]
+    datasets: list[QRDataDataset]
     licence: str = ""
     attribution: str = ATTRIBUTION
 
 
 def dataset_name(files: list[str]) -> str:
-    """``qrdata-<file stems>`` for a set of data files (lower case, letters and digits, ``-`` between)."""
-    stems = [_NAME_CHARS.sub("-", Path(f).stem.lower()).strip("-") for f in files]
-    name = "qrdata-" + "-".join(s for s in stems if s)
+    """``qrdata_<file stems>`` for a set of data files (lower-case letters and digits joined by ``_``, as the
+    registry names datasets)."""
+    stems = [_NAME_CHARS.sub("_", Path(f).stem.lower()).strip("_") for f in files]
+    name = "qrdata_" + "_".join(s for s in stems if s)
     if len(name) > 64:
-        name = name[:55].rstrip("-") + "-" + hashlib.sha256("\n".join(files).encode()).hexdigest()[:8]
+        name = name[:55].rstrip("_") + "_" + hashlib.sha256("\n".join(files).encode()).hexdigest()[:8]
     return name
 
 
@@ -230,7 +234,21 @@ def _question(record: Any, qid: str, where: str) -> QRDataQuestion:
         raise QRDataFormatError(f"{where}, field {field}: {msg}.") from exc
 
 
-def _file(folder: Path, name: str, origins: dict[str, Any], where: str) -> ImportedFile:
+def _licences(folder: Path) -> dict[str, str]:
+    """``licenses/<repo name>-<licence>.txt`` → {repo name: licence} (the shared subset's layout)."""
+    found = {}
+    for path in sorted((folder / "licenses").glob("*.txt")) if (folder / "licenses").is_dir() else []:
+        repo, _, licence = path.stem.rpartition("-")
+        if repo and licence:
+            # "python-causality-handbook-MIT", "qss-GPL-2.0": the licence is the last part that is not a version
+            if licence[:1].isdigit() and "-" in repo:
+                repo, _, first = repo.rpartition("-")
+                licence = f"{first}-{licence}"
+            found[repo] = licence
+    return found
+
+
+def _file(folder: Path, name: str, origins: dict[str, Any], where: str) -> QRDataFile:
     if Path(name).name != name or name in ("", ".", ".."):
         raise QRDataFormatError(f"{where} names the data file {name!r}; data files are plain names inside data/.")
     path = folder / "data" / name
@@ -245,8 +263,16 @@ def _file(folder: Path, name: str, origins: dict[str, Any], where: str) -> Impor
         while chunk := fh.read(1 << 20):
             digest.update(chunk)
     origin = origins.get(name)
-    return ImportedFile(name=name, source=path, sha256=digest.hexdigest(), size=size,
-                        origin=origin if isinstance(origin, dict) else {})
+    origin = origin if isinstance(origin, dict) else {}
+    repo = str(origin.get("repo") or "")
+    licence = _licences(folder).get(repo.rpartition("/")[2], "") if repo else ""
+    return QRDataFile(name=name, source=path, sha256=digest.hexdigest(), size=size, origin=origin,
+                      licence=f"{licence} ({repo})" if licence else "")
+
+
+def _licence(files: list[QRDataFile]) -> str:
+    data = "; ".join(f"{f.name}: {f.licence}" for f in files if f.licence)
+    return f"Questions: {QUESTIONS_LICENCE} (QRData)." + (f" Data: {data}." if data else "")
 
 
 def read_qrdata(folder: Path) -> QRDataImport:
@@ -283,7 +309,7 @@ def read_qrdata(folder: Path) -> QRDataImport:
     origins = origins if isinstance(origins, dict) else {}
 
     groups: dict[tuple[str, ...], list[QRDataQuestion]] = {}
-    files: dict[str, ImportedFile] = {}
+    files: dict[str, QRDataFile] = {}
     for n, (record, qid) in enumerate(zip(records, ids, strict=True)):
         where = f"{questions_file.name} record {n + 1} (id {qid})"
         q = _question(record, qid, where)
@@ -299,11 +325,11 @@ def read_qrdata(folder: Path) -> QRDataImport:
     for key, qs in groups.items():
         name = dataset_name(list(key))
         if name in names:  # two file sets whose names fold to the same slug
-            name = f"{name[:55]}-{hashlib.sha256(chr(10).join(key).encode()).hexdigest()[:8]}"
+            name = f"{name[:55]}_{hashlib.sha256(chr(10).join(key).encode()).hexdigest()[:8]}"
         names[name] = key
         descriptions = list(dict.fromkeys(q.data_description for q in qs if q.data_description))
-        datasets.append(ImportedDataset(
+        datasets.append(QRDataDataset(
             name=name, title=f"QRData: {' + '.join(key)}", description="\n\n".join(descriptions),
             research_question=f"QRData's {len(qs)} question{'s' if len(qs) != 1 else ''} over {', '.join(key)}",
-            files=[files[f] for f in key], part=QRDataPart(questions=qs)))
+            files=[files[f] for f in key], part=QRDataPart(questions=qs), licence=_licence([files[f] for f in key])))
     return QRDataImport(datasets=datasets, licence=licence)

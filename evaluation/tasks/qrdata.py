@@ -39,11 +39,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, TaskFile
 from evaluation.agents.briefs import file_preview, task_file
+from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
 from evaluation.metrics import proportion_estimate
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    ImportedDataset,
+    ImportedFile,
+    Importer,
     LeaderboardSpec,
     ReleasePart,
     RunView,
@@ -55,7 +59,7 @@ from evaluation.tasks.base import (
 )
 from evaluation.tasks.parts import part_of
 from exports.jsontext import JsonTextError, load_json
-from exports.qrdata import QRDataPart, QRDataQuestion, blind_part, gold_number
+from exports.qrdata import QRDataFormatError, QRDataPart, QRDataQuestion, blind_part, gold_number, read_qrdata
 from exports.schema import DatasetRelease, Release
 
 __all__ = [
@@ -64,12 +68,14 @@ __all__ = [
     "RESULT_FORMAT",
     "SCHEMA_PATH",
     "TOLERANCE",
+    "QRDataImportError",
     "QRDataItem",
     "QRDataResult",
     "QRDataSubmission",
     "Verdict",
     "check_files",
     "first_number",
+    "import_folder",
     "judge_answer",
     "read_answer",
     "leaderboard_values",
@@ -410,6 +416,37 @@ release_part = ReleasePart(model=QRDataPart, noun="QRData questions", counts=_co
                            blind=blind_part, work=("with gold",))
 
 
+# ------------------------------------------------------------------------------------ import
+
+
+class QRDataImportError(EvaluationError):
+    """A QRData folder that cannot be imported (the sentence names the file, the record and the field)."""
+
+
+def import_folder(path: Path) -> list[ImportedDataset]:
+    """Upstream's benchmark folder (:func:`exports.qrdata.read_qrdata`) as the datasets to register, one per set
+    of data files, each with its part (the questions and their gold), its licence and QRData's attribution.
+
+    Raises:
+        QRDataImportError: the folder does not fit (nothing is stored by this).
+    """
+    try:
+        imported = read_qrdata(path)
+    except QRDataFormatError as exc:
+        raise QRDataImportError(str(exc)) from None
+    return [ImportedDataset(
+        name=d.name, title=d.title, research_question=d.research_question, description=d.description,
+        files=tuple(ImportedFile(f.name, f.source, role="data",
+                                 format="csv" if f.name.lower().endswith(".csv") else "other") for f in d.files),
+        main_file=d.files[0].name, part=d.part, licence=d.licence, attribution=imported.attribution,
+        extra={"benchmark": "QRData", "origins": {f.name: f.origin for f in d.files if f.origin}})
+        for d in imported.datasets]
+
+
+importer = Importer(source="a QRData folder: QRData.json (upstream's questions), data/ with their files, LICENSE "
+                           "(optional: upstream_index.json, each record's position upstream)", read=import_folder)
+
+
 # ------------------------------------------------------------------------------------ agents
 
 
@@ -520,4 +557,4 @@ AGENT = _Agent()
 KIND = TaskKind(name=name, label="QRData answers ({\"answers\": {question id: answer text}})", item_noun="questions",
                 leaderboard=leaderboard, check_files=check_files, score=score,
                 leaderboard_values=leaderboard_values, summary_line=summary_line, view="qrdata", order=60,
-                release_part=release_part, submission_schema=SCHEMA_PATH, agent=AGENT)
+                release_part=release_part, submission_schema=SCHEMA_PATH, agent=AGENT, importer=importer)

@@ -40,7 +40,7 @@ def test_the_shared_subset_reads_into_one_dataset_per_set_of_files(shared):
     assert by_id["364"].choices == ["a", "b", "c"] and by_id["364"].answer == "B"
     names = [d.name for d in imported.datasets]
     assert len(names) == len(set(names)) == 12
-    polls = next(d for d in imported.datasets if d.name == "qrdata-pres08-polls08")
+    polls = next(d for d in imported.datasets if d.name == "qrdata_pres08_polls08")
     assert [f.name for f in polls.files] == ["pres08.csv", "polls08.csv"] and len(polls.part.questions) == 4
     assert all(q.reasoning == "statistical" for q in polls.part.questions)  # QSS: keyword Statistics
     for d in imported.datasets:
@@ -76,7 +76,7 @@ def _record(**kw: object) -> dict:
 def test_without_an_index_the_position_is_the_id(tmp_path):
     imported = read_qrdata(_folder(tmp_path, [_record(), _record(answer="2")]))
     assert [q.id for q in imported.datasets[0].part.questions] == ["0", "1"]
-    assert imported.datasets[0].name == "qrdata-d" and imported.licence == ""
+    assert imported.datasets[0].name == "qrdata_d" and imported.licence == ""
 
 
 @pytest.mark.parametrize(("records", "index", "words"), [
@@ -127,15 +127,15 @@ def test_gold_numbers_and_names_follow_upstream():
     assert gold_number("255051") == 255051.0
     with pytest.raises(ValueError):
         gold_number("inf")
-    assert dataset_name(["pres08.csv", "polls08.csv"]) == "qrdata-pres08-polls08"
-    assert dataset_name(["USGini.csv"]) == "qrdata-usgini"
+    assert dataset_name(["pres08.csv", "polls08.csv"]) == "qrdata_pres08_polls08"
+    assert dataset_name(["USGini.csv"]) == "qrdata_usgini"
     long = dataset_name([f"a_very_long_file_name_{i}.csv" for i in range(5)])
-    assert len(long) <= 64 and long.startswith("qrdata-a-very-long")
+    assert len(long) <= 64 and long.startswith("qrdata_a_very_long")
 
 
 def test_two_file_sets_that_fold_to_one_name_get_two_names(tmp_path):
     records = [_record(data_files=["a b.csv"]), _record(data_files=["a-b.csv"])]
     imported = read_qrdata(_folder(tmp_path, records, files=("a b.csv", "a-b.csv")))
     names = [d.name for d in imported.datasets]
-    assert names[0] == "qrdata-a-b" and names[1].startswith("qrdata-a-b-") and len(set(names)) == 2
+    assert names[0] == "qrdata_a_b" and names[1].startswith("qrdata_a_b_") and len(set(names)) == 2
     shutil.rmtree(tmp_path / "qr")
