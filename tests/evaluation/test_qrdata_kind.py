@@ -10,6 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy import format_float_positional
 
 from evaluation.agents import AgentSettings, TaskAnswer, agent_kind, run_task
 from evaluation.llm import LLMClient, LLMConfig
@@ -352,3 +355,26 @@ def test_a_react_agent_computes_the_answer_from_the_files_in_the_sandbox(shared_
     assert out.status == "answered", out.message
     observation = next(m["content"] for m in out.transcript if m["role"] == "tool")
     assert "-4.91" in observation, observation  # upstream's gold, recomputed from the data in the sandbox
+
+
+# ------------------------------------------------------------------------------------ properties (hypothesis)
+
+_finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+
+
+@given(gold=_finite.filter(lambda g: g != 0), value=_finite, tail=st.text(max_size=20))
+def test_a_number_is_correct_exactly_when_strictly_inside_three_percent(gold, value, tail):
+    gold_text, answer = format_float_positional(gold), format_float_positional(value)
+    g, v = float(gold_text), float(answer)
+    low, high = sorted((g * 0.97, g * 1.03))
+    verdict = judge_answer(_q("numerical", gold_text), f"{answer} {tail}")  # what follows the number never counts
+    assert verdict.status == ("correct" if low < v < high else "wrong"), (gold_text, answer, verdict.sentence)
+
+
+@given(text=st.text(max_size=30), gold=st.sampled_from(["a", "b", "c"]))
+def test_a_choice_is_correct_exactly_when_the_answer_starts_with_the_gold(text, gold):
+    verdict = judge_answer(_q("multiple_choice", gold, ABC), text)
+    lower = text.lower()
+    expected = ("correct" if lower.startswith(gold) else
+                "wrong" if lower.startswith(ABC) else "invalid_answer")
+    assert verdict.status == expected
