@@ -97,6 +97,8 @@ def test_readers_who_may_see_the_gold_see_every_question_with_it(ui, qrdata_run,
     assert "holds no number" in shown
     types = next(d.value for d in at.dataframe if "question type" in d.value.columns)
     assert list(types["question type"]) == ["numerical", "multiple_choice"]
+    datasets = next(d.value for d in at.dataframe if "dataset" in d.value.columns and "correct" in d.value.columns)
+    assert list(datasets["dataset"]) == ["storms", "qrdata-other"]
 
 
 def test_an_admin_assigned_to_the_dataset_sees_no_gold_of_it(ui, qrdata_run):
@@ -104,9 +106,14 @@ def test_an_admin_assigned_to_the_dataset_sees_no_gold_of_it(ui, qrdata_run):
     assert "withheld from you" in texts(at) and "storms" in texts(at)
     table = _questions(at)
     assert list(table["gold"]) == ["(withheld)", "(withheld)", "B"]  # qrdata-other: nobody annotates it
+    # a verdict tells the gold (a correct answer is it): withheld with it; an unreadable answer's is not
+    assert list(table["verdict"]) == ["(withheld)", "⚠ invalid answer", "✘ wrong"]
     at.selectbox(key="qrdata.question").set_value("1").run()
     shown = texts(at)
-    assert "-4.91" not in shown and "**Gold:** (withheld)" in shown and "✔ correct" in shown
+    assert "-4.91" not in shown and "**Gold:** (withheld)" in shown and "✔ correct" not in shown
+    assert "The verdict is withheld with the gold." in shown and "-4.9" in shown  # the answer itself is shown
+    datasets = next(d.value for d in at.dataframe if "dataset" in d.value.columns and "correct" in d.value.columns)
+    assert list(datasets["dataset"]) == ["qrdata-other"]  # storms' own figures would tell its verdicts
 
 
 def _component(run_id: int, user_id: int) -> None:
@@ -135,6 +142,7 @@ def test_the_tables_are_pure_functions_of_the_result(qrdata_run):
     result = read_result(scored.result_bytes)
     blind = viewable(result, {"storms"})
     assert [i.gold for i in blind.items] == [None, None, "B"]
+    assert blind.items[0].sentence == "The verdict is withheld with the gold." and "no number" in blind.items[1].sentence
     assert "-4.91" not in blind.model_dump_json() and "0.033" not in blind.model_dump_json()
     assert list(questions_table(blind.items, {"storms"})["gold"]) == ["(withheld)", "(withheld)", "B"]
     frame = breakdown_table(scored.scores["qrdata"]["datasets"], "dataset")

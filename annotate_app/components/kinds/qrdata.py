@@ -1,6 +1,6 @@
 """The QRData kind's page component: a run's accuracy with its interval, the breakdowns (question type, reasoning,
 dataset), and per question the question, the gold (only where the reader may see that dataset's ground truth),
-the answer, what was read from it and the verdict; and what it adds to the leaderboard (notes and a chart).
+the answer, what was read from it and the verdict (withheld with the gold: a verdict tells it); and what it adds to the leaderboard (notes and a chart).
 
 The tables are built by pure functions (``*_table``) so tests can read them; the Streamlit parts are thin."""
 
@@ -48,21 +48,29 @@ def breakdown_table(groups: Mapping[str, Mapping[str, Any]], what: str) -> pd.Da
                                  "unanswered"])
 
 
+def _verdict(i: QRDataItem, blind: set[str]) -> str:
+    # a verdict tells the gold (a correct choice is the gold): withheld with it, except where nothing was read
+    if i.dataset in blind and i.status in ("correct", "wrong"):
+        return WITHHELD
+    return VERDICT[i.status]
+
+
 def questions_table(items: Sequence[QRDataItem], blind: set[str]) -> pd.DataFrame:
-    """One row per question: its dataset and type, the gold (withheld on ``blind`` datasets), the answer, what was
-    read from it and the verdict."""
+    """One row per question: its dataset and type, the gold, the answer, what was read from it and the verdict
+    (gold and verdict withheld on ``blind`` datasets)."""
     return pd.DataFrame([{"id": i.id, "dataset": i.dataset, "type": i.question_type, "reasoning": i.reasoning,
                           "gold": WITHHELD if i.dataset in blind else (i.gold or ""), "answer": i.answer or "",
-                          "read": i.read or "", "verdict": VERDICT[i.status]} for i in items],
+                          "read": i.read or "", "verdict": _verdict(i, blind)} for i in items],
                         columns=["id", "dataset", "type", "reasoning", "gold", "answer", "read", "verdict"])
 
 
 def viewable(result: QRDataResult, blind: set[str]) -> QRDataResult:
-    """The result without the gold of the datasets in ``blind`` (nor the sentences that quote it)."""
+    """The result without the gold of the datasets in ``blind``, nor the sentences that say how an answer compared
+    with it (an unreadable answer's sentence stays: it does not depend on the gold)."""
     def hide(i: QRDataItem) -> QRDataItem:
         if i.dataset not in blind:
             return i
-        shown = VERDICT[i.status] + "." if i.status in ("correct", "wrong") else i.sentence
+        shown = "The verdict is withheld with the gold." if i.status in ("correct", "wrong") else i.sentence
         return i.model_copy(update={"gold": None, "sentence": shown})
 
     return result.model_copy(update={"items": [hide(i) for i in result.items]})
@@ -125,7 +133,9 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
                       key="qrdata.types")
     by_reasoning.dataframe(breakdown_table(s.get("reasoning", {}), "reasoning"), hide_index=True,
                            key="qrdata.reasoning")
-    by_dataset.dataframe(breakdown_table(s.get("datasets", {}), "dataset"), hide_index=True, key="qrdata.datasets")
+    # a blind dataset's own figures would tell its verdicts (one question: its verdict): left out
+    by_dataset.dataframe(breakdown_table({k: v for k, v in s.get("datasets", {}).items() if k not in blind},
+                                         "dataset"), hide_index=True, key="qrdata.datasets")
     if not result.items:
         return
     table = questions_table(result.items, blind)
@@ -144,4 +154,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     st.markdown("**Answer:**")
     st.code(item.answer if item.answer is not None else "(no answer)", language=None, wrap_lines=True)
     banner = {"correct": st.success, "wrong": st.error, "invalid_answer": st.warning, "unanswered": st.info}
-    banner[item.status](md(f"{VERDICT[item.status]}: {item.sentence}"))
+    if _verdict(item, blind) == WITHHELD:
+        st.info(md(item.sentence), icon="🙈")
+    else:
+        banner[item.status](md(f"{VERDICT[item.status]}: {item.sentence}"))
