@@ -79,6 +79,7 @@ __all__ = [
     "judge_answer",
     "read_answer",
     "leaderboard_values",
+    "planned_items",
     "read_result",
     "release_questions",
     "score",
@@ -250,6 +251,11 @@ def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
     if max_items is not None and len(answers) > max_items:
         raise SubmissionCheckError(f"{fname} answers {len(answers):,} questions; at most {max_items:,} are taken.")
     return [CheckedFile(fname, data, format="qrdata-answers", items=len(answers))]
+
+
+def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
+    """A run scores every QRData question of the release, answered or not: its count from queued to finished."""
+    return len(release_questions(release))
 
 
 # ------------------------------------------------------------------------------------ result
@@ -557,4 +563,5 @@ AGENT = _Agent()
 KIND = TaskKind(name=name, label="QRData answers ({\"answers\": {question id: answer text}})", item_noun="questions",
                 leaderboard=leaderboard, check_files=check_files, score=score,
                 leaderboard_values=leaderboard_values, summary_line=summary_line, view="qrdata", order=60,
-                release_part=release_part, submission_schema=SCHEMA_PATH, agent=AGENT, importer=importer)
+                release_part=release_part, submission_schema=SCHEMA_PATH, agent=AGENT, importer=importer,
+                planned_items=planned_items)

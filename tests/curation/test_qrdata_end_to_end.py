@@ -92,8 +92,9 @@ def test_an_answers_file_is_scored_by_upstreams_rules(engine, released, shared_q
         run = register_run(session=s, actor=evaluator, release_version="1.0.0", kind="qrdata", agent="gold-ish",
                            files=[("answers.json", json.dumps({"answers": answers}).encode())],
                            artifacts=artifacts, max_bytes=10_000_000)
-        run_id = run.id
+        run_id, planned = run.id, run.progress_total
     done = execute_run(engine, run_id, artifacts=artifacts)
+    assert planned == done.progress_total == done.progress_done == 29  # 28 answers; every question is scored
     assert done.status == RunStatus.SUCCEEDED.value, done.message
     s_ = done.scores["qrdata"]
     assert (s_["questions"], s_["correct"], s_["wrong"], s_["invalid_answer"], s_["unanswered"]) == (29, 25, 1, 2, 1)
