@@ -244,6 +244,12 @@ def toyquiz_sample(world: World, shared: Path) -> Sample:
                   agent_reply=lambda r: '{"answer": "blue"}')
 
 
+def qrdata_sample(world: World, shared: Path) -> Sample:
+    from tests.conformance.qrdata_sample import sample  # the kind's own file (it imports World and Sample)
+
+    return sample(world, shared)
+
+
 SAMPLES: dict[str, Callable[[World, Path], Sample]] = {
     "analyses": analyses_sample,
     "mcq": mcq_sample,
@@ -251,6 +257,7 @@ SAMPLES: dict[str, Callable[[World, Path], Sample]] = {
     "programmatic": programmatic_sample,
     "reproducibility": reproducibility_sample,
     "toyquiz": toyquiz_sample,
+    "qrdata": qrdata_sample,
 }
 
 
