@@ -23,7 +23,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from exports.errors import FormatError
 
@@ -325,9 +325,8 @@ def _question(record: Any, upstream_id: int, where: str) -> tuple[str, StatQAQue
             id=str(upstream_id), question=record["refined_question"], task=record["task"],
             difficulty=record["difficulty"], relevant_columns=relevant, results=results,
             gold=StatQAGold(columns=gold["columns"], methods=gold["methods"], text=record["ground_truth"]))
-    except ValueError as exc:  # pydantic's ValidationError: the first problem, located
-        errors = getattr(exc, "errors", lambda: [])()
-        first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+    except ValidationError as exc:
+        first = exc.errors()[0]
         loc = ".".join(str(x) for x in first.get("loc", ()))
         field = {"relevant_columns": "relevant_column", "question": "refined_question"}.get(loc.split(".")[0], loc)
         raise StatQAFormatError(f"{where}: its field {field or 'record'!r} does not fit ({loc}: "
