@@ -128,3 +128,22 @@ def test_the_published_schema_is_the_submission_model():
     schema = submission_schema()
     assert schema["required"] == ["answers"] and schema["additionalProperties"] is False
     assert schema["properties"]["answers"]["propertyNames"] == {"pattern": "^[0-9]+$"}
+
+
+def test_score_schema_prints_it_and_it_tells_a_good_submission_from_a_bad_one(tmp_path):
+    import os
+
+    import jsonschema
+
+    from curation.settings import PROJECT_ROOT
+    from tests.cli_runner import run_cli
+
+    env = dict(os.environ, FORKPATHS_DATA_DIR=str(tmp_path / "data"), FORKPATHS_LOAD_STARTER_DATASETS="false")
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    done = run_cli(("score-schema", "statqa"), env=env, cwd=PROJECT_ROOT)
+    assert done.returncode == 0 and json.loads(done.stdout) == submission_schema()
+    schema = json.loads(done.stdout)
+    jsonschema.validate({"answers": {"5": '{"columns": [], "methods": []}', "7": None}, "source": {"k": 1}}, schema)
+    for bad in ({"answers": {"five": "x"}}, {"answers": {"5": 3}}, {"answers": {}, "extra": 1}, {}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
