@@ -356,7 +356,8 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         evaluator_version=EVALUATOR_VERSION, judge=judge_config,
         mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
         release_sha256=record.manifest_sha256,
-        progress_total=sum(c.items or 0 for c in checked) or 1,
+        progress_total=(task.planned_items(checked, release) if task.planned_items is not None
+                        else sum(c.items or 0 for c in checked)) or 1,
         stage="queued")
     session.add(run)
     session.flush()

@@ -33,6 +33,9 @@ __all__ = [
     "CheckedFile",
     "Column",
     "FanOutParts",
+    "ImportedDataset",
+    "ImportedFile",
+    "Importer",
     "ItemKind",
     "LeaderboardSpec",
     "ReleasePart",
@@ -42,9 +45,23 @@ __all__ = [
     "ScoringLimits",
     "SubmissionCheckError",
     "TaskKind",
+    "count_of",
     "fmt_score",
     "kind_problems",
 ]
+
+
+def count_of(n: int, noun: str) -> str:
+    """``n`` and a kind's plural item noun, singular for one ("1 query", "57 queries", "1 analysis",
+    "2 task folders", "1 answers file")."""
+    if n != 1:
+        return f"{n} {noun}"
+    head, _, last = noun.rpartition(" ")
+    for plural, single in (("ses", "sis"), ("ies", "y"), ("s", "")):
+        if last.endswith(plural) and len(last) > len(plural) + 1:
+            last = last[: -len(plural)] + single
+            break
+    return f"1 {head + ' ' if head else ''}{last}"
 
 
 def fmt_score(x: Any) -> str:
@@ -206,6 +223,51 @@ class FanOutParts:
     labels: Callable[[ScoringContext], list[str]] | None = None
 
 
+@dataclass(frozen=True)
+class ImportedFile:
+    """One file of an imported dataset: its name in the dataset's folder (plain names, ``/`` between folders),
+    where it is read from, what it is (``data``, ``metadata`` or ``other``) and its format (``csv`` or other)."""
+
+    name: str
+    path: Path
+    role: str = "data"
+    format: str = "csv"
+
+
+@dataclass(frozen=True)
+class ImportedDataset:
+    """A dataset an importer read from a benchmark's own layout: its files and the kind's part of it (the items
+    and their gold, as the kind's :attr:`ReleasePart.model`). ``main_file`` is its main table; ``extra`` what the
+    source says about it that forkpaths does not model (kept losslessly); ``licence`` and ``attribution`` go with
+    every release that carries it."""
+
+    name: str
+    title: str
+    research_question: str
+    description: str
+    files: tuple[ImportedFile, ...]
+    main_file: str
+    part: BaseModel
+    dictionary: tuple[dict[str, Any], ...] = ()
+    licence: str = ""
+    attribution: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A kind whose items come from a benchmark's files, with their gold: ``forkpaths import-<kind> PATH`` (and
+    the Datasets page) read ``PATH`` with ``read`` and register each dataset with its part.
+
+    * ``source``: what to point it at, for a person ("a QRData folder: QRData.json and data/");
+    * ``read(path)``: the datasets, everything checked; raises an :class:`~evaluation.errors.EvaluationError`
+      whose sentence names the file (and record) that is wrong. Nothing is stored by it.
+    """
+
+    source: str
+    read: Callable[[Path], list[ImportedDataset]]
+
+
 #: A kind's name is stored in ``kind`` columns of ``varchar(16)``.
 KIND_NAME_MAX = 16
 
@@ -246,6 +308,11 @@ class TaskKind:
     min_runs_per_task: tuple[int, str] | None = None  # (runs, why): advice for agent runs
     submission_schema: Path | None = None  # the published JSON schema of its submission (forkpaths score-schema)
     fan_out: FanOutParts | None = None
+    # how many items scoring the checked files will count (the run's progress total and what its closing note
+    # says), when that is not the sum of the files' items (a kind that scores every item of the release,
+    # answered or not); None: the sum
+    planned_items: Callable[[Sequence[CheckedFile], Release], int] | None = None
+    importer: Importer | None = None  # its items come from a benchmark's files (forkpaths import-<kind>)
     agent: Any = None  # its agent hook (an evaluation.agents.AgentKind): agents can answer its tasks
 
 
@@ -265,6 +332,8 @@ def kind_problems(kind: TaskKind) -> list[str]:
     if kind.release_part is not None and not (isinstance(kind.release_part.model, type)
                                               and issubclass(kind.release_part.model, BaseModel)):
         problems.append("its release part's model is not a pydantic model")
+    if kind.importer is not None and kind.release_part is None:
+        problems.append("it imports datasets but keeps no release part to hold their items")
     if kind.submission_schema is not None and not Path(kind.submission_schema).is_file():
         problems.append(f"its submission schema {kind.submission_schema} does not exist")
     return problems

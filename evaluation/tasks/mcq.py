@@ -27,7 +27,7 @@ __all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary
 
 name = "mcq"
 label = "MCQ answers (question id → letter)"
-item_noun = "answers file"
+item_noun = "answers files"
 uses_judge = False
 accepts_overrides = False
 view: str | None = None
