@@ -48,12 +48,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.agents.briefs import file_preview, task_file
+from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
 from evaluation.metrics import Estimate, proportion_estimate
 from evaluation.submissions import printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    ImportedDataset,
+    ImportedFile,
+    Importer,
     LeaderboardSpec,
     ReleasePart,
     RunView,
@@ -68,12 +72,15 @@ from exports.schema import DatasetRelease, Release
 from exports.statqa import (
     DIFFICULTIES,
     METHODS,
+    SOURCE,
     TASK_TYPES,
+    StatQAFormatError,
     StatQAPart,
     StatQAQuestion,
     blind_part,
     part_counts,
     part_hash_input,
+    read_statqa_folder,
 )
 
 __all__ = [
@@ -81,6 +88,7 @@ __all__ = [
     "RESULT_FORMAT",
     "SCHEMA_PATH",
     "Counts",
+    "StatQAImportError",
     "ItemResult",
     "StatQAResult",
     "StatQASubmission",
@@ -89,6 +97,7 @@ __all__ = [
     "check_files",
     "extract_answer",
     "leaderboard_values",
+    "read_folder",
     "read_result",
     "read_submission",
     "score",
@@ -567,10 +576,44 @@ class _Agent:
         return out
 
 
+# ------------------------------------------------------------------------------------ import
+
+
+class StatQAImportError(EvaluationError):
+    """A StatQA folder that cannot be imported (the reader's sentence: the file, the record and the field)."""
+
+
+ATTRIBUTION = ("StatQA: Zhu et al., \"Are Large Language Models Good Statisticians?\", NeurIPS 2024 Datasets and "
+               f"Benchmarks; {SOURCE['repository']} at {SOURCE['commit'][:7]}")
+
+
+def read_folder(path: Path) -> list[ImportedDataset]:
+    """The datasets of a StatQA folder (:func:`exports.statqa.read_statqa_folder`), one per table, each with its
+    table, StatQA's licence and its questions with their gold.
+
+    Raises:
+        StatQAImportError: the folder cannot be read (nothing is returned).
+    """
+    try:
+        read = read_statqa_folder(path)
+    except StatQAFormatError as exc:
+        raise StatQAImportError(str(exc)) from None
+    return [ImportedDataset(
+        name=d.name, title=d.title, research_question=d.research_question, description=d.description,
+        files=tuple(ImportedFile(name=f.name, path=f.source, role=f.role, format=f.format) for f in d.files),
+        main_file=d.data_file, part=d.part, licence=read.licence, attribution=ATTRIBUTION,
+        dictionary=tuple({"name": c.column_header, "description": c.column_description, "data_type": c.data_type}
+                         for c in d.part.columns),
+        extra={"statqa_dataset": d.title}) for d in read.datasets]
+
+
 release_part = ReleasePart(model=StatQAPart, noun="StatQA questions", counts=part_counts,
                            hash_input=part_hash_input, blind=blind_part)
 
 KIND = TaskKind(name=name, label="StatQA answers (question id → the model's reply with columns and methods)",
                 item_noun="questions", leaderboard=leaderboard, check_files=check_files, score=score,
                 leaderboard_values=leaderboard_values, summary_line=summary_line, view="statqa", order=70,
-                release_part=release_part, submission_schema=SCHEMA_PATH, agent=_Agent())
+                release_part=release_part, submission_schema=SCHEMA_PATH, agent=_Agent(),
+                importer=Importer(source="a StatQA folder as AIRepr lays it out (mini-StatQA.json, upstream_index.json, "
+                                         "processed_dataset/, column_metadata/, dataset_metadata.csv, LICENSE)",
+                                  read=read_folder))
