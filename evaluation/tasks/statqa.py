@@ -97,6 +97,7 @@ __all__ = [
     "check_files",
     "extract_answer",
     "leaderboard_values",
+    "planned_items",
     "read_folder",
     "read_result",
     "read_submission",
@@ -436,13 +437,11 @@ def score(ctx: ScoringContext) -> ScoredRun:
     sub = read_submission(data, label=fname, release=ctx.release)
     items: list[ItemResult] = []
     notes: list[str] = []
-    no_gold = 0
-    todo = [(ds, part, q) for ds in ctx.release.datasets if (part := part_of(ds, KIND)) is not None
-            for q in part.questions]
+    every = [(ds, part, q) for ds in ctx.release.datasets if (part := part_of(ds, KIND)) is not None
+             for q in part.questions]
+    todo = [(ds, part, q) for ds, part, q in every if q.gold is not None]
+    no_gold = len(every) - len(todo)
     for n, (ds, part, q) in enumerate(todo, 1):
-        if q.gold is None:
-            no_gold += 1
-            continue
         items.append(_item(ds, part.dataset, q, sub.answers.get(q.id)))
         ctx.progress(n, len(todo), f"{ds.name}: question {q.id}")
     if no_gold:
@@ -458,6 +457,11 @@ def score(ctx: ScoringContext) -> ScoredRun:
     return ScoredRun(result_name="statqa-result.json",
                      result_bytes=(result.model_dump_json(indent=1) + "\n").encode("utf-8"),
                      scores=result.scores, items=len(items), message=message)
+
+
+def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
+    """What :func:`score` counts: every question of the release with gold, answered or not."""
+    return sum(1 for _, q in _questions(release).values() if q.gold is not None)
 
 
 # ------------------------------------------------------------------------------------ leaderboard and terminal
@@ -613,7 +617,7 @@ release_part = ReleasePart(model=StatQAPart, noun="StatQA questions", counts=par
 KIND = TaskKind(name=name, label="StatQA answers (question id → the model's reply with columns and methods)",
                 item_noun="questions", leaderboard=leaderboard, check_files=check_files, score=score,
                 leaderboard_values=leaderboard_values, summary_line=summary_line, view="statqa", order=70,
-                release_part=release_part, submission_schema=SCHEMA_PATH, agent=_Agent(),
+                release_part=release_part, submission_schema=SCHEMA_PATH, agent=_Agent(), planned_items=planned_items,
                 importer=Importer(source="a StatQA folder as AIRepr lays it out (mini-StatQA.json, upstream_index.json, "
                                          "processed_dataset/, column_metadata/, dataset_metadata.csv, LICENSE)",
                                   read=read_folder))

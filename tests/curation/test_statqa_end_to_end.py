@@ -74,8 +74,10 @@ def test_an_uploaded_answers_file_is_scored_and_ranked(world):
                            agent="statqa-bot", model_name="m", kind="statqa", artifacts=world.artifacts,
                            max_bytes=1_000_000)
         run_id = run.id
+        assert run.progress_total == 40  # queued: every question of the release counts, answered or not
     done = execute_run(world.engine, run_id, artifacts=world.artifacts)
     assert done.status == RunStatus.SUCCEEDED.value, done.message
+    assert (done.progress_done, done.progress_total) == (40, 40)
     right = sum(1 for i in answers if i != "9" and i != "280")
     o = done.scores["overall"]
     assert o["accuracy"]["point"] == pytest.approx(right / 40) and o["invalid"] == (1 if "9" in answers else 0)
