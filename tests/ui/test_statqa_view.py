@@ -2,8 +2,7 @@
 the run's figures, its breakdowns and, per question, the question, the reply, what StatQA read from it, the
 verdict and the gold; an analyst cannot open runs. The leaderboard draws its columns from the kind's spec.
 
-The run is scored by the kind on a release of the shared subset and stored as a succeeded run (its result in the
-artifact store): importing and cutting StatQA releases through the services is the generic import's part."""
+The shared subset is imported (``import_kind``), released and scored through the services."""
 
 from __future__ import annotations
 
@@ -16,12 +15,14 @@ from streamlit.testing.v1 import AppTest
 from annotate_app.components.kinds import leaderboard_frame, view_module
 from annotate_app.components.kinds.statqa import breakdown_table, headline, questions_table, task_figure
 from curation.db import session_scope
-from curation.models import Role, RunStatus, ScoringRun
-from evaluation.scoring import RunBudget
-from evaluation.tasks import ScoringContext, ScoringLimits, task_kind
+from curation.models import Role, RunStatus
+from curation.services.kind_import import import_kind
+from curation.services.releases import cut_release
+from curation.services.scoring import execute_run, register_run
+from evaluation.tasks import task_kind
 from evaluation.tasks.statqa import read_result
 from tests import factories as f
-from tests.evaluation.statqa_world import statqa_release
+from tests.evaluation.statqa_world import shared_statqa
 from tests.ui.conftest import APP, texts
 
 KIND = task_kind("statqa")
@@ -30,25 +31,25 @@ REPLY_7 = ('Normality tests: {"columns": ["Vietnam"], "methods": ["Anderson-Darl
 
 
 @pytest.fixture
-def statqa_run(ui, tmp_path):
-    release = statqa_release(tmp_path / "release")
+def statqa_run(ui):
+    """The shared subset imported and released through the services, and one answers file scored on it."""
+    settings, store = ui.settings, ui.settings.artifact_store()
+    with session_scope(ui.engine) as s:
+        report = import_kind(session=s, actor=ui.curator, kind="statqa", path=shared_statqa(),
+                             store=settings.datasets_store, max_bytes=10_000_000)
+    with session_scope(ui.engine) as s:
+        cut_release(session=s, actor=ui.curator, version="1.0.0", notes="", artifacts=store,
+                    store=settings.datasets_store, dataset_names=report.datasets)
+    evaluator = f.user(ui.engine, "evie", Role.EVALUATOR)
     answers = {"7": REPLY_7, "9": "I cannot tell.", "5": '{"columns": ["income_inequality"], "methods": ["Median"]}'}
     data = json.dumps({"answers": answers}).encode()
-    scored = KIND.score(ScoringContext(release=release, release_folder=tmp_path / "release",
-                                       files=[("answers.json", data)], judge=lambda: None, mode="default", k=10,
-                                       ground_truth_hash="gt", limits=ScoringLimits(), budget=RunBudget()))
-    store = ui.settings.artifact_store()
-    evaluator = f.user(ui.engine, "evie", Role.EVALUATOR)
     with session_scope(ui.engine) as s:
-        run = ScoringRun(kind="statqa", agent="scripted", model_name="m", release_version="1.0.0",
-                         ground_truth_hash="gt", submission_sha256=store.put_bytes(data),
-                         submission_files=[{"name": "answers.json", "sha256": store.put_bytes(data)}],
-                         evaluator_version="test", status=RunStatus.SUCCEEDED.value, result_path=scored.result_name,
-                         result_sha256=store.put_bytes(scored.result_bytes), scores=scored.scores,
-                         scores_effective=scored.scores, created_by_id=evaluator.id)
-        s.add(run)
-        s.flush()
+        run = register_run(session=s, actor=evaluator, release_version="1.0.0", files=[("answers.json", data)],
+                           agent="statqa-bot", model_name="m", kind="statqa", artifacts=store, max_bytes=1_000_000)
         run_id = run.id
+    done = execute_run(ui.engine, run_id, artifacts=store)
+    assert done.status == RunStatus.SUCCEEDED.value, done.message
+    scored = SimpleNamespace(scores=done.scores, result_bytes=store.get_bytes(done.result_sha256 or "", what="result"))
     return SimpleNamespace(evaluator=evaluator, run_id=run_id, scored=scored)
 
 
@@ -86,6 +87,22 @@ def test_scoring_roles_see_figures_breakdowns_and_each_question_with_its_gold(ui
     next(sb for sb in at.selectbox if sb.label == "Question").set_value("9").run()
     shown = texts(at)
     assert "I cannot tell." in shown and "Invalid Answer (0)" in shown and "no JSON object" in shown
+
+
+def test_the_leaderboard_ranks_statqa_runs_with_the_kind_s_columns(ui, statqa_run):
+    at = ui.app(statqa_run.evaluator).run()
+    at.switch_page("app_pages/leaderboard.py").run()
+    assert not at.exception, at.exception
+    kinds = next(sb for sb in at.selectbox if sb.label == "Kind of task")
+    kinds.set_value("statqa").run()
+    assert not at.exception, at.exception
+    board = at.dataframe[0].value
+    assert len(board) == 1 and board.iloc[0]["run"].startswith(f"#{statqa_run.run_id} statqa-bot")
+    assert board.iloc[0]["accuracy"].startswith("0.03 [0.00, ") and board.iloc[0]["invalid answers"] == 1
+    assert board.iloc[0]["questions"] == 40
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert chart["layout"]["title"]["text"] == "StatQA accuracy (selection overall)"
+    assert "answers StatQA cannot read" in texts(at)
 
 
 def test_an_analyst_cannot_open_runs(ui, statqa_run):
