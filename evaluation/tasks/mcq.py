@@ -30,7 +30,7 @@ label = "MCQ answers (question id → letter)"
 item_noun = "answers files"
 uses_judge = False
 accepts_overrides = False
-view: str | None = None
+view: str | None = "mcq"
 leaderboard = LeaderboardSpec(role="companion", columns=(Column("mcq_accuracy", "MCQ accuracy"),))
 
 

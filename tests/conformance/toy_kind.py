@@ -157,7 +157,7 @@ KIND = TaskKind(
     name=NAME, label="Toy questions (question id → one word)", item_noun="questions",
     leaderboard=LeaderboardSpec(role="companion", columns=(Column("toyquiz_accuracy", "toy accuracy"),)),
     check_files=check_files, score=score, leaderboard_values=leaderboard_values, summary_line=summary_line,
-    order=900,
+    order=900, view="tests.conformance.toy_view",
     release_part=ReleasePart(model=ToyPart, noun="toy questions", counts=_counts,
                              hash_input=lambda p: [(q.id, q.gold) for q in p.questions], blind=_blind,
                              work=("with gold",)),

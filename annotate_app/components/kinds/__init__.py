@@ -1,6 +1,6 @@
 """Page components of the task kinds, found by the ``view`` name a kind declares (evaluation/tasks/).
 
-A kind that shows a drill-down names a module here (``analyses`` → :mod:`annotate_app.components.kinds.analyses`)
+A kind that shows a drill-down names a module here (or, from another package, its component's full module path) (``analyses`` → :mod:`annotate_app.components.kinds.analyses`)
 holding ``drilldown(run, user, cfg)`` and, if it ranks runs on the leaderboard, ``leaderboard_notes(rows)`` and
 ``leaderboard_charts(rows, container)``. The leaderboard's table itself is drawn from the kinds' column specs by
 :func:`leaderboard_frame`, so a kind's columns need no page code. A decision-item kind whose ``agenda_view`` names
@@ -25,8 +25,9 @@ __all__ = ["column_config", "leaderboard_frame", "view_module"]
 
 
 def view_module(view: str) -> ModuleType:
-    """The page component of a kind's ``view``."""
-    return importlib.import_module(f"{__name__}.{view}")
+    """The page component of a kind's ``view``: a module of this package by its name (``analyses``), or, for a
+    kind of another package, the component's full module path (``my_package.pages.my_kind``)."""
+    return importlib.import_module(view if "." in view else f"{__name__}.{view}")
 
 
 def _ci(v: Any, lo: Any, hi: Any) -> str:
