@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaluation.tasks.statqa import extract_answer, upstream_verdict
 
@@ -97,3 +99,40 @@ def test_extraction_keeps_the_first_brace_pair_text_as_written():
     assert extract_answer("} {") is None  # the first '}' comes before the '{': nothing after it
     assert extract_answer('{"a": [1, 2]}') == '{"a": [1, 2]}'
     assert json.loads(extract_answer('prefix {"k": "v"} suffix') or "null") == {"k": "v"}
+
+
+# ------------------------------------------------------------------------------------ properties
+
+_item = st.text(st.characters(blacklist_characters="{}'", blacklist_categories=("Cs",)), min_size=1, max_size=12)
+_prose = st.text(st.characters(blacklist_characters="{}", blacklist_categories=("Cs",)), max_size=30)
+
+
+def _reworded(x: str) -> str:
+    """``x`` in upper case with spaces around, where upper-casing keeps its lower case (not for 'ß')."""
+    return f"  {x.upper()} " if x.upper().lower() == x.lower() else x
+
+
+@settings(max_examples=200, deadline=None)
+@given(columns=st.lists(_item, min_size=1, max_size=4), methods=st.lists(_item, min_size=1, max_size=4),
+       before=_prose, after=_prose, data=st.data())
+def test_the_gold_reworded_by_case_order_and_spaces_is_right_wherever_it_sits_in_prose(columns, methods, before,
+                                                                                    after, data):
+    gold = json.dumps({"columns": columns, "methods": methods})
+    answer = json.dumps({"columns": data.draw(st.permutations([_reworded(x) for x in columns])),
+                         "methods": data.draw(st.permutations([_reworded(x) for x in methods]))})
+    v = upstream_verdict(before + answer + after, gold)
+    assert v.extracted == answer and v.overall == 1, (answer, gold)
+
+
+@settings(max_examples=200, deadline=None)
+@given(gold_items=st.lists(_item, min_size=1, max_size=4), extra=_item)
+def test_an_extra_item_or_a_missing_one_never_scores(gold_items, extra):
+    gold = json.dumps({"columns": gold_items, "methods": ["Mean"]})
+    known = {g.lower().strip() for g in gold_items}
+    more = upstream_verdict(json.dumps({"columns": [*gold_items, extra], "methods": ["Mean"]}), gold)
+    if extra.lower().strip() not in known:
+        assert more.columns is not None and more.columns.wrong == 1 and more.overall == 0
+    first = gold_items[0].lower().strip()
+    fewer = upstream_verdict(json.dumps({"columns": [g for g in gold_items if g.lower().strip() != first],
+                                         "methods": ["Mean"]}), gold)
+    assert fewer.columns is not None and fewer.columns.missed == 1 and fewer.overall == 0
