@@ -33,7 +33,7 @@ from curation.services.datasets import register_folder_dataset
 from evaluation.errors import EvaluationError
 from evaluation.tasks import ImportedDataset, TaskKind, task_kind
 
-__all__ = ["KindImportReport", "import_kind", "importable_kinds"]
+__all__ = ["KindImportReport", "import_kind", "importable_kinds", "imported_by"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,16 @@ class KindImportReport:
         if self.unchanged:
             out.append(f"Already imported with the same content, skipped: {', '.join(self.unchanged)}.")
         return out
+
+
+def imported_by(dataset: Dataset) -> TaskKind | None:
+    """The kind that imported ``dataset`` with its gold (``forkpaths import-<kind>``), or None."""
+    from evaluation.tasks import KINDS
+
+    source = dataset.source or ""
+    if not source.startswith(SOURCE_PREFIX):
+        return None
+    return KINDS.get(source[len(SOURCE_PREFIX):])
 
 
 def importable_kinds() -> list[TaskKind]:

@@ -32,6 +32,7 @@ __all__ = [
     "KIND_NAME_MAX",
     "CheckedFile",
     "Column",
+    "FacetJudging",
     "FanOutParts",
     "ImportedDataset",
     "ImportedFile",
@@ -268,6 +269,20 @@ class Importer:
     read: Callable[[Path], list[ImportedDataset]]
 
 
+@dataclass(frozen=True)
+class FacetJudging:
+    """A kind whose judge's verdict has facets that evaluators may label (agree or correct), as DiscoveryBench's
+    hypothesis matching has: how to read a run's result, apply the labels so far, find an item, check a label's
+    target, and read and name one facet's value."""
+
+    read_result: Callable[[bytes | str], Any]
+    effective: Callable[[Any, Sequence[Any]], Any]
+    find_item: Callable[[Any, str], Any]
+    check_facet: Callable[[Any, Any], str]
+    facet_value: Callable[[Any, str, str], Any]
+    facet_label: Callable[[str, Any], str]
+
+
 #: A kind's name is stored in ``kind`` columns of ``varchar(16)``.
 KIND_NAME_MAX = 16
 
@@ -293,6 +308,9 @@ class TaskKind:
     uses_judge: bool = False  # its runs record and build a judge
     accepts_overrides: bool = False  # its items can be overridden by an evaluator, and its runs compared pairwise
     view: str | None = None  # the page component that draws a run's drill-down (annotate_app/components/kinds/)
+    # the page component that draws its curation stages (Annotate, Review, Consensus) for the datasets it claims
+    # (its ``claims(session, dataset)``; the one whose ``DEFAULT`` is true curates every other dataset)
+    stages: str | None = None
     order: int = 100  # where it stands among the kinds (the first ranked kind is the default); ties: by name
     # --- optional capabilities
     release_part: ReleasePart | None = None  # what it keeps in a release's datasets
@@ -305,6 +323,7 @@ class TaskKind:
     judges: tuple[str, ...] = ()  # judges of its own (only these may score it)
     default_judge: str = "offline"
     facets: tuple[str, ...] = ()  # the facets of its judge's verdict that evaluators may label
+    facet_judging: FacetJudging | None = None  # how its facets are read and labelled (with ``facets``)
     min_runs_per_task: tuple[int, str] | None = None  # (runs, why): advice for agent runs
     submission_schema: Path | None = None  # the published JSON schema of its submission (forkpaths score-schema)
     fan_out: FanOutParts | None = None
@@ -332,6 +351,8 @@ def kind_problems(kind: TaskKind) -> list[str]:
     if kind.release_part is not None and not (isinstance(kind.release_part.model, type)
                                               and issubclass(kind.release_part.model, BaseModel)):
         problems.append("its release part's model is not a pydantic model")
+    if bool(kind.facets) != (kind.facet_judging is not None):
+        problems.append("it declares facets without the functions that judge them, or the other way round")
     if kind.importer is not None and kind.release_part is None:
         problems.append("it imports datasets but keeps no release part to hold their items")
     if kind.submission_schema is not None and not Path(kind.submission_schema).is_file():
