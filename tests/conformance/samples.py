@@ -250,6 +250,44 @@ def qrdata_sample(world: World, shared: Path) -> Sample:
     return sample(world, shared)
 
 
+# ------------------------------------------------------------------------------------ StatQA
+
+
+def statqa_sample(world: World, shared: Path) -> Sample:
+    """The shared StatQA subset imported and released; the scripted model replies with the gold of the question it
+    is asked (the reply's JSON, as StatQA reads it)."""
+    from exports.statqa import read_statqa_folder
+
+    folder = shared / "statqa"
+    with session_scope(world.engine) as s:
+        report = import_kind(session=s, actor=world.curator, kind="statqa", path=folder,
+                             store=world.settings.datasets_store, max_bytes=10_000_000)
+    world.cut("1.0.0", report.datasets)
+    questions = [q for d in read_statqa_folder(folder).datasets for q in d.part.questions if q.gold]
+
+    def regold() -> str:
+        with session_scope(world.engine) as s:
+            ds = s.exec(select(Dataset).where(Dataset.name == "statqa_crop_production_dataset")).one()
+            part = dict(ds.parts["statqa"])
+            part["questions"] = [{**q, "gold": {**q["gold"], "text": q["gold"]["text"].replace("]", ', "Mode"]', 1)}}
+                                 if q["id"] == "7" else q for q in part["questions"]]
+            ds.parts = {"statqa": part}
+            s.add(ds)
+        return world.cut("1.1.0", report.datasets)
+
+    def reply(request: dict[str, Any]) -> str:
+        prompt = request["messages"][-1]["content"]
+        q = next(q for q in questions if json.dumps(q.question, ensure_ascii=False) in prompt)
+        assert q.gold is not None
+        return "My selection: " + json.dumps({"columns": q.gold.columns, "methods": q.gold.methods})
+
+    good = {"answers": {q.id: f"Answer: {q.gold.text}" for q in questions[:5] if q.gold}}
+    methods = sorted({m for q in questions if q.gold for m in q.gold.methods})
+    return Sample(version="1.0.0", good=[("answers.json", json.dumps(good).encode())],
+                  bad=[("answers.json", b'{"answers": {"99999": "{}"}}')], regold=regold,
+                  gold=[q.gold.text for q in questions if q.gold] + methods, agent_reply=reply)
+
+
 SAMPLES: dict[str, Callable[[World, Path], Sample]] = {
     "analyses": analyses_sample,
     "mcq": mcq_sample,
@@ -258,6 +296,7 @@ SAMPLES: dict[str, Callable[[World, Path], Sample]] = {
     "reproducibility": reproducibility_sample,
     "toyquiz": toyquiz_sample,
     "qrdata": qrdata_sample,
+    "statqa": statqa_sample,
 }
 
 
