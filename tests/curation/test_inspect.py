@@ -1,0 +1,105 @@
+"""inspect_ai and forkpaths: `inspect eval forkpaths/<kind>` on a release, with a scripted model (inspect's mockllm),
+scores each sample with the kind's own engine (the same numbers forkpaths gives the same answers), and its log,
+imported, becomes the same scoring run(s) with the transcripts kept; bad logs and bad samples get a sentence."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from curation.db import session_scope
+from curation.models import AgentRun, RunStatus, ScoringRun
+from curation.services import agent_runs as ar
+from curation.services.inspect_import import import_inspect_log
+from curation.services.scoring import execute_run
+from tests.curation.scoring_world import make_world
+from tests.inspect_support import inspect_entry_point, scripted_model  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.usefixtures("inspect_entry_point")
+
+ANALYSIS = {"cvars": {"ivs": [{"description": "femininity of the hurricane's name", "columns": ["masfem"]}],
+                      "dv": {"description": "deaths", "columns": ["alldeaths"]},
+                      "controls": [{"description": "minimum pressure", "columns": ["min"], "is_moderator": False}]},
+            "transform_code": "def transform(df):\n    return df",
+            "m_code": "def model(df):\n    import statsmodels.formula.api as smf\n"
+                      "    return smf.ols('alldeaths ~ masfem + min', data=df).fit()"}
+
+
+@pytest.fixture
+def world(tmp_path, shared_blade):
+    from tests.conftest import migrated_sqlite
+
+    return make_world(migrated_sqlite(tmp_path / "db.sqlite"), tmp_path, shared_blade)
+
+
+def _eval(world, tmp_path, kind: str, reply, *, epochs: int = 1, **args):
+    from inspect_ai import eval as inspect_eval
+
+    logs = inspect_eval(f"forkpaths/{kind}", task_args={"release": str(world.releases / "1.0.0"), **args},
+                        model=scripted_model(reply), epochs=epochs, log_dir=str(tmp_path / "logs"),
+                        display="none", log_format=args.pop("log_format", "eval"))
+    assert len(logs) == 1 and logs[0].status == "success", logs[0].error
+    return logs[0]
+
+
+def _import(world, path, **kw):
+    with session_scope(world.engine) as s:
+        got = import_inspect_log(session=s, actor=world.evaluator, name=path.name, data=path.read_bytes(),
+                                 artifacts=world.artifacts, max_bytes=5_000_000, **kw)
+    runs = [execute_run(world.engine, i, artifacts=world.artifacts) for i in got.scoring_run_ids]
+    return got, runs
+
+
+def _letter(messages) -> str:
+    """The scripted model's answer to an MCQ: a letter that depends on the question's wording."""
+    text = messages[-1].text
+    n = len(re.findall(r"^[A-H][.)] ", text, flags=re.M)) or 2
+    return "ABCDEFGH"[sum(map(ord, text)) % n]
+
+
+def test_mcqs_in_inspect_score_as_forkpaths_scores_them_and_import_as_one_run_per_epoch(world, tmp_path):
+    def reply(messages, tools):
+        if sum(map(ord, messages[-1].text)) % 3 == 0:
+            return "I would rather not say."  # no letter: unparseable, as forkpaths scores it
+        return json.dumps({"answer": _letter(messages), "rationale": "scripted"})
+
+    log = _eval(world, tmp_path, "mcq", reply, epochs=2)
+    assert log.eval.task == "forkpaths/mcq" and len(log.samples) >= 4
+    for sample in log.samples:  # ground truth never reaches the model nor the sample's metadata
+        assert set(sample.metadata) == {"forkpaths_kind", "task", "dataset", "title"}
+        assert not sample.target
+    # the same answers, as an answers file scored by forkpaths itself, epoch by epoch
+    by_epoch: dict[int, dict[str, str]] = {}
+    for sample in log.samples:
+        by_epoch.setdefault(sample.epoch, {})[str(sample.id)] = sample.output.completion
+    expected = {}
+    for epoch, answers in by_epoch.items():
+        direct = world.score([(f"answers-{epoch}.json", json.dumps(answers).encode())], kind="mcq", agent="direct")
+        assert direct.status == RunStatus.SUCCEEDED.value, direct.message
+        expected[epoch] = direct.scores["mcq"]["accuracy"]
+        one = [s.scores["forkpaths_mcq"].value["mcq_accuracy"] for s in log.samples if s.epoch == epoch]
+        assert sum(one) / len(one) == pytest.approx(expected[epoch])
+        items = {i["id"]: i["status"] for i in world.result_json(direct)["items"]}
+        for s in log.samples:  # each sample's score is forkpaths's verdict on that answer
+            if s.epoch == epoch:
+                assert s.scores["forkpaths_mcq"].value["mcq_accuracy"] == (1.0 if items[s.id] == "correct" else 0.0)
+    assert 0 < min(expected.values()) < 1  # some right, some wrong: the comparison can tell them apart
+    got, runs = _import(world, tmp_path / "logs" / next(p.name for p in (tmp_path / "logs").iterdir()))
+    assert len(runs) == 2 and all(r.status == RunStatus.SUCCEEDED.value for r in runs), [r.message for r in runs]
+    assert sorted(r.scores["mcq"]["accuracy"] for r in runs) == sorted(expected.values())
+    # an answer without a letter is kept (scored as unparseable) and named, log and sample
+    unparseable = [s for s in log.samples if s.output.completion.startswith("I would rather")]
+    assert len(got.problems) == len(unparseable)
+    assert all(p.startswith(f"The inspect log {got.log}, sample ") for p in got.problems)
+    with session_scope(world.engine) as s:
+        agent_run = s.get(AgentRun, got.agent_run_id)
+        info = agent_run.settings["inspect"]
+        assert (info["task"], info["eval_id"], agent_run.model) == ("forkpaths/mcq", log.eval.eval_id, "mockllm/model")
+        assert len(info["log_sha256"]) == 64 and agent_run.strategy == "inspect"
+        assert {s.get(ScoringRun, i).agent_run_id for i in got.scoring_run_ids} == {got.agent_run_id}
+        rows = ar.task_runs(session=s, actor=world.evaluator, run_id=got.agent_run_id)
+        assert len(rows) == len(log.samples)
+        messages = ar.transcript(session=s, actor=world.evaluator, task_run_id=rows[0].id, artifacts=world.artifacts)
+        assert [m["role"] for m in messages] == ["system", "user", "assistant"]
