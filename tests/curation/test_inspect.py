@@ -103,3 +103,43 @@ def test_mcqs_in_inspect_score_as_forkpaths_scores_them_and_import_as_one_run_pe
         assert len(rows) == len(log.samples)
         messages = ar.transcript(session=s, actor=world.evaluator, task_run_id=rows[0].id, artifacts=world.artifacts)
         assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+
+
+def _multirun(*analyses) -> bytes:
+    return json.dumps({"dataset_name": "hurricane", "n": len(analyses),
+                       "analyses": {str(i): a for i, a in enumerate(analyses)}}).encode()
+
+
+def test_blade_analyses_by_inspects_react_agent_with_the_sandboxed_tool_score_and_import_as_forkpaths(world,
+                                                                                                        tmp_path):
+    from inspect_ai.model import ModelOutput
+
+    from evaluation.inspect_bridge.answers import sample_values
+    from evaluation.tasks import task_kind
+
+    def reply(messages, tools):
+        if not any(m.role == "tool" for m in messages):  # first: look at the data through the tool
+            assert {t.name for t in tools} == {"run_python", "submit"}
+            return ModelOutput.for_tool_call("mockllm/model", "run_python",
+                                             {"code": "print('rows', len(df)); print(sorted(df.columns)[:3])"})
+        return ModelOutput.for_tool_call("mockllm/model", "submit", {"answer": json.dumps(ANALYSIS)})
+
+    log = _eval(world, tmp_path, "analyses", reply, epochs=2, solver="react")
+    observations = [m.text for s in log.samples for m in s.messages if m.role == "tool" and m.function == "run_python"]
+    assert len(observations) == 2 and all(o.startswith("rows ") for o in observations), observations
+    assert all(s.files is None or set(s.files) == {"data.csv"} for s in log.samples)
+    direct_one = world.score([("hurricane.json", _multirun(ANALYSIS))], agent="direct")
+    assert direct_one.status == RunStatus.SUCCEEDED.value, direct_one.message
+    for s in log.samples:  # each epoch's answer scores as forkpaths scores that one analysis
+        assert s.scores["forkpaths_analyses"].value == sample_values(task_kind("analyses"), direct_one.scores)
+    # imported: one run holding both epochs (coverage@k), scored as the same multi-run file uploaded
+    got, runs = _import(world, next((tmp_path / "logs").iterdir()))
+    direct = world.score([("hurricane.json", _multirun(ANALYSIS, ANALYSIS))], agent="direct")
+    assert len(runs) == 1 and runs[0].status == RunStatus.SUCCEEDED.value, runs[0].message
+    assert runs[0].scores == direct.scores and got.problems == []
+    with session_scope(world.engine) as s:
+        rows = ar.task_runs(session=s, actor=world.evaluator, run_id=got.agent_run_id)
+        assert [(r.task_key, r.replicate, r.tool_calls) for r in rows] == [("hurricane", 0, 1), ("hurricane", 1, 1)]
+        messages = ar.transcript(session=s, actor=world.evaluator, task_run_id=rows[0].id, artifacts=world.artifacts)
+        assert any(m["role"] == "tool" and m["content"].startswith("rows ") for m in messages)
+        assert any(c["name"] == "run_python" for m in messages for c in m.get("tool_calls", []))
