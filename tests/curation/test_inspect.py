@@ -8,8 +8,10 @@ import json
 import re
 
 import pytest
+from sqlmodel import select
 
 from curation.db import session_scope
+from curation.errors import ScoringError
 from curation.models import AgentRun, RunStatus, ScoringRun
 from curation.services import agent_runs as ar
 from curation.services.inspect_import import import_inspect_log
@@ -143,3 +145,36 @@ def test_blade_analyses_by_inspects_react_agent_with_the_sandboxed_tool_score_an
         messages = ar.transcript(session=s, actor=world.evaluator, task_run_id=rows[0].id, artifacts=world.artifacts)
         assert any(m["role"] == "tool" and m["content"].startswith("rows ") for m in messages)
         assert any(c["name"] == "run_python" for m in messages for c in m.get("tool_calls", []))
+
+
+def test_a_sample_that_does_not_fit_is_named_and_the_other_samples_are_kept(world, tmp_path):
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    replies = iter(["I cannot analyse this.", json.dumps(ANALYSIS)])
+    log = _eval(world, tmp_path, "analyses", lambda messages, tools: next(replies), epochs=2, log_format="json")
+    bad = next(s for s in log.samples if s.output.completion.startswith("I cannot"))
+    assert bad.scores["forkpaths_analyses"].metadata["status"] == "invalid_answer"
+    path = next((tmp_path / "logs").iterdir())
+    edited = read_eval_log(str(path))
+    stray = edited.samples[0].model_copy(update={"id": "atlantis"})
+    edited.samples.append(stray)
+    write_eval_log(edited, str(path))
+    got, runs = _import(world, path)
+    assert sorted(got.problems) == [
+        f"The inspect log {path.name}, sample atlantis (epoch {stray.epoch}) names no analyses task of release "
+        "1.0.0; it was left out.",
+        f"The inspect log {path.name}, sample hurricane (epoch {bad.epoch}): The model's answer could not be used: "
+        + next(p for p in got.problems if "hurricane" in p).split("could not be used: ", 1)[1]]
+    assert any("it is not JSON" in p for p in got.problems)
+    assert len(runs) == 1 and runs[0].status == RunStatus.SUCCEEDED.value, runs[0].message
+    runs_in_file = json.loads(world.artifacts.get_bytes(runs[0].submission_files[0]["sha256"], what="submission"))
+    assert runs_in_file["n"] == 2 and runs_in_file["analyses"][str(bad.epoch - 1)][0] == 2  # a failed run, kept
+
+
+def test_a_log_whose_samples_all_fail_imports_nothing(world, tmp_path):
+    _eval(world, tmp_path, "analyses", lambda messages, tools: "no idea")
+    path = next((tmp_path / "logs").iterdir())
+    with pytest.raises(ScoringError, match=f"No sample of the inspect log {re.escape(path.name)} has an answer"):
+        _import(world, path)
+    with session_scope(world.engine) as s:
+        assert s.exec(select(AgentRun)).all() == [] and s.exec(select(ScoringRun)).all() == []
