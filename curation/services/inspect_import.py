@@ -39,9 +39,9 @@ from curation.services.scoring import (
     kind_of,
     register_run,
 )
-from evaluation.agents import ANSWERED, TaskAnswer, agent_kind
+from evaluation.agents import ANSWERED, AgentKind, AgentTask, TaskAnswer, agent_kind
 from evaluation.inspect_bridge.answers import answer_of
-from evaluation.inspect_bridge.logs import InspectLog, read_log
+from evaluation.inspect_bridge.logs import InspectLog, LogSample, read_log
 from evaluation.submissions import printable
 
 __all__ = ["STRATEGY", "InspectImport", "import_inspect_log"]
@@ -63,9 +63,13 @@ class InspectImport:
     problems: list[str] = field(default_factory=list)
 
 
-def _answers(parsed: InspectLog, tasks: dict[str, object], hook: object, workflow: bool
-             ) -> tuple[list[tuple[object, int, TaskAnswer, object]], list[str]]:
-    out, problems = [], []
+Answered = tuple[AgentTask, int, TaskAnswer, LogSample]
+
+
+def _answers(parsed: InspectLog, tasks: dict[str, AgentTask], hook: AgentKind, workflow: bool
+             ) -> tuple[list[Answered], list[str]]:
+    out: list[Answered] = []
+    problems: list[str] = []
     for s in parsed.samples:
         where = f"The inspect log {parsed.name}, sample {printable(s.key)} (epoch {s.epoch})"
         task = tasks.get(s.key)
@@ -77,7 +81,7 @@ def _answers(parsed: InspectLog, tasks: dict[str, object], hook: object, workflo
             problems.append(f"{where} ended in an error ({s.error.splitlines()[0][:200] if s.error else ''}); it is "
                             "kept as a failed task run.")
         else:
-            answer = answer_of(hook, task, s.completion, s.epoch - 1, workflow=workflow)  # type: ignore[arg-type]
+            answer = answer_of(hook, task, s.completion, s.epoch - 1, workflow=workflow)
             if answer.status not in ANSWERED:
                 problems.append(f"{where}: {answer.message}")
         out.append((task, s.epoch - 1, answer, s))
@@ -104,12 +108,12 @@ def import_inspect_log(*, session: Session, actor: User, name: str, data: bytes,
     task_kind = kind_of(parsed.kind)
     workflow = str(parsed.task_args.get("workflow", "")).lower() in ("true", "1")
     tasks = {t.key: t for t in hook.tasks(release, folder)}
-    answered, problems = _answers(parsed, tasks, hook, workflow)  # type: ignore[arg-type]
+    answered, problems = _answers(parsed, tasks, hook, workflow)
     if not any(a.status in ANSWERED for _, _, a, _ in answered):
         first = problems[0] if problems else ""
         raise ScoringError(f"No sample of the inspect log {parsed.name} has an answer forkpaths can score, so "
                            f"nothing was imported. {first}".strip())
-    datasets = sorted({t.dataset for t, _, _, _ in answered if getattr(t, "dataset", None)})
+    datasets = sorted({t.dataset for t, _, _, _ in answered if t.dataset})
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version,
                                         names=datasets)
     if withheld:
@@ -125,14 +129,14 @@ def import_inspect_log(*, session: Session, actor: User, name: str, data: bytes,
     session.flush()
     run_id = int(run.id or 0)
     for task, replicate, answer, s in answered:
-        digest = hashlib.sha256(task.key.encode("utf-8")).hexdigest()[:16]  # type: ignore[attr-defined]
+        digest = hashlib.sha256(task.key.encode("utf-8")).hexdigest()[:16]
         rel = f"agent/{run_id}/transcripts/{digest}-run{replicate}.json"
         _write_atomic(artifacts.runs / rel, json.dumps(
             {"task": s.key, "run": replicate, "status": answer.status, "message": answer.message,
              "messages": s.transcript, "inspect": {"log": parsed.name, "eval_id": parsed.eval_id,
                                                     "epoch": s.epoch}}, ensure_ascii=False, indent=1).encode("utf-8"))
         session.add(AgentTaskRun(
-            agent_run_id=run_id, task_key=s.key, title=str(getattr(task, "title", ""))[:256], replicate=replicate,
+            agent_run_id=run_id, task_key=s.key, title=task.title[:256], replicate=replicate,
             status=answer.status, message=answer.message[:4000], transcript_path=rel,
             answer=answer.answer if answer.answer is not None or answer.raw is None else {"raw": answer.raw},
             prompt_tokens=s.prompt_tokens, completion_tokens=s.completion_tokens, tool_calls=s.tool_calls,
