@@ -10,14 +10,16 @@ import re
 import pytest
 from sqlmodel import select
 
+from curation.artifacts import ArtifactStore
 from curation.db import session_scope
 from curation.errors import ScoringError
-from curation.models import AgentRun, RunStatus, ScoringRun
+from curation.models import AgentRun, Role, RunStatus, ScoringRun
 from curation.services import agent_runs as ar
 from curation.services.inspect_import import import_inspect_log
-from curation.services.scoring import execute_run
+from curation.services.scoring import execute_run, register_run
 from tests.curation.scoring_world import make_world
 from tests.inspect_support import inspect_entry_point, scripted_model  # noqa: F401 - fixture
+from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.usefixtures("inspect_entry_point")
 
@@ -178,3 +180,67 @@ def test_a_log_whose_samples_all_fail_imports_nothing(world, tmp_path):
         _import(world, path)
     with session_scope(world.engine) as s:
         assert s.exec(select(AgentRun)).all() == [] and s.exec(select(ScoringRun)).all() == []
+
+
+def test_a_discoverybench_hypothesis_in_inspect_scores_with_the_hms_judge_as_forkpaths(tmp_path, shared_discoverybench,
+                                                                                      monkeypatch):
+    """The hypotheses kind's own judge (hms, an LLM: the scripted server) scores the sample in inspect's log and
+    the imported run alike: HMS worked by hand."""
+    from curation.services import releases as rel
+    from curation.services.discoverybench_import import import_discoverybench
+    from curation.services.scoring import JudgeSettings
+    from evaluation.llm import LLMConfig
+    from tests import factories as f
+    from tests.conftest import migrated_sqlite
+    from tests.curation.test_agent_runs import _worldbank_tree
+    from tests.evaluation.hms_script import HMSScript, sub
+
+    engine = migrated_sqlite(tmp_path / "db.sqlite")
+    store = tmp_path / "data" / "datasets"
+    with session_scope(engine) as s:
+        import_discoverybench(session=s, actor=None, path=_worldbank_tree(shared_discoverybench, tmp_path / "db"),
+                              store=store, max_bytes=200 * 2**20)
+    curator, evaluator = f.user(engine, "cura-i", Role.CURATOR), f.user(engine, "eva-i", Role.EVALUATOR)
+    artifacts = ArtifactStore.at(tmp_path / "data")
+    with session_scope(engine) as s:
+        rel.cut_release(session=s, actor=curator, version="1.0.0", notes="", artifacts=artifacts, store=store)
+    key = "real/test/worldbank_education_gdp/metadata_0/q0"
+    reply = {"hypothesis": "Education spending goes with GDP growth in most regions.",
+             "workflow": "Group by region, correlate spending with growth."}
+    gold = "Increase in education expenditure generates a positive impact on per capita GDP in developing countries"
+    judge = HMSScript(decompositions={
+        gold: [sub("g", "developing countries", ["education expenditure", "per capita GDP"], "positive")],
+        reply["hypothesis"]: [sub("p", "most regions", ["education spending", "GDP growth"], "goes with")]},
+        pair_contexts={"P0|G0": True}, variables={"P0|G0": [[1, 1], [2, 2]]}, relationships={"P0|G0": "B"})
+    from inspect_ai import eval as inspect_eval
+
+    with ScriptedLLM(responder=judge) as llm:
+        monkeypatch.setenv("FORKPATHS_LLM_BASE_URL", llm.url)
+        monkeypatch.setenv("FORKPATHS_LLM_MODEL", "judge-model")
+        monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+        [log] = inspect_eval("forkpaths/hypotheses", task_args={"release": "1.0.0", "only": key},
+                             model=scripted_model(lambda messages, tools: json.dumps(reply)),
+                             log_dir=str(tmp_path / "logs"), display="none")
+        assert log.status == "success", log.error
+        [sample] = log.samples
+        assert sample.id == key and set(sample.files or {}) == {"worldbank_education_gdp.csv"}
+        assert gold not in json.dumps(sample.model_dump(mode="json", exclude={"scores"}))  # no ground truth
+        # context matched, variables 2 of 2 (F1 1), relationship B (0.5): HMS = recall 1 x (1 x 0.5) = 0.5
+        assert sample.scores["forkpaths_hypotheses"].value["hms"] == 0.5
+        judges = JudgeSettings(llm=LLMConfig(base_url=llm.url, model="judge-model"))
+        path = next((tmp_path / "logs").iterdir())
+        with session_scope(engine) as s:
+            got = import_inspect_log(session=s, actor=evaluator, name=path.name, data=path.read_bytes(),
+                                     artifacts=artifacts, max_bytes=5_000_000, judges=judges)
+        [run] = [execute_run(engine, i, artifacts=artifacts, judges=judges) for i in got.scoring_run_ids]
+        # the same answer uploaded as a hypotheses submission
+        answers = {"format": "forkpaths-hypotheses", "format_version": "1.0", "answers": [{"task": key, **reply}]}
+        with session_scope(engine) as s:
+            direct = register_run(session=s, actor=evaluator, release_version="1.0.0", agent="direct",
+                                  files=[("h.json", json.dumps(answers).encode())], kind="hypotheses", judge="hms",
+                                  artifacts=artifacts, max_bytes=5_000_000, judges=judges)
+        direct = execute_run(engine, direct.id, artifacts=artifacts, judges=judges)
+    assert run.status == direct.status == RunStatus.SUCCEEDED.value, run.message
+    assert run.judge["name"] == "hms" and run.scores == direct.scores
+    # the run counts the dataset's five other gold queries as unanswered: 0.5 over six
+    assert run.scores["overall"]["hms"]["point"] == pytest.approx(0.5 / 6)
