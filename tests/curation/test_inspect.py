@@ -244,3 +244,53 @@ def test_a_discoverybench_hypothesis_in_inspect_scores_with_the_hms_judge_as_for
     assert run.judge["name"] == "hms" and run.scores == direct.scores
     # the run counts the dataset's five other gold queries as unanswered: 0.5 over six
     assert run.scores["overall"]["hms"]["point"] == pytest.approx(0.5 / 6)
+
+
+def test_a_programmatic_task_in_inspect_is_answered_with_its_output_files_and_scored_by_its_checks(tmp_path,
+                                                                                                   monkeypatch):
+    """The starter task affairs_clean: the model's answer is its output files; epoch by epoch one right (the
+    reference output) and one wrong; each sample scores as the kind's checks score that folder, and the import is
+    one run of both agent runs' zips, scored as the same zips uploaded."""
+    from inspect_ai import eval as inspect_eval
+
+    from curation.bootstrap import initialise
+    from curation.models import User
+    from curation.services import releases as rel
+    from curation.settings import PROJECT_ROOT, Settings
+    from tests.curation.test_programmatic import _zip
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("FORKPATHS_STARTER_DATASETS_DIR", str(PROJECT_ROOT / "datasets"))
+    monkeypatch.delenv("FORKPATHS_DATABASE_URL", raising=False)
+    settings = Settings()
+    engine = initialise(settings).engine
+    with session_scope(engine) as s:
+        admin = s.exec(select(User).where(User.role == Role.ADMIN.value)).first()
+        rel.cut_release(session=s, actor=admin, version="1.0.0", notes="", artifacts=settings.artifact_store(),
+                        store=settings.datasets_store)
+    right = (PROJECT_ROOT / "datasets" / "programmatic" / "data" / "affairs_clean" / "gt" / "cleaned.csv").read_text()
+    wrong = "rate_marriage,affairs,any_affair\n3,0.5,0\n"
+    replies = iter([right, wrong])
+    [log] = inspect_eval("forkpaths/programmatic", task_args={"release": "1.0.0", "only": "affairs_clean"},
+                         model=scripted_model(lambda m, t: json.dumps({"files": {"cleaned.csv": next(replies)}})),
+                         epochs=2, log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    assert {s.id for s in log.samples} == {"affairs_clean"} and all(s.files for s in log.samples)
+    values = {json.loads(s.output.completion)["files"]["cleaned.csv"] == right:
+              s.scores["forkpaths_programmatic"].value["success_rate"] for s in log.samples}
+    assert values == {True: 1.0, False: 0.0}
+    path = next((tmp_path / "logs").iterdir())
+    artifacts = settings.artifact_store()
+    with session_scope(engine) as s:
+        got = import_inspect_log(session=s, actor=admin, name=path.name, data=path.read_bytes(),
+                                 artifacts=artifacts, max_bytes=50_000_000)
+    [run] = [execute_run(engine, i, artifacts=artifacts) for i in got.scoring_run_ids]
+    by_epoch = {s.epoch: json.loads(s.output.completion)["files"]["cleaned.csv"] for s in log.samples}
+    zips = [(f"outputs-run{e - 1}.zip", _zip({"affairs_clean": {"cleaned.csv": by_epoch[e].encode()}}))
+            for e in sorted(by_epoch)]
+    with session_scope(engine) as s:
+        direct = register_run(session=s, actor=admin, release_version="1.0.0", agent="direct", files=zips,
+                              kind="programmatic", artifacts=artifacts, max_bytes=50_000_000)
+    direct = execute_run(engine, direct.id, artifacts=artifacts)
+    assert run.status == direct.status == RunStatus.SUCCEEDED.value, run.message
+    assert run.scores == direct.scores and run.scores["programmatic"]["runs"] == 2
