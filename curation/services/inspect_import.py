@@ -8,8 +8,8 @@ answer per task, one holding every epoch for BLADE analyses: coverage@k). One tr
 with its transcript (readable where agent runs' transcripts are), and the scoring runs, queued: the caller scores
 them (the CLI here, the app's worker from the page).
 
-Bad input: a log that cannot be read, of a task that is not forkpaths's, or of a release this database does not
-hold is refused whole with a sentence naming it. A sample that names no task of the release, that inspect
+Bad input: a log that cannot be read, of a task that is not forkpaths's, of a release this database does not
+hold, or already imported (the same bytes) is refused whole with a sentence naming it. A sample that names no task of the release, that inspect
 recorded an error for, or whose answer does not fit the kind gets a sentence naming the log and the sample; the
 other samples are kept.
 """
@@ -21,7 +21,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from curation.artifacts import ArtifactStore
 from curation.artifacts import write_atomic as _write_atomic
@@ -102,6 +102,12 @@ def import_inspect_log(*, session: Session, actor: User, name: str, data: bytes,
     """
     require_role(actor, *SCORING_ROLES)
     parsed = read_log(name, data)
+    for prior in session.exec(select(AgentRun).where(AgentRun.strategy == STRATEGY,
+                                                     AgentRun.release_version == parsed.release)).all():
+        if ((prior.settings or {}).get("inspect") or {}).get("log_sha256") == parsed.sha256:
+            raise ScoringError(f"The inspect log {parsed.name} (sha256 {parsed.sha256[:12]}…) was already imported "
+                               f"as agent run {prior.id} (scoring runs {', '.join(map(str, prior.scoring_run_ids))});"
+                               " nothing was imported again. Re-score its runs instead.")
     record = _releases._record(session, parsed.release)
     release, folder = _releases.stored_release(record, artifacts)
     hook = agent_kind(parsed.kind)

@@ -82,3 +82,6 @@ def test_logs_that_cannot_be_imported_are_named_and_the_others_are_kept(released
         f"forkpaths imports logs of {', '.join('forkpaths/' + k for k in inspect_kinds())}. Nothing was imported.",
     ], got.stderr
     assert got.stdout.count("MCQ accuracy") == 1  # the good log was imported all the same
+    again = _cli(tmp_path, "import-inspect", str(good))
+    assert again.returncode == 1 and again.stderr.startswith(f"error: The inspect log {good.name} (sha256 ")
+    assert "was already imported as agent run 1 (scoring runs 1); nothing was imported again." in again.stderr
