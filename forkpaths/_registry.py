@@ -58,7 +58,8 @@ def _factory(kind: str) -> Callable[..., Task]:
         return kind_task(kind, folder, solver_name=solver, judge=lambda: judges.build(name), mode=mode, k=int(k),
                          workflow=bool(workflow), only=[s for s in str(only).split(",") if s.strip()] or None,
                          max_steps=int(max_steps), step_timeout_s=float(step_timeout_s),
-                         limits=ScoringLimits.from_settings(settings), release_label=str(release))
+                         limits=ScoringLimits.from_settings(settings), release_label=str(release),
+                         gt_cache=settings.artifact_store().gt_cache)
 
     make.__name__ = kind
     make.__qualname__ = kind

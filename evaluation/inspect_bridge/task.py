@@ -98,7 +98,7 @@ def _react_solver(by_key: dict[str, AgentTask], max_steps: int, step_timeout_s: 
 
 
 def _scorer(kind: str, release: Release, folder: Path, tasks: dict[str, AgentTask], *, judge: Callable[[], Judge],
-            mode: str, k: int, workflow: bool, limits: ScoringLimits) -> Scorer:
+            mode: str, k: int, workflow: bool, limits: ScoringLimits, gt_cache: Path | None) -> Scorer:
     hook, task_kind = agent_kind(kind), KINDS[kind]
 
     @scorer(metrics={"*": [mean(), stderr()]}, name=f"forkpaths_{kind}")
@@ -111,7 +111,7 @@ def _scorer(kind: str, release: Release, folder: Path, tasks: dict[str, AgentTas
             try:
                 done = await asyncio.to_thread(score_answers, kind, narrow(release, t.key) if narrow else release,
                                                folder, [answer], judge=judge,
-                                               mode=mode, k=k, limits=limits)
+                                               mode=mode, k=k, limits=limits, gt_cache=gt_cache)
             except SubmissionCheckError as exc:
                 done, why = [], str(exc)
             else:
@@ -133,8 +133,11 @@ def _scorer(kind: str, release: Release, folder: Path, tasks: dict[str, AgentTas
 def kind_task(kind: str, release_folder: Path, *, solver_name: Literal["generate", "react"] | str = "generate",
               judge: Callable[[], Judge], mode: str = "default", k: int = 10, workflow: bool = False,
               only: Sequence[str] | None = None, max_steps: int = 12, step_timeout_s: float = 30.0,
-              limits: ScoringLimits | None = None, release_label: str = "") -> Task:
+              limits: ScoringLimits | None = None, release_label: str = "", gt_cache: Path | None = None) -> Task:
     """The inspect task of ``kind`` on the release in ``release_folder``.
+
+    ``gt_cache``: where the kind keeps the ground truth it builds from the release (the scoring runs' cache), so
+    that each sample does not build it again.
 
     Raises:
         InspectError: the kind cannot be answered by an agent, the solver is unknown, or the release holds no task
@@ -157,6 +160,6 @@ def kind_task(kind: str, release_folder: Path, *, solver_name: Literal["generate
     chosen: Any = _react_solver(by_key, max_steps, step_timeout_s) if solver_name == "react" else generate()
     return Task(dataset=MemoryDataset(samples, name=f"forkpaths-{kind}-{release.version}"), solver=chosen,
                 scorer=_scorer(kind, release, release_folder, by_key, judge=judge, mode=mode, k=k, workflow=workflow,
-                               limits=limits or ScoringLimits()),
+                               limits=limits or ScoringLimits(), gt_cache=gt_cache),
                 metadata={"forkpaths": {"kind": kind, "release": release.version, "solver": solver_name,
                                         "mode": mode, "k": k, "workflow": workflow}})

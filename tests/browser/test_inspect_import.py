@@ -25,8 +25,11 @@ ANALYSIS = {"cvars": {"ivs": [{"description": "femininity of the name", "columns
 
 
 def test_an_inspect_log_is_imported_on_the_runs_page_and_its_transcript_read(browser, live_app, shots: Path,
-                                                                              shared_blade: Path, tmp_path: Path):
+                                                                              shared_blade: Path, tmp_path: Path,
+                                                                              monkeypatch):
     from inspect_ai import eval as inspect_eval
+
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(live_app.settings.resolved_data_dir))  # the app's, as a team's
 
     release_hurricane(live_app, shared_blade)
     with ThreadPoolExecutor(1) as pool:  # inspect runs its own event loop; Playwright's holds this thread's

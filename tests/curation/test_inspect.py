@@ -31,6 +31,12 @@ ANALYSIS = {"cvars": {"ivs": [{"description": "femininity of the hurricane's nam
                       "    return smf.ols('alldeaths ~ masfem + min', data=df).fit()"}
 
 
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    """The data folder the inspect task's edge reads from the settings (its ground-truth cache), per test."""
+    monkeypatch.setenv("FORKPATHS_DATA_DIR", str(tmp_path / "data"))
+
+
 @pytest.fixture
 def world(tmp_path, shared_blade):
     from tests.conftest import migrated_sqlite
