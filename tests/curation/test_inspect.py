@@ -300,3 +300,24 @@ def test_a_programmatic_task_in_inspect_is_answered_with_its_output_files_and_sc
     direct = execute_run(engine, direct.id, artifacts=artifacts)
     assert run.status == direct.status == RunStatus.SUCCEEDED.value, run.message
     assert run.scores == direct.scores and run.scores["programmatic"]["runs"] == 2
+
+
+def test_every_kind_an_agent_can_answer_is_an_inspect_task_through_the_entry_point():
+    """A kind that gets an agent hook (QRData, StatQA next) is `forkpaths/<kind>` without a line of inspect code:
+    the entry point pyproject declares loads the module that registers one task per such kind."""
+    from importlib.metadata import entry_points
+
+    from inspect_ai.util import registry_create, registry_info
+
+    from evaluation.agents import agent_kind_names
+    from evaluation.inspect_bridge.answers import inspect_kinds
+    from evaluation.tasks import kind_names
+
+    assert set(inspect_kinds()) == set(agent_kind_names()) & set(kind_names()) >= {"analyses", "mcq", "hypotheses",
+                                                                                   "programmatic"}
+    [ep] = [ep for ep in entry_points(group="inspect_ai") if ep.name == "forkpaths"][:1]
+    module = ep.load()
+    for kind in inspect_kinds():
+        assert registry_info(getattr(module, kind)).name == f"forkpaths/{kind}"
+    with pytest.raises(Exception, match="forkpaths/mcq needs a release"):
+        registry_create("task", "forkpaths/mcq")
