@@ -11,7 +11,7 @@ from annotate_app import context, state
 from annotate_app.components.transcript_view import transcript
 from annotate_app.text import md
 from curation.services import agent_runs as ar
-from curation.services.inspect_import import STRATEGY, import_inspect_log
+from curation.services.inspect_import import STRATEGY, InspectImport, import_inspect_log
 
 __all__ = ["import_panel", "run_transcripts"]
 
@@ -35,10 +35,14 @@ def import_panel(user: Any, cfg: Any, worker: Any) -> None:
         return
     imported = []
     for f in logs:  # one transaction per log: a bad one is named (context.attempt) and the others go on
-        got = context.attempt(lambda s, f=f: import_inspect_log(
-            session=s, actor=user, name=f.name, data=f.getvalue(), artifacts=cfg.artifact_store(),
-            max_bytes=cfg.max_submission_bytes, agent=agent, judges=context.judge_settings(),
-            limits=context.scoring_limits()))
+        name, data = f.name, f.getvalue()
+
+        def one(s: Any, name: str = name, data: bytes = data) -> InspectImport:
+            return import_inspect_log(session=s, actor=user, name=name, data=data, artifacts=cfg.artifact_store(),
+                                      max_bytes=cfg.max_submission_bytes, agent=agent,
+                                      judges=context.judge_settings(), limits=context.scoring_limits())
+
+        got = context.attempt(one)
         if got is not None:
             for run_id in got.scoring_run_ids:
                 worker.submit(run_id)
@@ -70,6 +74,8 @@ def run_transcripts(agent_run_id: int, user: Any, cfg: Any) -> None:
     tid = st.selectbox("Transcript of", [t.id for t in rows], key=f"details.transcript.{agent_run_id}",
                        format_func=lambda i: next(f"{t.title or t.task_key} · run {t.replicate + 1} · {t.status}"
                                                   for t in rows if t.id == i))
+    if tid is None:
+        return
     messages = context.attempt(lambda s: ar.transcript(session=s, actor=user, task_run_id=tid,
                                                        artifacts=cfg.artifact_store()))
     if messages is not None:
