@@ -774,6 +774,9 @@ def build_parser() -> argparse.ArgumentParser:
     from curation.cli_agent import add_agent_commands
 
     add_agent_commands(sub)
+    from curation.cli_inspect import add_inspect_commands
+
+    add_inspect_commands(sub)
     return p
 
 

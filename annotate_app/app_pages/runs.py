@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
+from annotate_app.components.inspect_logs import import_panel
 from annotate_app.components.release_choice import scorable_releases_or_stop
 from annotate_app.text import md
 from curation.models import Role, RunStatus
@@ -73,6 +74,8 @@ if go:
                     f"{count_of(run.progress_total, items_noun(run.kind))} to score. It keeps running if you leave "
                     "this page.")
         st.rerun()
+
+import_panel(user, cfg, worker)
 
 ACTIVE = {RunStatus.QUEUED.value, RunStatus.RUNNING.value}
 RETRYABLE = {RunStatus.INTERRUPTED.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value}

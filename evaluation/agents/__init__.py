@@ -10,6 +10,7 @@ task kind's own submission, scored like an uploaded one.
 from evaluation.agents import analyses as _analyses  # noqa: F401 - registers the hook
 from evaluation.agents import hypotheses as _hypotheses  # noqa: F401 - registers the hook
 from evaluation.agents import mcq as _mcq  # noqa: F401 - registers the hook
+from evaluation.agents import programmatic as _programmatic  # noqa: F401 - registers the hook
 from evaluation.agents.base import (
     ANSWERED,
     CANCELLED,

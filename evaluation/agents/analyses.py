@@ -20,7 +20,7 @@ from evaluation.submissions import AgentVariables
 from exports.native import release_data_path
 from exports.schema import Release
 
-__all__ = ["AnalysisAnswer", "answer_shape", "submissions", "tasks", "validate"]
+__all__ = ["AnalysisAnswer", "answer_shape", "narrow", "submissions", "tasks", "validate"]
 
 name = "analyses"
 label = "BLADE analyses (one task per dataset)"
@@ -76,6 +76,11 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
         out.append(AgentTask(key=ds.name, kind=name, title=ds.title or ds.name, brief=brief, data_path=path,
                              dataset=ds.name, columns=columns))
     return out
+
+
+def narrow(release: Release, key: str) -> Release:
+    """The release as it holds dataset ``key`` only (a task is a dataset)."""
+    return release.model_copy(update={"datasets": [ds for ds in release.datasets if ds.name == key]})
 
 
 def answer_shape(task: AgentTask, *, workflow: bool) -> str:

@@ -154,6 +154,8 @@ class AgentKind(Protocol):
     #       strategy's template.
     #   validate_text(text, task, *, workflow) -> dict  -- validate the answer's text itself (instead of the JSON
     #       found in it, then validate()).
+    #   narrow(release, key) -> Release  -- the release as it holds task ``key`` only, so that one answer scored on
+    #       it is that task's own score (an inspect_ai sample's score; without it the whole release is used).
 
     def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None) -> list[AgentTask]:
         """The release's tasks of this kind (``only``: those whose key or dataset is listed)."""

@@ -19,8 +19,8 @@ from evaluation.agents.briefs import dictionary_text, file_preview, task_file
 from evaluation.llm.quoting import quote
 from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "HypothesisReply", "answer_shape", "data_files", "submissions", "tasks",
-           "validate"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "HypothesisReply", "answer_shape", "data_files", "narrow", "submissions",
+           "tasks", "validate"]
 
 name = "hypotheses"
 label = "DiscoveryBench hypotheses (one task per query)"
@@ -93,6 +93,13 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
                                  data_path=first.path if first else None, dataset=ds.name, columns=columns,
                                  files=files))
     return out
+
+
+def narrow(release: Release, key: str) -> Release:
+    """The release as it holds hypothesis task ``key`` only: one answer scored on it is that task's score."""
+    return release.model_copy(update={"datasets": [
+        ds.model_copy(update={"hypothesis_tasks": [t for t in ds.hypothesis_tasks if t.key == key]})
+        for ds in release.datasets if any(t.key == key for t in ds.hypothesis_tasks)]})
 
 
 def answer_shape(task: AgentTask, *, workflow: bool) -> str:

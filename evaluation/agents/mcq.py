@@ -17,7 +17,7 @@ from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, 
 from evaluation.mcq_scoring import LETTERS, MCQ_TEMPLATE_VERSION, mcq_messages, parse_answer
 from exports.schema import Release
 
-__all__ = ["answer_shape", "submissions", "tasks", "validate", "validate_text"]
+__all__ = ["answer_shape", "narrow", "submissions", "tasks", "validate", "validate_text"]
 
 name = "mcq"
 label = "MCQs (one task per question)"
@@ -38,6 +38,13 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
             out.append(AgentTask(key=q.id, kind=name, title=f"{ds.name}: {q.kind} MCQ {q.id}", brief=brief,
                                  dataset=ds.name, columns=tuple(LETTERS[:len(q.options)])))
     return out
+
+
+def narrow(release: Release, key: str) -> Release:
+    """The release as it holds question ``key`` only: one answer scored on it is that question's score."""
+    return release.model_copy(update={"datasets": [
+        ds.model_copy(update={"mcqs": [q for q in ds.mcqs if q.id == key]}) for ds in release.datasets
+        if any(q.id == key for q in ds.mcqs)]})
 
 
 def answer_shape(task: AgentTask, *, workflow: bool) -> str:

@@ -41,7 +41,7 @@ from evaluation.llm import LLMCallError, LLMClient
 from evaluation.llm.client import ChatReply
 from evaluation.llm.parsing import ParseError, extract_json
 
-__all__ = ["run_python_tool", "run_task", "task_bundle"]
+__all__ = ["run_python_tool", "run_task", "task_bundle", "validate_answer"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,13 @@ def _validate(kind: AgentKind, task: AgentTask, text: str, workflow: bool) -> tu
         return None, f"it is not the shape asked for ({problems})"
     except (ValueError, TypeError) as exc:
         return None, f"it is not the shape asked for ({exc})"
+
+
+def validate_answer(kind: AgentKind, task: AgentTask, text: str, workflow: bool
+                    ) -> tuple[dict[str, Any] | None, str]:
+    """The final answer ``text`` validated as a strategy validates it: (the answer, "") or (None, what is wrong).
+    Also how an answer given elsewhere (an inspect_ai log) becomes the kind's answer."""
+    return _validate(kind, task, text, workflow)
 
 
 def _oneshot(client: LLMClient, kind: AgentKind, task: AgentTask, settings: AgentSettings, tally: _Tally

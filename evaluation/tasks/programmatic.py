@@ -127,25 +127,32 @@ def _limits(ctx: ScoringContext) -> CheckLimits:
                        memory_mb=min(ctx.limits.memory_mb, 4096), workers=2)
 
 
-def task_inputs(release: Release, release_folder: Path) -> dict[str, dict[str, bytes]]:
-    """Each task's input files, read from the release's folder: {task key: {path in the task's folder: bytes}}
+def task_input_paths(release: Release, release_folder: Path) -> dict[str, dict[str, Path]]:
+    """Where each task's input files are in the release's folder: {task key: {path in the task's folder: file}}
     (a task may read a dataset file under another name, ``extra["input_map"]``). A file the release lacks is
     left out (a check that reads it fails with the missing file)."""
-    out: dict[str, dict[str, bytes]] = {}
+    out: dict[str, dict[str, Path]] = {}
     for ds in release.datasets:
         by_name = {f.name: f.path for f in ds.files}
         for t in ds.programmatic_tasks:
             mapped = t.extra.get("input_map") or {}
-            files: dict[str, bytes] = {}
+            files: dict[str, Path] = {}
             for name in t.input_files:
                 source = str(mapped.get(name, name))
                 rel = by_name.get(source) or (ds.data_file if source in ("data.csv", ds.data_file.rsplit("/", 1)[-1])
                                               else None)
                 path = release_folder / rel if rel else None
                 if path is not None and path.is_file():
-                    files[name] = path.read_bytes()
+                    files[name] = path
             out[t.key] = files
     return out
+
+
+def task_inputs(release: Release, release_folder: Path) -> dict[str, dict[str, bytes]]:
+    """Each task's input files, read from the release's folder: {task key: {path in the task's folder: bytes}}
+    (:func:`task_input_paths`)."""
+    return {key: {name: path.read_bytes() for name, path in files.items()}
+            for key, files in task_input_paths(release, release_folder).items()}
 
 
 def score(ctx: ScoringContext) -> ScoredRun:

@@ -13,7 +13,7 @@ from contextlib import closing
 import pytest
 
 HEAVY = ["pandas", "numpy", "networkx", "streamlit", "statsmodels", "sklearn", "scipy", "openai", "plotly",
-         "alembic"]
+         "alembic", "inspect_ai"]
 
 
 def _loaded_after(module: str) -> list[str]:
@@ -23,7 +23,7 @@ def _loaded_after(module: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("module", ["curation.cli", "curation.cli_scoring", "curation.bootstrap",
+@pytest.mark.parametrize("module", ["curation.cli", "curation.cli_scoring", "curation.cli_inspect", "curation.bootstrap",
                                     "evaluation.sandbox",
                                     "evaluation.sandbox.server"])  # gt build starts the sandbox before pandas
 def test_importing_the_cli_loads_no_heavy_library(module: str) -> None:
