@@ -57,7 +57,7 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from evaluation.tasks.parts import part_of
+from evaluation.tasks.parts import part_of, with_part
 from exports.jsontext import JsonTextError, load_json
 from exports.qrdata import QRDataFormatError, QRDataPart, QRDataQuestion, blind_part, gold_number, read_qrdata
 from exports.schema import DatasetRelease, Release
@@ -503,6 +503,17 @@ class _Agent:
     label = "QRData questions (one task per question)"
     strategies = ("oneshot", "react")
     brief_template = BRIEF_TEMPLATE
+
+    def narrow(self, release: Release, key: str) -> Release:
+        """The release as it holds question ``key`` only: one answer scored on it is that question's score (an
+        inspect sample's value)."""
+        out = []
+        for ds in release.datasets:
+            part = part_of(ds, KIND)
+            if part is not None and any(q.id == key for q in part.questions):
+                only = part.model_copy(update={"questions": [q for q in part.questions if q.id == key]})
+                out.append(with_part(ds, KIND, only))
+        return release.model_copy(update={"datasets": out})
 
     def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None
               ) -> list[AgentTask]:

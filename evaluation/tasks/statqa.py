@@ -67,7 +67,7 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from evaluation.tasks.parts import part_of
+from evaluation.tasks.parts import part_of, with_part
 from exports.schema import DatasetRelease, Release
 from exports.statqa import (
     DIFFICULTIES,
@@ -516,6 +516,17 @@ class _Agent:
     strategies = ("oneshot", "react")
     strict = True
     brief_template = BRIEF_TEMPLATE
+
+    def narrow(self, release: Release, key: str) -> Release:
+        """The release as it holds question ``key`` only: one answer scored on it is that question's score (an
+        inspect sample's value)."""
+        out = []
+        for ds in release.datasets:
+            part = part_of(ds, KIND)
+            if part is not None and any(q.id == key for q in part.questions):
+                only = part.model_copy(update={"questions": [q for q in part.questions if q.id == key]})
+                out.append(with_part(ds, KIND, only))
+        return release.model_copy(update={"datasets": out})
 
     def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None
               ) -> list[AgentTask]:
