@@ -16,6 +16,7 @@ code does can write the units. Frames never leave the job.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -307,16 +308,32 @@ def convert_batch_job(ctx: JobContext) -> dict[str, Any]:
     table = ctx.load_table()
     ctx.close_data()
     hasher = ColumnHasher()
+    converted: dict[str, dict[str, Any]] = {}  # sha256 of a code -> what this process measured of it
+    # Items whose code is one this job has already converted (agents repeat themselves across the analyses of a
+    # file) are answered from that conversion instead of forking a child to run the same code on the same table
+    # again. The key is the code's own text, which this process holds; the value is what this process measured,
+    # never anything a child said about itself. Only conversions that ended (units, a failure of the code, or
+    # interference) are kept: an item that died (time, memory, a crash) ends the job and leaves nothing here.
+    forks = [i for i, code in enumerate(codes) if codes.index(code) == i]
+    last_fork = forks[-1] if forks else -1
 
     def convert(index: int, last: bool) -> dict[str, Any]:
+        key = hashlib.sha256(codes[index].encode("utf-8", "surrogatepass")).hexdigest()
+        known = converted.get(key)
+        if known is not None:
+            return known
         payload = {"code": codes[index]}
-        messages = ctx.split(lambda sender: execute_codes(payload, table, sender), prepare=prepare, last=last)
+        # the measurer's last fork is that of the last code not seen before (a repeat after it forks nothing)
+        messages = ctx.split(lambda sender: execute_codes(payload, table, sender), prepare=prepare,
+                             last=last or index == last_fork)
         try:
-            return measure_codes(payload, table, messages, hasher)
+            result = measure_codes(payload, table, messages, hasher)
         except Interference as exc:
-            return {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
-                    "interfered": True}
+            result = {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
+                      "interfered": True}
         finally:
             messages.close()  # the child is killed now, before the next item's starts
+        converted[key] = result
+        return result
 
     return run_items(ctx, len(codes), convert)
