@@ -64,6 +64,10 @@ def _preload() -> None:
     frame["c"] = frame["a"] * 2
     frame[frame["a"] > 0].copy(deep=True)
     preview_rows(frame)
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 _HUGE_PAGE = 2 << 20
