@@ -3,8 +3,10 @@ batched job per file (evaluation/sandbox/batch.py), and two scoring processes si
 
 The file is BLADE's hurricane multi-run example (10 analyses) repeated ``--repeat`` times; the ground truth is
 built once before timing. For each way it prints wall seconds, analyses per second, and CPU seconds per analysis
-of the scoring process and of its sandbox (the template process and every job it forked: load-independent).
-``2 processes`` runs two scorers at once, each on its own copy of the file, each with its own sandbox (what two
+of the scoring process and of its sandbox (the template process and every job it forked, killed ones included:
+the benchmark runs in a cgroup of its own where the machine allows, :class:`proc_cpu.OwnCgroup`). A job converts
+a repeated code once (the measurer's memo), so the same figure is also printed for the 10 analyses once each: what
+new code costs. ``2 processes`` runs two scorers at once, each on its own copy of the file, each with its own sandbox (what two
 ``forkpaths worker`` processes on 2 cores do, without the database). Also the fixed cost of a run: scoring a file of
 1 analysis against one of N, the ground truth loaded from its cache and the result with its bootstrap CIs built, as
 the analyses kind does. Prints figures only; nothing is asserted.
