@@ -173,7 +173,13 @@ class OwnCgroup:
         folder, _ = self._group
         with contextlib.suppress(OSError):
             (folder.parent / "cgroup.procs").write_text(str(os.getpid()))
-            folder.rmdir()  # refused while a process started here still lives: left for the machine
+        deadline = time.monotonic() + 5  # the sandbox's processes, killed at exit, take a moment to go
+        while time.monotonic() < deadline:
+            try:
+                folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)
 
 
 def command_cost(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None,
