@@ -8,6 +8,7 @@ children this process waits for (bubblewrap's namespaces).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
@@ -16,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CommandCost", "command_cost", "load", "machine_speed", "sandbox_cpu", "tree_cpu"]
+__all__ = ["CommandCost", "OwnCgroup", "command_cost", "load", "machine_speed", "sandbox_cpu", "tree_cpu"]
 
 
 def _table(reaped: bool = True) -> tuple[dict[int, list[int]], dict[int, float]]:
@@ -145,6 +146,40 @@ def _cgroup_cpu(folder: Path, counter: str) -> float:
         return int(text) / 1e9
     usage = dict(line.split() for line in text.splitlines())
     return int(usage["usage_usec"]) / 1e6
+
+
+class OwnCgroup:
+    """This process in a cgroup of its own, from now on: :meth:`cpu` is the CPU seconds of this process and of
+    every process it starts afterwards (the sandbox's template process, the jobs it forks, their children),
+    whether they ended by themselves, were killed or were reaped outside this process's tree. Where cgroups
+    cannot be made here (not root), the process tree's CPU instead (:func:`tree_cpu`, which misses the killed
+    ones); :attr:`how` says which. Create it before anything starts the sandbox."""
+
+    def __init__(self) -> None:
+        self._group = _cgroup_dir()
+        if self._group is not None:
+            folder, _ = self._group
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+            atexit.register(self._remove)
+        self.how = "cgroup" if self._group is not None else "process tree"
+
+    def cpu(self) -> float:
+        if self._group is None:
+            return tree_cpu(os.getpid())
+        return _cgroup_cpu(*self._group)
+
+    def _remove(self) -> None:
+        assert self._group is not None
+        folder, _ = self._group
+        with contextlib.suppress(OSError):
+            (folder.parent / "cgroup.procs").write_text(str(os.getpid()))
+        deadline = time.monotonic() + 5  # the sandbox's processes, killed at exit, take a moment to go
+        while time.monotonic() < deadline:
+            try:
+                folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)
 
 
 def command_cost(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None,

@@ -3,8 +3,10 @@ batched job per file (evaluation/sandbox/batch.py), and two scoring processes si
 
 The file is BLADE's hurricane multi-run example (10 analyses) repeated ``--repeat`` times; the ground truth is
 built once before timing. For each way it prints wall seconds, analyses per second, and CPU seconds per analysis
-of the scoring process and of its sandbox (the template process and every job it forked: load-independent).
-``2 processes`` runs two scorers at once, each on its own copy of the file, each with its own sandbox (what two
+of the scoring process and of its sandbox (the template process and every job it forked, killed ones included:
+the benchmark runs in a cgroup of its own where the machine allows, :class:`proc_cpu.OwnCgroup`). A job converts
+a repeated code once (the measurer's memo), so the same figure is also printed for the 10 analyses once each: what
+new code costs. ``2 processes`` runs two scorers at once, each on its own copy of the file, each with its own sandbox (what two
 ``forkpaths worker`` processes on 2 cores do, without the database). Also the fixed cost of a run: scoring a file of
 1 analysis against one of N, the ground truth loaded from its cache and the result with its bootstrap CIs built, as
 the analyses kind does. Prints figures only; nothing is asserted.
@@ -17,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import sys
 import tempfile
 import time
@@ -26,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proc_cpu import load, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import OwnCgroup, load, machine_speed  # noqa: E402 - benchmarks/ is this script's folder
 
 BLADE = ROOT.parent / "shared" / "blade"
 
@@ -76,10 +77,10 @@ def _worker(cache: str, repeat: int, start: multiprocessing.synchronize.Event, o
     source, credit, submission, _ = _setup(Path(cache), repeat)
     sandbox.prewarm(wait=True)
     _score(source, credit, submission, True)  # warm
+    out.put(("ready", 0))
     start.wait()
-    t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
     _score(source, credit, submission, True)
-    out.put((time.perf_counter() - t0, tree_cpu(os.getpid()) - c0, len(submission.analyses)))
+    out.put(("done", len(submission.analyses)))
 
 
 def main() -> None:
@@ -89,7 +90,8 @@ def main() -> None:
     from evaluation import sandbox
     from evaluation.submissions import parse_submission
 
-    print(f"at start: {load()}")
+    meter = OwnCgroup()  # before the sandbox starts: every process it forks counts, killed ones too
+    print(f"at start: {load()}; {machine_speed()}; CPU counted per {meter.how}")
     with tempfile.TemporaryDirectory(prefix="scoring-bench-") as tmp:
         cache = Path(tmp)
         source, credit, submission, example = _setup(cache, args.repeat)
@@ -98,23 +100,31 @@ def main() -> None:
         _score(source, credit, submission, True)  # warm every lazy import
         results = {}
         for label, batched in (("one sandbox job per analysis", False), ("one batched job per file", True)):
-            t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
+            t0, c0 = time.perf_counter(), meter.cpu()
             scored = _score(source, credit, submission, batched)
-            wall, cpu = time.perf_counter() - t0, tree_cpu(os.getpid()) - c0
+            wall, cpu = time.perf_counter() - t0, meter.cpu() - c0
             results[label] = scored.model_dump_json()
             print(f"{label:<30} {n} analyses in {wall:6.2f} s -> {n / wall:5.1f} analyses/s; CPU {cpu:5.2f} s "
                   f"({cpu / n * 1000:.0f} ms per analysis, scorer and sandbox)")
         same = len(set(results.values())) == 1
         print(f"  the two give {'identical' if same else 'DIFFERENT'} results")
+        distinct = parse_submission(json.dumps(example).encode(), label="distinct.json")
+        _score(source, credit, distinct, True)
+        t0, c0 = time.perf_counter(), meter.cpu()
+        _score(source, credit, distinct, True)
+        wall, cpu = time.perf_counter() - t0, meter.cpu() - c0
+        m = len(distinct.analyses)
+        print(f"{'batched, each analysis once':<30} {m} analyses in {wall:6.2f} s -> {m / wall:5.1f} analyses/s; "
+              f"CPU {cpu:5.2f} s ({cpu / m * 1000:.0f} ms per analysis: no repeated code)")
 
         one = dict(example, n=1, analyses=dict(list(example["analyses"].items())[:1]))
         small = parse_submission(json.dumps(one).encode(), label="one.json")
         times = {}
         for label, sub in (("1", small), ("N", submission)):
             _full_run(source, cache, sub)
-            t0, c0 = time.perf_counter(), tree_cpu(os.getpid())
+            t0, c0 = time.perf_counter(), meter.cpu()
             _full_run(source, cache, sub)
-            times[label] = (time.perf_counter() - t0, tree_cpu(os.getpid()) - c0)
+            times[label] = (time.perf_counter() - t0, meter.cpu() - c0)
         per_wall = (times["N"][0] - times["1"][0]) / (n - 1)
         per_cpu = (times["N"][1] - times["1"][1]) / (n - 1)
         print(f"a run (ground truth from its cache, scoring, result with bootstrap CIs): 1 analysis "
@@ -128,18 +138,15 @@ def main() -> None:
         procs = [context.Process(target=_worker, args=(tmp, args.repeat, start, out)) for _ in range(2)]
         for p in procs:
             p.start()
-        time.sleep(1.0)
-        while sum(tree_cpu(p.pid) for p in procs) != sum(tree_cpu(p.pid) for p in procs):
-            time.sleep(0.5)
-        time.sleep(20.0)  # both have set up and warmed their sandboxes (they wait for the start signal)
-        t0 = time.perf_counter()
+        for _ in procs:
+            out.get()  # each has set up and warmed its sandbox, and waits for the start signal
+        time.sleep(1.0)  # the spare job processes they fork ahead settle
+        t0, c0 = time.perf_counter(), meter.cpu()
         start.set()
-        done = [out.get() for _ in procs]
-        wall = time.perf_counter() - t0
+        total = sum(out.get()[1] for _ in procs)
+        wall, cpu = time.perf_counter() - t0, meter.cpu() - c0
         for p in procs:
             p.join()
-        total = sum(d[2] for d in done)
-        cpu = sum(d[1] for d in done)
         print(f"2 processes, batched, side by side: {total} analyses in {wall:.2f} s -> {total / wall:.1f} analyses/s; "
               f"CPU {cpu:.2f} s ({cpu / total * 1000:.0f} ms per analysis) -> on 2 idle cores about "
               f"{2 / (cpu / total):.0f} analyses/s")

@@ -9,6 +9,7 @@ anything again. The result can be matched against the ground truth like any subm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,7 @@ def convert_batch(codes: Sequence[str], data_path: Path, *, limits: GroundTruthL
     from evaluation.sandbox.batch import run_batch
 
     sandbox_limits = sandbox_limits_of(limits or GroundTruthLimits())
+    built: dict[str, Conversion] = {}  # a repeated code's checked result (the job answers repeats alike) -> its state
     for item in run_batch(CONVERT_BATCH_JOB, {}, list(codes), data_path=Path(data_path), limits=sandbox_limits,
                           run_deadline=run_deadline):
         if item.error is not None or item.result is None:
@@ -119,7 +121,8 @@ def convert_batch(codes: Sequence[str], data_path: Path, *, limits: GroundTruthL
             conversion = Conversion(units=[], state=None, error_kind=exc.kind,
                                     error=f"the transform code could not be converted: {exc.reason}")
         else:
-            conversion = _conversion(result, iso_timeout_s)
+            key = json.dumps(result, sort_keys=True, default=str)
+            conversion = built.get(key) or built.setdefault(key, _conversion(result, iso_timeout_s))
         yield BatchConversion(conversion, by_deadline=item.by_deadline, limit_s=item.limit_s)
 
 

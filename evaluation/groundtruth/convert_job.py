@@ -16,6 +16,7 @@ code does can write the units. Frames never leave the job.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from evaluation.sandbox.registry import sandbox_job
 if TYPE_CHECKING:
     from evaluation.sandbox.runtime import JobContext
 
-__all__ = ["CONVERT_BATCH_JOB", "CONVERT_JOB", "convert_batch_job", "convert_code", "convert_code_job",
+__all__ = ["CONVERT_BATCH_JOB", "CONVERT_JOB", "StateMemo", "convert_batch_job", "convert_code", "convert_code_job",
            "execute_codes", "measure_codes"]
 
 CONVERT_JOB = "groundtruth.convert_transform"
@@ -91,18 +92,51 @@ def convert_code(payload: dict[str, Any], table: Any) -> dict[str, Any]:
     return measure_codes(payload, table, iter(messages))
 
 
+_WARM_UP_CODE = """df = df.dropna(subset=['a'])
+df['a'] = pd.to_numeric(df['a'], errors='coerce')
+df = df[df['n'] > 1]
+df['c'] = np.log1p(df['a']).astype(float)
+df['b'] = df['b'].astype('category')
+df = df.groupby('b', observed=True).agg({'a': 'mean', 'n': 'sum'}).reset_index()
+"""
+
+
+def warm_up() -> None:
+    """Convert a small trusted code on a small table, both sides, in this process: called by the sandbox's
+    template process (:mod:`evaluation.sandbox.zygote`) before it forks any job, so that every measurer and
+    every analysis's process starts with the converter's paths already run once (pandas' and numpy's lazily
+    built parts, Python's specialised bytecode) instead of paying for them again in each fork: about 14 ms CPU
+    per analysis's process (benchmarks/fork_cost.py). ``pd.get_dummies`` is left as it is (``compat=False``):
+    the template serves other jobs, which must see pandas as installed."""
+    import numpy as np
+    import pandas as pd
+
+    table = pd.DataFrame({"a": [1.0, None, 3.0, 4.5, 2.0], "b": ["x", "y", None, "x", "y"],
+                          "n": np.arange(5, dtype="int64")})
+    messages: list[tuple[dict[str, Any], list[bytes]]] = []
+
+    class _Collect:
+        def send(self, header: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+            messages.append((json.loads(json.dumps(header)), list(blobs or [])))
+
+    execute_codes({"code": _WARM_UP_CODE}, table, _Collect(), compat=False)
+    measure_codes({"code": _WARM_UP_CODE}, table, iter(messages))
+
+
 def _codes(payload: dict[str, Any]) -> list[str]:
     codes = payload["codes"] if "codes" in payload else [payload["code"]]
     return [str(code) for code in codes]
 
 
-def execute_codes(payload: dict[str, Any], table: Any, sender: Any) -> None:
+def execute_codes(payload: dict[str, Any], table: Any, sender: Any, *, compat: bool = True) -> None:
     """The untrusted side: run each code one top-level statement at a time and hand over, per statement, what
-    ``df`` holds (in full) and the shape of every other variable; a statement that raises ends its code."""
+    ``df`` holds (in full) and the shape of every other variable; a statement that raises ends its code.
+    ``compat``: make ``pd.get_dummies`` behave as pandas 1.5's first (:func:`~.jobs.pandas15_compat`)."""
     from evaluation.groundtruth.jobs import _error, _namespace, pandas15_compat
     from evaluation.sandbox.frames import encode_object, shape_of
 
-    pandas15_compat()
+    if compat:
+        pandas15_compat()
     for code in _codes(payload):
         try:
             tree = ast.parse(code)
@@ -121,23 +155,53 @@ def execute_codes(payload: dict[str, Any], table: Any, sender: Any) -> None:
             sender.send({"type": "state", "error": None, "df": header, "names": names}, blobs)
 
 
-def measure_codes(payload: dict[str, Any], table: Any, states: Iterator[Any], hasher: Any = None) -> dict[str, Any]:
+class StateMemo:
+    """What the measuring side worked out once per distinct state of one table, for the codes measured after.
+
+    Agents repeat the first steps of their code across the analyses of a file (the same ``dropna``, the same
+    renaming), so the same states are handed over again and again. A state is known by the SHA-256 of the bytes
+    that were handed over for it (the frame's encoding and the shapes of the other variables), computed here:
+    the same bytes decode to the same frame on this table, so its decoding and its hashes are reused, and the
+    description of a step (:func:`evaluation.inference.infer_transform`, the roll-up's keys) is reused for the
+    same code between the same two states. A child cannot reach this memo but by handing over the same bytes,
+    which would give the same measurement anyway. One memo serves one table (one job)."""
+
+    def __init__(self, hasher: Any = None) -> None:
+        from evaluation.groundtruth.hashing import ColumnHasher
+
+        self.hasher = hasher or ColumnHasher()
+        self.table_state: tuple[str, list[str], list[str], int | None] | None = None
+        self.states: dict[str, tuple[Any, dict[str, Any], tuple[str, list[str], list[str], int | None]]] = {}
+        self.steps: dict[tuple[str, str, str], tuple[Any, list[str]]] = {}
+
+
+def _digest(header: dict[str, Any], blobs: list[bytes]) -> str:
+    digest = hashlib.sha256(json.dumps(header, sort_keys=True, allow_nan=True).encode("utf-8", "surrogatepass"))
+    for blob in blobs:
+        digest.update(len(blob).to_bytes(8, "big"))
+        digest.update(blob)
+    return digest.hexdigest()
+
+
+def measure_codes(payload: dict[str, Any], table: Any, states: Iterator[Any], hasher: Any = None,
+                  memo: StateMemo | None = None) -> dict[str, Any]:
     """The measuring side: turn the handed-over states into units and hashes (see :func:`convert_code`).
 
     ``hasher``: a :class:`~evaluation.groundtruth.hashing.ColumnHasher` to reuse (its cache is keyed by the
-    columns' content, so what it holds cannot change a hash)."""
-    from evaluation.groundtruth.hashing import ColumnHasher
+    columns' content, so what it holds cannot change a hash). ``memo``: a :class:`StateMemo` of this table
+    to reuse (the job's earlier codes)."""
     from evaluation.sandbox.handoff import Interference
 
-    hasher = hasher or ColumnHasher()
-    results = [_convert_one(code, table, hasher, states) for code in _codes(payload)]
+    memo = memo or StateMemo(hasher)
+    results = [_convert_one(code, table, memo, states) for code in _codes(payload)]
     for _extra in states:
         raise Interference("it handed over more states than the code has statements")
     return {"results": results} if "codes" in payload else results[0]
 
 
-def _next_state(states: Iterator[Any], table: Any) -> tuple[str | None, Any, dict[str, Any]]:
-    """(error, df, namespace stand-ins) of one statement, checked."""
+def _next_state(states: Iterator[Any], table: Any,
+                memo: StateMemo) -> tuple[str | None, Any, dict[str, Any], tuple[Any, ...] | None, str]:
+    """(error, df, namespace stand-ins, df's state, the state's key) of one statement, checked."""
     from evaluation.groundtruth.jobs import MAX_ERROR_CHARS
     from evaluation.sandbox.frames import Malformed, decode_object, stand_in
     from evaluation.sandbox.handoff import Interference
@@ -152,19 +216,29 @@ def _next_state(states: Iterator[Any], table: Any) -> tuple[str | None, Any, dic
     if error is not None:
         if not isinstance(error, str):
             raise Interference("it sent an error that is not text")
-        return error[:MAX_ERROR_CHARS], None, {}
+        return error[:MAX_ERROR_CHARS], None, {}, None, ""
     names = header.get("names")
     if not isinstance(names, dict):
         raise Interference("it sent variables that are not a mapping")
+    try:
+        key = _digest(header, blobs)
+    except (TypeError, ValueError) as exc:  # not JSON again (it was parsed from JSON): not the protocol
+        raise Interference("it wrote something that is not a message of the protocol") from exc
+    known = memo.states.get(key)
+    if known is not None:
+        after, namespace, state = known
+        return None, after, dict(namespace), state, key
     try:
         after = decode_object(header.get("df"), blobs, table)
         namespace = {str(k): stand_in(v) for k, v in names.items()}
     except Malformed as exc:
         raise Interference(f"it handed over a malformed frame: {exc}") from None
-    return None, after, namespace
+    state = _state(after, memo.hasher)
+    memo.states[key] = (after, dict(namespace), state)
+    return None, after, namespace, state, key
 
 
-def _convert_one(code: str, table: Any, hasher: Any, states: Iterator[Any]) -> dict[str, Any]:
+def _convert_one(code: str, table: Any, memo: StateMemo, states: Iterator[Any]) -> dict[str, Any]:
     import pandas as pd
 
     from evaluation.inference import infer_transform
@@ -177,18 +251,21 @@ def _convert_one(code: str, table: Any, hasher: Any, states: Iterator[Any]) -> d
         result["error"] = f"the transform code does not parse (line {exc.lineno}: {exc.msg})"
         return result
     before: Any = table
-    before_state = _state(before, hasher)
+    if memo.table_state is None:
+        memo.table_state = _state(table, memo.hasher)
+    before_state = memo.table_state
+    before_key = ""  # the table as read
     pending: list[str] = []
     units: list[dict[str, Any]] = []
     final: Any = table
     for stmt in tree.body:
         text = ast.get_source_segment(code, stmt) or ast.unparse(stmt)
-        error, after, namespace = _next_state(states, table)
-        if error is not None:
+        error, after, namespace, measured, after_key = _next_state(states, table, memo)
+        if error is not None or measured is None:
             result["error"] = f"the transform code raised at line {stmt.lineno}: {error}"
             break
         final = after
-        after_state = _state(after, hasher)
+        after_state = measured
         pending.append(text)
         if not isinstance(before, pd.DataFrame):
             before_frame = getattr(before, "obj", None)
@@ -197,22 +274,24 @@ def _convert_one(code: str, table: Any, hasher: Any, states: Iterator[Any]) -> d
             before_frame = before
         namespace["df"] = after
         segment = "\n".join(pending)
-        if after_state == before_state:
+        if after_state == before_state and not _writes_df(stmt):
             # nothing changed: a helper, unless it is a row operation on df that happened to keep every row
             # (an expert still annotates ``df = df[df.age <= 55]`` as a filter when no age is above 55)
-            if not _writes_df(stmt):
-                continue
+            continue
+        step = (segment, before_key, after_key)
+        described = memo.steps.get(step)
+        if described is None:
             inferred = infer_transform(segment, before_frame, after, namespace=namespace)
-            if inferred.verb not in _ROW_VERBS:
-                continue
-        else:
-            inferred = infer_transform(segment, before_frame, after, namespace=namespace)
+            keys: list[str] = []
+            if inferred.verb == "rollup":
+                effects = analyse_code(segment, before_frame.columns, namespace)
+                for names, _deps in effects.groupbys:
+                    keys += [n for n in names if n not in keys]
+            described = memo.steps[step] = (inferred, keys)
+        inferred, keys = described[0], list(described[1])
+        if after_state == before_state and inferred.verb not in _ROW_VERBS:
+            continue
         pending = []
-        keys: list[str] = []
-        if inferred.verb == "rollup":
-            effects = analyse_code(segment, before_frame.columns, namespace)
-            for names, _deps in effects.groupbys:
-                keys += [n for n in names if n not in keys]
         mapping = [[list(m.inputs), m.output] for m in inferred.mapping]
         if keys:  # the keys are the group-by's inputs; a roll-up's inputs are what it aggregates
             mapping = [[[c for c in inputs if c not in keys] or inputs, out] for inputs, out in mapping]
@@ -231,8 +310,8 @@ def _convert_one(code: str, table: Any, hasher: Any, states: Iterator[Any]) -> d
                          "hashes": unit["hashes"], "notes": prev["notes"] + unit["notes"]})
         else:
             units.append(unit)
-        before = after  # decoded from the hand-over: nothing else holds it, nothing changes it
-        before_state = after_state
+        before = after  # decoded from the hand-over: nothing changes it (the memo may hold it for later codes)
+        before_state, before_key = after_state, after_key
     result["units"] = _fold_consumed(units)
     if result["error"] is None and not isinstance(final, pd.DataFrame | pd.Series):
         result["error"] = (f"the transform code left df as {_type_name(final)}, not a data frame, so what it "
@@ -298,7 +377,6 @@ def convert_batch_job(ctx: JobContext) -> dict[str, Any]:
     child of its own forked from this process (which has read the table and never runs any code), and reported
     as an ``item`` event. Code that interfered with the hand-over gets the interference error; the others are
     untouched by it."""
-    from evaluation.groundtruth.hashing import ColumnHasher
     from evaluation.sandbox.batch import child_limits, run_items
     from evaluation.sandbox.handoff import Interference
 
@@ -306,17 +384,33 @@ def convert_batch_job(ctx: JobContext) -> dict[str, Any]:
     prepare = child_limits(float(ctx.payload["item_limits"]["timeout_s"]))
     table = ctx.load_table()
     ctx.close_data()
-    hasher = ColumnHasher()
+    memo = StateMemo()  # the states of the table measured so far, for the codes that repeat their first steps
+    converted: dict[str, dict[str, Any]] = {}  # sha256 of a code -> what this process measured of it
+    # Items whose code is one this job has already converted (agents repeat themselves across the analyses of a
+    # file) are answered from that conversion instead of forking a child to run the same code on the same table
+    # again. The key is the code's own text, which this process holds; the value is what this process measured,
+    # never anything a child said about itself. Only conversions that ended (units, a failure of the code, or
+    # interference) are kept: an item that died (time, memory, a crash) ends the job and leaves nothing here.
+    forks = [i for i, code in enumerate(codes) if codes.index(code) == i]
+    last_fork = forks[-1] if forks else -1
 
     def convert(index: int, last: bool) -> dict[str, Any]:
+        key = hashlib.sha256(codes[index].encode("utf-8", "surrogatepass")).hexdigest()
+        known = converted.get(key)
+        if known is not None:
+            return known
         payload = {"code": codes[index]}
-        messages = ctx.split(lambda sender: execute_codes(payload, table, sender), prepare=prepare, last=last)
+        # the measurer's last fork is that of the last code not seen before (a repeat after it forks nothing)
+        messages = ctx.split(lambda sender: execute_codes(payload, table, sender), prepare=prepare,
+                             last=last or index == last_fork)
         try:
-            return measure_codes(payload, table, messages, hasher)
+            result = measure_codes(payload, table, messages, memo=memo)
         except Interference as exc:
-            return {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
-                    "interfered": True}
+            result = {"units": [], "columns": [str(c) for c in table.columns], "error": exc.sentence,
+                      "interfered": True}
         finally:
             messages.close()  # the child is killed now, before the next item's starts
+        converted[key] = result
+        return result
 
     return run_items(ctx, len(codes), convert)

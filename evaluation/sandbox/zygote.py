@@ -64,6 +64,13 @@ def _preload() -> None:
     frame["c"] = frame["a"] * 2
     frame[frame["a"] > 0].copy(deep=True)
     preview_rows(frame)
+    from evaluation.groundtruth.convert_job import warm_up
+
+    warm_up()  # the scoring converter's paths, run once here rather than in every job and analysis
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 _HUGE_PAGE = 2 << 20

@@ -152,6 +152,26 @@ def test_an_analysis_cannot_reach_the_next_ones_result(data: Path, audit_hook: b
     assert records[1] == _record(convert_transform(forge + HONEST, data, limits=LIMITS))
 
 
+NOISE = "df['noise'] = np.random.rand(len(df))\n"
+
+
+def test_a_code_repeated_in_a_batch_is_converted_once_and_each_repeat_gets_that_conversion(data: Path) -> None:
+    """Agents repeat their code across the analyses of a file: the job measures a code once and answers its
+    repeats from that measurement, without running the code again. Random noise shows it: each run of NOISE
+    draws other numbers (two jobs of their own differ), but its repeats in one batch carry the first's hashes."""
+    alone = [_record(convert_transform(NOISE, data, limits=LIMITS)) for _ in range(2)]
+    assert alone[0]["error"] is None and alone[0]["hashes"] != alone[1]["hashes"]
+
+    items = _batch([NOISE, HONEST, NOISE, "raise ValueError('no')\n", NOISE, "raise ValueError('no')\n"], data)
+
+    records = [_record(i.conversion) for i in items]
+    assert records[0]["error"] is None and records[0]["hashes"] not in (alone[0]["hashes"], alone[1]["hashes"])
+    assert records[2] == records[0] and records[4] == records[0]
+    assert records[1] == _record(convert_transform(HONEST, data, limits=LIMITS))
+    assert records[3] == records[5] == _record(convert_transform("raise ValueError('no')\n", data, limits=LIMITS))
+    assert "ValueError" in str(records[3]["error"])
+
+
 def test_a_loop_a_crash_and_a_memory_hog_fail_alone_with_their_own_sentences(data: Path) -> None:
     limits = GroundTruthLimits(timeout_s=3.0, memory_mb=512)
     loop = "while True:\n    pass\n"

@@ -126,3 +126,38 @@ def test_the_ten_example_agent_analyses_convert_and_match_without_an_llm(shared_
         assert "filter" in [u.verb for u in conv.units]  # every example drops rows with missing values
         m = match_transforms(gt, conv.state)
         assert set(m.matched_value_units) <= set(gt.unit_names)
+
+
+def test_codes_that_share_their_first_steps_are_measured_once_per_state_and_exactly_as_alone(data: Path) -> None:
+    """The measuring side keeps what it worked out per handed-over state (StateMemo): codes that repeat their
+    first steps reuse it, and each gets exactly the units and hashes it gets measured alone."""
+    import json
+
+    import pandas as pd
+
+    from evaluation.groundtruth.convert_job import StateMemo, execute_codes, measure_codes
+
+    table = pd.read_csv(data)
+    first = "df = df.dropna(subset=['city'])\n"
+    codes = [first + "df['double'] = df['score'] * 2\n", first + "df = df[df['age'] > 22]\n",
+             first + "x = 3\ndf = df.groupby('team').agg({'score': 'sum'}).reset_index()\n", first]
+
+    def handed_over(code: str) -> list[tuple[dict, list[bytes]]]:
+        messages: list[tuple[dict, list[bytes]]] = []
+
+        class Collect:
+            def send(self, header: dict, blobs: list[bytes] | None = None) -> None:
+                messages.append((json.loads(json.dumps(header)), list(blobs or [])))
+
+        execute_codes({"code": code}, table, Collect())
+        return messages
+
+    memo = StateMemo()
+    shared = [measure_codes({"code": code}, table, iter(handed_over(code)), memo=memo) for code in codes]
+    alone = [measure_codes({"code": code}, table, iter(handed_over(code))) for code in codes]
+
+    assert shared == alone
+    assert all(r["error"] is None and r["units"] for r in alone)
+    assert alone[0]["units"][0]["verb"] == "filter" and alone[2]["units"][-1]["verb"] == "rollup"
+    states = sum(len(handed_over(code)) for code in codes)
+    assert len(memo.states) == states - 3  # the shared first step's state was measured once, not four times
