@@ -39,8 +39,10 @@ from curation.services.scoring import (
     scorable_releases,
     stored_result,
     stored_submissions,
+    verified_release_folder,
 )
 from evaluation.agreement import AgreementReport, agreement
+from evaluation.errors import EvaluationError
 from evaluation.reproducibility.airepr import AIReprError, is_airepr_name, read_airepr_files, run_name
 from evaluation.reproducibility.models import (
     OUTCOME_LABELS,
@@ -54,6 +56,7 @@ from evaluation.reproducibility.summary import scores_of
 from evaluation.results import EVALUATOR_VERSION
 from evaluation.submissions import printable
 from evaluation.tasks import reproducibility as repro_kind
+from exports.schema import Release
 
 __all__ = [
     "AIREPR_INSPECTOR",
@@ -344,19 +347,49 @@ def import_airepr(*, session: Session, actor: User, path: Path, artifacts: Artif
                                f"({r.stem}_results_<YYYYmmdd_HHMMSS>.json), so there are no published judgments to "
                                "view. Score it with 'forkpaths score --kind reproducibility' instead.")
     hashes = release_gt_hashes(release)
+    folder = verified_release_folder(session=session, actor=actor, release_version=release.version,
+                                     artifacts=artifacts)
     out: list[ScoringRun] = []
     for r in runs:  # nothing half-stored: the transaction rolls back (whole objects left in the store are harmless)
-        out.append(_import_one(session, actor, r, files, release.version, hashes, artifacts))
+        accuracy = _accuracy(r, release, folder)
+        out.append(_import_one(session, actor, r, files, release.version, hashes, artifacts, accuracy))
     session.flush()
     return out
 
 
+def _accuracy(r: Any, release: Release, folder: Path) -> dict[str, Any] | None:
+    """The accuracy of an AIRepr run's final answers against the release's gold, by the rules of the kind AIRepr's
+    dataset is (a kind declaring ``airepr``), with which kind scored it; None for a benchmark no kind declares, or
+    whose questions the release does not hold."""
+    from evaluation.tasks import KINDS
+
+    kind = next((k for k in KINDS.values() if k.airepr is not None and k.airepr.dataset.lower() == r.dataset.lower()),
+                None)
+    if kind is None or kind.airepr is None:
+        return None
+    answers = {str(s.index): s.final_answer for s in r.samples}
+    try:
+        scored = kind.airepr.score(release, folder, answers)
+    except EvaluationError as exc:
+        raise ScoringError(f"Nothing was imported: the final answers of {r.stem}.json cannot be scored as "
+                           f"{kind.name} answers: {exc}") from exc
+    return None if scored is None else {**scored, "kind": kind.name}
+
+
 def _import_one(session: Session, actor: User, r: Any, files: list[tuple[str, bytes]], version: str,
-                hashes: dict[str, str], artifacts: ArtifactStore) -> ScoringRun:
+                hashes: dict[str, str], artifacts: ArtifactStore,
+                accuracy: dict[str, Any] | None = None) -> ScoringRun:
     mine = [(n, d) for n, d in files if run_name(n)[0] == r.stem]
     result = ReproResult(release_version=version, inspector=AIREPR_INSPECTOR, origin="airepr",
                          items=[_published_item(r.dataset, s) for s in r.samples])
     scores = scores_of(result)
+    note = ""
+    if accuracy is not None:
+        scores["reproducibility"]["kind_accuracy"] = accuracy  # beside AIRepr's own published "accuracy"
+        note = (f" Accuracy of the final answers against release {version}'s gold, by the {accuracy['kind']} "
+                f"rules: {accuracy['point']:.3f} over {accuracy['questions']} questions"
+                + (f" ({len(accuracy['not_in_release'])} samples not in the release)"
+                   if accuracy["not_in_release"] else "") + ".")
     digest = hashlib.sha256()
     for _, d in sorted(mine):
         digest.update(hashlib.sha256(d).digest())
@@ -367,7 +400,7 @@ def _import_one(session: Session, actor: User, r: Any, files: list[tuple[str, by
                      status=RunStatus.SUCCEEDED.value,
                      progress_done=len(result.items), progress_total=len(result.items), stage="imported",
                      started_at=utcnow(), finished_at=utcnow(), scores=scores, scores_effective=scores,
-                     message=f"Imported from AIRepr's published files ({len(result.items)} samples).")
+                     message=f"Imported from AIRepr's published files ({len(result.items)} samples).{note}")
     session.add(run)
     session.flush()
     stored = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from evaluation.tasks.base import (
     KIND_NAME_MAX,
+    AIReprAccuracy,
     CheckedFile,
     Column,
     FacetJudging,
@@ -48,6 +49,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "KINDS",
     "KIND_NAME_MAX",
+    "AIReprAccuracy",
     "CheckedFile",
     "Column",
     "FacetJudging",

@@ -30,6 +30,7 @@ from exports.schema import Release
 
 __all__ = [
     "KIND_NAME_MAX",
+    "AIReprAccuracy",
     "CheckedFile",
     "Column",
     "FacetJudging",
@@ -49,6 +50,7 @@ __all__ = [
     "count_of",
     "fmt_score",
     "kind_problems",
+    "score_in_process",
 ]
 
 
@@ -283,6 +285,37 @@ class FacetJudging:
     facet_label: Callable[[str, Any], str]
 
 
+@dataclass(frozen=True)
+class AIReprAccuracy:
+    """A benchmark AIRepr evaluates on: an imported AIRepr run of it (``forkpaths import-airepr``) gets the accuracy
+    of its final answers against the release's gold, scored by this kind's own rules (not by AIRepr's LLM
+    accuracy judge, whose published figure is kept beside it).
+
+    * ``dataset``: AIRepr's name for the benchmark in its result files' names (``{model}_{dataset}_{agent}``),
+      compared without case;
+    * ``score(release, release_folder, answers)``: the accuracy of ``answers`` (AIRepr's final answers by sample
+      index, which is the kind's question id) over the questions the release holds, as ``{"point", "ci_low",
+      "ci_high", "questions", "not_in_release": [...]}``; None when the release holds none of them.
+    """
+
+    dataset: str
+    score: Callable[[Release, Path, Mapping[str, str]], dict[str, Any] | None]
+
+
+def score_in_process(kind: TaskKind, release: Release, release_folder: Path,
+                     files: Sequence[tuple[str, bytes]]) -> ScoredRun:
+    """``files`` checked and scored by ``kind`` in this process (a kind that needs no judge and no sandbox), as an
+    upload would be."""
+    from evaluation.judges import make_judge
+
+    kind.check_files(files, release, max_items=None)
+    limits = ScoringLimits()
+    return kind.score(ScoringContext(
+        release=release, release_folder=release_folder, files=files, judge=lambda: make_judge("offline"),
+        mode="default", k=10, ground_truth_hash="", limits=limits,
+        budget=RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s)))
+
+
 #: A kind's name is stored in ``kind`` columns of ``varchar(16)``.
 KIND_NAME_MAX = 16
 
@@ -332,6 +365,7 @@ class TaskKind:
     # answered or not); None: the sum
     planned_items: Callable[[Sequence[CheckedFile], Release], int] | None = None
     importer: Importer | None = None  # its items come from a benchmark's files (forkpaths import-<kind>)
+    airepr: AIReprAccuracy | None = None  # AIRepr evaluates on it: imported AIRepr runs get its accuracy
     agent: Any = None  # its agent hook (an evaluation.agents.AgentKind): agents can answer its tasks
 
 

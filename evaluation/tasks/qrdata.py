@@ -43,6 +43,7 @@ from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
 from evaluation.metrics import proportion_estimate
 from evaluation.tasks.base import (
+    AIReprAccuracy,
     CheckedFile,
     Column,
     ImportedDataset,
@@ -56,6 +57,7 @@ from evaluation.tasks.base import (
     SubmissionCheckError,
     TaskKind,
     fmt_score,
+    score_in_process,
 )
 from evaluation.tasks.parts import part_of, with_part
 from exports.jsontext import JsonTextError, load_json
@@ -569,10 +571,28 @@ class _Agent:
         return out
 
 
+def airepr_accuracy(release: Release, release_folder: Path, answers: Mapping[str, str]) -> dict[str, Any] | None:
+    """AIRepr's final answers (by sample index, the question id) scored by this kind's rules over the questions
+    the release holds: the accuracy with its interval, or None when the release holds none of them."""
+    held = {q.id for ds in release.datasets if (part := part_of(ds, KIND)) is not None for q in part.questions
+            if q.answer is not None}
+    mine = {k: v for k, v in answers.items() if k in held}
+    if not mine:
+        return None
+    narrowed = release.model_copy(update={"datasets": [
+        with_part(ds, KIND, part.model_copy(update={"questions": [q for q in part.questions if q.id in mine]}))
+        for ds in release.datasets if (part := part_of(ds, KIND)) is not None and any(q.id in mine for q in part.questions)]})
+    body = json.dumps({"answers": mine}).encode("utf-8")
+    scored = score_in_process(KIND, narrowed, release_folder, [("airepr-final-answers.json", body)])
+    est = dict(scored.scores["qrdata"]["accuracy"])
+    return {**est, "questions": len(mine), "not_in_release": sorted(set(answers) - held, key=str)}
+
+
 AGENT = _Agent()
 
 KIND = TaskKind(name=name, label="QRData answers ({\"answers\": {question id: answer text}})", item_noun="questions",
                 leaderboard=leaderboard, check_files=check_files, score=score,
                 leaderboard_values=leaderboard_values, summary_line=summary_line, view="qrdata", order=60,
                 release_part=release_part, submission_schema=SCHEMA_PATH, agent=AGENT, importer=importer,
-                planned_items=planned_items)
+                planned_items=planned_items,
+                airepr=AIReprAccuracy(dataset="QRData", score=airepr_accuracy))

@@ -53,6 +53,7 @@ from evaluation.llm.quoting import quote
 from evaluation.metrics import Estimate, proportion_estimate
 from evaluation.submissions import printable
 from evaluation.tasks.base import (
+    AIReprAccuracy,
     CheckedFile,
     Column,
     ImportedDataset,
@@ -66,6 +67,7 @@ from evaluation.tasks.base import (
     SubmissionCheckError,
     TaskKind,
     fmt_score,
+    score_in_process,
 )
 from evaluation.tasks.parts import part_of, with_part
 from exports.schema import DatasetRelease, Release
@@ -622,6 +624,24 @@ def read_folder(path: Path) -> list[ImportedDataset]:
         extra={"statqa_dataset": d.title}) for d in read.datasets]
 
 
+
+def airepr_accuracy(release: Release, release_folder: Path, answers: Mapping[str, str]) -> dict[str, Any] | None:
+    """AIRepr's final answers (by sample index, the question id) scored by this kind's rules over the questions
+    the release holds: the accuracy with its interval, or None when the release holds none of them."""
+    held = {q.id for ds in release.datasets if (part := part_of(ds, KIND)) is not None for q in part.questions
+            if q.gold is not None}
+    mine = {k: v for k, v in answers.items() if k in held}
+    if not mine:
+        return None
+    narrowed = release.model_copy(update={"datasets": [
+        with_part(ds, KIND, part.model_copy(update={"questions": [q for q in part.questions if q.id in mine]}))
+        for ds in release.datasets if (part := part_of(ds, KIND)) is not None and any(q.id in mine for q in part.questions)]})
+    body = json.dumps({"answers": mine}).encode("utf-8")
+    scored = score_in_process(KIND, narrowed, release_folder, [("airepr-final-answers.json", body)])
+    est = dict(scored.scores["overall"]["accuracy"])
+    return {**est, "questions": len(mine), "not_in_release": sorted(set(answers) - held, key=str)}
+
+
 release_part = ReleasePart(model=StatQAPart, noun="StatQA questions", counts=part_counts,
                            hash_input=part_hash_input, blind=blind_part)
 
@@ -631,4 +651,5 @@ KIND = TaskKind(name=name, label="StatQA answers (question id → the model's re
                 release_part=release_part, submission_schema=SCHEMA_PATH, agent=_Agent(), planned_items=planned_items,
                 importer=Importer(source="a StatQA folder as AIRepr lays it out (mini-StatQA.json, upstream_index.json, "
                                          "processed_dataset/, column_metadata/, dataset_metadata.csv, LICENSE)",
-                                  read=read_folder))
+                                  read=read_folder),
+                airepr=AIReprAccuracy(dataset="StatQA", score=airepr_accuracy))

@@ -73,6 +73,12 @@ def _figures(run: ScoringRun) -> None:
                    width="content", help=f"{acc.get('correct', 0)} of {acc.get('graded', 0)} graded answers correct; "
                                          f"{acc.get('not_judged', 0)} not judged (the judge failed), never counted "
                                          "correct")
+    own = was.get("kind_accuracy")  # an imported AIRepr run of a benchmark a kind declares: its own rules' figure
+    if own:
+        row.metric(f"Accuracy ({own['kind']} rules)", f"{own['point']:.2f} [{own['ci_low']:.2f}, {own['ci_high']:.2f}]",
+                   width="content", help=f"the final answers against the release's gold, scored by the {own['kind']} "
+                                         f"kind over {own['questions']} questions; "
+                                         f"{len(own.get('not_in_release', []))} samples are not in the release")
 
 
 def _run_block(title: str, code: str, run: CodeRun | None, answer_label: str, answer: str) -> None:
