@@ -21,7 +21,8 @@ from sqlmodel import select
 from curation.db import session_scope
 from curation.errors import JobError, PermissionDenied
 from curation.models import BackgroundJob, ProgrammaticItem, Role, RunStatus
-from curation.services.background_jobs import InProcessJobs, cancel_job, make_job_submitter
+from curation.services.background_jobs import InProcessJobs, cancel_job
+from curation.services.jobs import make_job_submitter
 from curation.services.programmatic import ProgrammaticError, import_programmatic_tasks
 from curation.services.programmatic_generation import start_candidate_generation
 from curation.settings import PROJECT_ROOT, Settings
