@@ -28,9 +28,8 @@ from curation.services.background_jobs import (
     InProcessJobs,
     cancel_job,
     interrupt_dead_jobs,
-    make_job_submitter,
 )
-from curation.services.jobs import enqueue_job
+from curation.services.jobs import enqueue_job, make_job_submitter
 from curation.services.llm_alternatives import start_generation
 from curation.services.stages import set_stage
 from curation.settings import PROJECT_ROOT, Settings
