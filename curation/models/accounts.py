@@ -11,11 +11,13 @@ from sqlmodel import Field, SQLModel
 
 from curation.models.columns import UTCDateTime, _json, _ts
 
-__all__ = ["PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
+__all__ = ["IMPORTED_USERNAME", "PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
 
 
 #: The role of an SSO account that no admin has approved yet: no role at all (every role check refuses it).
 PENDING_ROLE = ""
+#: The system account (``is_system``) that owns work imported from elsewhere (BLADE's expert annotations).
+IMPORTED_USERNAME = "blade-experts"
 
 
 class Role(StrEnum):
