@@ -531,8 +531,7 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
         if ds is None:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
-        dataset_id = ds.id or 0
-    job_id = start_generation(report.engine, actor=actor, dataset_id=dataset_id)
+        job_id = start_generation(session=session, actor=actor, dataset_id=ds.id or 0)
     if args.enqueue:
         enqueue_job(report.engine, job_id)
         print(f"Generation job {job_id} queued; a worker runs it (the Review page shows its progress).")

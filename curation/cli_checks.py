@@ -104,9 +104,8 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
         task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == args.task)).first()
         if task is None:
             raise NotFoundError(f"There is no programmatic task {args.task!r}.")
-        task_id = task.id or 0
-    job_id = start_candidate_generation(report.engine, actor=actor, task_id=task_id, samples=args.samples,
-                                        store=settings.datasets_store)
+        job_id = start_candidate_generation(session=session, actor=actor, task_id=task.id or 0,
+                                            samples=args.samples, store=settings.datasets_store)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
     if not job.result or job.status == "failed":
         print(f"The generation {job.status}: {job.message}", file=sys.stderr)

@@ -42,8 +42,8 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = operator_account(session=session, username=args.as_user)
-        dataset_id = _dataset(session, args.dataset).id or 0
-    job_id = start_hypothesis_generation(report.engine, actor=actor, dataset_id=dataset_id)
+        job_id = start_hypothesis_generation(session=session, actor=actor,
+                                             dataset_id=_dataset(session, args.dataset).id or 0)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
     if job.result is None:
         print(f"The generation {job.status}: {job.message}", file=sys.stderr)

@@ -40,7 +40,7 @@ from curation.errors import USER_ERRORS, BlindingViolation, JobError, NotFoundEr
 from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
-from curation.services.actor import judges_actor
+from curation.services.actor import hold_actor, judges_actor
 from curation.services.background_jobs import ACTIVE, JobControl, JobOutcome, cancel_job
 from curation.services.blinding import withheld_ground_truth
 from curation.services.scoring import (
@@ -170,6 +170,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
 
 
 def _new_job(session: Session, run: AgentRun, actor: User) -> int:
+    actor = hold_actor(session=session, actor=actor)  # the role checked at the start still holds at this write
     scope = _scope(run.id or 0)
     busy = session.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
     if busy is not None:

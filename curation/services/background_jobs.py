@@ -34,7 +34,7 @@ from curation.db import session_scope
 from curation.errors import USER_ERRORS, JobError, NotFoundError
 from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
 from curation.services import lifecycle
-from curation.services.actor import judges_actor
+from curation.services.actor import hold_actor, judges_actor
 from curation.services.lifecycle import Heartbeat, ScoringHere, held, this_executor
 
 if TYPE_CHECKING:
@@ -72,27 +72,31 @@ def _key(job_id: int) -> tuple[str, int]:
 # ------------------------------------------------------------------------------------ asking, cancelling
 
 
-def start_job(engine: Engine, *, kind: str, params: dict[str, Any], scope: str, requested_by_id: int | None,
+def start_job(*, session: Session, kind: str, params: dict[str, Any], scope: str, requester: User | None,
               total: int = 0, what: str = "A job") -> int:
-    """Record a queued job (its own transaction, committed before it is handed to a worker). One job per scope:
-    a second one while the first is queued or running is refused with :class:`JobError` (the unique
-    ``active_scope`` settles a race between two machines)."""
+    """Record a queued job in the caller's transaction (the caller commits, then hands the id to a submitter:
+    :func:`curation.services.jobs.make_job_submitter`). ``requester``, whom the job runs as, is judged again here
+    and held until the commit (:func:`curation.services.actor.hold_actor`), so the permission a starter checked
+    still holds when its job is written. One job per scope: a second one while the first is queued or running is
+    refused with :class:`JobError` (the unique ``active_scope`` settles a race between two machines)."""
     if kind not in KINDS:
         raise JobError(f"There is no kind of job called '{kind}' (known: {', '.join(sorted(KINDS))}).")
+    if requester is not None:
+        requester = hold_actor(session=session, actor=requester)
     busy = f"{what} is already running here; wait for it to end or cancel it."
+    current = session.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
+    if current is not None:
+        raise JobError(f"{busy} (job {current.id}, {current.status}, {current.progress_done} of "
+                       f"{current.progress_total} done)")
+    job = BackgroundJob(kind=kind, params=params, scope=scope, active_scope=scope,
+                        requested_by_id=requester.id if requester is not None else None, progress_total=total,
+                        stage="queued")
+    session.add(job)
     try:
-        with session_scope(engine) as s:
-            current = s.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
-            if current is not None:
-                raise JobError(f"{busy} (job {current.id}, {current.status}, {current.progress_done} of "
-                               f"{current.progress_total} done)")
-            job = BackgroundJob(kind=kind, params=params, scope=scope, active_scope=scope,
-                                requested_by_id=requested_by_id, progress_total=total, stage="queued")
-            s.add(job)
-            s.flush()
-            return int(job.id or 0)
-    except sqlalchemy.exc.IntegrityError as exc:
+        session.flush()
+    except sqlalchemy.exc.IntegrityError as exc:  # the caller's transaction rolls back with the error
         raise JobError(busy) from exc
+    return int(job.id or 0)
 
 
 def _may_change(actor: User, job: BackgroundJob) -> bool:

@@ -299,11 +299,11 @@ JOB_KIND = "llm_alternatives"
 
 
 @judges_actor
-def start_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
-    """Record a generation for the dataset as a queued job (checked first: curator, stage 2, not blind), one per
-    dataset at a time; returns the job's id. The caller hands it to a submitter
-    (:func:`curation.services.background_jobs.make_job_submitter`)."""
-    return start_dataset_generation(engine, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
+def start_generation(*, session: Session, actor: User, dataset_id: int) -> int:
+    """Record a generation for the dataset as a queued job (checked first, in the same transaction: curator, stage
+    2, not blind), one per dataset at a time; returns the job's id. The caller commits, then hands it to a
+    submitter (:func:`curation.services.jobs.make_job_submitter`)."""
+    return start_dataset_generation(session=session, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
                                     plan=plan_generation)
 
 

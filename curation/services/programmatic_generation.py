@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from curation.db import session_scope
 from curation.models import BackgroundJob, RunStatus, User
@@ -46,18 +47,17 @@ def scope_of(task_id: int) -> str:
 
 
 @judges_actor
-def start_candidate_generation(engine: Engine, *, actor: User, task_id: int, samples: int, store: Path) -> int:
+def start_candidate_generation(*, session: Session, actor: User, task_id: int, samples: int, store: Path) -> int:
     """Record a generation as a queued job, after the same checks the job makes (curators and admins, 2..20
-    samples, the task's input files readable); returns its id.
+    samples, the task's input files readable), in the same transaction; returns its id.
 
     Raises:
         PermissionDenied / ProgrammaticError / NotFoundError: as :func:`plan_generation`.
         JobError: a generation for this task is already queued or running.
     """
-    with session_scope(engine) as s:
-        plan = plan_generation(session=s, actor=actor, task_id=task_id, samples=samples, store=store)
-    return start_job(engine, kind=JOB_KIND, params={"task_id": task_id, "samples": samples}, scope=scope_of(task_id),
-                     requested_by_id=actor.id, total=generation_steps(samples),
+    plan = plan_generation(session=session, actor=actor, task_id=task_id, samples=samples, store=store)
+    return start_job(session=session, kind=JOB_KIND, params={"task_id": task_id, "samples": samples},
+                     scope=scope_of(task_id), requester=actor, total=generation_steps(samples),
                      what=f"An LLM generation for task {plan.key}")
 
 

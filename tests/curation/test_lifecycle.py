@@ -30,8 +30,9 @@ def _new(engine: Engine, which: str) -> int:
     """A queued row: a job through the service that records it; a run as registration leaves it (its provenance
     columns are not the lifecycle's business)."""
     if which == "job":
-        return start_job(engine, kind="llm_alternatives", params={}, scope=f"test:{time.monotonic_ns()}",
-                         requested_by_id=None, total=4)
+        with session_scope(engine) as s:
+            return start_job(session=s, kind="llm_alternatives", params={}, scope=f"test:{time.monotonic_ns()}",
+                             requester=None, total=4)
     with session_scope(engine) as s:
         run = ScoringRun(agent="a", release_version="1.0.0", ground_truth_hash="0" * 64, submission_sha256="0" * 64,
                          submission_files=[], evaluator_version="t", progress_total=4)

@@ -90,8 +90,9 @@ def _wait(what: Callable[[], bool], why: Callable[[], str] = lambda: "", limit_s
 
 
 def _start(w: dict, actor=None, samples: int = 3) -> int:
-    return start_candidate_generation(w["engine"], actor=actor or w["cur"], task_id=w["task_id"], samples=samples,
-                                      store=w["store"])
+    with session_scope(w["engine"]) as s:  # the checks and the job's row: one transaction, as the page does it
+        return start_candidate_generation(session=s, actor=actor or w["cur"], task_id=w["task_id"],
+                                          samples=samples, store=w["store"])
 
 
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)

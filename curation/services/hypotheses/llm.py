@@ -191,9 +191,10 @@ def generate_hypotheses(
 
 
 @judges_actor
-def start_hypothesis_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
-    """Record a generation as a queued job (checked first), one per dataset at a time; returns its id."""
-    return start_dataset_generation(engine, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
+def start_hypothesis_generation(*, session: Session, actor: User, dataset_id: int) -> int:
+    """Record a generation as a queued job (checked first, in the same transaction), one per dataset at a time;
+    returns its id."""
+    return start_dataset_generation(session=session, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
                                     plan=plan_hypothesis_generation)
 
 
