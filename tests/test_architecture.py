@@ -169,8 +169,6 @@ ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     **{(f"curation.models.{m}", "curation.models.columns"): (frozenset({"_json", "_ts"}), "moving next")
        for m in ("accounts", "agents", "annotation", "jobs", "mcqs", "meetings", "releases", "review", "scoring",
                  "tasks")},
-    ("curation.services.hypotheses.stage1", "curation.services.annotation"): (
-        frozenset({"_editable_analysis", "_find_analysis", "_require_assigned"}), "moving next"),
     ("curation.services.meetings", "curation.services.votes"): (
         frozenset({"_write"}), "pending: meetings is being reshaped by issue 27 points 1-2"),
     ("curation.services.programmatic", "curation.services.scoring"): (

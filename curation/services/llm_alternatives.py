@@ -142,7 +142,7 @@ def plan_generation(*, session: Session, actor: User, dataset_id: int) -> list[G
                 seed_ids=[v.id for v in variables], analysis_id=analysis.id or 0))
         for v in variables:
             producers = [c["producer_id"] for c in v.columns if c.get("producer_id") in transforms]
-            chain = seed_chain(session, analysis.id or 0, producers) if producers else []
+            chain = seed_chain(session=session, analysis_id=analysis.id or 0, parents=producers) if producers else []
             first = transforms[producers[0]] if producers else None
             parents = list(first.branches[0].get("dependencies", [])) if first and first.branches else []
             jobs.append(GenerationJob(
@@ -188,7 +188,7 @@ def _run_variable_job(session: Session, dataset_id: int, job: GenerationJob, res
                    "concept": item.concept.strip(), "interaction": item.interaction,
                    "on": item.on.strip() if item.interaction else "", "rationale": item.rationale.strip(),
                    "columns": list(dict.fromkeys(item.columns))}
-        stored = store_alternative(session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
+        stored = store_alternative(session=session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
                                    seed_id=None, payload=payload, llm=llm,
                                    extra={"llm_call": {**call, "repairs": repairs, "item": i}})
         report.created += 1
@@ -202,7 +202,7 @@ def _checked_transforms(session_scope: Callable[[], AbstractContextManager[Sessi
     items, repairs, rejected = parse_items(result.content, "transforms", ProposedTransform)
     report.rejected += [f"{job.label}: {r}" for r in rejected]
     with session_scope() as session:
-        chain = seed_chain(session, job.analysis_id, job.parents)
+        chain = seed_chain(session=session, analysis_id=job.analysis_id, parents=job.parents)
         done = _stored_items(session, dataset_id, result.cache_key)
     out = []
     for i, item in enumerate(items):
@@ -273,12 +273,12 @@ def generate_alternatives(
             with session_scope() as session:
                 var = session.get(ConceptualVariable, job.variable_id)
                 assert var is not None
-                names = {t.id: t.spec_name for t in seed_chain(session, job.analysis_id, job.parents)}
+                names = {t.id: t.spec_name for t in seed_chain(session=session, analysis_id=job.analysis_id, parents=job.parents)}
                 for i, item, check, repairs in checked:
                     data = TransformAlternativeInput(code=item.code, output_col=item.output_col,
                                                      rationale=item.rationale, spec_name=item.spec_name,
                                                      parents=job.parents)
-                    stored = store_alternative(session, dataset_id=dataset_id, kind="transform", source="llm",
+                    stored = store_alternative(session=session, dataset_id=dataset_id, kind="transform", source="llm",
                                                proposed_by_id=None, seed_id=job.variable_id,
                                                payload=transform_payload(var, data, names, check.get("value_hash")), llm=llm,
                                                extra={**check_extra(check),

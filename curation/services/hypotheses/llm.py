@@ -152,7 +152,7 @@ def _store_query(session: Session, dataset_id: int, job: PlannedQuery, result: L
             report.rejected.append(f"{job.label}: hypothesis {i + 1} rejected: {exc}")
             continue
         payload = {**payload, "task_id": task.id, "task_key": task.key}
-        stored = store_alternative(session, dataset_id=dataset_id, kind=HYPOTHESIS.name, source="llm",
+        stored = store_alternative(session=session, dataset_id=dataset_id, kind=HYPOTHESIS.name, source="llm",
                                    proposed_by_id=None, seed_id=None, payload=payload, llm=llm,
                                    extra={"llm_call": {**call, "item": i}}, same_as=same_hypothesis_as)
         report.created += 1
