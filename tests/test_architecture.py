@@ -166,9 +166,6 @@ entry's modules is new."""
 
 ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
     # (importing module, imported module): (names, why)
-    **{(f"curation.models.{m}", "curation.models.columns"): (frozenset({"_json", "_ts"}), "moving next")
-       for m in ("accounts", "agents", "annotation", "jobs", "mcqs", "meetings", "releases", "review", "scoring",
-                 "tasks")},
     ("curation.services.meetings", "curation.services.votes"): (
         frozenset({"_write"}), "pending: meetings is being reshaped by issue 27 points 1-2"),
     ("curation.services.programmatic", "curation.services.scoring"): (
@@ -177,15 +174,10 @@ ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
         frozenset({"_record", "_semver_key"}), "pending: both files are being reshaped by issue 27 points 1-2"),
     ("curation.services.reproducibility", "curation.services.scoring"): (
         frozenset({"_combined", "_release_for_scoring"}), "pending: scoring is being reshaped by issue 27 points 1-2"),
-    ("evaluation.groundtruth.convert", "evaluation.groundtruth.submission"): (frozenset({"_chain"}), "moving next"),
-    ("evaluation.groundtruth.convert_job", "evaluation.groundtruth.jobs"): (
-        frozenset({"_error", "_namespace"}), "moving next"),
-    ("evaluation.groundtruth.submission", "evaluation.groundtruth.build"): (
-        frozenset({"_step_states"}), "moving next"),
-    ("evaluation.paired", "evaluation.metrics"): (frozenset({"_dataset_figures"}), "moving next"),
     ("evaluation.reproducibility.script_job", "evaluation.sandbox.code_jobs"): (
-        frozenset({"_checked_failure", "_checked_violations", "_failure_info"}), "moving next"),
-    ("exports.native.write", "exports.native.document"): (frozenset({"_document_problems"}), "moving next"),
+        frozenset({"_checked_failure", "_checked_violations", "_failure_info"}),
+        "pending: the sandbox's code jobs are being changed on another branch (h-sandboxcost); make these public "
+        "there, or move what the reproducibility job shares with them into a module of their own"),
 }
 
 SHARED_WITHIN_PACKAGE: dict[str, str] = {
