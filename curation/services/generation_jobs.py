@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.errors import NotFoundError
 from curation.models import BackgroundJob, Dataset, RunStatus, User
 from curation.services.actor import judges_actor
@@ -28,7 +28,7 @@ def job_requester(engine: Engine, job: BackgroundJob) -> User:
     Raises:
         NotFoundError: that account no longer exists.
     """
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:  # its own: the job spans transactions
         actor = s.get(User, job.requested_by_id) if job.requested_by_id is not None else None
         if actor is None:
             raise NotFoundError(f"Job {job.id}: the person who asked for it no longer exists.")

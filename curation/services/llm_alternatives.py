@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from curation.db import session_scope as db_scope
+from curation.db import Transactions, transactions
 from curation.errors import StageError
 from curation.models import (
     Alternative,
@@ -195,7 +194,7 @@ def _run_variable_job(session: Session, dataset_id: int, job: GenerationJob, res
         report.duplicates += stored.duplicate_of is not None
 
 
-def _checked_transforms(session_scope: Callable[[], AbstractContextManager[Session]], job: GenerationJob,
+def _checked_transforms(session_scope: Transactions, job: GenerationJob,
                         result: LLMResult, data_path: Path, limits: SandboxLimits,
                         report: GenerationReport, dataset_id: int,
                         ) -> list[tuple[int, ProposedTransform, dict[str, Any], list[str]]]:
@@ -229,7 +228,7 @@ def _parser(kind: str) -> Callable[[str], object]:
 @judges_actor
 def generate_alternatives(
     *,
-    session_scope: Callable[[], AbstractContextManager[Session]],
+    session_scope: Transactions,
     actor: User,
     dataset_id: int,
     config: LLMConfig,
@@ -240,10 +239,10 @@ def generate_alternatives(
 ) -> GenerationReport:
     """Generate, check and store alternatives for a dataset in stage 2; returns what happened, per kind.
 
-    ``session_scope`` opens one transaction (the caller's factory); calls and sandbox runs happen between
-    transactions. A failed call is reported and the next seed goes on. ``should_stop`` is asked before each
-    seed: when it says yes, generation stops there and what the seeds before stored is kept
-    (``report.cancelled``, ``report.seeds_done``).
+    It spans transactions: ``session_scope`` opens one per step (:func:`curation.db.transactions`, or the caller's
+    factory); LLM calls and sandbox runs happen between them. A failed call is reported and the next seed goes
+    on. ``should_stop`` is asked before each seed: when it says yes, generation stops there and what the seeds
+    before stored is kept (``report.cancelled``, ``report.seeds_done``).
     """
     client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
@@ -325,7 +324,7 @@ def run_generation_job(engine: Engine, job: BackgroundJob, control: JobControl, 
     one transaction when that seed is done (see the module's docstring), so a cancel or a failure keeps whole
     seeds only, and a retried job adds nothing twice (cached answers, already-stored items skipped)."""
     report = generate_alternatives(
-        session_scope=lambda: db_scope(engine), actor=job_requester(engine, job),
+        session_scope=transactions(engine), actor=job_requester(engine, job),
         dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(), store=settings.datasets_store,
         limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
         progress=control.progress, should_stop=control.cancelled)

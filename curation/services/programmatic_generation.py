@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.models import BackgroundJob, RunStatus, User
 from curation.services.actor import judges_actor
 from curation.services.background_jobs import JobControl, JobOutcome, start_job
@@ -80,12 +80,14 @@ def generation_report(result: dict[str, Any]) -> tuple[str, str]:
 
 
 def run_candidate_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
-    """The job's function (background_jobs.KINDS), run as the person who asked for it. The LLM and the sandbox
-    run outside any transaction; the candidates are stored in one at the end."""
+    """The job's function (background_jobs.KINDS), run as the person who asked for it. It spans transactions
+    (:func:`curation.db.transactions`): the LLM and the sandbox run for minutes outside any, between the plan's
+    and the one that stores the candidates at the end."""
     task_id, samples = int(job.params["task_id"]), int(job.params["samples"])
     client = LLMClient(settings.llm_config())  # LLMNotConfigured: the job fails with the sentence saying what to set
     actor = job_requester(engine, job)
-    with session_scope(engine) as s:
+    step = transactions(engine)
+    with step() as s:
         plan = plan_generation(session=s, actor=actor, task_id=task_id, samples=samples, store=settings.datasets_store)
     stage = {"now": "queued"}
 
@@ -97,6 +99,6 @@ def run_candidate_job(engine: Engine, job: BackgroundJob, control: JobControl, s
     if work is None:
         result = {"cancelled": True, "task": plan.key, "samples": samples, "stage": stage["now"]}
         return JobOutcome(RunStatus.CANCELLED.value, generation_report(result)[1], result)
-    with session_scope(engine) as s:
+    with step() as s:
         summary = store_generation(session=s, plan=plan, work=work, samples=samples)
     return JobOutcome(RunStatus.SUCCEEDED.value, generation_report(summary)[1], summary)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from curation.db import session_scope as db_scope
+from curation.db import Transactions, transactions
 from curation.errors import DecisionValidationError, StageError
 from curation.models import (
     Alternative,
@@ -161,11 +160,14 @@ def _store_query(session: Session, dataset_id: int, job: PlannedQuery, result: L
 
 @judges_actor
 def generate_hypotheses(
-    *, session_scope: Callable[[], AbstractContextManager[Session]], actor: User, dataset_id: int,
+    *, session_scope: Transactions, actor: User, dataset_id: int,
     config: LLMConfig, progress: Callable[[int, int, str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> HypothesisGenerationReport:
-    """Propose and store hypotheses for every query of the dataset still needing a gold one (see the module)."""
+    """Propose and store hypotheses for every query of the dataset still needing a gold one (see the module).
+
+    It spans transactions: ``session_scope`` opens one per query's answer (:func:`curation.db.transactions`, or
+    the caller's factory), and the LLM is asked between them."""
     client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
         jobs = plan_hypothesis_generation(session=session, actor=actor, dataset_id=dataset_id)
@@ -211,7 +213,7 @@ def hypothesis_generation_summary(result: dict[str, Any]) -> tuple[str, str]:
 
 def run_hypothesis_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
     """The job's function (background_jobs.KINDS), run as the person who asked for it."""
-    report = generate_hypotheses(session_scope=lambda: db_scope(engine), actor=job_requester(engine, job),
+    report = generate_hypotheses(session_scope=transactions(engine), actor=job_requester(engine, job),
                                  dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(),
                                  progress=control.progress, should_stop=control.cancelled)
     return generation_outcome(report, hypothesis_generation_summary)
