@@ -71,6 +71,9 @@ def hold_actor(*, session: Session, actor: User) -> User:
     return current_actor(session, actor)
 
 
+hold_actor.__judges_actor__ = True  # type: ignore[attr-defined]  # it judges its actor itself, at the write
+
+
 def _judged(session: Session, actor: User) -> User:
     """``current_actor``, once per transaction: a service that calls services passes the judged row on."""
     txn = session.get_transaction()
