@@ -20,8 +20,8 @@ from curation.bootstrap import StartupReport, initialise
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, SessionExpired
 from curation.models import Role, User
-from curation.services.background_jobs import JobSubmitter, make_job_submitter
-from curation.services.jobs import RunSubmitter
+from curation.services.background_jobs import JobSubmitter
+from curation.services.jobs import RunSubmitter, make_job_submitter
 from curation.services.run_worker import make_submitter
 from curation.services.scoring import JudgeSettings, ScoringLimits
 from curation.services.sessions import end_session, resume_auth_session

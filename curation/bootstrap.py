@@ -70,7 +70,7 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
 
         try:
             with session_scope(engine) as session:
-                register_starter_tasks(session, Path(root))
+                register_starter_tasks(session=session, datasets_dir=Path(root))
         except (CurationError, ValueError, OSError) as exc:
             log.error("the starter programmatic tasks were not registered: %s", exc)
     return names

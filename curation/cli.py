@@ -25,6 +25,7 @@ from curation.services.accounts import (
     MAX_PASSWORD_LENGTH,
     MIN_PASSWORD_LENGTH,
     PASSWORD_RULE,
+    operator_account,
 )
 from curation.settings import PROJECT_ROOT, Settings
 
@@ -209,26 +210,12 @@ def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _operator(session, username: str | None):  # type: ignore[no-untyped-def]
-    """Who a terminal command acts as: --as USER, else the first active admin (the operator has the machine)."""
-    from sqlmodel import col, select
-
-    from curation.models import User
-
-    stmt = select(User).where(User.is_active == True)  # noqa: E712
-    stmt = stmt.where(User.username == username) if username else stmt.where(User.role == Role.ADMIN.value)
-    user = session.exec(stmt.order_by(col(User.id))).first()
-    if user is None:
-        raise CurationError(f"No active user '{username}'." if username else "There is no active admin.")
-    return user
-
-
 def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services.blade_import import import_blade
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        actor = operator_account(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
         results = import_blade(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
                                max_bytes=settings.max_upload_bytes)
     for r in results:
@@ -242,7 +229,7 @@ def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> 
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        actor = operator_account(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
         r = import_discoverybench(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
                                   max_bytes=settings.max_upload_bytes, replace=args.replace,
                                   without_gold=args.without_gold)
@@ -259,7 +246,7 @@ def _cmd_import_kind(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        actor = operator_account(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
         r = import_kind(session=session, actor=actor, kind=args.import_kind, path=Path(args.path),
                         store=settings.datasets_store, max_bytes=settings.max_upload_bytes)
     for line in r.lines():
@@ -289,7 +276,7 @@ def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         if args.dataset_command == "archive":
             archive_dataset(session=session, actor=actor, name=args.name)
             print(f"Archived '{args.name}': hidden from annotation and left out of new releases "
@@ -324,7 +311,7 @@ def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
         dataset = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
         if dataset is None:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         after = args.after or []
         check: CheckedModel | CheckedTransform
         if args.model:
@@ -376,7 +363,7 @@ def _release_list(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     artifacts = settings.artifact_store()
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         records = rr.list_release_records(session=session, actor=actor)
         if not records:
             print("No releases yet.")
@@ -405,7 +392,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as session:
         if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
             one_snapshot(session, tables=RELEASE_TABLES)
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         if args.release_command == "create":
             _, empty = rel.release_candidates(session=session, actor=actor)
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
@@ -458,7 +445,7 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
 
         report = initialise(settings)
         with session_scope(report.engine) as session:
-            actor = _operator(session, args.as_user)
+            actor = operator_account(session=session, username=args.as_user)
             path = verified_release_folder(session=session, actor=actor, release_version=version,
                                            artifacts=settings.artifact_store())
             withheld, why = withheld_ground_truth(session=session, actor=actor, release_version=version,
@@ -527,7 +514,7 @@ def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         dataset_id = None
         if args.dataset:
             ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
@@ -571,12 +558,11 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         raise CurationError("--enqueue hands the generation to `forkpaths worker` processes, which take jobs from "
                             "PostgreSQL (set FORKPATHS_DATABASE_URL); on SQLite run it without --enqueue.")
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
         if ds is None:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
-        dataset_id = ds.id or 0
-    job_id = start_generation(report.engine, actor=actor, dataset_id=dataset_id)
+        job_id = start_generation(session=session, actor=actor, dataset_id=ds.id or 0)
     if args.enqueue:
         enqueue_job(report.engine, job_id)
         print(f"Generation job {job_id} queued; a worker runs it (the Review page shows its progress).")
@@ -620,7 +606,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     if args.mcq_command == "generate":
         with session_scope(report.engine) as session:
-            actor = _operator(session, getattr(args, "as_user", None))
+            actor = operator_account(session=session, username=getattr(args, "as_user", None))
             result = generate_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset),
                                    settings=MCQSettings(seed=args.seed))
         counts = ", ".join(f"{n} {k}" for k, n in result.counts().items())
@@ -630,7 +616,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  not built: {note}")
         return 0
     with session_scope(report.engine) as session:
-        actor = _operator(session, getattr(args, "as_user", None))
+        actor = operator_account(session=session, username=getattr(args, "as_user", None))
         audit = audit_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset))
     if args.json:
         print(json.dumps(dataclasses.asdict(audit) | {"flagged": audit.flagged, "flag_counts": audit.flag_counts()},

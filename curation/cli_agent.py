@@ -15,15 +15,11 @@ from curation.cli_progress import ProgressBar
 from curation.db import session_scope
 from curation.errors import ScoringError
 from curation.models import RunStatus
+from curation.services.accounts import operator_account
 from curation.settings import Settings
 
 __all__ = ["add_agent_commands"]
 
-
-def _operator(session: Any, username: str | None) -> Any:
-    from curation.cli import _operator as op
-
-    return op(session, username)
 
 
 def _check_enqueue(args: argparse.Namespace, engine: Any) -> None:
@@ -42,7 +38,7 @@ def _follow(engine: Any, job_id: int, run_id: int, settings: Settings) -> int:
 
     execute_job(engine, job_id, settings, on_progress=ProgressBar())
     with session_scope(engine) as s:
-        run = ar.get_agent_run(session=s, actor=_operator(s, None), run_id=run_id)
+        run = ar.get_agent_run(session=s, actor=operator_account(session=s, username=None), run_id=run_id)
         cost = "no price set (FORKPATHS_AGENT_PRICES)" if run.cost is None else f"${run.cost:.4f}"
         print(f"Agent run {run.id} {run.status}: {run.message}")
         print(f"Tokens: {run.prompt_tokens} in, {run.completion_tokens} out; cost {cost}; {run.calls} requests "
@@ -89,7 +85,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise ScoringError(f"{flag}: {err['msg']}.") from None
     with session_scope(report.engine) as s:
         run = ar.start_agent_run(
-            session=s, actor=_operator(s, args.as_user), release_version=args.release, model=args.model,
+            session=s, actor=operator_account(session=s, username=args.as_user), release_version=args.release, model=args.model,
             base_url=base_url, strategy=args.strategy, runs_per_task=args.runs, kind=args.kind,
             workflow=args.workflow, temperature=args.temperature, seed=args.seed, only=args.dataset or [],
             agent=args.agent or "", settings=limits, prices=settings.agent_prices,
@@ -120,7 +116,7 @@ def _act(args: argparse.Namespace, settings: Settings) -> int:
     if args.agent_command == "resume":
         _check_enqueue(args, report.engine)
         with session_scope(report.engine) as s:
-            run = ar.resume_agent_run(session=s, actor=_operator(s, args.as_user), run_id=args.run)
+            run = ar.resume_agent_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run)
             job_id = int(run.job_id or 0)
             settings = _typed_key(args, settings, run.base_url)
         if args.enqueue:
@@ -131,7 +127,7 @@ def _act(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         return _follow(report.engine, job_id, args.run, settings)
     with session_scope(report.engine) as s:
-        actor = _operator(s, args.as_user)
+        actor = operator_account(session=s, username=args.as_user)
         if args.agent_command == "cancel":
             run = ar.cancel_agent_run(session=s, actor=actor, run_id=args.run)
             print(f"Agent run {run.id}: cancel asked; it stops at the next step of the task under way (a running "

@@ -60,12 +60,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         from sqlmodel import Session
 
         from curation.bootstrap import initialise
-        from curation.cli import _operator
+        from curation.services.accounts import operator_account
         from curation.services.programmatic import released_task
 
         report = initialise(settings)
         with Session(report.engine) as session:  # read only: closed without a commit, nothing is written
-            task, version = released_task(session=session, actor=_operator(session, getattr(args, "as_user", None)),
+            task, version = released_task(session=session, actor=operator_account(session=session, username=getattr(args, "as_user", None)),
                                           key=args.task, releases_root=settings.releases_store,
                                           version=args.release, inputs=inputs)
         source = f"release {version}" + ("" if args.release else " (the newest release holding the task)")
@@ -88,11 +88,11 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
     from curation.bootstrap import initialise
-    from curation.cli import _operator
     from curation.cli_progress import ProgressBar
     from curation.db import session_scope
     from curation.errors import NotFoundError
     from curation.models import ProgrammaticTask
+    from curation.services.accounts import operator_account
     from curation.services.background_jobs import execute_job
     from curation.services.programmatic_generation import generation_report, start_candidate_generation
     from evaluation.llm import LLMClient
@@ -100,13 +100,12 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, getattr(args, "as_user", None))
+        actor = operator_account(session=session, username=getattr(args, "as_user", None))
         task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == args.task)).first()
         if task is None:
             raise NotFoundError(f"There is no programmatic task {args.task!r}.")
-        task_id = task.id or 0
-    job_id = start_candidate_generation(report.engine, actor=actor, task_id=task_id, samples=args.samples,
-                                        store=settings.datasets_store)
+        job_id = start_candidate_generation(session=session, actor=actor, task_id=task.id or 0,
+                                            samples=args.samples, store=settings.datasets_store)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
     if not job.result or job.status == "failed":
         print(f"The generation {job.status}: {job.message}", file=sys.stderr)
@@ -119,13 +118,13 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 
 def _list(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
-    from curation.cli import _operator
     from curation.db import session_scope
+    from curation.services.accounts import operator_account
     from curation.services.programmatic import list_programmatic_tasks
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        views = list_programmatic_tasks(session=session, actor=_operator(session, getattr(args, "as_user", None)))
+        views = list_programmatic_tasks(session=session, actor=operator_account(session=session, username=getattr(args, "as_user", None)))
         rows: list[dict[str, Any]] = [{"task": v.task.key, "dataset": v.dataset,
                  "checks": [{"id": c.item.id, "status": c.status, "released": c.released,
                              "function": c.item.payload.get("function")} for c in v.checks],
@@ -162,10 +161,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
     from curation.bootstrap import initialise
-    from curation.cli import _operator
     from curation.db import session_scope
     from curation.errors import CurationError
     from curation.models import Dataset
+    from curation.services.accounts import operator_account
     from curation.services.programmatic import import_datascibench_tasks
     from exports.datascibench import DataSciBenchError, read_tree
 
@@ -180,7 +179,7 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
                             f"tree does not have (it has: {', '.join(r.task.key for r in read)}).")
     report = initialise(settings)
     with session_scope(report.engine) as session:  # one action: every task, or none
-        actor = _operator(session, getattr(args, "as_user", None))
+        actor = operator_account(session=session, username=getattr(args, "as_user", None))
         stored = import_datascibench_tasks(session=session, actor=actor, tasks=read, store=settings.datasets_store,
                                            datasets=chosen, accept=not args.no_accept, run_gate=not args.no_accept)
         names = {d.id: d.name for d in session.exec(select(Dataset)).all()}
@@ -195,15 +194,15 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
     from curation.bootstrap import initialise
-    from curation.cli import _operator
     from curation.db import session_scope
     from curation.models import ProgrammaticTask
+    from curation.services.accounts import operator_account
     from curation.services.programmatic import task_for_scoring, task_inputs
     from exports.datascibench import write_task
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, getattr(args, "as_user", None))
+        actor = operator_account(session=session, username=getattr(args, "as_user", None))
         rows = session.exec(select(ProgrammaticTask).order_by(ProgrammaticTask.key)).all()
         tasks = []
         for row in rows:

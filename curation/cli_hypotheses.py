@@ -33,7 +33,7 @@ def _dataset(session: Any, name: str) -> Dataset:
 
 
 def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.cli import _operator
+    from curation.services.accounts import operator_account
     from curation.services.background_jobs import execute_job
     from curation.services.hypotheses.llm import HypothesisGenerationReport, start_hypothesis_generation
     from evaluation.llm import LLMClient
@@ -41,9 +41,9 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user)
-        dataset_id = _dataset(session, args.dataset).id or 0
-    job_id = start_hypothesis_generation(report.engine, actor=actor, dataset_id=dataset_id)
+        actor = operator_account(session=session, username=args.as_user)
+        job_id = start_hypothesis_generation(session=session, actor=actor,
+                                             dataset_id=_dataset(session, args.dataset).id or 0)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
     if job.result is None:
         print(f"The generation {job.status}: {job.message}", file=sys.stderr)
@@ -60,12 +60,12 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.cli import _operator
+    from curation.services.accounts import operator_account
     from curation.services.hypotheses import gold_board
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = _operator(session, args.as_user)
+        actor = operator_account(session=session, username=args.as_user)
         board = gold_board(session=session, actor=actor, dataset_id=_dataset(session, args.dataset).id or 0)
         rows: list[dict[str, Any]] = [{"task": tg.task.key, "question": tg.task.question, "status": tg.task.status,
                  "gold": tg.task.gold_hypothesis if tg.decided else None,

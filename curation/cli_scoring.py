@@ -14,6 +14,7 @@ from curation.cli_progress import ProgressBar
 from curation.db import session_scope
 from curation.errors import ScoringError
 from curation.models import RunStatus, ScoringRun
+from curation.services.accounts import operator_account
 from curation.settings import Settings
 from evaluation.submissions import printable
 from evaluation.tasks.base import count_of
@@ -35,11 +36,6 @@ def scoring_limits(settings: Settings) -> Any:
 
 _Bar = ProgressBar  # one line redrawn on a terminal; elsewhere only the final summary
 
-
-def _operator(session: Any, username: str | None) -> Any:
-    from curation.cli import _operator as op
-
-    return op(session, username)
 
 
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
@@ -67,7 +63,7 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
         except OSError as exc:
             raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc
     with session_scope(report.engine) as s:
-        run = register_run(session=s, actor=_operator(s, args.as_user), release_version=args.release, files=files,
+        run = register_run(session=s, actor=operator_account(session=s, username=args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
                            judge=getattr(args, "judge", None) or default_judge(kind),
                            mode=getattr(args, "mode", "default"),
@@ -113,7 +109,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
     while True:
         with session_scope(report.engine) as s:
             interrupt_dead_runs(session=s)
-            run = get_run(session=s, actor=_operator(s, args.as_user), run_id=args.run)
+            run = get_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run)
         now = (run.progress_done, run.progress_total, run.stage or run.status)
         if run.status == RunStatus.RUNNING.value and now != seen:
             bar(*now)
@@ -164,7 +160,7 @@ def _cmd_artifacts(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     artifacts = settings.artifact_store()
     with session_scope(report.engine) as s:
-        found = check_artifacts(session=s, actor=_operator(s, args.as_user), artifacts=artifacts)
+        found = check_artifacts(session=s, actor=operator_account(session=s, username=args.as_user), artifacts=artifacts)
     for problem in found.problems:
         print(f"- {problem}")
     print(f"Artifact store {artifacts.root}: {found.objects} objects checked, {found.referenced} recorded "
@@ -232,7 +228,7 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     _check_enqueue(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        run = rescore_run(session=s, actor=_operator(s, args.as_user), run_id=args.run, release_version=args.release,
+        run = rescore_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run, release_version=args.release,
                           artifacts=settings.artifact_store(),
                           max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                           limits=scoring_limits(settings))
@@ -265,7 +261,7 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
         raise ScoringError(f"--model {printable(args.model)} names the model of an answers file; with --ask-model "
                            "the model asked is the run's model. Drop --model (or use --agent to name the run).")
     with session_scope(engine) as s:
-        actor = _operator(s, args.as_user)
+        actor = operator_account(session=s, username=args.as_user)
         release = mcq_release(session=s, actor=actor, release_version=args.release,
                               artifacts=settings.artifact_store())
         run = ar.start_agent_run(session=s, actor=actor, release_version=release.version, model=args.ask_model,
@@ -277,7 +273,7 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
           f"(temperature 0; answers are cached) as agent run {run_id}.", file=sys.stderr)
     execute_job(engine, job_id, settings, on_progress=_Bar())
     with session_scope(engine) as s:
-        actor = _operator(s, args.as_user)
+        actor = operator_account(session=s, username=args.as_user)
         done = ar.get_agent_run(session=s, actor=actor, run_id=run_id)
         rows = ar.task_runs(session=s, actor=actor, run_id=run_id)
         scored = next((i for i in done.scoring_run_ids if i), None)
@@ -326,7 +322,7 @@ def _runs_list(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        actor = _operator(s, args.as_user)
+        actor = operator_account(session=s, username=args.as_user)
         runs = rr.list_runs(session=s, actor=actor, release_version=args.release)
         if args.json:
             print(json.dumps([_run_dict(r) for r in runs], indent=2))
@@ -351,7 +347,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         return _wait(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        actor = _operator(s, args.as_user)
+        actor = operator_account(session=s, username=args.as_user)
         if args.runs_command == "show":
             run = sc.get_run(session=s, actor=actor, run_id=args.run)
             overrides = lb.list_overrides(session=s, actor=actor, run_id=args.run)
@@ -402,7 +398,7 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     _check_enqueue(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        run = reproduce_run(session=s, actor=_operator(s, args.as_user), run_id=args.run,
+        run = reproduce_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run,
                             artifacts=settings.artifact_store(),
                             max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                             limits=scoring_limits(settings), inspector_model=args.inspector_model or "")
@@ -420,7 +416,7 @@ def _import_airepr(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        runs = import_airepr(session=s, actor=_operator(s, args.as_user), path=Path(args.path),
+        runs = import_airepr(session=s, actor=operator_account(session=s, username=args.as_user), path=Path(args.path),
                              artifacts=settings.artifact_store(),
                              release_version=args.release)
         lines = [f"Run {r.id}: {r.agent} · {r.model_name} on release {r.release_version}: "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import functools
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from curation.settings import PROJECT_ROOT
 if TYPE_CHECKING:
     from alembic.config import Config
 
-__all__ = ["include_name", "make_engine", "migrate", "one_snapshot", "session_scope"]
+__all__ = ["Transactions", "include_name", "make_engine", "migrate", "one_snapshot", "session_scope", "transactions"]
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,21 @@ def session_scope(engine: Engine) -> Iterator[Session]:
         raise
     finally:
         session.close()
+
+
+Transactions = Callable[[], AbstractContextManager[Session]]
+"""A factory of transactions: each call opens one (:func:`session_scope`). What long work takes when it must span
+transactions (see :func:`transactions`)."""
+
+
+def transactions(engine: Engine) -> Transactions:
+    """The one way long work opens its transactions: a job that runs for minutes (LLM calls, sandbox runs, an
+    agent's tasks) cannot be one transaction. It would hold a SQLite write lock, or a PostgreSQL snapshot, for its
+    whole length, and what it stored would vanish with a crash at the end. So a job stores each step in a
+    transaction of its own (``with step() as session:``), does its slow work between them, and a cancel or a crash
+    keeps the whole steps stored before it. A service that spans transactions takes this factory (or an engine it
+    passes here) and says so in its docstring; every other service takes one ``session``."""
+    return functools.partial(session_scope, engine)
 
 
 def one_snapshot(session: Session, *, tables: Sequence[str] = ()) -> None:

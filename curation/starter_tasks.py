@@ -255,7 +255,7 @@ def build_starter_tasks(datasets_dir: Path) -> list[ProgrammaticTaskRelease]:
     return out
 
 
-def register_starter_tasks(session: Any, datasets_dir: Path) -> list[str]:
+def register_starter_tasks(*, session: Any, datasets_dir: Path) -> list[str]:
     """Register the starter tree's tasks with the starter datasets of the same names (first start only), with
     their artifacts and checks accepted and the gate's evidence they carry. Tasks whose dataset is not
     registered are skipped."""

@@ -46,7 +46,7 @@ from evaluation.records import (
     RunRecord,
 )
 
-__all__ = [
+__all__ = ["dataset_figures",
     "COVERAGE_METRICS",
     "DECISION_TYPES",
     "PRECISION_METRICS",
@@ -280,8 +280,9 @@ class Scores(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def _dataset_figures(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode, k: int,
-                     ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+def dataset_figures(runs: Sequence[RunRecord], counts: GroundTruthCounts, mode: Mode, k: int,
+                    ) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """One dataset's precision and coverage per decision type, from its runs (what the bootstraps resample)."""
     precision = {t: (_mean([PRECISION_METRICS[t](r, mode) for r in runs]) if runs else
                      (None if mode == "blade" else 0.0)) for t in DECISION_TYPES}
     first = list(runs[:k])
@@ -429,7 +430,7 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
     notes: list[str] = []
     counted = [counted_runs(d.runs, mode) for d in data]
     counts = [d.counts for d in data]
-    per_dataset = [_dataset_figures(runs, d.counts, mode, k) for runs, d in zip(counted, data, strict=True)]
+    per_dataset = [dataset_figures(runs, d.counts, mode, k) for runs, d in zip(counted, data, strict=True)]
     overall = _overall(per_dataset, counts, mode, k)
     failures: Counter[str] = Counter()
     datasets = []

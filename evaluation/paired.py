@@ -14,8 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evaluation.metrics import DECISION_TYPES, Mode, counted_runs, f1
-from evaluation.metrics import _dataset_figures as dataset_figures
+from evaluation.metrics import DECISION_TYPES, Mode, counted_runs, dataset_figures, f1
 from evaluation.records import RunRecord
 from evaluation.results import DatasetResult, EvaluationResult
 

@@ -95,7 +95,8 @@ def render_llm_panel(user: User, dataset_id: int, dataset_name: str, kind: str =
         if not st.button(f"{action} {dataset_name}", key="llm.generate", type="primary"):
             return
         try:
-            job_id = start(context.engine(), actor=user, dataset_id=dataset_id)
+            with context.db() as session:  # the checks and the job's row: one transaction, committed here
+                job_id = start(session=session, actor=user, dataset_id=dataset_id)
             context.job_runner().submit(job_id)
         except Exception as exc:  # noqa: BLE001 - the one helper shows it
             context.show_error(exc)

@@ -108,8 +108,9 @@ def render_generate(user: User, view: TaskView, cfg: Any) -> None:
         if not c2.button(f"Generate candidates for {view.task.key}", key="prog.generate", type="primary"):
             return
         try:
-            job_id = start_candidate_generation(context.engine(), actor=user, task_id=task_id, samples=int(samples),
-                                                store=cfg.datasets_store)
+            with context.db() as session:  # the checks and the job's row: one transaction, committed here
+                job_id = start_candidate_generation(session=session, actor=user, task_id=task_id,
+                                                    samples=int(samples), store=cfg.datasets_store)
             context.job_runner().submit(job_id)
         except Exception as exc:  # noqa: BLE001 - the one helper shows it
             context.show_error(exc)

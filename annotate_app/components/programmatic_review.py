@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.kinds.programmatic import show_output_file
+from annotate_app.components.output_files import show_output_file
 from annotate_app.text import md
 from curation.models import User
 from curation.services.programmatic import (

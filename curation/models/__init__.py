@@ -9,6 +9,7 @@ the dumps of the value objects in :mod:`evaluation.specs`; fields BLADE carries 
 """
 
 from curation.models.accounts import (
+    IMPORTED_USERNAME,
     PENDING_ROLE,
     AuthSession,
     FormDraft,
@@ -76,6 +77,7 @@ from curation.models.tasks import (
 )
 
 __all__ = [
+    "IMPORTED_USERNAME",
     "PENDING_ROLE",
     "AgentRun",
     "AgentTaskRun",

@@ -9,13 +9,15 @@ from typing import Any
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts
+from curation.models.columns import UTCDateTime, json_field, utc_now_field
 
-__all__ = ["PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
+__all__ = ["IMPORTED_USERNAME", "PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
 
 
 #: The role of an SSO account that no admin has approved yet: no role at all (every role check refuses it).
 PENDING_ROLE = ""
+#: The system account (``is_system``) that owns work imported from elsewhere (BLADE's expert annotations).
+IMPORTED_USERNAME = "blade-experts"
 
 
 class Role(StrEnum):
@@ -40,7 +42,7 @@ class User(SQLModel, table=True):
     is_active: bool = True
     is_system: bool = Field(default=False, description="An account no one signs in with (e.g. imported annotators).")
     auth_epoch: int = Field(default=0, description="Bumped on password reset / deactivation; older sessions end.")
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     oidc_issuer: str | None = Field(default=None, max_length=512, description="SSO: the provider's issuer URL.")
     oidc_subject: str | None = Field(default=None, max_length=255, description="SSO: the provider's subject id.")
     role_from_claim: bool = Field(
@@ -63,8 +65,8 @@ class AuthSession(SQLModel, table=True):
     token_hash: str = Field(max_length=64, unique=True, index=True)
     user_id: int = Field(foreign_key="user.id", index=True)
     auth_epoch: int = Field(description="The user's auth_epoch at sign-in; a later reset or deactivation ends it.")
-    created_at: datetime = _ts()
-    last_seen_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
+    last_seen_at: datetime = utc_now_field()
     expires_at: datetime = Field(sa_type=UTCDateTime)
     ended_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     end_reason: str = Field(default="", max_length=32, description="sign_out | password | deactivated | ...")
@@ -85,9 +87,9 @@ class SignInThrottle(SQLModel, table=True):
 
     key: str = Field(primary_key=True, max_length=80)
     failures: int = 0
-    window_started_at: datetime = _ts()
+    window_started_at: datetime = utc_now_field()
     locked_until: datetime | None = Field(default=None, sa_type=UTCDateTime)
-    updated_at: datetime = _ts()
+    updated_at: datetime = utc_now_field()
 
 
 class FormDraft(SQLModel, table=True):
@@ -98,6 +100,6 @@ class FormDraft(SQLModel, table=True):
 
     user_id: int = Field(foreign_key="user.id", primary_key=True)
     name: str = Field(max_length=128, primary_key=True, description="the form, e.g. 'annotate.3.tf'")
-    data: dict[str, Any] = _json(dict)
-    updated_at: datetime = _ts()
+    data: dict[str, Any] = json_field(dict)
+    updated_at: datetime = utc_now_field()
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts
+from curation.models.columns import UTCDateTime, json_field, utc_now_field
 from curation.models.jobs import RunStatus
 
 __all__ = ["AgentRun", "AgentTaskRun"]
@@ -33,9 +33,9 @@ class AgentRun(SQLModel, table=True):
     runs_per_task: int = 1
     temperature: float = 0.0
     seed: int = 0
-    only: list[str] = _json(list)
-    settings: dict[str, Any] = _json(dict)
-    templates: dict[str, Any] = _json(dict)
+    only: list[str] = json_field(list)
+    settings: dict[str, Any] = json_field(dict)
+    templates: dict[str, Any] = json_field(dict)
     prices: list[float] | None = Field(default=None, sa_column=Column(JSON, nullable=True),
                                        description="USD per million input and output tokens, as set at start")
     job_id: int | None = Field(default=None, description="the background job running it (the latest)")
@@ -48,10 +48,10 @@ class AgentRun(SQLModel, table=True):
     calls: int = 0
     cache_hits: int = 0
     cost: float | None = None
-    submissions: list[dict[str, Any]] = _json(list)
-    scoring_run_ids: list[int] = _json(list)
+    submissions: list[dict[str, Any]] = json_field(list)
+    scoring_run_ids: list[int] = json_field(list)
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
@@ -80,5 +80,5 @@ class AgentTaskRun(SQLModel, table=True):
     model_seconds: float = 0.0
     seconds: float = 0.0
     cost: float | None = None
-    finished_at: datetime = _ts()
+    finished_at: datetime = utc_now_field()
 

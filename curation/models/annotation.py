@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts, new_spec_id
+from curation.models.columns import UTCDateTime, json_field, new_spec_id, utc_now_field
 
 __all__ = [
     "Dataset",
@@ -29,14 +29,14 @@ class Dataset(SQLModel, table=True):
     title: str = Field(default="", max_length=256)
     research_question: str
     description: str = ""
-    dictionary: list[dict[str, Any]] = _json()
-    info: dict[str, Any] = _json(dict)
+    dictionary: list[dict[str, Any]] = json_field()
+    info: dict[str, Any] = json_field(dict)
     data_relpath: str = Field(max_length=512)
     data_sha256: str = Field(max_length=64)
     num_rows: int = 0
     num_columns: int = 0
     source: str = Field(default="", max_length=32)
-    extra: dict[str, Any] = _json(dict)
+    extra: dict[str, Any] = json_field(dict)
     files: list[dict[str, Any]] = Field(
         default_factory=list, sa_column=Column(JSON, nullable=False, server_default="[]"),
         description="Every file of a dataset that has more than its one table (a DiscoveryBench folder: metadata "
@@ -49,7 +49,7 @@ class Dataset(SQLModel, table=True):
         "kind's release-part model dumps it (forkpaths import-<kind>); releases carry it as it is. Curated kinds keep "
         "their items in their own tables instead.",
     )
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
     archived_at: datetime | None = Field(
         default=None, sa_type=UTCDateTime,
@@ -65,7 +65,7 @@ class Dataset(SQLModel, table=True):
 class DatasetAssignment(SQLModel, table=True):
     dataset_id: int = Field(foreign_key="dataset.id", primary_key=True)
     user_id: int = Field(foreign_key="user.id", primary_key=True)
-    assigned_at: datetime = _ts()
+    assigned_at: datetime = utc_now_field()
     assigned_by_id: int | None = Field(default=None, foreign_key="user.id")
 
 
@@ -83,7 +83,7 @@ class Analysis(SQLModel, table=True):
     dataset_id: int = Field(foreign_key="dataset.id", index=True)
     annotator_id: int = Field(foreign_key="user.id", index=True)
     status: str = Field(default=AnalysisStatus.DRAFT.value, max_length=16)
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     submitted_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
@@ -95,13 +95,13 @@ class ConceptualVariable(SQLModel, table=True):
     moderates: str = Field(default="", description="For moderators: what it interacts with (BLADE 'on')")
     concept: str
     rationale: str = ""
-    columns: list[dict[str, Any]] = _json()
+    columns: list[dict[str, Any]] = json_field()
     random_effect: bool = Field(default=False, description="BLADE's random_effect flag")
-    tags: list[str] = _json()
-    extra: dict[str, Any] = _json(dict)
+    tags: list[str] = json_field()
+    extra: dict[str, Any] = json_field(dict)
     position: int = 0
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
+    updated_at: datetime = utc_now_field()
 
 
 class Transform(SQLModel, table=True):
@@ -109,13 +109,13 @@ class Transform(SQLModel, table=True):
     analysis_id: int = Field(foreign_key="analysis.id", index=True)
     spec_name: str = Field(max_length=256)
     specification: str = ""
-    verbs: list[str] = _json()
+    verbs: list[str] = json_field()
     code: str = ""
     rationale: str = ""
-    mapping: list[dict[str, Any]] = _json()
-    branches: list[dict[str, Any]] = _json()
-    tags: list[str] = _json()
-    extra: dict[str, Any] = _json(dict)
+    mapping: list[dict[str, Any]] = json_field()
+    branches: list[dict[str, Any]] = json_field()
+    tags: list[str] = json_field()
+    extra: dict[str, Any] = json_field(dict)
     last_check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     passed_check_sha256: str | None = Field(
         default=None, max_length=64,
@@ -123,8 +123,8 @@ class Transform(SQLModel, table=True):
                     "passed on this code; None when the current code was never checked or its check failed.",
     )
     position: int = 0
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
+    updated_at: datetime = utc_now_field()
 
 
 class StatModel(SQLModel, table=True):
@@ -135,11 +135,11 @@ class StatModel(SQLModel, table=True):
     spec_name: str = Field(default="", max_length=256)
     code: str = ""
     rationale: str = ""
-    columns: list[dict[str, Any]] = _json()
-    variable_ids: list[str] = _json()
-    transform_ids: list[str] = _json()
-    tags: list[str] = _json()
-    extra: dict[str, Any] = _json(dict)
+    columns: list[dict[str, Any]] = json_field()
+    variable_ids: list[str] = json_field()
+    transform_ids: list[str] = json_field()
+    tags: list[str] = json_field()
+    extra: dict[str, Any] = json_field(dict)
     last_check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     passed_check_sha256: str | None = Field(
         default=None, max_length=64,
@@ -147,6 +147,6 @@ class StatModel(SQLModel, table=True):
                     "passed on this code; None when the current code was never checked or its check failed.",
     )
     position: int = 0
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
+    updated_at: datetime = utc_now_field()
 

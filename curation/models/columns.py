@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, DateTime, TypeDecorator
 from sqlmodel import Field
 
-__all__ = ["utcnow", "new_spec_id", "UTCDateTime"]
+__all__ = ["UTCDateTime", "json_field", "new_spec_id", "utc_now_field", "utcnow"]
 
 
 def utcnow() -> datetime:
@@ -40,10 +40,12 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _ts(**kw: Any) -> Any:
+def utc_now_field(**kw: Any) -> Any:
+    """A timestamp column that defaults to the moment the row is made (timezone-aware UTC)."""
     return Field(default_factory=utcnow, sa_type=UTCDateTime, **kw)
 
 
-def _json(default: Any = list) -> Any:
+def json_field(default: Any = list) -> Any:
+    """A JSON column, never NULL, defaulting to a fresh ``default()`` (an empty list unless told)."""
     return Field(default_factory=default, sa_column=Column(JSON, nullable=False))
 

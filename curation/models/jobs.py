@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts
+from curation.models.columns import UTCDateTime, json_field, utc_now_field
 
 __all__ = ["RunStatus", "BackgroundJob"]
 
@@ -36,11 +36,11 @@ class BackgroundJob(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(max_length=32, index=True, description="e.g. llm_alternatives")
-    params: dict[str, Any] = _json(dict)
+    params: dict[str, Any] = json_field(dict)
     scope: str = Field(default="", max_length=128, index=True, description="e.g. dataset:3")
     active_scope: str | None = Field(default=None, max_length=128, unique=True, index=True)
     requested_by_id: int | None = Field(default=None, foreign_key="user.id")
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     status: str = Field(default=RunStatus.QUEUED.value, max_length=16, index=True)
     progress_done: int = 0
     progress_total: int = 0

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import _json, _ts, new_spec_id
+from curation.models.columns import json_field, new_spec_id, utc_now_field
 
 __all__ = ["MCQ", "MCQReview"]
 
@@ -18,11 +18,11 @@ class MCQ(SQLModel, table=True):
     kind: str = Field(max_length=16, description="variable | transform")
     mc_type: str = Field(max_length=16, description="select_pos | select_neg")
     concept: str = ""
-    options: list[dict[str, Any]] = _json()
+    options: list[dict[str, Any]] = json_field()
     correct_index: int = 0
-    extra: dict[str, Any] = _json(dict)
+    extra: dict[str, Any] = json_field(dict)
     position: int = 0
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
 
 
 class MCQReview(SQLModel, table=True):
@@ -35,6 +35,6 @@ class MCQReview(SQLModel, table=True):
     status: str = Field(max_length=16, description="accepted | rejected | edited")
     note: str = ""
     reviewed_by_id: int | None = Field(default=None, foreign_key="user.id")
-    reviewed_at: datetime = _ts()
-    history: list[dict[str, Any]] = _json()
+    reviewed_at: datetime = utc_now_field()
+    history: list[dict[str, Any]] = json_field()
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts
+from curation.models.columns import UTCDateTime, json_field, utc_now_field
 
 __all__ = ["GroundTruthSetting", "Meeting", "MeetingOutcome", "MeetingEvent"]
 
@@ -21,8 +21,8 @@ class GroundTruthSetting(SQLModel, table=True):
     dataset_id: int = Field(foreign_key="dataset.id", primary_key=True)
     rule: str = Field(max_length=64, description="name@version of a rule in curation.ground_truth.RULES")
     changed_by_id: int | None = Field(default=None, foreign_key="user.id")
-    changed_at: datetime = _ts()
-    history: list[dict[str, Any]] = _json()
+    changed_at: datetime = utc_now_field()
+    history: list[dict[str, Any]] = json_field()
 
 
 class Meeting(SQLModel, table=True):
@@ -33,14 +33,14 @@ class Meeting(SQLModel, table=True):
     status: str = Field(default="open", max_length=16, description="open | closed")
     rule: str = Field(max_length=64, description="the ground-truth rule the agenda was built with")
     started_by_id: int | None = Field(default=None, foreign_key="user.id")
-    started_at: datetime = _ts()
+    started_at: datetime = utc_now_field()
     closed_by_id: int | None = Field(default=None, foreign_key="user.id")
     closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
-    attendance: list[int] = _json()
-    agenda: list[dict[str, Any]] = _json()
+    attendance: list[int] = json_field()
+    agenda: list[dict[str, Any]] = json_field()
     current: int = Field(default=0, description="agenda position shown on the projector")
-    pre_votes: list[dict[str, Any]] = _json()
-    post_votes: list[dict[str, Any]] = _json()
+    pre_votes: list[dict[str, Any]] = json_field()
+    post_votes: list[dict[str, Any]] = json_field()
 
 
 class MeetingOutcome(SQLModel, table=True):
@@ -58,7 +58,7 @@ class MeetingOutcome(SQLModel, table=True):
     reason: str = ""
     dissent: str = ""
     recorded_by_id: int | None = Field(default=None, foreign_key="user.id")
-    recorded_at: datetime = _ts()
+    recorded_at: datetime = utc_now_field()
     revision: int = 1
 
 
@@ -70,9 +70,9 @@ class MeetingEvent(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     meeting_id: int = Field(foreign_key="meeting.id", index=True)
     actor_id: int | None = Field(default=None, foreign_key="user.id")
-    at: datetime = _ts()
+    at: datetime = utc_now_field()
     action: str = Field(max_length=32)
     target_kind: str = Field(default="", max_length=16)
     target_id: str = Field(default="", max_length=64)
-    detail: dict[str, Any] = _json(dict)
+    detail: dict[str, Any] = json_field(dict)
 

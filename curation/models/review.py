@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts, new_spec_id
+from curation.models.columns import UTCDateTime, json_field, new_spec_id, utc_now_field
 
 __all__ = ["Stage", "ProposerDisplay", "DatasetReview", "Alternative", "Vote", "VoteChange", "Consensus"]
 
@@ -41,7 +41,7 @@ class DatasetReview(SQLModel, table=True):
     opened_by_id: int | None = Field(default=None, foreign_key="user.id")
     closed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     closed_by_id: int | None = Field(default=None, foreign_key="user.id")
-    updated_at: datetime = _ts()
+    updated_at: datetime = utc_now_field()
 
 
 class Alternative(SQLModel, table=True):
@@ -54,10 +54,10 @@ class Alternative(SQLModel, table=True):
     proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
     seed_id: str | None = Field(default=None, max_length=64, description="decision it was generated from")
     llm: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
-    payload: dict[str, Any] = _json(dict)
-    extra: dict[str, Any] = _json(dict)
+    payload: dict[str, Any] = json_field(dict)
+    extra: dict[str, Any] = json_field(dict)
     position: int = 0
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
 
 
 class Vote(SQLModel, table=True):
@@ -75,7 +75,7 @@ class Vote(SQLModel, table=True):
     skipped_reason: str = ""
     explanation: str = ""
     position: int = 0
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
 
 
 class VoteChange(SQLModel, table=True):
@@ -92,7 +92,7 @@ class VoteChange(SQLModel, table=True):
     before: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     after: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     changed_by_id: int | None = Field(default=None, foreign_key="user.id")
-    changed_at: datetime = _ts()
+    changed_at: datetime = utc_now_field()
     note: str = ""
 
 
@@ -108,7 +108,7 @@ class Consensus(SQLModel, table=True):
     status: str = Field(max_length=16, description="justifiable | unjustifiable | split | unresolved")
     rule: str = Field(default="", max_length=64)
     decided_by_id: int | None = Field(default=None, foreign_key="user.id")
-    decided_at: datetime = _ts()
+    decided_at: datetime = utc_now_field()
     note: str = ""
-    votes_snapshot: list[dict[str, Any]] = _json()
+    votes_snapshot: list[dict[str, Any]] = json_field()
 

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import UTCDateTime, _json, _ts
+from curation.models.columns import UTCDateTime, json_field, utc_now_field
 from curation.models.jobs import RunStatus
 
 __all__ = ["ScoringRun", "ScoringRunPart", "ScoreOverride", "ReproducibilityOverride", "JudgeLabel"]
@@ -32,18 +32,18 @@ class ScoringRun(SQLModel, table=True):
     model_name: str = Field(default="", max_length=128)
     release_version: str = Field(max_length=32, index=True)
     ground_truth_hash: str = Field(max_length=64)
-    dataset_hashes: dict[str, Any] = _json(dict)
+    dataset_hashes: dict[str, Any] = json_field(dict)
     submission_sha256: str = Field(max_length=64)
-    submission_files: list[dict[str, Any]] = _json()
+    submission_files: list[dict[str, Any]] = json_field()
     evaluator_version: str = Field(max_length=32)
-    judge: dict[str, Any] = _json(dict)
-    transform_matcher: dict[str, Any] = _json(dict)
+    judge: dict[str, Any] = json_field(dict)
+    transform_matcher: dict[str, Any] = json_field(dict)
     mode: str = Field(default="default", max_length=16)
     k: int = 10
     source: str = Field(default="web", max_length=8, description="web | cli")
     rescore_of_id: int | None = Field(default=None, foreign_key="scoring_run.id")
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     status: str = Field(default=RunStatus.QUEUED.value, max_length=16, index=True)
     progress_done: int = 0
     progress_total: int = 0
@@ -121,7 +121,7 @@ class ScoreOverride(SQLModel, table=True):
     value: bool = Field(description="whether it counts as a match after the override")
     reason: str
     author_id: int = Field(foreign_key="user.id")
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     detail: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True),
                                           description="a hypothesis facet: {'value': {...}, 'original': {...}}")
 
@@ -140,7 +140,7 @@ class ReproducibilityOverride(SQLModel, table=True):
     value: str = Field(max_length=32, description="the outcome after the override")
     reason: str
     author_id: int = Field(foreign_key="user.id")
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
 
 
 class JudgeLabel(SQLModel, table=True):
@@ -168,5 +168,5 @@ class JudgeLabel(SQLModel, table=True):
     reason: str | None = None
     expert_id: int | None = Field(default=None, foreign_key="user.id")
     labelled_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
 

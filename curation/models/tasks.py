@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import JSON, Column, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from curation.models.columns import _json, _ts, new_spec_id
+from curation.models.columns import json_field, new_spec_id, utc_now_field
 
 __all__ = [
     "HypothesisTaskStatus",
@@ -48,7 +48,7 @@ class HypothesisTask(SQLModel, table=True):
     domain: str | None = None
     domain_knowledge: str | None = None
     workflow_tags: str | None = None
-    data_files: list[str] = _json()
+    data_files: list[str] = json_field()
     gold_hypothesis: str | None = None
     gold_source: str | None = Field(default=None, max_length=16, description="metadata or answer_key")
     gold_workflow: str | None = None
@@ -59,7 +59,7 @@ class HypothesisTask(SQLModel, table=True):
     target_col: str | None = None
     relevant_cols: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     status: str = Field(default=HypothesisTaskStatus.NEEDS_CURATION.value, max_length=16, index=True)
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
     gold_provenance: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True),
@@ -83,13 +83,13 @@ class HypothesisProposal(SQLModel, table=True):
     dataset_id: int = Field(foreign_key="dataset.id", index=True)
     hypothesis: str
     context: str = ""
-    variables: list[dict[str, Any]] = _json()
+    variables: list[dict[str, Any]] = json_field()
     relationship: str = ""
     workflow: str = ""
     code: str = ""
     check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
-    created_at: datetime = _ts()
-    updated_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
+    updated_at: datetime = utc_now_field()
 
 
 class ProgrammaticTask(SQLModel, table=True):
@@ -102,10 +102,10 @@ class ProgrammaticTask(SQLModel, table=True):
     dataset_id: int = Field(foreign_key="dataset.id", index=True)
     key: str = Field(unique=True, index=True, max_length=128, description="the task id, also its outputs folder")
     prompt: str
-    input_files: list[str] = _json()
+    input_files: list[str] = json_field()
     data_source_type: str = ""
-    extra: dict[str, Any] = _json(dict)
-    created_at: datetime = _ts()
+    extra: dict[str, Any] = json_field(dict)
+    created_at: datetime = utc_now_field()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
 
 
@@ -122,9 +122,9 @@ class ProgrammaticItem(SQLModel, table=True):
     source: str = Field(max_length=16, description="llm | peer | imported | agreement")
     proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
     seed_id: str | None = Field(default=None, max_length=64, description="the item it is an edit of")
-    payload: dict[str, Any] = _json(dict)
+    payload: dict[str, Any] = json_field(dict)
     gate: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
-    extra: dict[str, Any] = _json(dict)
+    extra: dict[str, Any] = json_field(dict)
     position: int = 0
-    created_at: datetime = _ts()
+    created_at: datetime = utc_now_field()
 

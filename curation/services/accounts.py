@@ -16,10 +16,10 @@ from pathlib import Path
 
 from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
-from curation.errors import AccountError, AuthenticationError, NotFoundError, PermissionDenied
+from curation.errors import AccountError, AuthenticationError, CurationError, NotFoundError, PermissionDenied
 from curation.models import Role, User
 from curation.services.actor import judges_actor
 from curation.services.sessions import end_user_sessions
@@ -37,6 +37,7 @@ __all__ = [
     "generate_password",
     "get_user",
     "list_users",
+    "operator_account",
     "require_role",
     "reset_password",
     "set_user_active",
@@ -201,6 +202,21 @@ def list_users(*, session: Session, actor: User, include_system: bool = False) -
     if not include_system:
         stmt = stmt.where(User.is_system == False)  # noqa: E712
     return session.exec(stmt).all()
+
+
+def operator_account(*, session: Session, username: str | None) -> User:
+    """Who a terminal command acts as: the active account ``username`` (``--as USER``), else the first active admin
+    (the operator has the machine).
+
+    Raises:
+        CurationError: there is no such active account.
+    """
+    stmt = select(User).where(User.is_active == True)  # noqa: E712
+    stmt = stmt.where(User.username == username) if username else stmt.where(User.role == Role.ADMIN.value)
+    user = session.exec(stmt.order_by(col(User.id))).first()
+    if user is None:
+        raise CurationError(f"No active user '{username}'." if username else "There is no active admin.")
+    return user
 
 
 def _count_active_admins(session: Session) -> int:

@@ -16,11 +16,12 @@ from typing import Any, ParamSpec, TypeVar
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
+from curation.db import one_snapshot
 from curation.db import session_scope as db_scope
 from curation.errors import PermissionDenied, SessionExpired
 from curation.models import User
 
-__all__ = ["current_actor", "judges_actor"]
+__all__ = ["current_actor", "hold_actor", "judges_actor"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,6 +53,25 @@ def current_actor(session: Session, actor: User) -> User:
             f"nothing was changed. Reload the page to continue as {row.role}."
         )
     return row
+
+
+def hold_actor(*, session: Session, actor: User) -> User:
+    """Judge the actor again at the write their permission guards, and keep their row as it is until the
+    transaction ends: a demotion, deactivation or password reset committed since the check refuses the write
+    (as :func:`current_actor` does), and one asked for from now on waits for this transaction.
+
+    PostgreSQL: the row is read ``FOR SHARE`` (the latest committed version; writers to it wait). SQLite: the
+    transaction takes the write lock first (:func:`curation.db.one_snapshot`), so the read sees the latest commit
+    and no other writer commits before this transaction ends.
+    """
+    if session.get_bind().dialect.name == "sqlite":
+        one_snapshot(session)
+    else:
+        session.exec(select(User.id).where(User.id == actor.id).with_for_update(read=True)).first()
+    return current_actor(session, actor)
+
+
+hold_actor.__judges_actor__ = True  # type: ignore[attr-defined]  # it judges its actor itself, at the write
 
 
 def _judged(session: Session, actor: User) -> User:

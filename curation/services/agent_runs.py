@@ -35,12 +35,12 @@ from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
 from curation.artifacts import write_atomic as _write_atomic
-from curation.db import session_scope
+from curation.db import transactions
 from curation.errors import USER_ERRORS, BlindingViolation, JobError, NotFoundError, ScoringError
 from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
-from curation.services.actor import judges_actor
+from curation.services.actor import hold_actor, judges_actor
 from curation.services.background_jobs import ACTIVE, JobControl, JobOutcome, cancel_job
 from curation.services.blinding import withheld_ground_truth
 from curation.services.scoring import (
@@ -175,6 +175,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
 
 
 def _new_job(session: Session, run: AgentRun, actor: User) -> int:
+    actor = hold_actor(session=session, actor=actor)  # the role checked at the start still holds at this write
     scope = _scope(run.id or 0)
     busy = session.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
     if busy is not None:
@@ -315,7 +316,7 @@ def _store_task(engine: Engine, run_id: int, key: str, title: str, replicate: in
                                                "message": out.message, "messages": out.transcript},
                                               ensure_ascii=False, indent=1).encode("utf-8"))
     try:
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             run = s.get(AgentRun, run_id, with_for_update=True)
             if run is None:
                 return
@@ -339,7 +340,7 @@ def _store_task(engine: Engine, run_id: int, key: str, title: str, replicate: in
 
 
 def _set(engine: Engine, run_id: int, **values: Any) -> None:
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(AgentRun, run_id)
         if run is not None:
             for k, v in values.items():
@@ -355,11 +356,15 @@ def _tally(rows: Sequence[AgentTaskRun]) -> str:
 
 
 def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
-    """The job: answer every (task, run) not yet stored, then write the submissions and score them."""
+    """The job: answer every (task, run) not yet stored, then write the submissions and score them.
+
+    It spans transactions (:func:`curation.db.transactions`): each task run is stored in one of its own when it
+    ends, so a cancel or a crash keeps the task runs answered before it, and a retried job answers only the rest;
+    the agent talks to its model and runs code between them."""
     run_id = int(job.params["agent_run_id"])
     artifacts = settings.artifact_store()
     runs_root = artifacts.runs
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(AgentRun, run_id)
         if run is None:
             raise NotFoundError(f"There is no agent run {run_id}.")
@@ -407,7 +412,7 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
                       ) -> JobOutcome:
     artifacts = settings.artifact_store()
     runs_root = artifacts.runs
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(AgentRun, run_id)
         assert run is not None
         rows = list(s.exec(select(AgentTaskRun).where(AgentTaskRun.agent_run_id == run_id)).all())
@@ -456,7 +461,7 @@ def _submit_and_score(engine: Engine, run_id: int, release: Any, settings: Setti
             continue
         control.progress(run.tasks_total, run.tasks_total, f"scoring {sub.label}")
         try:
-            with session_scope(engine) as s:
+            with transactions(engine)() as s:
                 sr = register_run(session=s, actor=creator, release_version=run.release_version, files=sub.files,
                                   agent=run.agent, model_name=run.model, kind=run.kind, artifacts=artifacts,
                                   judge=default_judge(run.kind),

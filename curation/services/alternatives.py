@@ -15,10 +15,10 @@ white space) as a decision. They are flagged (``extra.duplicate_of``), never sil
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from sqlmodel import Session, col, select
@@ -108,7 +108,7 @@ def _seed_variable(session: Session, dataset_id: int, seed_id: str) -> tuple[Con
     return var, analysis
 
 
-def seed_chain(session: Session, analysis_id: int, parents: Sequence[str]) -> list[Transform]:
+def seed_chain(*, session: Session, analysis_id: int, parents: Sequence[str]) -> list[Transform]:
     """The seed analysis's transforms that must run before a step with these parents, in order."""
     transforms = session.exec(select(Transform).where(Transform.analysis_id == analysis_id)).all()
     by_id = {t.id: t for t in transforms}
@@ -146,12 +146,16 @@ def output_hashes(t: Transform) -> set[str]:
     return {hashes[m["output"]] for m in t.mapping if m.get("output") in hashes}
 
 
-#: ``same_as(session, dataset_id, payload, submitted analysis ids, live alternatives of the kind)``: the existing
-#: item a proposal is the same decision as, for a kind whose own service says what "the same" is.
-SameAs = Callable[[Session, int, dict[str, Any], Sequence[int | None], Sequence[Alternative]], dict[str, str] | None]
+class SameAs(Protocol):
+    """``same_as(session=, dataset_id=, payload=, analysis_ids=, alternatives=)``: the existing item a proposal is
+    the same decision as (given the submitted analyses' ids and the live alternatives of its kind), for a kind whose
+    own service says what "the same" is."""
+
+    def __call__(self, *, session: Session, dataset_id: int, payload: dict[str, Any],
+                 analysis_ids: Sequence[int | None], alternatives: Sequence[Alternative]) -> dict[str, str] | None: ...
 
 
-def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[str, Any],
+def find_duplicate(*, session: Session, dataset_id: int, kind: str, payload: dict[str, Any],
                    value_hash: str | None, same_as: SameAs | None = None) -> dict[str, str] | None:
     """The existing item this proposal is the same decision as, if any: by ``same_as`` when given, else by
     BLADE's rules for a variable (concept and columns) or a transform (code or output values)."""
@@ -161,7 +165,7 @@ def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[s
                                                                Alternative.kind == kind)).all()
             if not (a.extra or {}).get("merged_into")]
     if same_as is not None:
-        return same_as(session, dataset_id, payload, ids, alts)
+        return same_as(session=session, dataset_id=dataset_id, payload=payload, analysis_ids=ids, alternatives=alts)
     if kind == "variable":
         key = (_normal(payload.get("concept", "")), tuple(sorted(payload.get("columns") or [])))
         if ids:
@@ -185,11 +189,12 @@ def find_duplicate(session: Session, dataset_id: int, kind: str, payload: dict[s
 
 
 def store_alternative(
-    session: Session, *, dataset_id: int, kind: str, source: str, proposed_by_id: int | None, seed_id: str | None,
+    *, session: Session, dataset_id: int, kind: str, source: str, proposed_by_id: int | None, seed_id: str | None,
     payload: dict[str, Any], extra: dict[str, Any], llm: dict[str, Any] | None = None, same_as: SameAs | None = None,
 ) -> ProposalResult:
     """Store one alternative, flagging a duplicate of an existing decision or alternative (:func:`find_duplicate`)."""
-    duplicate = find_duplicate(session, dataset_id, kind, payload, extra.get("value_hash"), same_as)
+    duplicate = find_duplicate(session=session, dataset_id=dataset_id, kind=kind, payload=payload,
+                               value_hash=extra.get("value_hash"), same_as=same_as)
     if duplicate:
         extra = {**extra, "duplicate_of": duplicate["target_id"], "duplicate_kind": duplicate["target_kind"]}
     last = session.exec(select(Alternative.position).where(Alternative.dataset_id == dataset_id)
@@ -206,7 +211,7 @@ def _variable_payload(v: ConceptualVariable) -> dict[str, Any]:
             "rationale": v.rationale, "columns": [c.get("name", "") for c in v.columns]}
 
 
-def derived_columns(session: Session, dataset_id: int) -> list[str]:
+def derived_columns(*, session: Session, dataset_id: int) -> list[str]:
     """Columns the submitted stage-1 transforms and the alternative transforms of a dataset create: what a
     proposed variable may use besides the data's own columns (as a stage-1 variable may use derived ones)."""
     ids = list(session.exec(select(Analysis.id).where(Analysis.dataset_id == dataset_id,
@@ -239,7 +244,7 @@ def propose_variable_alternative(
         raise DecisionValidationError(f"Alternative variable '{concept}': give the rationale peers will judge.")
     if not data.columns:
         raise DecisionValidationError(f"Alternative variable '{concept}': choose the column(s) it would use.")
-    known = {*original_columns(dataset), *derived_columns(session, dataset_id)}
+    known = {*original_columns(dataset), *derived_columns(session=session, dataset_id=dataset_id)}
     unknown = [c for c in data.columns if c not in known]
     if unknown:
         raise DecisionValidationError(f"Alternative variable '{concept}': {unknown} are not columns of "
@@ -248,7 +253,7 @@ def propose_variable_alternative(
     payload = {"variable_type": "Control" if moderator else data.variable_type.value, "concept": concept,
                "interaction": moderator, "on": data.moderates.strip() if moderator else "",
                "rationale": data.rationale.strip(), "columns": list(dict.fromkeys(data.columns))}
-    return store_alternative(session, dataset_id=dataset_id, kind="variable", source="peer",
+    return store_alternative(session=session, dataset_id=dataset_id, kind="variable", source="peer",
                              proposed_by_id=actor.id, seed_id=seed_id, payload=payload, extra={})
 
 
@@ -275,7 +280,7 @@ def prepare_transform_check(
     _, analysis = _seed_variable(session, dataset_id, seed_id)
     dataset = session.get(Dataset, dataset_id)
     assert dataset is not None
-    return dataset_data_path(dataset, store), seed_chain(session, analysis.id or 0, parents)
+    return dataset_data_path(dataset, store), seed_chain(session=session, analysis_id=analysis.id or 0, parents=parents)
 
 
 @judges_actor
@@ -293,13 +298,13 @@ def propose_transform_alternative(
         raise DecisionValidationError(f"{label}: name the output column the code creates.")
     if not data.rationale.strip():
         raise DecisionValidationError(f"{label}: give the rationale peers will judge.")
-    chain = seed_chain(session, analysis.id or 0, data.parents)
+    chain = seed_chain(session=session, analysis_id=analysis.id or 0, parents=data.parents)
     if not check or check.get("code") != data.code or check.get("output_col") != data.output_col.strip():
         raise DecisionValidationError(f"{label}: run the sanity check on this code first.")
     if not check.get("ok"):
         raise DecisionValidationError(f"{label}: the code does not run: {check.get('error')}")
     names = {t.id: t.spec_name for t in chain}
-    return store_alternative(session, dataset_id=dataset_id, kind="transform", source="peer",
+    return store_alternative(session=session, dataset_id=dataset_id, kind="transform", source="peer",
                              proposed_by_id=actor.id, seed_id=seed_id, payload=transform_payload(var, data, names, check.get("value_hash")),
                              extra=check_extra(check))
 

@@ -69,6 +69,8 @@ __all__ = [
     "checks_needed",
     "delete_model",
     "delete_transform",
+    "editable_analysis",
+    "find_analysis",
     "delete_variable",
     "get_analysis_decisions",
     "get_own_decisions",
@@ -77,6 +79,7 @@ __all__ = [
     "pending_checks",
     "save_model",
     "save_transform",
+    "require_assigned",
     "save_variable",
     "slug_from_specification",
     "submit_analysis",
@@ -150,7 +153,9 @@ def _dataset(session: Session, dataset_id: int) -> Dataset:
     return dataset
 
 
-def _require_assigned(session: Session, actor: User, dataset: Dataset) -> None:
+@judges_actor
+def require_assigned(*, session: Session, actor: User, dataset: Dataset) -> None:
+    """Refuse an actor who may not annotate ``dataset`` (not an annotating role, archived, not assigned)."""
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
     if dataset.archived_at is not None:
         raise PermissionDenied(
@@ -163,14 +168,15 @@ def _require_assigned(session: Session, actor: User, dataset: Dataset) -> None:
         )
 
 
-def _find_analysis(session: Session, dataset_id: int, user_id: int) -> Analysis | None:
+def find_analysis(*, session: Session, dataset_id: int, user_id: int) -> Analysis | None:
+    """The user's own analysis of the dataset, if they started one."""
     return session.exec(
         select(Analysis).where(Analysis.dataset_id == dataset_id, Analysis.annotator_id == user_id)
     ).first()
 
 
 def _has_submitted(session: Session, dataset_id: int, user_id: int) -> bool:
-    analysis = _find_analysis(session, dataset_id, user_id)
+    analysis = find_analysis(session=session, dataset_id=dataset_id, user_id=user_id)
     return analysis is not None and analysis.status == AnalysisStatus.SUBMITTED.value
 
 
@@ -205,9 +211,11 @@ def _locked_analysis(session: Session, dataset_id: int, user_id: int) -> Analysi
     ).one()
 
 
-def _editable_analysis(session: Session, actor: User, dataset_id: int) -> Analysis:
+@judges_actor
+def editable_analysis(*, session: Session, actor: User, dataset_id: int) -> Analysis:
+    """The actor's own analysis of the dataset, locked for this transaction, refused once submitted."""
     dataset = _dataset(session, dataset_id)
-    _require_assigned(session, actor, dataset)
+    require_assigned(session=session, actor=actor, dataset=dataset)
     analysis = _locked_analysis(session, dataset_id, actor.id or 0)
     if analysis.status == AnalysisStatus.SUBMITTED.value:
         raise SubmittedAnalysisLocked(
@@ -240,8 +248,8 @@ def _load(session: Session, analysis: Analysis) -> AnalysisDecisions:
 def get_own_decisions(*, session: Session, actor: User, dataset_id: int) -> AnalysisDecisions | None:
     """The actor's own analysis of a dataset (``None`` when nothing was recorded yet)."""
     dataset = _dataset(session, dataset_id)
-    _require_assigned(session, actor, dataset)
-    analysis = _find_analysis(session, dataset_id, actor.id or 0)
+    require_assigned(session=session, actor=actor, dataset=dataset)
+    analysis = find_analysis(session=session, dataset_id=dataset_id, user_id=actor.id or 0)
     return None if analysis is None else _load(session, analysis)
 
 
@@ -341,7 +349,7 @@ def save_variable(
     *, session: Session, actor: User, dataset_id: int, data: VariableInput, variable_id: str | None = None
 ) -> ConceptualVariable:
     """Create or update one of the actor's conceptual variables."""
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     decisions = _load(session, analysis)
     concept = data.concept.strip()
     if not concept:
@@ -401,7 +409,7 @@ def _own_row(session: Session, model: Any, row_id: str, analysis: Analysis) -> A
 
 @judges_actor
 def delete_variable(*, session: Session, actor: User, dataset_id: int, variable_id: str) -> None:
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     var = _own_row(session, ConceptualVariable, variable_id, analysis)
     for m in _load(session, analysis).models:
         if variable_id in m.variable_ids:
@@ -436,7 +444,7 @@ def save_transform(
     check: dict[str, Any] | None = None,
 ) -> Transform:
     """Create or update one of the actor's transforms; ``check`` is a sanity-check result for ``data.code``."""
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     decisions = _load(session, analysis)
     others = [t for t in decisions.transforms if t.id != transform_id]
     spec_name = (data.spec_name.strip() or slug_from_specification(data.specification)).strip()
@@ -532,7 +540,7 @@ def _name(transforms: Sequence[Transform], tid: str) -> str:
 @judges_actor
 def delete_transform(*, session: Session, actor: User, dataset_id: int, transform_id: str) -> None:
     """Delete a transform nothing else builds on; otherwise say what depends on it."""
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     decisions = _load(session, analysis)
     row = _own_row(session, Transform, transform_id, analysis)
     children = [t.spec_name for t in decisions.transforms if any(transform_id in b.get("dependencies", []) for b in t.branches)]
@@ -668,7 +676,7 @@ def save_model(
     model_id: str | None = None,
     check: dict[str, Any] | None = None,
 ) -> StatModel:
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     decisions = _load(session, analysis)
     family = data.family.strip()
     label = f"Model '{data.specification.strip() or family}'"
@@ -709,7 +717,7 @@ def save_model(
 
 @judges_actor
 def delete_model(*, session: Session, actor: User, dataset_id: int, model_id: str) -> None:
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     session.delete(_own_row(session, StatModel, model_id, analysis))
     session.flush()
 
@@ -721,7 +729,7 @@ def delete_model(*, session: Session, actor: User, dataset_id: int, model_id: st
 def submit_analysis(*, session: Session, actor: User, dataset_id: int) -> Analysis:
     """Lock the actor's stage-1 analysis. It needs an IV, a DV and a model, and every transform and model must
     have passed its sanity check on its current code, after its parents' current code."""
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     decisions = _load(session, analysis)
     problems = []
     if not any(v.variable_type == VariableType.DV.value for v in decisions.variables):

@@ -6,8 +6,9 @@ and a cancel from the page reaches the job wherever it runs.
 Where it runs: on PostgreSQL a procrastinate worker (``forkpaths worker``, task ``forkpaths.background_job`` in
 :mod:`curation.services.jobs`); on SQLite a thread in the app's process (:class:`InProcessJobs`). Both call
 :func:`execute_job`, which claims the job atomically, runs its kind's function under a heartbeat and records the
-outcome. Who runs it, whether that process is still alive and the heartbeat are
-:mod:`curation.services.run_lifecycle`'s, shared with scoring runs.
+outcome. Claiming, the heartbeat, interruption and take-over are :mod:`curation.services.lifecycle`'s, shared
+with scoring runs; where a job is handed to (the queue or these threads) is
+:func:`curation.services.jobs.make_job_submitter`'s.
 
 A kind is one entry of :data:`KINDS` (``"module:function"``, imported when a job of that kind runs); its function
 gets the engine, the job row, a :class:`JobControl` (progress, cancel) and the settings, and returns a
@@ -21,6 +22,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy.exc
@@ -31,21 +33,16 @@ from sqlmodel import Session, col, select
 from curation.db import session_scope
 from curation.errors import USER_ERRORS, JobError, NotFoundError
 from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
-from curation.services.actor import judges_actor
-from curation.services.run_lifecycle import (
-    Heartbeat,
-    ScoringHere,
-    executor_alive,
-    orphaned_here,
-    this_executor,
-)
+from curation.services import lifecycle
+from curation.services.actor import hold_actor, judges_actor
+from curation.services.lifecycle import Heartbeat, ScoringHere, held, this_executor
 
 if TYPE_CHECKING:
     from curation.settings import Settings
 
 __all__ = ["ACTIVE", "KINDS", "InProcessJobs", "JobControl", "JobOutcome", "JobSubmitter", "cancel_job",
-           "claim_job", "dismiss_job", "execute_job", "interrupt_dead_jobs", "latest_job", "make_job_submitter",
-           "start_job", "take_over_if_dead"]
+           "claim_job", "dismiss_job", "execute_job", "interrupt_dead_jobs", "latest_job", "start_job",
+           "take_over_if_dead"]
 
 log = logging.getLogger(__name__)
 
@@ -75,27 +72,31 @@ def _key(job_id: int) -> tuple[str, int]:
 # ------------------------------------------------------------------------------------ asking, cancelling
 
 
-def start_job(engine: Engine, *, kind: str, params: dict[str, Any], scope: str, requested_by_id: int | None,
+def start_job(*, session: Session, kind: str, params: dict[str, Any], scope: str, requester: User | None,
               total: int = 0, what: str = "A job") -> int:
-    """Record a queued job (its own transaction, committed before it is handed to a worker). One job per scope:
-    a second one while the first is queued or running is refused with :class:`JobError` (the unique
-    ``active_scope`` settles a race between two machines)."""
+    """Record a queued job in the caller's transaction (the caller commits, then hands the id to a submitter:
+    :func:`curation.services.jobs.make_job_submitter`). ``requester``, whom the job runs as, is judged again here
+    and held until the commit (:func:`curation.services.actor.hold_actor`), so the permission a starter checked
+    still holds when its job is written. One job per scope: a second one while the first is queued or running is
+    refused with :class:`JobError` (the unique ``active_scope`` settles a race between two machines)."""
     if kind not in KINDS:
         raise JobError(f"There is no kind of job called '{kind}' (known: {', '.join(sorted(KINDS))}).")
+    if requester is not None:
+        requester = hold_actor(session=session, actor=requester)
     busy = f"{what} is already running here; wait for it to end or cancel it."
+    current = session.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
+    if current is not None:
+        raise JobError(f"{busy} (job {current.id}, {current.status}, {current.progress_done} of "
+                       f"{current.progress_total} done)")
+    job = BackgroundJob(kind=kind, params=params, scope=scope, active_scope=scope,
+                        requested_by_id=requester.id if requester is not None else None, progress_total=total,
+                        stage="queued")
+    session.add(job)
     try:
-        with session_scope(engine) as s:
-            current = s.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
-            if current is not None:
-                raise JobError(f"{busy} (job {current.id}, {current.status}, {current.progress_done} of "
-                               f"{current.progress_total} done)")
-            job = BackgroundJob(kind=kind, params=params, scope=scope, active_scope=scope,
-                                requested_by_id=requested_by_id, progress_total=total, stage="queued")
-            s.add(job)
-            s.flush()
-            return int(job.id or 0)
-    except sqlalchemy.exc.IntegrityError as exc:
+        session.flush()
+    except sqlalchemy.exc.IntegrityError as exc:  # the caller's transaction rolls back with the error
         raise JobError(busy) from exc
+    return int(job.id or 0)
 
 
 def _may_change(actor: User, job: BackgroundJob) -> bool:
@@ -147,35 +148,12 @@ def latest_job(*, session: Session, kind: str, scope: str) -> BackgroundJob | No
 
 
 def claim_job(engine: Engine, job_id: int) -> BackgroundJob:
-    """Atomically take a queued job for this process (one conditional UPDATE: of two processes exactly one gets
-    it). A queued job whose cancel was asked ends ``cancelled`` here. Returns the job as it stands."""
-    now = utcnow()
-    with session_scope(engine) as s:
-        claimed = s.connection().execute(
-            update(BackgroundJob).where(col(BackgroundJob.id) == job_id,
-                                        col(BackgroundJob.status) == RunStatus.QUEUED.value,
-                                        col(BackgroundJob.cancel_requested).is_(False))
-            .values(status=RunStatus.RUNNING.value, started_at=now, heartbeat_at=now, stage="starting",
-                    executor=this_executor(), message="", attempts=col(BackgroundJob.attempts) + 1))
-        if claimed.rowcount != 1:
-            s.connection().execute(
-                update(BackgroundJob).where(col(BackgroundJob.id) == job_id,
-                                            col(BackgroundJob.status) == RunStatus.QUEUED.value,
-                                            col(BackgroundJob.cancel_requested).is_(True))
-                .values(status=RunStatus.CANCELLED.value, finished_at=now, active_scope=None,
-                        message="Cancelled before it started; nothing was stored."))
+    """Atomically take a queued job for this process (:func:`curation.services.lifecycle.claim`). A queued job
+    whose cancel was asked ends ``cancelled`` here. Returns the job as it stands."""
+    lifecycle.claim(engine, BackgroundJob, job_id, cancelled={
+        "active_scope": None, "message": "Cancelled before it started; nothing was stored."})
     with session_scope(engine) as s:
         return _get(s, job_id)
-
-
-def _held(job_id: int) -> Any:
-    return (col(BackgroundJob.id) == job_id, col(BackgroundJob.status) == RunStatus.RUNNING.value,
-            col(BackgroundJob.executor) == this_executor())
-
-
-def _beat(engine: Engine, job_id: int) -> None:
-    with session_scope(engine) as s:
-        s.connection().execute(update(BackgroundJob).where(*_held(job_id)).values(heartbeat_at=utcnow()))
 
 
 class JobControl:
@@ -191,7 +169,7 @@ class JobControl:
         if self.on_progress is not None:  # e.g. the CLI's progress bar
             self.on_progress(done, total, stage)
         with session_scope(self.engine) as s:
-            s.connection().execute(update(BackgroundJob).where(*_held(self.job_id)).values(
+            s.connection().execute(update(BackgroundJob).where(*held(BackgroundJob, self.job_id)).values(
                 progress_done=done, progress_total=total, stage=stage[:256], heartbeat_at=utcnow()))
             job = s.get(BackgroundJob, self.job_id)
             self._cancel = bool(job and job.cancel_requested)
@@ -206,7 +184,7 @@ class JobControl:
 
 def _finish(engine: Engine, job_id: int, outcome: JobOutcome) -> None:
     with session_scope(engine) as s:
-        s.connection().execute(update(BackgroundJob).where(*_held(job_id)).values(
+        s.connection().execute(update(BackgroundJob).where(*held(BackgroundJob, job_id)).values(
             status=outcome.status, message=outcome.message, result=outcome.result, finished_at=utcnow(),
             active_scope=None, stage="done" if outcome.status == RunStatus.SUCCEEDED.value else outcome.status))
 
@@ -227,7 +205,7 @@ def execute_job(engine: Engine, job_id: int, settings: Settings,
     if job.status != RunStatus.RUNNING.value or job.executor != this_executor():
         return job
     control = JobControl(engine, job_id, on_progress)
-    with ScoringHere(_key(job_id)), Heartbeat(lambda: _beat(engine, job_id)):
+    with ScoringHere(_key(job_id)), Heartbeat(lambda: lifecycle.beat(engine, BackgroundJob, job_id)):
         try:
             outcome = _runner(job.kind)(engine, job, control, settings)
         except _DB_AWAY:
@@ -245,44 +223,22 @@ def execute_job(engine: Engine, job_id: int, settings: Settings,
 
 def take_over_if_dead(engine: Engine, job_id: int) -> None:
     """A retried queue job: a job left ``running`` by a dead worker (or by this process, whose run of it broke
-    off) goes back to ``queued`` so that this worker can claim it."""
-    with session_scope(engine) as s:
-        job = s.get(BackgroundJob, job_id)
-        if job is None or job.status != RunStatus.RUNNING.value:
-            return
-        dead = orphaned_here(job.executor, _key(job_id)) or (
-            job.executor != this_executor() and not executor_alive(job.executor, job.heartbeat_at, utcnow()))
-        if dead:
-            s.connection().execute(
-                update(BackgroundJob).where(col(BackgroundJob.id) == job_id,
-                                            col(BackgroundJob.status) == RunStatus.RUNNING.value,
-                                            col(BackgroundJob.executor) == job.executor)
-                .values(status=RunStatus.QUEUED.value, stage="queued again",
-                        message=f"Its worker ({job.executor or 'unknown'}) stopped; another worker takes it up."))
+    off) goes back to ``queued`` so that this worker can claim it (what it stored before is kept)."""
+    lifecycle.take_over_if_dead(engine, BackgroundJob, job_id, key=_key(job_id))
+
+
+def _interrupt(job: BackgroundJob, now: datetime) -> None:
+    host, _, rest = job.executor.partition("/")
+    who = f"the process running it (pid {rest.split('/')[0]} on {host})" if host else "the process running it"
+    job.status, job.finished_at, job.active_scope = RunStatus.INTERRUPTED.value, now, None
+    job.message = (f"Interrupted: {who} stopped after {job.progress_done} of {job.progress_total} steps; "
+                   "what it stored before is kept. Start it again to do the rest.")
 
 
 def interrupt_dead_jobs(*, session: Session) -> list[int]:
     """Jobs left ``running`` by a process that died: queued again when they are a queue worker's (procrastinate
     retries them), else ``interrupted`` with what was kept. Called by the app's executor, the page and workers."""
-    now = utcnow()
-    ids = []
-    for job in session.exec(select(BackgroundJob).where(BackgroundJob.status == RunStatus.RUNNING.value)).all():
-        if executor_alive(job.executor, job.heartbeat_at, now):
-            continue
-        host, _, rest = job.executor.partition("/")
-        who = f"the process running it (pid {rest.split('/')[0]} on {host})" if host else "the process running it"
-        if job.job_id is not None:
-            job.status, job.stage = RunStatus.QUEUED.value, "queued again"
-            job.message = f"Its worker ({job.executor or 'unknown'}) stopped; another worker takes it up."
-        else:
-            job.status, job.finished_at, job.active_scope = RunStatus.INTERRUPTED.value, now, None
-            job.message = (f"Interrupted: {who} stopped after {job.progress_done} of {job.progress_total} steps; "
-                           "what it stored before is kept. Start it again to do the rest.")
-        session.add(job)
-        ids.append(job.id or 0)
-    if ids:
-        log.warning("background jobs %s were left running by a process that stopped", ids)
-    return ids
+    return lifecycle.sweep_dead(session=session, table=BackgroundJob, interrupt=_interrupt)
 
 
 # ------------------------------------------------------------------------------------ where jobs run
@@ -314,22 +270,3 @@ class InProcessJobs:
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait)
-
-
-@dataclass
-class _QueueJobs:
-    engine: Engine
-
-    def submit(self, job_id: int) -> int | None:
-        from curation.services.jobs import enqueue_job
-
-        return enqueue_job(self.engine, job_id)
-
-
-def make_job_submitter(engine: Engine, settings: Callable[[], Settings]) -> JobSubmitter:
-    """Where a recorded job goes: procrastinate's workers on PostgreSQL, the app's threads on SQLite."""
-    from curation.services.jobs import is_postgres
-
-    if is_postgres(engine):
-        return _QueueJobs(engine)
-    return InProcessJobs(engine, settings)

@@ -63,7 +63,7 @@ def _result(task: TaskKind, run: ScoringRun, artifacts: ArtifactStore) -> Any:
         raise ScoringError(f"Run {run.id}: its result file {run.result_path} cannot be read ({exc.strerror}).") from exc
 
 
-def facet_overrides(session: Session, run_id: int) -> list[FacetOverride]:
+def facet_overrides(*, session: Session, run_id: int) -> list[FacetOverride]:
     """The run's facet overrides, as the engine applies them (in the order they were made)."""
     rows = session.exec(select(ScoreOverride).where(ScoreOverride.run_id == run_id)
                         .order_by(col(ScoreOverride.id))).all()
@@ -85,7 +85,7 @@ def viewable_facets(*, session: Session, actor: User, run_id: int,
     require_role(actor, *SCORING_ROLES)
     run = get_run(session=session, actor=actor, run_id=run_id)
     task = _facet_kind(run)
-    result = _judging(task).effective(_result(task, run, artifacts), facet_overrides(session, run_id))
+    result = _judging(task).effective(_result(task, run, artifacts), facet_overrides(session=session, run_id=run_id))
     withheld = blind_datasets(session=session, actor=actor, names={i.dataset for i in result.items},
                               holding=release_holding(session, run.release_version))
     if withheld:
@@ -168,7 +168,7 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
         raise OverrideConflict("Another evaluator judged this facet a moment ago; reload the query to see their "
                                "judgement. Yours was not saved.") from exc
     if override is not None:
-        effective = _judging(task).effective(result, facet_overrides(session, run_id))
+        effective = _judging(task).effective(result, facet_overrides(session=session, run_id=run_id))
         run.scores_effective = effective.scores
         session.add(run)
     return FacetOutcome(label=label, override=override, description=description)

@@ -125,7 +125,7 @@ def _held(part_id: int) -> Any:
 def _part_progress(engine: Engine, part: ScoringRunPart, done: int, total: int, stage: str) -> None:
     """A part's progress, and the run's (the sum of its parts'); stops the part when the run was cancelled or
     ended, or when the part was handed to another worker."""
-    from curation.services.scoring import RunCancelled, RunTakenOver
+    from curation.services.lifecycle import RunCancelled, RunTakenOver
 
     with session_scope(engine) as s:
         moved = s.connection().execute(update(ScoringRunPart).where(*_held(part.id or 0))
@@ -158,7 +158,7 @@ def _beat_part(engine: Engine, part_id: int) -> None:
 def _score_one(engine: Engine, task: TaskKind, ctx: ScoringContext, part: ScoringRunPart) -> None:
     """Score one claimed part here. A cancel, or the run or part taken away, propagates; the part's own crash is
     recorded on the part (the coordinator fails the run with it)."""
-    from curation.services.scoring import RunCancelled, RunTakenOver
+    from curation.services.lifecycle import RunCancelled, RunTakenOver
 
     def tick(done: int, total: int, stage: str) -> None:
         _part_progress(engine, part, done, total, stage)
@@ -183,7 +183,8 @@ def _score_one(engine: Engine, task: TaskKind, ctx: ScoringContext, part: Scorin
 def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: ScoringContext,
                      fan_out: FanOut | None) -> ScoredRun:
     """The coordinator: write the parts, ask for helpers, score parts here too, wait for the rest, combine."""
-    from curation.services.scoring import RunCancelled, RunTakenOver, ScoringError
+    from curation.errors import ScoringError
+    from curation.services.lifecycle import RunCancelled, RunTakenOver
 
     run_id = run.id or 0
     assert task.fan_out is not None  # only kinds that fan out have parts
@@ -222,7 +223,7 @@ def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: Scori
 def help_score_parts(engine: Engine, run_id: int, build: Callable[[ScoringRun], tuple[TaskKind, ScoringContext]]
                      ) -> int:
     """A helper (``score_part`` job): score the run's queued parts until none is left; returns how many."""
-    from curation.services.scoring import RunCancelled, RunTakenOver
+    from curation.services.lifecycle import RunCancelled, RunTakenOver
 
     with session_scope(engine) as s:
         run = s.get(ScoringRun, run_id)

@@ -1,6 +1,7 @@
 """What the LLM generations run as background jobs share, whatever they generate (BLADE alternatives,
 DiscoveryBench hypotheses, programmatic candidates): the person a job runs as, and for the generations over a
-dataset their start (planned first, so a refused one is never queued; one per dataset at a time), their
+dataset their start (planned first, in the transaction that records the job, so a refused one is never queued;
+one per dataset at a time), their
 outcome and the end of their summary."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.errors import NotFoundError
 from curation.models import BackgroundJob, Dataset, RunStatus, User
 from curation.services.actor import judges_actor
@@ -26,7 +28,7 @@ def job_requester(engine: Engine, job: BackgroundJob) -> User:
     Raises:
         NotFoundError: that account no longer exists.
     """
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:  # its own: the job spans transactions
         actor = s.get(User, job.requested_by_id) if job.requested_by_id is not None else None
         if actor is None:
             raise NotFoundError(f"Job {job.id}: the person who asked for it no longer exists.")
@@ -35,16 +37,16 @@ def job_requester(engine: Engine, job: BackgroundJob) -> User:
 
 
 @judges_actor
-def start_dataset_generation(engine: Engine, *, kind: str, actor: User, dataset_id: int,
+def start_dataset_generation(*, session: Session, kind: str, actor: User, dataset_id: int,
                              plan: Callable[..., Sequence[Any]]) -> int:
     """Record a generation over a dataset as a queued job of ``kind`` after planning it with
-    ``plan(session=, actor=, dataset_id=)`` (which raises what refuses it); returns the job's id."""
-    with session_scope(engine) as s:
-        planned = plan(session=s, actor=actor, dataset_id=dataset_id)
-        dataset = s.get(Dataset, dataset_id)
-        name = dataset.name if dataset else str(dataset_id)
-    return start_job(engine, kind=kind, params={"dataset_id": dataset_id}, scope=f"dataset:{dataset_id}",
-                     requested_by_id=actor.id, total=len(planned), what=f"An LLM generation for '{name}'")
+    ``plan(session=, actor=, dataset_id=)`` (which raises what refuses it), in the caller's transaction: the checks
+    and the job's row commit together. Returns the job's id."""
+    planned = plan(session=session, actor=actor, dataset_id=dataset_id)
+    dataset = session.get(Dataset, dataset_id)
+    name = dataset.name if dataset else str(dataset_id)
+    return start_job(session=session, kind=kind, params={"dataset_id": dataset_id}, scope=f"dataset:{dataset_id}",
+                     requester=actor, total=len(planned), what=f"An LLM generation for '{name}'")
 
 
 def generation_outcome(report: Any, summary: Callable[[dict[str, Any]], tuple[str, str]]) -> JobOutcome:

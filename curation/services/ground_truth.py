@@ -30,6 +30,7 @@ from curation.ground_truth import (
     verdicts_by_voter,
 )
 from curation.models import (
+    IMPORTED_USERNAME,
     Alternative,
     Analysis,
     AnalysisStatus,
@@ -48,7 +49,6 @@ from curation.models import (
 )
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.release_data import IMPORTED_USERNAME
 from evaluation.specs import ROOT_SPEC_ID
 from evaluation.tasks import item_kind
 from evaluation.tasks.hypotheses import HYPOTHESIS

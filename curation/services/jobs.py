@@ -33,18 +33,22 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from curation.db import session_scope
-from curation.models import RunStatus, ScoringRun, utcnow
-from curation.services.run_lifecycle import executor_alive, orphaned_here, this_executor
+from curation.models import RunStatus, ScoringRun
+from curation.services.lifecycle import this_executor
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import procrastinate
 
     from curation.artifacts import ArtifactStore
+    from curation.services.background_jobs import JobSubmitter
     from curation.services.scoring import JudgeSettings, ScoringLimits
     from curation.settings import Settings
 
-__all__ = ["JOB_MODULES", "JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "StallTimes", "defer_part_jobs", "enqueue_job", "enqueue_run", "is_postgres", "procrastinate_app",
-           "queue_submitter", "run_queue_worker", "warm_up"]
+__all__ = ["JOB_MODULES", "JOB_TASK", "QUEUE", "RunHeldElsewhere", "RunSubmitter", "StallTimes", "defer_part_jobs",
+           "enqueue_job", "enqueue_run", "is_postgres", "make_job_submitter", "procrastinate_app", "queue_submitter",
+           "run_queue_worker", "warm_up"]
 
 log = logging.getLogger(__name__)
 
@@ -151,26 +155,25 @@ def queue_submitter(engine: Engine) -> RunSubmitter:
     return _QueueSubmitter(engine)
 
 
+@dataclass
+class _QueueJobs:
+    engine: Engine
+
+    def submit(self, job_id: int) -> int | None:
+        return enqueue_job(self.engine, job_id)
+
+
+def make_job_submitter(engine: Engine, settings: Callable[[], Settings]) -> JobSubmitter:
+    """Where a recorded background job goes: procrastinate's workers on PostgreSQL, the app's threads on SQLite
+    (:class:`curation.services.background_jobs.InProcessJobs`)."""
+    from curation.services.background_jobs import InProcessJobs
+
+    if is_postgres(engine):
+        return _QueueJobs(engine)
+    return InProcessJobs(engine, settings)
+
+
 # ------------------------------------------------------------------------------------ the job
-
-
-def _take_over_if_dead(engine: Engine, run_id: int) -> None:
-    """A run left ``running`` (or marked ``interrupted``) by a dead worker, or by this one when its scoring broke
-    off (the database away while it wrote the outcome: the job is retried), goes back to ``queued`` for this
-    job."""
-    with session_scope(engine) as s:
-        run = s.get(ScoringRun, run_id)
-        if run is None:
-            return
-        dead = run.status == RunStatus.INTERRUPTED.value or (
-            run.status == RunStatus.RUNNING.value and (orphaned_here(run.executor, run_id) or (
-                run.executor != this_executor() and not executor_alive(run.executor, run.heartbeat_at, utcnow()))))
-        if dead:
-            s.connection().execute(
-                update(ScoringRun).where(col(ScoringRun.id) == run_id, col(ScoringRun.status) == run.status,
-                                         col(ScoringRun.executor) == run.executor)
-                .values(status=RunStatus.QUEUED.value, progress_done=0, stage="queued again", finished_at=None,
-                        message=f"Its worker ({run.executor or 'unknown'}) stopped; another worker takes it up."))
 
 
 def defer_part_jobs(engine: Engine, run_id: int, n: int) -> None:
@@ -185,11 +188,12 @@ def defer_part_jobs(engine: Engine, run_id: int, n: int) -> None:
 
 
 def _score_run_task(context: Any, run_id: int) -> str:
+    from curation.services.run_lifecycle import take_over_run_if_dead
     from curation.services.scoring import execute_run
 
     extra = context.additional_context
     engine: Engine = extra["engine"]
-    _take_over_if_dead(engine, run_id)
+    take_over_run_if_dead(engine, run_id)
     fan_out = None if extra.get("no_fan_out") else (lambda rid, n: defer_part_jobs(engine, rid, n))
     run = execute_run(engine, run_id, artifacts=extra["artifacts"],
                       judges=extra["judges"], limits=extra["limits"], fan_out=fan_out, raise_when_database_lost=True)

@@ -35,8 +35,8 @@ def sample_judge_decisions(*, session: Session, actor: User, run_id: int, n: int
     if not 1 <= n <= 500:
         raise ScoringError("Sample between 1 and 500 decisions at a time.")
     run = get_run(session=session, actor=actor, run_id=run_id)
-    result, _ = withhold_blind(session, actor, run_result(session=session, actor=actor, run_id=run_id,
-                                                            artifacts=artifacts))
+    result, _ = withhold_blind(session=session, actor=actor, result=run_result(
+        session=session, actor=actor, run_id=run_id, artifacts=artifacts))
     queued = {(q.dataset, q.analysis_key, q.kind, q.item)
               for q in session.exec(select(JudgeLabel).where(JudgeLabel.run_id == run_id)).all()}
     candidates: list[JudgeLabel] = []

@@ -244,11 +244,12 @@ def viewable_result(*, session: Session, actor: User, run_id: int, artifacts: Ar
     """What Run details shows: the effective result without the datasets whose stage-1 work ``actor`` is blind
     to (a curator or admin annotating one: its ground-truth variables, models and units are peers' stage-1
     decisions), and those datasets' names with the reason."""
-    return withhold_blind(session, actor, effective_result(session=session, actor=actor, run_id=run_id,
-                                                           artifacts=artifacts))
+    return withhold_blind(session=session, actor=actor, result=effective_result(
+        session=session, actor=actor, run_id=run_id, artifacts=artifacts))
 
 
-def withhold_blind(session: Session, actor: User, result: EvaluationResult,
+@judges_actor
+def withhold_blind(*, session: Session, actor: User, result: EvaluationResult,
                    ) -> tuple[EvaluationResult, dict[str, str]]:
     """``result`` without the datasets ``actor`` is blind to, and those datasets' names with the reason."""
     withheld = blind_datasets(session=session, actor=actor, names=[d.dataset for d in result.datasets],

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from curation.db import session_scope as db_scope
+from curation.db import Transactions, transactions
 from curation.errors import StageError
 from curation.models import (
     Alternative,
@@ -142,7 +141,7 @@ def plan_generation(*, session: Session, actor: User, dataset_id: int) -> list[G
                 seed_ids=[v.id for v in variables], analysis_id=analysis.id or 0))
         for v in variables:
             producers = [c["producer_id"] for c in v.columns if c.get("producer_id") in transforms]
-            chain = seed_chain(session, analysis.id or 0, producers) if producers else []
+            chain = seed_chain(session=session, analysis_id=analysis.id or 0, parents=producers) if producers else []
             first = transforms[producers[0]] if producers else None
             parents = list(first.branches[0].get("dependencies", [])) if first and first.branches else []
             jobs.append(GenerationJob(
@@ -188,21 +187,21 @@ def _run_variable_job(session: Session, dataset_id: int, job: GenerationJob, res
                    "concept": item.concept.strip(), "interaction": item.interaction,
                    "on": item.on.strip() if item.interaction else "", "rationale": item.rationale.strip(),
                    "columns": list(dict.fromkeys(item.columns))}
-        stored = store_alternative(session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
+        stored = store_alternative(session=session, dataset_id=dataset_id, kind="variable", source="llm", proposed_by_id=None,
                                    seed_id=None, payload=payload, llm=llm,
                                    extra={"llm_call": {**call, "repairs": repairs, "item": i}})
         report.created += 1
         report.duplicates += stored.duplicate_of is not None
 
 
-def _checked_transforms(session_scope: Callable[[], AbstractContextManager[Session]], job: GenerationJob,
+def _checked_transforms(session_scope: Transactions, job: GenerationJob,
                         result: LLMResult, data_path: Path, limits: SandboxLimits,
                         report: GenerationReport, dataset_id: int,
                         ) -> list[tuple[int, ProposedTransform, dict[str, Any], list[str]]]:
     items, repairs, rejected = parse_items(result.content, "transforms", ProposedTransform)
     report.rejected += [f"{job.label}: {r}" for r in rejected]
     with session_scope() as session:
-        chain = seed_chain(session, job.analysis_id, job.parents)
+        chain = seed_chain(session=session, analysis_id=job.analysis_id, parents=job.parents)
         done = _stored_items(session, dataset_id, result.cache_key)
     out = []
     for i, item in enumerate(items):
@@ -229,7 +228,7 @@ def _parser(kind: str) -> Callable[[str], object]:
 @judges_actor
 def generate_alternatives(
     *,
-    session_scope: Callable[[], AbstractContextManager[Session]],
+    session_scope: Transactions,
     actor: User,
     dataset_id: int,
     config: LLMConfig,
@@ -240,10 +239,10 @@ def generate_alternatives(
 ) -> GenerationReport:
     """Generate, check and store alternatives for a dataset in stage 2; returns what happened, per kind.
 
-    ``session_scope`` opens one transaction (the caller's factory); calls and sandbox runs happen between
-    transactions. A failed call is reported and the next seed goes on. ``should_stop`` is asked before each
-    seed: when it says yes, generation stops there and what the seeds before stored is kept
-    (``report.cancelled``, ``report.seeds_done``).
+    It spans transactions: ``session_scope`` opens one per step (:func:`curation.db.transactions`, or the caller's
+    factory); LLM calls and sandbox runs happen between them. A failed call is reported and the next seed goes
+    on. ``should_stop`` is asked before each seed: when it says yes, generation stops there and what the seeds
+    before stored is kept (``report.cancelled``, ``report.seeds_done``).
     """
     client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
@@ -273,12 +272,12 @@ def generate_alternatives(
             with session_scope() as session:
                 var = session.get(ConceptualVariable, job.variable_id)
                 assert var is not None
-                names = {t.id: t.spec_name for t in seed_chain(session, job.analysis_id, job.parents)}
+                names = {t.id: t.spec_name for t in seed_chain(session=session, analysis_id=job.analysis_id, parents=job.parents)}
                 for i, item, check, repairs in checked:
                     data = TransformAlternativeInput(code=item.code, output_col=item.output_col,
                                                      rationale=item.rationale, spec_name=item.spec_name,
                                                      parents=job.parents)
-                    stored = store_alternative(session, dataset_id=dataset_id, kind="transform", source="llm",
+                    stored = store_alternative(session=session, dataset_id=dataset_id, kind="transform", source="llm",
                                                proposed_by_id=None, seed_id=job.variable_id,
                                                payload=transform_payload(var, data, names, check.get("value_hash")), llm=llm,
                                                extra={**check_extra(check),
@@ -299,11 +298,11 @@ JOB_KIND = "llm_alternatives"
 
 
 @judges_actor
-def start_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
-    """Record a generation for the dataset as a queued job (checked first: curator, stage 2, not blind), one per
-    dataset at a time; returns the job's id. The caller hands it to a submitter
-    (:func:`curation.services.background_jobs.make_job_submitter`)."""
-    return start_dataset_generation(engine, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
+def start_generation(*, session: Session, actor: User, dataset_id: int) -> int:
+    """Record a generation for the dataset as a queued job (checked first, in the same transaction: curator, stage
+    2, not blind), one per dataset at a time; returns the job's id. The caller commits, then hands it to a
+    submitter (:func:`curation.services.jobs.make_job_submitter`)."""
+    return start_dataset_generation(session=session, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
                                     plan=plan_generation)
 
 
@@ -325,7 +324,7 @@ def run_generation_job(engine: Engine, job: BackgroundJob, control: JobControl, 
     one transaction when that seed is done (see the module's docstring), so a cancel or a failure keeps whole
     seeds only, and a retried job adds nothing twice (cached answers, already-stored items skipped)."""
     report = generate_alternatives(
-        session_scope=lambda: db_scope(engine), actor=job_requester(engine, job),
+        session_scope=transactions(engine), actor=job_requester(engine, job),
         dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(), store=settings.datasets_store,
         limits=SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb),
         progress=control.progress, should_stop=control.cancelled)

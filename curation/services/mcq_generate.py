@@ -28,7 +28,7 @@ from sqlmodel import Session, col, select
 
 from curation.errors import CurationError, NotFoundError
 from curation.ground_truth import Status
-from curation.models import MCQ, Dataset, MCQReview, Role, User
+from curation.models import IMPORTED_USERNAME, MCQ, Dataset, MCQReview, Role, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
@@ -40,7 +40,6 @@ from curation.services.ground_truth import (
     same_concept,
 )
 from curation.services.mcq_audit import MCQS_BLIND
-from curation.services.release_data import IMPORTED_USERNAME
 
 __all__ = ["GENERATOR", "GenerationReport", "MCQGenerationError", "MCQSettings", "build_mcqs", "generate_mcqs"]
 

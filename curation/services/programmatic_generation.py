@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.models import BackgroundJob, RunStatus, User
 from curation.services.actor import judges_actor
 from curation.services.background_jobs import JobControl, JobOutcome, start_job
@@ -46,18 +47,17 @@ def scope_of(task_id: int) -> str:
 
 
 @judges_actor
-def start_candidate_generation(engine: Engine, *, actor: User, task_id: int, samples: int, store: Path) -> int:
+def start_candidate_generation(*, session: Session, actor: User, task_id: int, samples: int, store: Path) -> int:
     """Record a generation as a queued job, after the same checks the job makes (curators and admins, 2..20
-    samples, the task's input files readable); returns its id.
+    samples, the task's input files readable), in the same transaction; returns its id.
 
     Raises:
         PermissionDenied / ProgrammaticError / NotFoundError: as :func:`plan_generation`.
         JobError: a generation for this task is already queued or running.
     """
-    with session_scope(engine) as s:
-        plan = plan_generation(session=s, actor=actor, task_id=task_id, samples=samples, store=store)
-    return start_job(engine, kind=JOB_KIND, params={"task_id": task_id, "samples": samples}, scope=scope_of(task_id),
-                     requested_by_id=actor.id, total=generation_steps(samples),
+    plan = plan_generation(session=session, actor=actor, task_id=task_id, samples=samples, store=store)
+    return start_job(session=session, kind=JOB_KIND, params={"task_id": task_id, "samples": samples},
+                     scope=scope_of(task_id), requester=actor, total=generation_steps(samples),
                      what=f"An LLM generation for task {plan.key}")
 
 
@@ -80,12 +80,14 @@ def generation_report(result: dict[str, Any]) -> tuple[str, str]:
 
 
 def run_candidate_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
-    """The job's function (background_jobs.KINDS), run as the person who asked for it. The LLM and the sandbox
-    run outside any transaction; the candidates are stored in one at the end."""
+    """The job's function (background_jobs.KINDS), run as the person who asked for it. It spans transactions
+    (:func:`curation.db.transactions`): the LLM and the sandbox run for minutes outside any, between the plan's
+    and the one that stores the candidates at the end."""
     task_id, samples = int(job.params["task_id"]), int(job.params["samples"])
     client = LLMClient(settings.llm_config())  # LLMNotConfigured: the job fails with the sentence saying what to set
     actor = job_requester(engine, job)
-    with session_scope(engine) as s:
+    step = transactions(engine)
+    with step() as s:
         plan = plan_generation(session=s, actor=actor, task_id=task_id, samples=samples, store=settings.datasets_store)
     stage = {"now": "queued"}
 
@@ -97,6 +99,6 @@ def run_candidate_job(engine: Engine, job: BackgroundJob, control: JobControl, s
     if work is None:
         result = {"cancelled": True, "task": plan.key, "samples": samples, "stage": stage["now"]}
         return JobOutcome(RunStatus.CANCELLED.value, generation_report(result)[1], result)
-    with session_scope(engine) as s:
+    with step() as s:
         summary = store_generation(session=s, plan=plan, work=work, samples=samples)
     return JobOutcome(RunStatus.SUCCEEDED.value, generation_report(summary)[1], summary)

@@ -13,6 +13,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from curation.models import (
+    IMPORTED_USERNAME,
     MCQ,
     Alternative,
     Analysis,
@@ -60,7 +61,6 @@ from exports.schema import (
 )
 
 __all__ = [
-    "IMPORTED_USERNAME",
     "RELEASE_TABLES",
     "HypothesisParts",
     "Pseudonym",
@@ -72,7 +72,6 @@ __all__ = [
     "store_dataset_release",
 ]
 
-IMPORTED_USERNAME = "blade-experts"
 #: The tables :func:`dataset_release` reads (with :func:`curation.services.ground_truth.ground_truth` and the
 #: meetings' summaries): what must hold still while a release is read (:func:`curation.db.one_snapshot`).
 RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (

@@ -41,6 +41,7 @@ from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import withheld_ground_truth
+from curation.services.lifecycle import RunCancelled, RunTakenOver
 from curation.services.run_lifecycle import (
     Heartbeat,
     ScoringHere,
@@ -393,14 +394,6 @@ def stored_result(run: ScoringRun, artifacts: ArtifactStore) -> bytes:
 # ------------------------------------------------------------------------------------ execution
 
 
-class RunCancelled(Exception):
-    """Raised inside a run when an evaluator asked to cancel it."""
-
-
-class RunTakenOver(Exception):
-    """Raised inside a run when another scorer took it over (this one was presumed dead): stop, write nothing."""
-
-
 def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
     """Write the run's outcome, only while this process still holds it (locked: a scorer presumed dead whose run
     was taken over, or cancelled, writes nothing)."""
@@ -449,7 +442,7 @@ def execute_run(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
 
     ``raise_when_database_lost`` (a queue worker's): when the database goes away mid-run, the error is raised
     instead of recorded (it could not be), so the queue retries the job once the database is back; the retry
-    takes the run over from this process (:func:`curation.services.jobs._take_over_if_dead`).
+    takes the run over from this process (:func:`curation.services.run_lifecycle.take_over_run_if_dead`).
 
     ``fan_out`` (a queue worker's): the run is scored in parts (:mod:`curation.services.fanout`), and
     ``fan_out(run_id, n)`` asks for ``n`` helper jobs that score parts on other workers.

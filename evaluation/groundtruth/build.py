@@ -40,7 +40,7 @@ from evaluation.groundtruth.specs import ROOT_SPEC_ID, Spec, rewrite_groupby, sp
 from evaluation.groundtruth.state import ColumnState, DerivationState, GraphClass, PathGraph
 from exports.manifest import sha256_file
 
-__all__ = ["EVALUATOR_VERSION", "BuildResult", "build_dataset", "build_release", "build_sources", "cache_key", "derive_state", "library_versions"]
+__all__ = ["executed_step_states", "EVALUATOR_VERSION", "BuildResult", "build_dataset", "build_release", "build_sources", "cache_key", "derive_state", "library_versions"]
 
 EVALUATOR_VERSION = "groundtruth-3"  # 2: failed transforms and date-inferred columns in meta; 3: date-derived columns
 """Bump when anything that changes the persisted state changes (hashing, expansion, graph hashing)."""
@@ -195,8 +195,8 @@ def _payload(specs: dict[str, Spec], paths: list[nx.DiGraph]) -> tuple[dict[str,
     return {"codes": codes, "paths": orders}, orders
 
 
-def _step_states(result: dict[str, Any], orders: list[list[str]], specs: dict[str, Spec],
-                 where: str) -> tuple[list[dict[str, StepState]], list[str], list[dict[str, Any]]]:
+def executed_step_states(result: dict[str, Any], orders: list[list[str]], specs: dict[str, Spec],
+                         where: str) -> tuple[list[dict[str, StepState]], list[str], list[dict[str, Any]]]:
     """Per path, the executed state of each step; plus one sentence and one record per transform whose code
     failed (or left no frame), naming the analysis paths that stop there."""
     from evaluation.sandbox.libraries import MISSING_LIBRARY_MARK
@@ -315,7 +315,7 @@ def _build(plan: _Plan, limits: GroundTruthLimits | None, runner: Runner, iso_ti
     with _fast_copy(plan.source.data_path) as fast_copy:
         result = runner(plan.payload, data_path=plan.source.data_path, limits=limits or GroundTruthLimits(),
                         fast_copy=fast_copy)
-    states, errors, failed = _step_states(result, plan.orders, plan.specs, where)
+    states, errors, failed = executed_step_states(result, plan.orders, plan.specs, where)
     state = derive_state(plan.specs, plan.paths, states, list(result["stats"]["columns"]),
                          iso_timeout_s=iso_timeout_s, errors=errors)
     state.meta = {"dataset": ds.name, "key": plan.key, "evaluator_version": EVALUATOR_VERSION,

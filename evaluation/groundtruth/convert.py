@@ -25,7 +25,7 @@ from evaluation.groundtruth.runner import (
     sandbox_limits_of,
 )
 from evaluation.groundtruth.state import DerivationState
-from evaluation.groundtruth.submission import ALL, TransformUnit, _chain, chain_state
+from evaluation.groundtruth.submission import ALL, TransformUnit, chain_state, transform_chain
 
 __all__ = ["BatchConversion", "ConvertedUnit", "Conversion", "convert_batch", "convert_transform", "convert_transforms"]
 
@@ -154,7 +154,7 @@ def _conversion(result: dict[str, Any], iso_timeout_s: float) -> Conversion:
     if not chain_units:
         return Conversion(units=converted, state=None, error=result.get("error"), data_columns=columns,
                           final_columns=final)
-    specs, order, made_by = _chain(chain_units)
+    specs, order, made_by = transform_chain(chain_units)
     states: dict[str, StepState] = {}
     unit_of = {i: sid for sid, i in made_by.items()}
     for i, u in enumerate(result["units"]):

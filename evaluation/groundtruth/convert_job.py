@@ -132,7 +132,7 @@ def execute_codes(payload: dict[str, Any], table: Any, sender: Any, *, compat: b
     """The untrusted side: run each code one top-level statement at a time and hand over, per statement, what
     ``df`` holds (in full) and the shape of every other variable; a statement that raises ends its code.
     ``compat``: make ``pd.get_dummies`` behave as pandas 1.5's first (:func:`~.jobs.pandas15_compat`)."""
-    from evaluation.groundtruth.jobs import _error, _namespace, pandas15_compat
+    from evaluation.groundtruth.jobs import code_error, code_namespace, pandas15_compat
     from evaluation.sandbox.frames import encode_object, shape_of
 
     if compat:
@@ -142,12 +142,12 @@ def execute_codes(payload: dict[str, Any], table: Any, sender: Any, *, compat: b
             tree = ast.parse(code)
         except SyntaxError:
             continue
-        ns = _namespace(table)
+        ns = code_namespace(table)
         for stmt in tree.body:
             try:
                 exec(compile(ast.Module(body=[stmt], type_ignores=[]), "<transform>", "exec"), ns)  # noqa: S102
             except BaseException as exc:  # noqa: BLE001 - the agent's code may raise anything, SystemExit too
-                sender.send({"type": "state", "error": _error(exc, "transform")})
+                sender.send({"type": "state", "error": code_error(exc, "transform")})
                 break
             header, blobs = encode_object(ns.get("df"), table)  # df is a copy: the table stays as read
             names = {str(k): shape_of(v) for k, v in list(ns.items())

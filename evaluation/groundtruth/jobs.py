@@ -29,13 +29,14 @@ from evaluation.sandbox.registry import sandbox_job
 if TYPE_CHECKING:
     from evaluation.sandbox.runtime import JobContext
 
-__all__ = ["JOB_NAME", "execute_paths", "execute_paths_job"]
+__all__ = ["code_error", "code_namespace", "JOB_NAME", "execute_paths", "execute_paths_job"]
 
 JOB_NAME = "groundtruth.execute_paths"
 MAX_ERROR_CHARS = 2000
 
 
-def _namespace(frame: Any) -> dict[str, Any]:
+def code_namespace(frame: Any) -> dict[str, Any]:
+    """The globals a transform's code runs with: ``df`` (a copy of ``frame``) and the libraries it may use."""
     import typing
 
     import numpy as np
@@ -181,7 +182,8 @@ def _describe(result: Any, hasher: Any) -> dict[str, Any]:
     return {"kind": "other", "columns": [], "hashes": [], "type": type(result).__name__}
 
 
-def _error(exc: BaseException, spec_id: str) -> str:
+def code_error(exc: BaseException, spec_id: str) -> str:
+    """The sentence for an exception a step's code raised, with the line of that code where it was raised."""
     lines = traceback.format_exception_only(type(exc), exc)
     tb = traceback.extract_tb(exc.__traceback__)
     where = next((f" (line {f.lineno} of its code)" for f in reversed(tb) if f.filename == f"<{spec_id}>"), "")
@@ -231,7 +233,7 @@ def run_tree(payload: dict[str, Any], table: Any, report: Any, shadow_report: An
     executed = 0
     # depth first; a child forks its parent's namespace when it is popped (lazily, so at most one copy per
     # level is alive), except the last child, which runs after its siblings and takes the namespace over
-    root_ns = _namespace(table)
+    root_ns = code_namespace(table)
     stack: list[tuple[int, dict[str, Any], bool, dict[str, Any] | None]] = [
         (c, root_ns, i != 0, None) for i, c in enumerate(reversed(children[-1]))]
     while stack:
@@ -256,7 +258,7 @@ def run_tree(payload: dict[str, Any], table: Any, report: Any, shadow_report: An
                 _run(processed, spec_id, ns)
                 executed += 2
         except Exception as exc:  # noqa: BLE001 - the analyst's code may raise anything
-            report(node_id, None, _error(exc, spec_id))
+            report(node_id, None, code_error(exc, spec_id))
             continue
         if shadow is not None:
             shadow = _shadow_step(shadow, raw, processed, spec_id, ns.get("df"), node_id, shadow_report)

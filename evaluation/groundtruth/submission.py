@@ -17,13 +17,13 @@ from typing import Any
 
 import networkx as nx
 
-from evaluation.groundtruth.build import _step_states, derive_state
+from evaluation.groundtruth.build import derive_state, executed_step_states
 from evaluation.groundtruth.expand import POST_GROUPBY, StepState
 from evaluation.groundtruth.runner import GroundTruthLimits, run_groundtruth_job
 from evaluation.groundtruth.specs import ROOT_NAME, ROOT_SPEC_ID, Spec
 from evaluation.groundtruth.state import DerivationState
 
-__all__ = ["ALL", "TransformUnit", "chain_state", "submission_state"]
+__all__ = ["transform_chain", "ALL", "TransformUnit", "chain_state", "submission_state"]
 
 ALL = "ALL"
 
@@ -38,7 +38,7 @@ class TransformUnit:
     groupby_cols: tuple[str, ...] = field(default=())
 
 
-def _chain(units: list[TransformUnit]) -> tuple[dict[str, Spec], list[str], dict[str, int]]:
+def transform_chain(units: list[TransformUnit]) -> tuple[dict[str, Spec], list[str], dict[str, int]]:
     """Specs of the chain (mappings still with ``ALL``), the order, and which unit made each spec's frame."""
     specs = {ROOT_SPEC_ID: Spec(id=ROOT_SPEC_ID, name=ROOT_NAME)}
     order = [ROOT_SPEC_ID]
@@ -84,12 +84,12 @@ def submission_state(units: list[TransformUnit], data_path: Path, *, limits: Gro
                      runner: Callable[..., dict[str, Any]] = run_groundtruth_job,
                      iso_timeout_s: float = 10.0) -> DerivationState:
     """Execute the units in order (in the sandboxed job) and build their one-path derivation state."""
-    specs, order, made_by = _chain(units)
+    specs, order, made_by = transform_chain(units)
     with_code = [sid for sid in order if specs[sid].code]
     payload = {"codes": {sid: {"raw": specs[sid].code, "processed": specs[sid].code} for sid in with_code},
                "paths": [with_code]}
     result = runner(payload, data_path=data_path, limits=limits or GroundTruthLimits())
-    states, errors, _ = _step_states(result, [with_code], specs, "submission")
+    states, errors, _ = executed_step_states(result, [with_code], specs, "submission")
     return chain_state(specs, order, states[0], list(result["stats"]["columns"]), errors=errors,
                        iso_timeout_s=iso_timeout_s, meta={"units": len(units), "made_by": made_by})
 

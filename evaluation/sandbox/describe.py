@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluation.sandbox.code_jobs import MEMORY_ERROR_MARKERS
+from evaluation.sandbox.outcome import Outcome
 from evaluation.sandbox.results import SandboxLimits
-from evaluation.sandbox.server import Outcome
 
 __all__ = ["Steps", "crash_report", "describe_death", "describe_failure"]
 

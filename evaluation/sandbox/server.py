@@ -31,6 +31,7 @@ from typing import Any, BinaryIO, Generic, TypeVar
 from evaluation.errors import SandboxError
 from evaluation.sandbox import isolation
 from evaluation.sandbox.limits import DEFAULT_LIMITS, SandboxLimits
+from evaluation.sandbox.outcome import Outcome
 from evaluation.sandbox.runtime import fast_copy_path
 
 __all__ = ["JobHandle", "Outcome", "prewarm", "run_job", "shutdown", "start_job"]
@@ -51,30 +52,6 @@ U = TypeVar("U")
 
 class _ZygoteGone(Exception):
     """The zygote exited or stopped answering."""
-
-
-@dataclass(eq=False)
-class Outcome:
-    """Everything the parent learnt about one job."""
-
-    events: list[dict[str, Any]]
-    timed_out: bool
-    returncode: int | None
-    stderr: str
-    output: str = ""
-    cancelled: bool = False
-    seconds: float = 0.0
-
-    @property
-    def result(self) -> dict[str, Any] | None:
-        return next((e for e in reversed(self.events) if e.get("event") == "result"), None)
-
-    @property
-    def last_step(self) -> int | None:
-        steps = [
-            e["index"] for e in self.events if e.get("event") == "step" and isinstance(e.get("index"), int)
-        ]
-        return steps[-1] if steps else None
 
 
 def _sources_stamp(paths: Sequence[str]) -> tuple[int, ...]:

@@ -14,6 +14,7 @@ import pkgutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from evaluation.errors import EvaluationError
@@ -93,12 +94,11 @@ def registered(kind: TaskKind) -> Iterator[TaskKind]:
 
 def discover_kinds() -> list[TaskKind]:
     """Register every kind of this package and of the ``forkpaths.kinds`` entry points (idempotent)."""
-    import evaluation.tasks as package
-
-    for info in pkgutil.iter_modules(package.__path__):
+    package = __name__.rpartition(".")[0]  # this package, scanned from its folder (importing it would be a circle)
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if info.name in _NOT_KINDS or info.name.startswith("_") or info.ispkg:
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        module = importlib.import_module(f"{package}.{info.name}")
         kind = getattr(module, "KIND", None)  # a module of the package without KIND is a helper, not a kind
         if kind is not None:
             register_kind(kind, source=module.__name__)

@@ -18,7 +18,7 @@ from exports.manifest import MANIFEST_NAME, path_problem
 from exports.release_folder import parse_version
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
 
-__all__ = [
+__all__ = ["document_problems",
     "CHANGELOG_NAME",
     "DATA_DIR",
     "README_NAME",
@@ -117,13 +117,13 @@ def parse_release_json(data: bytes | str, *, source: str = RELEASE_JSON) -> Rele
         release = Release.model_validate(obj)
     except ValidationError as exc:
         raise FormatError(f"{source}: does not fit the release schema: {_validation_summary(exc)}") from exc
-    problems = _document_problems(release)
+    problems = document_problems(release)
     if problems:
         raise FormatError(f"{source}: " + "; ".join(problems))
     return release
 
 
-def _document_problems(release: Release) -> list[str]:
+def document_problems(release: Release) -> list[str]:
     """Problems of a release document on its own: version, dataset names, data-file paths and hashes."""
     problems = []
     if parse_version(release.version) is None:

@@ -25,7 +25,7 @@ from exports.native.document import (
     CHANGELOG_NAME,
     README_NAME,
     RELEASE_JSON,
-    _document_problems,
+    document_problems,
     dump_release_json,
 )
 from exports.release_folder import parse_version
@@ -157,7 +157,7 @@ def _check_inputs(release: Release, data_files: Mapping[str, Path], previous: Re
             f"{label}: format_version is {release.format_version!r}, but this forkpaths writes format "
             f"{FORMAT_VERSION} only"
         )
-    problems = _document_problems(release)
+    problems = document_problems(release)
     if problems:
         raise FormatError(f"{label}: " + "; ".join(problems))
     names = [ds.name for ds in release.datasets]

@@ -35,7 +35,7 @@ def test_curator_generates_and_reviews_mcqs(browser, live_app, shots: Path):
             submit_analysis(session=s, actor=u, dataset_id=ds.id)
     with session_scope(engine) as s:
         set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.REVIEW)
-        bad = store_alternative(s, dataset_id=ds.id, kind="transform", source="llm", proposed_by_id=None,
+        bad = store_alternative(session=s, dataset_id=ds.id, kind="transform", source="llm", proposed_by_id=None,
                                 seed_id=ids["ana"]["dv"], payload={
                                     "concept": "deaths", "variable_type": "DV", "rationale": "a product",
                                     "code": "df['deaths_bad'] = df['deaths'] * df['masfem']",

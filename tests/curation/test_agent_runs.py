@@ -329,7 +329,7 @@ def test_a_queued_agent_run_is_answered_and_scored_by_a_worker_process(tmp_path,
 
     from sqlalchemy import text
 
-    from curation.services.background_jobs import make_job_submitter
+    from curation.services.jobs import make_job_submitter
     from tests.conftest import PG_URL, _pg_schema_engine
     from tests.curation.dead_scorer import PROJECT_ROOT
 

@@ -13,6 +13,7 @@ from sqlmodel import func, select
 from curation.db import session_scope
 from curation.errors import DatasetImportError, PermissionDenied
 from curation.models import (
+    IMPORTED_USERNAME,
     MCQ,
     Alternative,
     ConceptualVariable,
@@ -25,7 +26,7 @@ from curation.models import (
 )
 from curation.services.accounts import authenticate
 from curation.services.blade_import import import_blade
-from curation.services.release_data import IMPORTED_USERNAME, dataset_release
+from curation.services.release_data import dataset_release
 from exports.blade_annotations import read_annotations
 from exports.blade_export import write_blade_dataset_from_release
 from tests import factories as f

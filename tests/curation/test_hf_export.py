@@ -113,7 +113,7 @@ def world(engine, store, shared_blade, tmp_path):  # type: ignore[no-untyped-def
         for folder in list_starter_dirs(REPO / "datasets"):
             register_dataset(session=s, actor=None, bundle=read_blade_folder(folder, max_bytes=50 * 2**20), store=store)
     with session_scope(engine) as s:
-        assert len(register_starter_tasks(s, REPO / "datasets")) == 6
+        assert len(register_starter_tasks(session=s, datasets_dir=REPO / "datasets")) == 6
     curator = f.user(engine, "curator-hf", Role.CURATOR)
     root = tmp_path / "releases"
     with session_scope(engine) as s:

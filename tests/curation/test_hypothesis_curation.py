@@ -360,9 +360,10 @@ def test_generation_runs_as_a_background_job(world, tmp_path):
     with ScriptedLLM(lambda _req: json.dumps(LLM_ANSWER)) as server:
         settings = Settings(data_dir=tmp_path / "data", database_url=None, load_starter_datasets=False,
                             llm_base_url=server.url, llm_model="scripted", admin_password="admin password 1")
-        with pytest.raises(PermissionDenied):
-            start_hypothesis_generation(w.engine, actor=w.ana, dataset_id=w.dataset.id)
-        job_id = start_hypothesis_generation(w.engine, actor=w.cur, dataset_id=w.dataset.id)
+        with pytest.raises(PermissionDenied), session_scope(w.engine) as s:
+            start_hypothesis_generation(session=s, actor=w.ana, dataset_id=w.dataset.id)
+        with session_scope(w.engine) as s:
+            job_id = start_hypothesis_generation(session=s, actor=w.cur, dataset_id=w.dataset.id)
         job = execute_job(w.engine, job_id, settings)
     assert job.status == "succeeded", job.message
     assert "2 LLM hypotheses stored" in job.message and "'HEIGHT' is not a column" in job.message

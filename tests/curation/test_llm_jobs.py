@@ -28,9 +28,8 @@ from curation.services.background_jobs import (
     InProcessJobs,
     cancel_job,
     interrupt_dead_jobs,
-    make_job_submitter,
 )
-from curation.services.jobs import enqueue_job
+from curation.services.jobs import enqueue_job, make_job_submitter
 from curation.services.llm_alternatives import start_generation
 from curation.services.stages import set_stage
 from curation.settings import PROJECT_ROOT, Settings
@@ -42,6 +41,12 @@ VARIABLES = {"variables": [
     {"variable_type": "Control", "concept": "storm strength", "columns": ["wind"], "rationale": "wind kills"}]}
 TRANSFORMS = {"transforms": [
     {"code": "df['deaths_sqrt'] = np.sqrt(df['deaths'])", "output_col": "deaths_sqrt", "rationale": "less skew"}]}
+
+
+def _start_generation(engine, **kwargs) -> int:
+    """What the page does: the checks and the job's row in one transaction, committed before the job is handed on."""
+    with session_scope(engine) as s:
+        return start_generation(session=s, **kwargs)
 
 
 def responder(request):
@@ -101,11 +106,11 @@ def test_generation_runs_in_process_on_sqlite_one_per_dataset(sqlite_world):
         runner = make_job_submitter(w["engine"], _settings(w, server.url))
         assert isinstance(runner, InProcessJobs)
         with pytest.raises(PermissionDenied):  # the checks come first: an analyst cannot ask for it
-            start_generation(w["engine"], actor=w["ana"], dataset_id=w["ds"].id)
-        job_id = start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id)
+            _start_generation(w["engine"], actor=w["ana"], dataset_id=w["ds"].id)
+        job_id = _start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id)
         future = runner.submit(job_id)
         with pytest.raises(JobError, match="already running"):  # a second click
-            start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id)
+            _start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id)
         job = future.result(timeout=300)
         runner.shutdown()
     assert job.status == RunStatus.SUCCEEDED.value, job.message
@@ -115,7 +120,7 @@ def test_generation_runs_in_process_on_sqlite_one_per_dataset(sqlite_world):
     assert len(_alts(w["engine"])) == 3
     assert job.params == {"dataset_id": w["ds"].id} and job.requested_by_id == w["cur"].id
     # it ended: a new generation may start (nothing new to store: answered from the cache)
-    assert start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id) > job_id
+    assert _start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id) > job_id
 
 
 def test_cancel_stops_after_the_current_seed_and_keeps_what_was_stored(sqlite_world):
@@ -132,7 +137,7 @@ def test_cancel_stops_after_the_current_seed_and_keeps_what_was_stored(sqlite_wo
 
         server.responder = slow
         server.script = [{"content": json.dumps(VARIABLES)}]
-        job_id = start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id)
+        job_id = _start_generation(w["engine"], actor=w["cur"], dataset_id=w["ds"].id)
         future = runner.submit(job_id)
         _wait(lambda: _job(w["engine"], job_id).progress_done >= 1)
         with session_scope(w["engine"]) as s:
@@ -152,7 +157,7 @@ def test_cancel_stops_after_the_current_seed_and_keeps_what_was_stored(sqlite_wo
 def test_a_queued_job_cancelled_never_runs_and_a_dead_executor_is_detected(sqlite_world):
     w = sqlite_world
     engine = w["engine"]
-    job_id = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+    job_id = _start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
     with session_scope(engine) as s:
         cancel_job(session=s, actor=w["cur"], job_id=job_id)
     job = _job(engine, job_id)
@@ -160,7 +165,7 @@ def test_a_queued_job_cancelled_never_runs_and_a_dead_executor_is_detected(sqlit
     # a job left running by a process that died (a finished child's pid: gone)
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
-    job_id = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+    job_id = _start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
     with session_scope(engine) as s:
         s.connection().execute(update(BackgroundJob).where(col(BackgroundJob.id) == job_id).values(
             status=RunStatus.RUNNING.value, executor=f"{socket.gethostname()[:120]}/{proc.pid}/1", progress_done=1))
@@ -169,7 +174,7 @@ def test_a_queued_job_cancelled_never_runs_and_a_dead_executor_is_detected(sqlit
     job = _job(engine, job_id)
     assert job.status == RunStatus.INTERRUPTED.value and "after 1 of 3 steps" in job.message
     assert job.active_scope is None  # a new generation may start
-    start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+    _start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
 
 
 # ------------------------------------------------------------------------------------ PostgreSQL
@@ -203,7 +208,7 @@ def test_generation_is_queued_cancelled_and_completed_by_a_worker_process(pg_wor
                    FORKPATHS_LLM_BASE_URL=server.url, FORKPATHS_LLM_MODEL="scripted")
         runner = make_job_submitter(engine, _settings(w, server.url))
         assert not isinstance(runner, InProcessJobs)  # PostgreSQL: the queue
-        job_id = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+        job_id = _start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
         queue_id = runner.submit(job_id)
         assert queue_id is not None and enqueue_job(engine, job_id) is None  # queued once
         assert _job(engine, job_id).job_id == queue_id
@@ -227,7 +232,7 @@ def test_generation_is_queued_cancelled_and_completed_by_a_worker_process(pg_wor
             assert cancelled.status == RunStatus.CANCELLED.value, (cancelled.message, said())
             kept = len(_alts(engine))
             assert cancelled.result is not None and cancelled.result["created"] == kept == 2
-            again = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+            again = _start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
             runner.submit(again)
             _wait(ended(again), said)
             job = _job(engine, again)
@@ -263,7 +268,7 @@ def test_a_worker_killed_mid_generation_leaves_it_to_another_and_nothing_is_stor
                    FORKPATHS_DATABASE_URL=f"{PG_URL}?options=-csearch_path%3D{schema}",
                    FORKPATHS_LOAD_STARTER_DATASETS="false", FORKPATHS_ADMIN_PASSWORD="admin password 1",
                    FORKPATHS_LLM_BASE_URL=server.url, FORKPATHS_LLM_MODEL="scripted")
-        job_id = start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
+        job_id = _start_generation(engine, actor=w["cur"], dataset_id=w["ds"].id)
         enqueue_job(engine, job_id)
         procs: list[subprocess.Popen[bytes]] = []
 

@@ -44,7 +44,7 @@ def judged(engine, store):
         dv = ids["ana"]["dv"]
 
         def alt(kind, payload):
-            return store_alternative(s, dataset_id=ds.id, kind=kind, source="llm", proposed_by_id=None, seed_id=dv if
+            return store_alternative(session=s, dataset_id=ds.id, kind=kind, source="llm", proposed_by_id=None, seed_id=dv if
                                      kind == "transform" else None, payload=payload, extra={}).alternative.id
 
         t = {"concept": "deaths", "variable_type": "DV", "rationale": "r", "parent_ids": []}

@@ -43,7 +43,7 @@ def split(engine, store):
             submit_analysis(session=s, actor=u, dataset_id=ds.id)
     with session_scope(engine) as s:
         set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.REVIEW)
-        alt = store_alternative(s, dataset_id=ds.id, kind="variable", source="llm", proposed_by_id=None, seed_id=None,
+        alt = store_alternative(session=s, dataset_id=ds.id, kind="variable", source="llm", proposed_by_id=None, seed_id=None,
                                 payload={"variable_type": "Control", "concept": "storm year", "interaction": False,
                                          "on": "", "rationale": "r", "columns": ["year"]}, extra={}).alternative.id
 
@@ -192,7 +192,7 @@ def test_two_facilitators_recording_the_same_item_at_once(split):
 def test_expert_coverage(split):
     t, eng = split, split["engine"]
     with session_scope(eng) as s:  # an idea no analyst had in stage 1, voted justifiable by all three
-        wind = store_alternative(s, dataset_id=t["ds"].id, kind="variable", source="llm", proposed_by_id=None,
+        wind = store_alternative(session=s, dataset_id=t["ds"].id, kind="variable", source="llm", proposed_by_id=None,
                                  seed_id=None, payload={"variable_type": "Control", "concept": "wind speed",
                                                         "interaction": False, "on": "", "rationale": "r",
                                                         "columns": ["wind"]}, extra={}).alternative.id
@@ -220,7 +220,7 @@ def test_expert_coverage_counts_a_transform_by_what_it_computes(split):
     with session_scope(eng) as s:
         mine = s.get(Transform, t["ids"]["ana"]["transform"])
         (value_hash,) = output_hashes(mine)  # recorded by ana's stage-1 sanity check
-        alt = store_alternative(s, dataset_id=t["ds"].id, kind="transform", source="llm", proposed_by_id=None,
+        alt = store_alternative(session=s, dataset_id=t["ds"].id, kind="transform", source="llm", proposed_by_id=None,
                                 seed_id=t["ids"]["ana"]["dv"], payload={
                                     "code": "df['ld'] = np.log1p(df['deaths'])", "output_col": "ld",
                                     "concept": "deaths", "variable_type": "DV", "rationale": "r", "parent_ids": []},

@@ -21,7 +21,8 @@ from sqlmodel import select
 from curation.db import session_scope
 from curation.errors import JobError, PermissionDenied
 from curation.models import BackgroundJob, ProgrammaticItem, Role, RunStatus
-from curation.services.background_jobs import InProcessJobs, cancel_job, make_job_submitter
+from curation.services.background_jobs import InProcessJobs, cancel_job
+from curation.services.jobs import make_job_submitter
 from curation.services.programmatic import ProgrammaticError, import_programmatic_tasks
 from curation.services.programmatic_generation import start_candidate_generation
 from curation.settings import PROJECT_ROOT, Settings
@@ -89,8 +90,9 @@ def _wait(what: Callable[[], bool], why: Callable[[], str] = lambda: "", limit_s
 
 
 def _start(w: dict, actor=None, samples: int = 3) -> int:
-    return start_candidate_generation(w["engine"], actor=actor or w["cur"], task_id=w["task_id"], samples=samples,
-                                      store=w["store"])
+    with session_scope(w["engine"]) as s:  # the checks and the job's row: one transaction, as the page does it
+        return start_candidate_generation(session=s, actor=actor or w["cur"], task_id=w["task_id"],
+                                          samples=samples, store=w["store"])
 
 
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)

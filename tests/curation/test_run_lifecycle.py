@@ -183,11 +183,11 @@ def test_a_scorer_whose_run_was_taken_over_stops_and_writes_nothing(world):
 
 
 def test_a_run_this_worker_holds_but_no_longer_scores_is_taken_up_again(world):
-    from curation.services.jobs import _take_over_if_dead
+    from curation.services.run_lifecycle import take_over_run_if_dead
 
     run = world.register()
     claim_run(world.engine, run.id)  # claimed here, then its scoring broke off without ending the run
-    _take_over_if_dead(world.engine, run.id)
+    take_over_run_if_dead(world.engine, run.id)
     again = _get(world, run.id)
     assert again.status == RunStatus.QUEUED.value and "another worker takes it up" in again.message
     done = sc.execute_run(world.engine, run.id, artifacts=world.artifacts)

@@ -13,9 +13,9 @@ import pytest
 
 from evaluation.metrics import (
     DatasetRuns,
-    _dataset_figures,
     _overall,
     counted_runs,
+    dataset_figures,
     score_runs,
 )
 from evaluation.records import (
@@ -37,7 +37,7 @@ def _reference(data: list[DatasetRuns], mode: str, k: int, n_bootstrap: int, see
     boot: dict[str, list] = {}
     for _ in range(n_bootstrap):
         sample = [[runs[i] for i in rng.integers(0, len(runs), size=len(runs))] for runs in counted]
-        figures = [_dataset_figures(s, c, mode, k) for s, c in zip(sample, counts, strict=True)]  # type: ignore[arg-type]
+        figures = [dataset_figures(s, c, mode, k) for s, c in zip(sample, counts, strict=True)]  # type: ignore[arg-type]
         for name, value in _overall(figures, counts, mode, k).items():  # type: ignore[arg-type]
             boot.setdefault(name, []).append(value)
     return boot

@@ -3,8 +3,6 @@ and the output files it read: tables as tables, images as images) and its leader
 
 from __future__ import annotations
 
-import io
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,14 +11,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from annotate_app import context
+from annotate_app.components.output_files import show_output_file
 from curation.models import ScoringRun, User
 from curation.services.programmatic import programmatic_run_details
 
-__all__ = ["agenda_item", "checks_frame", "drilldown", "headline", "show_output_file", "leaderboard_charts", "leaderboard_notes",
+__all__ = ["agenda_item", "checks_frame", "drilldown", "headline", "leaderboard_charts", "leaderboard_notes",
            "outcomes_frame", "task_type_figure"]
 
 STATUS_ICON = {"true": "✅", "false": "❌"}
-MAX_TABLE_ROWS = 500
 
 
 def task_type_figure(scores: Mapping[str, Any]) -> go.Figure:
@@ -72,34 +70,6 @@ def leaderboard_charts(rows: Sequence[dict[str, Any]], container: Any) -> None:
     fig.update_layout(title="Success rate (pass@1)", xaxis={"range": [0, 1]}, height=120 + 30 * len(rows),
                       margin={"l": 10, "r": 10, "t": 40, "b": 10})
     container.plotly_chart(fig, key="leaderboard.programmatic")
-
-
-def show_output_file(path: str, data: bytes) -> None:
-    lower = path.lower()
-    if lower.endswith((".csv", ".tsv")):
-        try:
-            frame = pd.read_csv(io.BytesIO(data), sep="\t" if lower.endswith(".tsv") else ",")
-        except Exception as exc:  # noqa: BLE001 - the agent's file: say it does not read as a table
-            st.warning(f"{path} does not read as a table: {exc}")
-            return
-        st.caption(f"{path}: {len(frame)} rows × {len(frame.columns)} columns"
-                   + (f" (first {MAX_TABLE_ROWS} shown)" if len(frame) > MAX_TABLE_ROWS else ""))
-        st.dataframe(frame.head(MAX_TABLE_ROWS), hide_index=True)
-    elif lower.endswith((".png", ".jpg", ".jpeg", ".gif")):
-        try:
-            st.image(data, caption=path)
-        except Exception as exc:  # noqa: BLE001 - not an image a browser shows
-            st.warning(f"{path} is not an image that can be shown: {exc}")
-    elif lower.endswith(".json"):
-        try:
-            st.json(json.loads(data), expanded=2)
-        except ValueError as exc:
-            st.warning(f"{path} is not valid JSON ({exc}); as text:")
-            st.code(data[:20000].decode("utf-8", "replace"))
-    elif lower.endswith((".md", ".txt", ".log", ".py")):
-        st.code(data[:20000].decode("utf-8", "replace"), language="markdown" if lower.endswith(".md") else None)
-    else:
-        st.caption(f"{path}: {len(data)} bytes (not shown)")
 
 
 def headline(scores: dict[str, Any]) -> list[tuple[str, str]]:
@@ -161,6 +131,6 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
 
 def agenda_item(item: Any, status_line: str) -> None:
     """A candidate check or artifact on a stage-3 meeting's agenda (the kind's ``agenda_view``)."""
-    from annotate_app.components.programmatic_review import render_agenda_candidate  # it imports this module
+    from annotate_app.components.programmatic_review import render_agenda_candidate
 
     render_agenda_candidate(item, status_line)

@@ -58,7 +58,7 @@ def task_label(task: HypothesisTask) -> str:
     return f"query {task.metadata_k}/q{task.qid} ('{question}')"
 
 
-def task_of(session: Session, task_id: int, *, curating: bool = False) -> tuple[HypothesisTask, Dataset]:
+def task_of(*, session: Session, task_id: int, curating: bool = False) -> tuple[HypothesisTask, Dataset]:
     """The task and its dataset; ``curating``: refused unless the task still needs a gold hypothesis."""
     task = session.get(HypothesisTask, task_id)
     dataset = session.get(Dataset, task.dataset_id) if task is not None else None
@@ -134,7 +134,7 @@ def _normal(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", (text or "").lower()).strip()
 
 
-def same_hypothesis_as(session: Session, dataset_id: int, payload: dict[str, Any], analysis_ids: Sequence[int | None],
+def same_hypothesis_as(*, session: Session, dataset_id: int, payload: dict[str, Any], analysis_ids: Sequence[int | None],
                        alternatives: Sequence[Alternative]) -> dict[str, str] | None:
     """The stage-1 hypothesis or hypothesis alternative of the same query stating the same thing, if any."""
     key, task_id = _normal(str(payload.get("hypothesis", ""))), int(payload.get("task_id") or 0)

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from curation.db import session_scope as db_scope
+from curation.db import Transactions, transactions
 from curation.errors import DecisionValidationError, StageError
 from curation.models import (
     Alternative,
@@ -152,7 +151,7 @@ def _store_query(session: Session, dataset_id: int, job: PlannedQuery, result: L
             report.rejected.append(f"{job.label}: hypothesis {i + 1} rejected: {exc}")
             continue
         payload = {**payload, "task_id": task.id, "task_key": task.key}
-        stored = store_alternative(session, dataset_id=dataset_id, kind=HYPOTHESIS.name, source="llm",
+        stored = store_alternative(session=session, dataset_id=dataset_id, kind=HYPOTHESIS.name, source="llm",
                                    proposed_by_id=None, seed_id=None, payload=payload, llm=llm,
                                    extra={"llm_call": {**call, "item": i}}, same_as=same_hypothesis_as)
         report.created += 1
@@ -161,11 +160,14 @@ def _store_query(session: Session, dataset_id: int, job: PlannedQuery, result: L
 
 @judges_actor
 def generate_hypotheses(
-    *, session_scope: Callable[[], AbstractContextManager[Session]], actor: User, dataset_id: int,
+    *, session_scope: Transactions, actor: User, dataset_id: int,
     config: LLMConfig, progress: Callable[[int, int, str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> HypothesisGenerationReport:
-    """Propose and store hypotheses for every query of the dataset still needing a gold one (see the module)."""
+    """Propose and store hypotheses for every query of the dataset still needing a gold one (see the module).
+
+    It spans transactions: ``session_scope`` opens one per query's answer (:func:`curation.db.transactions`, or
+    the caller's factory), and the LLM is asked between them."""
     client = LLMClient(config)  # raises LLMNotConfigured before anything else
     with session_scope() as session:
         jobs = plan_hypothesis_generation(session=session, actor=actor, dataset_id=dataset_id)
@@ -191,9 +193,10 @@ def generate_hypotheses(
 
 
 @judges_actor
-def start_hypothesis_generation(engine: Engine, *, actor: User, dataset_id: int) -> int:
-    """Record a generation as a queued job (checked first), one per dataset at a time; returns its id."""
-    return start_dataset_generation(engine, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
+def start_hypothesis_generation(*, session: Session, actor: User, dataset_id: int) -> int:
+    """Record a generation as a queued job (checked first, in the same transaction), one per dataset at a time;
+    returns its id."""
+    return start_dataset_generation(session=session, kind=JOB_KIND, actor=actor, dataset_id=dataset_id,
                                     plan=plan_hypothesis_generation)
 
 
@@ -210,7 +213,7 @@ def hypothesis_generation_summary(result: dict[str, Any]) -> tuple[str, str]:
 
 def run_hypothesis_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
     """The job's function (background_jobs.KINDS), run as the person who asked for it."""
-    report = generate_hypotheses(session_scope=lambda: db_scope(engine), actor=job_requester(engine, job),
+    report = generate_hypotheses(session_scope=transactions(engine), actor=job_requester(engine, job),
                                  dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(),
                                  progress=control.progress, should_stop=control.cancelled)
     return generation_outcome(report, hypothesis_generation_summary)

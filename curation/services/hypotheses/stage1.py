@@ -30,7 +30,7 @@ from curation.models import (
     utcnow,
 )
 from curation.services.actor import judges_actor
-from curation.services.annotation import _editable_analysis, _find_analysis, _require_assigned
+from curation.services.annotation import editable_analysis, find_analysis, require_assigned
 from curation.services.hypotheses.common import (
     HypothesisInput,
     is_hypothesis_dataset,
@@ -99,8 +99,8 @@ def own_hypotheses(*, session: Session, actor: User, dataset_id: int) -> OwnHypo
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
-    _require_assigned(session, actor, dataset)
-    analysis = _find_analysis(session, dataset_id, actor.id or 0)
+    require_assigned(session=session, actor=actor, dataset=dataset)
+    analysis = find_analysis(session=session, dataset_id=dataset_id, user_id=actor.id or 0)
     rows = list(session.exec(select(HypothesisProposal).where(HypothesisProposal.analysis_id == analysis.id)
                              .order_by(col(HypothesisProposal.task_id))).all()) if analysis else []
     return OwnHypotheses(analysis, rows)
@@ -151,9 +151,9 @@ def start_hypothesis_check(*, session: Session, actor: User, task_id: int, code:
     value of its last expression; with the code it ran, its fingerprint and the data file. Code that runs to its
     end passes: it need not fit a model.
     """
-    task, dataset = task_of(session, task_id, curating=True)
+    task, dataset = task_of(session=session, task_id=task_id, curating=True)
     _hypothesis_dataset(session, dataset)
-    _editable_analysis(session, actor, dataset.id or 0)  # assigned, not submitted: only then is there code to check
+    editable_analysis(session=session, actor=actor, dataset_id=dataset.id or 0)  # assigned, not submitted: only then is there code to check
     if not code.strip():
         raise DecisionValidationError(f"Hypothesis for the {task_label(task)}: there is no code to run.")
     files = task_data_files(dataset, task, store)
@@ -204,9 +204,9 @@ def save_hypothesis(*, session: Session, actor: User, task_id: int, data: Hypoth
     Code is optional; when there is code, ``check`` must be a sandbox run of that very code that ended without
     error (it is kept with the hypothesis, with what the code printed). Every field is checked before anything is stored.
     """
-    task, dataset = task_of(session, task_id, curating=True)
+    task, dataset = task_of(session=session, task_id=task_id, curating=True)
     _hypothesis_dataset(session, dataset)
-    analysis = _editable_analysis(session, actor, dataset.id or 0)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset.id or 0)
     payload = validated_payload(dataset, task, data)
     kept = _kept_check(task, payload["code"], check)
     row = session.exec(select(HypothesisProposal).where(HypothesisProposal.analysis_id == analysis.id,
@@ -225,8 +225,8 @@ def save_hypothesis(*, session: Session, actor: User, task_id: int, data: Hypoth
 
 @judges_actor
 def delete_hypothesis(*, session: Session, actor: User, task_id: int) -> None:
-    task, dataset = task_of(session, task_id)
-    analysis = _editable_analysis(session, actor, dataset.id or 0)
+    task, dataset = task_of(session=session, task_id=task_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset.id or 0)
     row = session.exec(select(HypothesisProposal).where(HypothesisProposal.analysis_id == analysis.id,
                                                         HypothesisProposal.task_id == task_id)).first()
     if row is None:
@@ -246,7 +246,7 @@ def submit_hypotheses(*, session: Session, actor: User, dataset_id: int) -> Anal
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
     _hypothesis_dataset(session, dataset)
-    analysis = _editable_analysis(session, actor, dataset_id)
+    analysis = editable_analysis(session=session, actor=actor, dataset_id=dataset_id)
     rows = session.exec(select(HypothesisProposal).where(HypothesisProposal.analysis_id == analysis.id)).all()
     if not rows:
         raise DecisionValidationError(f"Your stage 1 of '{dataset.name}' cannot be submitted yet: write a "
