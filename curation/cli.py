@@ -13,23 +13,17 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from curation.bootstrap import initialise
-from curation.cli_progress import ProgressBar
-from curation.db import one_snapshot, session_scope
+from curation.account_rules import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, PASSWORD_RULE, Role
 from curation.errors import USER_ERRORS, CurationError
-from curation.models import Role
-from curation.services.accounts import (
-    MAX_PASSWORD_LENGTH,
-    MIN_PASSWORD_LENGTH,
-    PASSWORD_RULE,
-)
-from curation.settings import PROJECT_ROOT, Settings
 
-# Heavy modules (pandas, networkx, the sandbox, the services) are imported inside the commands that use them:
-# every command pays for what is imported here (tests/curation/test_cli_imports.py keeps it light).
+if TYPE_CHECKING:
+    from curation.settings import Settings
+
+# Everything else (the settings, the database, the tables, the services, the data libraries) is imported inside
+# the commands that use it: every command pays for what is imported here, and `--help` or a mistyped option
+# must answer at once (tests/curation/test_cli_imports.py keeps it light).
 
 __all__ = ["main"]
 
@@ -97,6 +91,9 @@ def _free_port(address: str | None, port: int) -> int | None:
 
 
 def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.settings import PROJECT_ROOT
+
     port = _free_port(args.address, args.port)
     if port is None:
         print(f"Port {args.port} and the {PORTS_TRIED} after it are taken; choose a free one with --port.",
@@ -142,6 +139,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_init(_args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+
     report = initialise(settings)
     print(f"Database ready at {settings.resolved_database_url.split('@')[-1]}")
     if report.generated_password:
@@ -150,6 +149,8 @@ def _cmd_init(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.accounts import create_user, generate_password
 
     report = initialise(settings)
@@ -172,7 +173,9 @@ def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_add_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
     from curation.dataset_files import read_blade_folder
+    from curation.db import session_scope
     from curation.services.datasets import register_dataset
 
     report = initialise(settings)
@@ -188,6 +191,8 @@ def _cmd_add_dataset(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.models import Dataset, User
     from curation.services.datasets import assign_analysts, assigned_user_ids
 
@@ -224,6 +229,8 @@ def _operator(session, username: str | None):  # type: ignore[no-untyped-def]
 
 
 def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.blade_import import import_blade
 
     report = initialise(settings)
@@ -238,6 +245,8 @@ def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.discoverybench_import import import_discoverybench
 
     report = initialise(settings)
@@ -254,6 +263,8 @@ def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> 
 
 
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.datasets import archive_dataset, restore_dataset
 
     report = initialise(settings)
@@ -272,6 +283,8 @@ def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.models import Dataset
     from curation.services.checks import (
         CheckedModel,
@@ -339,10 +352,12 @@ def _describe_check(check) -> str:  # type: ignore[no-untyped-def]
 
 
 def _release_list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import release_records as rr
     from curation.services.release_store import release_store_problems
 
-    report = initialise(settings)
+    report = initialise(settings, runs_code=False)
     artifacts = settings.artifact_store()
     with session_scope(report.engine) as session:
         actor = _operator(session, args.as_user)
@@ -363,6 +378,10 @@ def _release_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.cli_progress import ProgressBar
+    from curation.db import one_snapshot, session_scope
+
     if args.release_command == "list":  # records alone: none of the data libraries the other commands need
         return _release_list(args, settings)
     from curation.services import releases as rel
@@ -408,6 +427,8 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.sandbox_setting import configure_sandbox
 
     # The sandbox's template process (about two seconds of CPU) is started by the build itself, once it finds a
@@ -491,6 +512,8 @@ def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
 
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.models import Dataset
     from curation.services.agreement import agreement_report
 
@@ -528,6 +551,9 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
     foreground, or with ``--enqueue`` handed to the workers (PostgreSQL) and followed from the page."""
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.cli_progress import ProgressBar
+    from curation.db import session_scope
     from curation.models import Dataset, RunStatus
     from curation.services.background_jobs import execute_job
     from curation.services.jobs import enqueue_job, is_postgres
@@ -583,6 +609,8 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     import dataclasses
     import json
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.mcq_audit import audit_mcqs
     from curation.services.mcq_generate import MCQSettings, generate_mcqs
 
@@ -799,6 +827,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
+    # only now, past --help and the argument errors argparse answers by itself
+    from pydantic import ValidationError
+
+    from curation.settings import Settings
+
     if as_user is not None:
         if args.command in _WITHOUT_ACTOR:
             print(f"error: forkpaths {args.command} does not act as a user; leave out --as.", file=sys.stderr)

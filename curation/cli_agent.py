@@ -6,16 +6,15 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from curation.bootstrap import initialise
 from curation.cli_progress import ProgressBar
-from curation.db import session_scope
 from curation.errors import ScoringError
-from curation.models import RunStatus
-from curation.settings import Settings
+
+if TYPE_CHECKING:
+    from curation.settings import Settings
+
+# The database, the tables and the agent engine are imported inside the commands (see curation/cli.py).
 
 __all__ = ["add_agent_commands"]
 
@@ -37,6 +36,8 @@ def _check_enqueue(args: argparse.Namespace, engine: Any) -> None:
 
 def _follow(engine: Any, job_id: int, run_id: int, settings: Settings) -> int:
     """Run the job here, with a progress bar, and print how it ended."""
+    from curation.db import session_scope
+    from curation.models import RunStatus
     from curation.services import agent_runs as ar
     from curation.services.background_jobs import execute_job
 
@@ -71,6 +72,10 @@ def _typed_key(args: argparse.Namespace, settings: Settings, base_url: str) -> S
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from pydantic import ValidationError
+
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import agent_runs as ar
     from evaluation.agents import AgentSettings
 
@@ -114,6 +119,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _act(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import agent_runs as ar
 
     report = initialise(settings)

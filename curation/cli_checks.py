@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.settings import Settings
+if TYPE_CHECKING:
+    from curation.settings import Settings
 
 __all__ = ["add_checks_commands", "format_outcome"]
 

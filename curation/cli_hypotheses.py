@@ -11,20 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.bootstrap import initialise
 from curation.cli_progress import ProgressBar
-from curation.db import session_scope
 from curation.errors import CurationError
-from curation.models import Dataset, RunStatus
-from curation.settings import Settings
+
+if TYPE_CHECKING:
+    from curation.models import Dataset
+    from curation.settings import Settings
+
+# The database, the tables and the services are imported inside the commands (see curation/cli.py).
 
 __all__ = ["add_hypothesis_commands"]
 
 
 def _dataset(session: Any, name: str) -> Dataset:
     from sqlmodel import select
+
+    from curation.models import Dataset
 
     ds = session.exec(select(Dataset).where(Dataset.name == name)).first()
     if ds is None:
@@ -33,7 +37,10 @@ def _dataset(session: Any, name: str) -> Dataset:
 
 
 def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
     from curation.cli import _operator
+    from curation.db import session_scope
+    from curation.models import RunStatus
     from curation.services.background_jobs import execute_job
     from curation.services.hypotheses.llm import HypothesisGenerationReport, start_hypothesis_generation
     from evaluation.llm import LLMClient
@@ -60,7 +67,9 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
     from curation.cli import _operator
+    from curation.db import session_scope
     from curation.services.hypotheses import gold_board
 
     report = initialise(settings)

@@ -7,15 +7,16 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.bootstrap import initialise
 from curation.cli_progress import ProgressBar
-from curation.db import session_scope
 from curation.errors import ScoringError
-from curation.models import RunStatus, ScoringRun
-from curation.settings import Settings
-from evaluation.submissions import printable
+
+if TYPE_CHECKING:
+    from curation.models import ScoringRun
+    from curation.settings import Settings
+
+# The database, the tables and the scoring engine are imported inside the commands (see curation/cli.py).
 
 __all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
 
@@ -44,7 +45,10 @@ def _operator(session: Any, username: str | None) -> Any:
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     """Score the files a command names (``--submission`` or ``--answers``; ``--ask-model`` makes the answers
     file first) as a run of ``kind``, in the foreground."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.scoring import default_judge, kind_of, register_run
+    from evaluation.submissions import printable
 
     _check_enqueue(args, settings)
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
@@ -103,6 +107,9 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths runs wait RUN``: follow a run (scored anywhere) to its end, with the progress bar."""
     import time
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
+    from curation.models import RunStatus
     from curation.services.run_lifecycle import interrupt_dead_runs
     from curation.services.scoring import get_run
 
@@ -132,6 +139,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths worker``: score queued runs until stopped (PostgreSQL)."""
+    from curation.bootstrap import initialise
     from curation.services.jobs import run_queue_worker, warm_up
     from curation.services.run_lifecycle import this_executor
 
@@ -158,6 +166,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def _cmd_artifacts(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths artifacts check``: every object intact, every recorded artifact present."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.artifact_check import check_artifacts
 
     report = initialise(settings)
@@ -199,6 +209,8 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
 
 def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
     """How a scored run ended: its summary line, its result copied to ``out_path``."""
+    from curation.models import RunStatus
+
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
@@ -213,6 +225,7 @@ def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
 def _write_result(run: Any, settings: Settings, out_path: str) -> None:
     """Copy a succeeded run's result file out of the artifact store to ``out_path``."""
     from curation.services.scoring import stored_result
+    from evaluation.submissions import printable
 
     out = Path(out_path)
     data = stored_result(run, settings.artifact_store())
@@ -226,6 +239,8 @@ def _write_result(run: Any, settings: Settings, out_path: str) -> None:
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.scoring import rescore_run
 
     _check_enqueue(args, settings)
@@ -252,9 +267,11 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
     The answers file the run writes keeps the raw answers and where they came from; it is scored like any answers
     file, so an unparseable answer counts as unparseable, never guessed.
     """
+    from curation.db import session_scope
     from curation.services import agent_runs as ar
     from curation.services.background_jobs import execute_job
     from curation.services.scoring import get_run, mcq_release
+    from evaluation.submissions import printable
 
     base_url = args.base_url or settings.llm_base_url
     if not base_url:
@@ -321,9 +338,11 @@ def _run_dict(run: ScoringRun) -> dict[str, Any]:
 
 
 def _runs_list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import run_records as rr
 
-    report = initialise(settings)
+    report = initialise(settings, runs_code=False)
     with session_scope(report.engine) as s:
         actor = _operator(s, args.as_user)
         runs = rr.list_runs(session=s, actor=actor, release_version=args.release)
@@ -339,6 +358,9 @@ def _runs_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
+
     if args.runs_command == "list":  # rows alone: none of the data libraries scoring needs
         return _runs_list(args, settings)
     from curation.services import leaderboard as lb
@@ -395,6 +417,8 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
 def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths reproduce RUN``: check the reproducibility of a run's analyses (or re-judge an imported
     AIRepr run) as a new reproducibility run."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.reproducibility import reproduce_run
 
     _check_enqueue(args, settings)
@@ -415,6 +439,8 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
 
 def _import_airepr(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths import-airepr PATH``: AIRepr's published result files as viewable reproducibility runs."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.reproducibility import import_airepr
 
     report = initialise(settings)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from curation.account_rules import Role
 from curation.models.columns import UTCDateTime, _json, _ts
 
 __all__ = ["PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
@@ -16,13 +16,6 @@ __all__ = ["PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "For
 
 #: The role of an SSO account that no admin has approved yet: no role at all (every role check refuses it).
 PENDING_ROLE = ""
-
-
-class Role(StrEnum):
-    ANALYST = "analyst"
-    CURATOR = "curator"
-    ADMIN = "admin"
-    EVALUATOR = "evaluator"
 
 
 class User(SQLModel, table=True):

@@ -104,3 +104,38 @@ def test_the_start_every_command_runs_loads_no_heavy_library(tmp_path) -> None: 
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert (command, json.loads(done.stdout.strip().splitlines()[-1])) == (command, [])
+
+
+#: What argument parsing alone may load: no settings, no database, no tables, no data library.
+PARSING_HEAVY = [*HEAVY, "sqlalchemy", "sqlmodel", "pydantic", "pydantic_settings", "argon2", "zxcvbn", "exports"]
+
+
+def test_help_and_argument_errors_load_nothing_but_the_parser() -> None:
+    """``forkpaths --help``, every ``forkpaths COMMAND [SUBCOMMAND] --help`` and a mistyped option are answered by
+    argparse alone: checked in one fresh interpreter, through ``sys.modules`` after each of them (not by timing)."""
+    code = f"""
+import argparse, json, sys
+from curation.cli import build_parser, main
+
+def commands(parser, prefix):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield [*prefix, name]
+                yield from commands(sub, [*prefix, name])
+
+asked = [[]] + list(commands(build_parser(), []))
+codes = []
+for argv in [*([*a, "--help"] for a in asked), ["score", "--no-such-option"], ["no-such-command"]]:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        codes.append(exc.code)
+print(json.dumps({{"asked": len(asked), "codes": sorted(set(codes)),
+                  "loaded": sorted({{m.split('.')[0] for m in sys.modules}} & set({PARSING_HEAVY!r}))}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["asked"] > 40  # every command and subcommand was asked for its help
+    assert seen["codes"] == [0, 2]  # help printed, errors refused
+    assert seen["loaded"] == []
