@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proc_cpu import command_cost, machine_speed  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import command_cost  # noqa: E402 - benchmarks/ is this script's folder
 
 
 def _forkpaths(module: bool) -> list[str]:
@@ -79,8 +79,10 @@ def main() -> None:
             print(f"{label:<32}{wall:>12.2f}{cpu:>8.2f}")
     print(f"\nbest of {args.repeat} runs each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
           "(wall times stretch with it; CPU seconds do not). Goal: a command's fixed cost <= 1 s.")
-    print(machine_speed())
 
 
 if __name__ == "__main__":
+    from proc_cpu import count_this_run  # benchmarks/ is this script's folder
+
+    count_this_run()  # prints this run's wall and CPU seconds, the load and the machine's speed at exit
     main()
