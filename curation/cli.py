@@ -20,6 +20,7 @@ from curation.errors import USER_ERRORS, CurationError
 
 if TYPE_CHECKING:
     from curation.settings import Settings
+    from exports.schema import Release
 
 # Everything else (the settings, the database, the tables, the services, the data libraries) is imported inside
 # the commands that use it: every command pays for what is imported here, and `--help` or a mistyped option
@@ -441,20 +442,21 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.release)
     datasets = args.dataset or None
     version = _recorded_release_of(path, settings) if path.exists() else args.release
+    release: Release | None = None  # read once: by the checks of a recorded release, else by the build
     if version is not None:  # a release version (or its folder): the recorded, verified release, as its reader may
         from curation.errors import BlindingViolation
         from curation.services.blinding import withheld_ground_truth
-        from curation.services.scoring import verified_release_folder
+        from curation.services.scoring import verified_release
 
         report = initialise(settings)
         with session_scope(report.engine) as session:
             actor = _operator(session, args.as_user)
-            path = verified_release_folder(session=session, actor=actor, release_version=version,
-                                           artifacts=settings.artifact_store())
+            release, path = verified_release(session=session, actor=actor, release_version=version,
+                                             artifacts=settings.artifact_store())
             withheld, why = withheld_ground_truth(session=session, actor=actor, release_version=version,
                                                   names=datasets)
         if withheld:
-            names = datasets or _release_datasets(path)
+            names = datasets or [d.name for d in release.datasets if d.transforms]  # what a build builds
             datasets = [n for n in names if n not in withheld]
             if not datasets:
                 raise BlindingViolation(why)
@@ -481,7 +483,7 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
                   f"(value hashes differ from BLADE's published ones): {', '.join(s['date_derived_columns'])}")
 
     try:
-        build_release(path, datasets=datasets, cache_dir=cache, on_dataset=show)
+        build_release(path, datasets=datasets, cache_dir=cache, on_dataset=show, release=release)
     except FormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -497,13 +499,6 @@ def _recorded_release_of(path: Path, settings: Settings) -> str | None:
     except ValueError:
         return None
     return rel.parts[0] if len(rel.parts) == 1 else None
-
-
-def _release_datasets(folder: Path) -> list[str]:
-    """The datasets ``gt build`` builds by default: those of the release with transforms."""
-    from exports.native import read_release
-
-    return [d.name for d in read_release(folder).datasets if d.transforms]
 
 
 def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
