@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from curation.cli_progress import ProgressBar
+from curation.cli_progress import ProgressBar, frozen_heap_after_first_item
 from curation.errors import ScoringError
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ def _follow(engine: Any, job_id: int, run_id: int, settings: Settings) -> int:
     from curation.services import agent_runs as ar
     from curation.services.background_jobs import execute_job
 
-    execute_job(engine, job_id, settings, on_progress=ProgressBar())
+    with frozen_heap_after_first_item(ProgressBar()) as progress:  # the agent run and its scoring
+        execute_job(engine, job_id, settings, on_progress=progress)
     with session_scope(engine) as s:
         run = ar.get_agent_run(session=s, actor=_operator(s, None), run_id=run_id)
         cost = "no price set (FORKPATHS_AGENT_PRICES)" if run.cost is None else f"${run.cost:.4f}"

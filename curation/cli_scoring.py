@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curation.cli_progress import ProgressBar
+from curation.cli_progress import ProgressBar, frozen_heap_after_first_item
 from curation.errors import ScoringError
 
 if TYPE_CHECKING:
@@ -185,25 +185,9 @@ def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | No
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
 
-    bar = _Bar()
-    frozen: list[bool] = []
-
-    def progress(done: int, total: int, label: str) -> None:
-        if not frozen:  # everything the run needs is loaded by its first item: the collector leaves it alone from
-            import gc  # here on (each full collection walked it all again: about 8 % of this path's CPU)
-
-            gc.freeze()
-            frozen.append(True)
-        bar(done, total, label)
-
-    try:
+    with frozen_heap_after_first_item(_Bar()) as progress:
         done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
                            judges=judge_settings(settings), on_progress=progress, limits=scoring_limits(settings))
-    finally:
-        if frozen:  # as it was (the command may run inside a longer-lived process, e.g. the test suite's)
-            import gc
-
-            gc.unfreeze()
     return _report(done, settings, out_path)
 
 
@@ -291,7 +275,8 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
           f"(temperature 0; answers are cached) as agent run {run_id}.", file=sys.stderr)
-    execute_job(engine, job_id, settings, on_progress=_Bar())
+    with frozen_heap_after_first_item(_Bar()) as progress:
+        execute_job(engine, job_id, settings, on_progress=progress)
     with session_scope(engine) as s:
         actor = _operator(s, args.as_user)
         done = ar.get_agent_run(session=s, actor=actor, run_id=run_id)
