@@ -123,10 +123,28 @@ class CommandCost:
         return f"{label}: {self.wall:.2f} s wall, {self.cpu:.2f} s CPU ({self.how})"
 
 
+def _own_cgroup(root: Path, controller: str) -> Path:
+    """The cgroup this process is in, in the hierarchy mounted at ``root`` (``controller`` "" for cgroup v2)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return root
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if (controller in names.split(",")) if controller else names == "":
+            return root / path.lstrip("/")
+    return root
+
+
 def _cgroup_dir() -> tuple[Path, str] | None:
-    """A fresh cgroup to run a command in, and its CPU counter file; None where cgroups cannot be made here."""
+    """A fresh cgroup to run a command in, and its CPU counter file; None where cgroups cannot be made here.
+
+    Made inside this process's own cgroup, whose counter includes it: a benchmark counting its own run
+    (:func:`count_this_run`) counts the commands it measures too."""
     name = f"forkpaths-bench-{uuid.uuid4().hex[:10]}"
-    for root, counter in ((CPUACCT, "cpuacct.usage"), (Path("/sys/fs/cgroup"), "cpu.stat")):
+    for mount, controller, counter in ((CPUACCT, "cpuacct", "cpuacct.usage"),
+                                       (Path("/sys/fs/cgroup"), "", "cpu.stat")):
+        root = _own_cgroup(mount, controller)
         if not (root / "cgroup.procs").exists():
             continue
         try:
