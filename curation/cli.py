@@ -428,8 +428,6 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from curation.bootstrap import initialise
-    from curation.db import session_scope
     from curation.services.sandbox_setting import configure_sandbox
 
     # The sandbox's template process (about two seconds of CPU) is started by the build itself, once it finds a
@@ -444,6 +442,8 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     version = _recorded_release_of(path, settings) if path.exists() else args.release
     release: Release | None = None  # read once: by the checks of a recorded release, else by the build
     if version is not None:  # a release version (or its folder): the recorded, verified release, as its reader may
+        from curation.bootstrap import initialise  # the database: only for a recorded release
+        from curation.db import session_scope
         from curation.errors import BlindingViolation
         from curation.services.blinding import withheld_ground_truth
         from curation.services.scoring import verified_release

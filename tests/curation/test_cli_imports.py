@@ -139,3 +139,23 @@ print(json.dumps({{"asked": len(asked), "codes": sorted(set(codes)),
     assert seen["asked"] > 40  # every command and subcommand was asked for its help
     assert seen["codes"] == [0, 2]  # help printed, errors refused
     assert seen["loaded"] == []
+
+
+def test_gt_build_of_a_release_folder_opens_no_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A release folder from elsewhere is read as it is (no record to check it against): `forkpaths gt build
+    FOLDER` loads neither the database nor the tables. Here the folder holds no release, so the build refuses it
+    after the command's start-up, the part checked (a fresh interpreter; its sys.modules afterwards)."""
+    import os
+
+    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data")}
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    folder = tmp_path / "not-a-release"
+    folder.mkdir()
+    code = (f"import json, sys; from curation.cli import main; code = main(['gt', 'build', {str(folder)!r}]); "
+            "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'sqlalchemy', 'sqlmodel', 'alembic', 'argon2'})]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [2, []]
+    assert "not-a-release" in done.stderr  # refused with the folder named
+    assert not (tmp_path / "data" / "forkpaths.db").exists()
