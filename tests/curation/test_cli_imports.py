@@ -159,3 +159,28 @@ def test_gt_build_of_a_release_folder_opens_no_database(tmp_path) -> None:  # ty
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [2, []]
     assert "not-a-release" in done.stderr  # refused with the folder named
     assert not (tmp_path / "data" / "forkpaths.db").exists()
+
+
+def test_scoring_mcq_answers_starts_no_sandbox_process(tmp_path, shared_blade) -> None:  # type: ignore[no-untyped-def]
+    """Scoring an MCQ answers file runs no code: the command starts no sandbox process (the sandbox's template
+    costs about two seconds of CPU; it starts when code must run). Checked in a fresh interpreter, in which
+    the command ran, through the sandbox's own record of its template process."""
+    from tests.cli_runner import cli_env, forkpaths
+
+    assert forkpaths(tmp_path, "import-blade", str(shared_blade / "datasets" / "fish")).returncode == 0
+    assert forkpaths(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"not-a-question": "A"}))
+    args = ["score-mcq", "--release", "1.0.0", "--answers", str(answers), "--out", str(tmp_path / "mcq.json")]
+    code = (f"import json, sys; from curation.cli import main; code = main({args!r}); "
+            "server = sys.modules.get('evaluation.sandbox.server'); "
+            "print(json.dumps([code, server is not None and server._SANDBOX._zygote is not None]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=cli_env(tmp_path / "data"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, False], done.stderr
+    assert (tmp_path / "mcq.json").is_file()
+    control = ("import sys; from evaluation.sandbox import prewarm; prewarm(); "
+               "print(sys.modules['evaluation.sandbox.server']._SANDBOX._zygote is not None)")
+    seen = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True, check=True)
+    assert seen.stdout.split() == ["True"]  # the record the check reads does show a template that started
