@@ -263,6 +263,39 @@ def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> 
     return 1 if r.refused else 0
 
 
+def _cmd_import_kind(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths import-<kind> PATH``: any kind that declares an importer (see curation.services.kind_import)."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
+    from curation.services.kind_import import import_kind
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        r = import_kind(session=session, actor=actor, kind=args.import_kind, path=Path(args.path),
+                        store=settings.datasets_store, max_bytes=settings.max_upload_bytes)
+    for line in r.lines():
+        print(line)
+    for sentence in r.refused:  # the other datasets were imported (and committed above)
+        print(f"Not imported: {sentence}", file=sys.stderr)
+    return 1 if r.refused else 0
+
+
+def _add_kind_imports(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """One ``import-<kind>`` command per registered kind that imports datasets (the registry says which)."""
+    from evaluation.tasks import KINDS
+
+    for kind in KINDS.values():
+        if kind.importer is None or kind.release_part is None:
+            continue
+        cmd = sub.add_parser(f"import-{kind.name.replace('_', '-')}",
+                             help=f"import {kind.importer.source} as datasets with their {kind.release_part.noun} "
+                                  "and gold")
+        cmd.add_argument("path")
+        cmd.add_argument("--as", dest="as_user", help="act as this user (default: the CLI's operator)")
+        cmd.set_defaults(func=_cmd_import_kind, import_kind=kind.name)
+
+
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
     from curation.db import session_scope
@@ -640,7 +673,9 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, kind_imports: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; without ``kind_imports``, without the ``import-<kind>`` commands, whose list
+    comes from the task registry, which imports every kind (their scoring libraries among them)."""
     p = argparse.ArgumentParser(prog="forkpaths", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print progress logs (INFO); accepted anywhere on the command line")
@@ -699,6 +734,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="import the queries without their gold hypotheses (metadata and answer keys), to curate "
                           "them from scratch in stage 1")
     idb.set_defaults(func=_cmd_import_discoverybench)
+    if kind_imports:
+        _add_kind_imports(sub)
     rel = sub.add_parser("release", help="cut, list, compare and export benchmark releases")
     rel.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     rsub = rel.add_subparsers(dest="release_command", required=True)
@@ -804,6 +841,15 @@ _WITHOUT_ACTOR = ("run", "init", "create-user", "add-dataset", "assign")
 VERBOSE_FLAGS = ("--verbose", "-v")
 
 
+def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser ``argv`` needs: every command but the ``import-<kind>`` ones, when it names one of them (the
+    task registry is loaded only for an ``import-<kind>`` command, the top-level help, or a command not found)."""
+    parser = build_parser(kind_imports=False)
+    named = next((a for a in argv if not a.startswith("-")), None)
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return parser if named in commands else build_parser()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = any(a in VERBOSE_FLAGS for a in argv)  # anywhere on the command line
@@ -821,7 +867,7 @@ def main(argv: list[str] | None = None) -> int:
     except CurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args = build_parser().parse_args(argv)
+    args = _parser_for(argv).parse_args(argv)
     # only now, past --help and the argument errors argparse answers by itself
     from pydantic import ValidationError
 

@@ -103,7 +103,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     from evaluation.tasks import task_kind
 
-    advice = getattr(task_kind(args.kind), "min_runs_per_task", None)  # (runs, why), declared by the kind
+    advice = task_kind(args.kind).min_runs_per_task  # (runs, why), declared by the kind
     if advice is not None and args.runs < advice[0]:
         print(f"note: {advice[1]} (--runs {advice[0]}); with {args.runs} it is not defined.", file=sys.stderr)
     if args.enqueue:
@@ -187,7 +187,8 @@ def add_agent_commands(sub: Any) -> None:
                         "FORKPATHS_LLM_BASE_URL)")
     r.add_argument("--temperature", type=float, default=0.0, help="recorded with the run (default 0)")
     r.add_argument("--seed", type=int, default=0, help="run i is asked with seed + i")
-    r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent')")
+    r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent #<run>', this run's own; "
+                   "give two runs one name to show an MCQ accuracy beside the analyses of the same agent)")
     r.add_argument("--max-steps", type=int, default=12, help="ReAct: tool calls at most")
     r.add_argument("--step-timeout", type=float, default=30.0, help="ReAct: seconds one code run may take")
     r.add_argument("--enqueue", action="store_true", help="hand it to the workers (PostgreSQL), print its id")

@@ -49,6 +49,7 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     from curation.db import session_scope
     from curation.services.scoring import default_judge, kind_of, register_run
     from evaluation.submissions import printable
+    from evaluation.tasks.base import count_of
 
     _check_enqueue(args, settings)
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
@@ -78,8 +79,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            max_bytes=settings.max_submission_bytes,
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings),
                            llm_model=getattr(args, "llm_model", None) or "")
-    print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
-          f"{kind_of(kind).item_noun}).", file=sys.stderr)
+    print(f"Run {run.id} registered: {run.agent} on release {run.release_version} "
+          f"({count_of(run.progress_total, kind_of(kind).item_noun)}).", file=sys.stderr)
     if getattr(args, "enqueue", False):
         _enqueue(report.engine, run.id or 0)
         print(run.id)
@@ -225,7 +226,8 @@ def _write_result(run: Any, settings: Settings, out_path: str) -> None:
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
     from curation.db import session_scope
-    from curation.services.scoring import rescore_run
+    from curation.services.scoring import items_noun, rescore_run
+    from evaluation.tasks.base import count_of
 
     _check_enqueue(args, settings)
     report = initialise(settings)
@@ -235,7 +237,7 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
                           max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                           limits=scoring_limits(settings))
     print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
-          f"{run.progress_total} item(s); run {args.run} is kept).", file=sys.stderr)
+          f"{count_of(run.progress_total, items_noun(run.kind))}; run {args.run} is kept).", file=sys.stderr)
     if args.enqueue:
         _enqueue(report.engine, run.id or 0)
         print(run.id)
@@ -301,7 +303,7 @@ def _schema(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission."""
     from curation.services.scoring import kind_of
 
-    path = getattr(kind_of(args.kind), "SCHEMA_PATH", None)
+    path = kind_of(args.kind).submission_schema
     if path is None:
         raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help).")
     print(Path(path).read_text(encoding="utf-8"), end="")
@@ -405,6 +407,8 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
     from curation.db import session_scope
     from curation.services.reproducibility import reproduce_run
+    from curation.services.scoring import items_noun
+    from evaluation.tasks.base import count_of
 
     _check_enqueue(args, settings)
     report = initialise(settings)
@@ -413,8 +417,7 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
                             artifacts=settings.artifact_store(),
                             max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                             limits=scoring_limits(settings), inspector_model=args.inspector_model or "")
-    print(f"Run {run.id} registered: the reproducibility of run {args.run} ({run.progress_total} item(s) with a "
-          f"workflow; inspector {run.judge.get('model')}).", file=sys.stderr)
+    print(f"Run {run.id} registered: the reproducibility of run {args.run} ({count_of(run.progress_total, items_noun(run.kind))}; inspector {run.judge.get('model')}).", file=sys.stderr)
     if args.enqueue:
         _enqueue(report.engine, run.id or 0)
         print(run.id)

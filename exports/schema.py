@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = [
     "FORMAT_VERSION",
@@ -362,7 +362,10 @@ class DatasetRelease(_Strict):
     hypothesis_tasks: list[HypothesisTaskRelease] = Field(default_factory=list, description="format 1.2")
     programmatic_tasks: list[ProgrammaticTaskRelease] = Field(default_factory=list, description="format 1.2, "
                                                               "optional: DataSciBench-style checked tasks")
+    parts: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each task kind's part of the dataset, "
+                                             "by the kind's name: a JSON payload its kind's model validates")
     extra: dict[str, Any] = Field(default_factory=dict)
+    _parsed: dict[str, Any] = PrivateAttr(default_factory=dict)  # parts validated by their kind's model, by name
 
 
 class Release(_Strict):

@@ -52,8 +52,7 @@ class PartLost(Exception):
 
 def can_fan_out(task: TaskKind, ctx: ScoringContext) -> bool:
     """Whether the kind scores in parts, and the run has more than one."""
-    count = getattr(task, "part_count", None)
-    return count is not None and hasattr(task, "score_part") and hasattr(task, "combine") and count(ctx) > 1
+    return task.fan_out is not None and task.fan_out.count(ctx) > 1
 
 
 # ------------------------------------------------------------------------------------ the parts' rows
@@ -166,7 +165,8 @@ def _score_one(engine: Engine, task: TaskKind, ctx: ScoringContext, part: Scorin
 
     try:
         with Heartbeat(lambda: _beat_part(engine, part.id or 0)):
-            text = task.score_part(ctx, part.idx, progress=tick)  # type: ignore[attr-defined]
+            assert task.fan_out is not None  # only kinds that fan out have parts
+            text = task.fan_out.score_part(ctx, part.idx, progress=tick)
         _finish_part(engine, part, PART_DONE, text)
     except (RunCancelled, RunTakenOver, PartLost, OperationalError, InterfaceError):
         raise  # the database away: the job is retried when it is back, and the part scored again
@@ -186,7 +186,9 @@ def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: Scori
     from curation.services.scoring import RunCancelled, RunTakenOver, ScoringError
 
     run_id = run.id or 0
-    named = getattr(task, "part_labels", None)  # a kind whose parts are not its files names them
+    assert task.fan_out is not None  # only kinds that fan out have parts
+    fan = task.fan_out
+    named = fan.labels  # a kind whose parts are not its files names them
     labels = ([str(x) for x in named(ctx)] if named is not None else
               [str(f.get("dataset") or f.get("name") or i) for i, f in enumerate(run.submission_files)])
     queued = _ensure_parts(engine, run_id, labels)
@@ -205,7 +207,7 @@ def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: Scori
         if failed:
             raise ScoringError("; ".join(p.result or p.label for p in failed))
         if len(parts) == len(labels) and all(p.status == PART_DONE for p in parts):
-            return task.combine(ctx, [p.result or "" for p in parts])  # type: ignore[attr-defined]
+            return fan.combine(ctx, [p.result or "" for p in parts])
         part = _claim_part(engine, run_id)
         if part is not None:
             try:

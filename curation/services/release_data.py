@@ -186,6 +186,7 @@ def dataset_release(session: Session, dataset: Dataset, *,
         description=dataset.description, dictionary=dataset.dictionary, info=dataset.info,
         data_file=data_file, data_sha256=dataset.data_sha256, num_rows=dataset.num_rows,
         num_columns=dataset.num_columns, extra=dataset.extra, files=files,
+        parts=dict(dataset.parts or {}),  # imported kinds' parts, as stored (forkpaths import-<kind>)
     )
     for analysis in _rows(session, Analysis, dataset_id=dataset.id):
         if analysis.status != AnalysisStatus.SUBMITTED.value:

@@ -143,12 +143,12 @@ def _kind_only_judges(kind: str) -> set[str]:
     """Judges that other kinds claim as their own (``judges`` of a kind), which kind ``kind`` cannot use."""
     from evaluation.tasks import KINDS
 
-    return {j for k in KINDS.values() if k.name != kind for j in getattr(k, "judges", ())}
+    return {j for k in KINDS.values() if k.name != kind for j in k.judges}
 
 
 def default_judge(kind: str) -> str:
     """The judge a run of ``kind`` uses when none is named: the kind's own, else ``offline``."""
-    return str(getattr(kind_of(kind), "default_judge", "offline"))
+    return kind_of(kind).default_judge
 
 
 # ------------------------------------------------------------------------------------ release access
@@ -323,10 +323,10 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
             raise ScoringError(f"The {what} name '{printable(text)}' holds a control or invisible character "
                                f"({ascii(text[bad])[1:-1]} at position {bad + 1}); use printable text.")
     task = kind_of(kind)
-    modes = tuple(getattr(task, "modes", MODES))  # a kind may score in modes of its own
+    modes = task.modes or MODES  # a kind may score in modes of its own
     if mode not in modes:
         raise ScoringError(f"Unknown mode '{mode}' for {task.name} runs; choose {' or '.join(modes)}.")
-    allowed = tuple(getattr(task, "judges", ()))  # a kind that needs judges of its own names them
+    allowed = task.judges  # a kind that needs judges of its own names them
     if task.uses_judge and allowed and judge not in allowed:
         raise ScoringError(f"The {judge} judge cannot score {task.name} runs; choose {' or '.join(allowed)}.")
     if task.uses_judge and not allowed and judge in _kind_only_judges(task.name):
@@ -335,7 +335,7 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
     if not 1 <= k <= 1000:
         raise ScoringError(f"k must be between 1 and 1000 (got {k}).")
     judge_config = (judges or JudgeSettings()).configuration(judge) if task.uses_judge else {}
-    llm_role = getattr(task, "llm_role", "")  # a kind that asks a model of its own (the reproducibility inspector)
+    llm_role = task.llm_role  # a kind that asks a model of its own (the reproducibility inspector)
     if llm_role:
         judge_config = (judges or JudgeSettings()).llm_configuration(llm_role, llm_model)
     record = _releases._record(session, release_version)
@@ -357,7 +357,8 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         evaluator_version=EVALUATOR_VERSION, judge=judge_config,
         mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
         release_sha256=record.manifest_sha256,
-        progress_total=sum(c.items or 0 for c in checked) or 1,
+        progress_total=(task.planned_items(checked, release) if task.planned_items is not None
+                        else sum(c.items or 0 for c in checked)) or 1,
         stage="queued")
     session.add(run)
     session.flush()
@@ -587,7 +588,7 @@ def score_parts(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
 
 def _llm_of(task: TaskKind, run: ScoringRun, judges: JudgeSettings) -> Callable[[], Any] | None:
     """The client of the model a run recorded, for a kind that asks one (None for the others)."""
-    if not getattr(task, "llm_role", "") or not judges.llm.configured:
+    if not task.llm_role or not judges.llm.configured:
         return None
     recorded = dict(run.judge)
     return lambda: judges.client(recorded)

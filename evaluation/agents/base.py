@@ -139,7 +139,8 @@ class Submission:
 
 @runtime_checkable
 class AgentKind(Protocol):
-    """The agent side of a task kind (one module under ``evaluation/agents/``, registered by the kind's name)."""
+    """The agent side of a task kind: the hook a kind declares (``TaskKind.agent``), or one module under
+    ``evaluation/agents/`` registered by the kind's name."""
 
     name: str  # the task kind's name in evaluation.tasks
     label: str  # "BLADE analyses (one task per dataset)"
@@ -184,13 +185,27 @@ def register_agent_kind(kind: Any) -> Any:
     return kind
 
 
+def _declared() -> dict[str, AgentKind]:
+    """The hooks registered here, then those the task kinds declare (``TaskKind.agent``), in the kinds' order."""
+    from evaluation.tasks import KINDS
+
+    hooks = dict(_AGENT_KINDS)
+    for kind in KINDS.values():
+        if kind.agent is not None and kind.name not in hooks:
+            if not isinstance(kind.agent, AgentKind):
+                raise TypeError(f"the agent hook of the task kind {kind.name!r} does not implement AgentKind")
+            hooks[kind.name] = kind.agent
+    return hooks
+
+
 def agent_kind(name: str) -> AgentKind:
+    hooks = _declared()
     try:
-        return _AGENT_KINDS[name]
+        return hooks[name]
     except KeyError:
-        known = ", ".join(_AGENT_KINDS) or "none"
+        known = ", ".join(hooks) or "none"
         raise UnknownAgentKind(f"Agents cannot answer tasks of kind '{name}'; they can answer: {known}.") from None
 
 
 def agent_kind_names() -> list[str]:
-    return list(_AGENT_KINDS)
+    return list(_declared())

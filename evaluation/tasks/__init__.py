@@ -2,19 +2,25 @@
 
 ``task_kind("analyses")`` gives the BLADE-analysis kind, ``task_kind("mcq")`` the MCQ kind; ``item_kind(name)``
 the kind of decision item a kind brings to curation (``item_kind("hypothesis")``: the hypotheses kind's). A new kind is one
-module that implements :class:`~evaluation.tasks.base.TaskKind` and calls :func:`register_kind`, plus its page
-component in ``annotate_app/components/kinds/``.
+module that defines ``KIND = TaskKind(...)`` (:class:`~evaluation.tasks.base.TaskKind`), plus its page
+component in ``annotate_app/components/kinds/``. Kinds are found by a scan of this package (any module defining
+``KIND``) and the ``forkpaths.kinds`` entry points: no list here names them.
 """
 
 from __future__ import annotations
 
-from evaluation.tasks import analyses as _analyses  # noqa: F401 - registers the kind
-from evaluation.tasks import mcq as _mcq  # noqa: F401 - registers the kind
 from evaluation.tasks.base import (
+    KIND_NAME_MAX,
     CheckedFile,
     Column,
+    FacetJudging,
+    FanOutParts,
+    ImportedDataset,
+    ImportedFile,
+    Importer,
     ItemKind,
     LeaderboardSpec,
+    ReleasePart,
     RunView,
     ScoredRun,
     ScoringContext,
@@ -23,22 +29,36 @@ from evaluation.tasks.base import (
     TaskKind,
 )
 from evaluation.tasks.registry import (
+    ENTRY_POINT_GROUP,
     KINDS,
+    KindDeclarationError,
     UnknownKind,
     companion_kinds,
+    discover_kinds,
     item_kind,
     kind_names,
+    kinds_with,
     ranked_kinds,
     register_kind,
+    registered,
     task_kind,
 )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "KINDS",
+    "KIND_NAME_MAX",
     "CheckedFile",
     "Column",
+    "FacetJudging",
+    "FanOutParts",
+    "ImportedDataset",
+    "ImportedFile",
+    "Importer",
     "ItemKind",
+    "KindDeclarationError",
     "LeaderboardSpec",
+    "ReleasePart",
     "RunView",
     "ScoredRun",
     "ScoringContext",
@@ -47,14 +67,14 @@ __all__ = [
     "TaskKind",
     "UnknownKind",
     "companion_kinds",
+    "discover_kinds",
     "item_kind",
     "kind_names",
+    "kinds_with",
     "ranked_kinds",
     "register_kind",
+    "registered",
     "task_kind",
 ]
 
-# registered after the first kinds, so their order (and the default ranked kind) stays as it was
-from evaluation.tasks import hypotheses as _hypotheses  # noqa: E402, F401 - registers the kind
-from evaluation.tasks import programmatic as _programmatic  # noqa: E402, F401 - registers the kind
-from evaluation.tasks import reproducibility as _reproducibility  # noqa: E402, F401 - registers the kind
+discover_kinds()

@@ -9,7 +9,6 @@ truth's expanded units are chosen for a release dataset.
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from evaluation.submissions import Submission, TooManyAnalyses, parse_submission
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    FanOutParts,
     ItemKind,
     LeaderboardSpec,
     RunView,
@@ -31,9 +31,9 @@ from evaluation.tasks.base import (
     ScoringContext,
     ScoringLimits,
     SubmissionCheckError,
+    TaskKind,
     fmt_score,
 )
-from evaluation.tasks.registry import register_kind
 from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
 from evaluation.transform_credit import transform_credit
 from exports.native import release_data_path
@@ -318,4 +318,8 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             + "  ".join(f"F1 {t} {fmt_score(f1.get(t))}" for t in ("cvar", "value", "graph", "model", "model_cvar")))
 
 
-register_kind(sys.modules[__name__])
+KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
+                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
+                accepts_overrides=accepts_overrides, view=view, order=10, stages="analyses_stages",
+                min_runs_per_task=min_runs_per_task, item_kinds=item_kinds,
+                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine))

@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
 
 from evaluation.errors import EvaluationError
 from evaluation.judges.base import Judge
@@ -27,18 +29,40 @@ from evaluation.scoring import RunBudget
 from exports.schema import Release
 
 __all__ = [
+    "KIND_NAME_MAX",
     "CheckedFile",
     "Column",
+    "FacetJudging",
+    "FanOutParts",
+    "ImportedDataset",
+    "ImportedFile",
+    "Importer",
     "ItemKind",
     "LeaderboardSpec",
+    "ReleasePart",
     "RunView",
     "ScoredRun",
     "ScoringContext",
     "ScoringLimits",
     "SubmissionCheckError",
     "TaskKind",
+    "count_of",
     "fmt_score",
+    "kind_problems",
 ]
+
+
+def count_of(n: int, noun: str) -> str:
+    """``n`` and a kind's plural item noun, singular for one ("1 query", "57 queries", "1 analysis",
+    "2 task folders", "1 answers file")."""
+    if n != 1:
+        return f"{n} {noun}"
+    head, _, last = noun.rpartition(" ")
+    for plural, single in (("ses", "sis"), ("ies", "y"), ("s", "")):
+        if last.endswith(plural) and len(last) > len(plural) + 1:
+            last = last[: -len(plural)] + single
+            break
+    return f"1 {head + ' ' if head else ''}{last}"
 
 
 def fmt_score(x: Any) -> str:
@@ -165,38 +189,172 @@ class RunView(Protocol):
     transform_matcher: dict[str, Any]
 
 
-@runtime_checkable
-class TaskKind(Protocol):
-    """One kind of task. Implement it in one module under ``evaluation/tasks/`` and register it."""
+@dataclass(frozen=True)
+class ReleasePart:
+    """What a kind keeps in each dataset of a release: ``DatasetRelease.parts[kind.name]``, a JSON payload that
+    ``model`` (a pydantic model, usually in the kind's ``exports`` module) validates. Shared code (the ground-truth
+    hash, blinding, a cut's summary, the Releases page, the dataset card, the changelog) loops over the kinds that
+    declare one and never names a kind.
+
+    * ``noun``: what its items are called in a sentence ("MCQs", "QRData questions");
+    * ``counts(part)``: its summary counts, labelled for a person, in the order shown ("questions", "with gold");
+      the first is the number of items;
+    * ``hash_input(part)``: the JSON-able value its scores depend on (what the ground-truth hash covers);
+    * ``blind(part)``: what a reader blind to the dataset may keep (None: nothing); withheld gold never stays;
+    * ``work``: the labels of ``counts`` that are recorded work (experts' input), as opposed to imported content.
+    """
+
+    model: type[BaseModel]
+    noun: str
+    counts: Callable[[Any], dict[str, int]]
+    hash_input: Callable[[Any], Any]
+    blind: Callable[[Any], Any | None]
+    work: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FanOutParts:
+    """A kind whose runs split into parts that helpers score in parallel (one per dataset file or per query):
+    how many, their labels (None: the run's files name them), one part's scoring (its text result) and the
+    combination of every part's result into the run's scores."""
+
+    count: Callable[[ScoringContext], int]
+    score_part: Callable[..., str]
+    combine: Callable[[ScoringContext, Sequence[str]], ScoredRun]
+    labels: Callable[[ScoringContext], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """One file of an imported dataset: its name in the dataset's folder (plain names, ``/`` between folders),
+    where it is read from, what it is (``data``, ``metadata`` or ``other``) and its format (``csv`` or other)."""
+
+    name: str
+    path: Path
+    role: str = "data"
+    format: str = "csv"
+
+
+@dataclass(frozen=True)
+class ImportedDataset:
+    """A dataset an importer read from a benchmark's own layout: its files and the kind's part of it (the items
+    and their gold, as the kind's :attr:`ReleasePart.model`). ``main_file`` is its main table; ``extra`` what the
+    source says about it that forkpaths does not model (kept losslessly); ``licence`` and ``attribution`` go with
+    every release that carries it."""
+
+    name: str
+    title: str
+    research_question: str
+    description: str
+    files: tuple[ImportedFile, ...]
+    main_file: str
+    part: BaseModel
+    dictionary: tuple[dict[str, Any], ...] = ()
+    licence: str = ""
+    attribution: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A kind whose items come from a benchmark's files, with their gold: ``forkpaths import-<kind> PATH`` (and
+    the Datasets page) read ``PATH`` with ``read`` and register each dataset with its part.
+
+    * ``source``: what to point it at, for a person ("a QRData folder: QRData.json and data/");
+    * ``read(path)``: the datasets, everything checked; raises an :class:`~evaluation.errors.EvaluationError`
+      whose sentence names the file (and record) that is wrong. Nothing is stored by it.
+    """
+
+    source: str
+    read: Callable[[Path], list[ImportedDataset]]
+
+
+@dataclass(frozen=True)
+class FacetJudging:
+    """A kind whose judge's verdict has facets that evaluators may label (agree or correct), as DiscoveryBench's
+    hypothesis matching has: how to read a run's result, apply the labels so far, find an item, check a label's
+    target, and read and name one facet's value."""
+
+    read_result: Callable[[bytes | str], Any]
+    effective: Callable[[Any, Sequence[Any]], Any]
+    find_item: Callable[[Any, str], Any]
+    check_facet: Callable[[Any, Any], str]
+    facet_value: Callable[[Any, str, str], Any]
+    facet_label: Callable[[str, Any], str]
+
+
+#: A kind's name is stored in ``kind`` columns of ``varchar(16)``.
+KIND_NAME_MAX = 16
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """One kind of task: one module under ``evaluation/tasks/`` that defines ``KIND = TaskKind(...)``; the registry
+    finds it (a scan of the package, and the ``forkpaths.kinds`` entry-point group for kinds of other packages).
+
+    Required: its name, how a person picks it, what its runs count, its leaderboard role and the four functions
+    that check, score, summarise and place a run. Everything else is an optional capability with a typed default
+    (never read with ``getattr``): shared code asks for it and does nothing where a kind declares none.
+    """
 
     name: str
     label: str  # how a person picks it ("Analyses (BLADE single- or multi-run file, one per dataset)")
     item_noun: str  # what its run counts ("analyses", "answers file")
-    uses_judge: bool  # its runs record and build a judge
-    accepts_overrides: bool  # its items can be overridden by an evaluator, and its runs compared pairwise
-    view: str | None  # the page component that draws a run's drill-down (annotate_app/components/kinds/)
     leaderboard: LeaderboardSpec
+    check_files: Callable[..., list[CheckedFile]]  # (files, release, *, max_items) -> checked; raises with a sentence
+    score: Callable[[ScoringContext], ScoredRun]  # may raise anything (the service records it on the run)
+    leaderboard_values: Callable[[RunView, str | None], dict[str, Any] | None]
+    summary_line: Callable[[Mapping[str, Any]], str]  # one line for a terminal, from a run's stored scores
+    uses_judge: bool = False  # its runs record and build a judge
+    accepts_overrides: bool = False  # its items can be overridden by an evaluator, and its runs compared pairwise
+    view: str | None = None  # the page component that draws a run's drill-down (annotate_app/components/kinds/)
+    # the page component that draws its curation stages (Annotate, Review, Consensus) for the datasets it claims
+    # (its ``claims(session, dataset)``; the one whose ``DEFAULT`` is true curates every other dataset)
+    stages: str | None = None
+    order: int = 100  # where it stands among the kinds (the first ranked kind is the default); ties: by name
+    # --- optional capabilities
+    release_part: ReleasePart | None = None  # what it keeps in a release's datasets
+    item_kinds: tuple[ItemKind, ...] = ()  # the kinds of decision item it owns (each name owned by one kind)
+    # the name of the model it asks (e.g. "inspector"): registering a run records that model (the configured one,
+    # or the one the evaluator names) in the run's ``judge`` field, and scoring hands the kind its client as
+    # ``ScoringContext.llm``
+    llm_role: str = ""
+    modes: tuple[str, ...] = ()  # scoring modes of its own (empty: the shared ones)
+    judges: tuple[str, ...] = ()  # judges of its own (only these may score it)
+    default_judge: str = "offline"
+    facets: tuple[str, ...] = ()  # the facets of its judge's verdict that evaluators may label
+    facet_judging: FacetJudging | None = None  # how its facets are read and labelled (with ``facets``)
+    min_runs_per_task: tuple[int, str] | None = None  # (runs, why): advice for agent runs
+    submission_schema: Path | None = None  # the published JSON schema of its submission (forkpaths score-schema)
+    fan_out: FanOutParts | None = None
+    # how many items scoring the checked files will count (the run's progress total and what its closing note
+    # says), when that is not the sum of the files' items (a kind that scores every item of the release,
+    # answered or not); None: the sum
+    planned_items: Callable[[Sequence[CheckedFile], Release], int] | None = None
+    importer: Importer | None = None  # its items come from a benchmark's files (forkpaths import-<kind>)
+    agent: Any = None  # its agent hook (an evaluation.agents.AgentKind): agents can answer its tasks
 
-    def check_files(self, files: Sequence[tuple[str, bytes]], release: Release, *,
-                    max_items: int | None) -> list[CheckedFile]:
-        """The files, checked against ``release``; raises a typed error with a sentence naming the file."""
-        ...
 
-    def score(self, ctx: ScoringContext) -> ScoredRun:
-        """Score the run's files; may raise anything (the service records it on the run)."""
-        ...
-
-    def leaderboard_values(self, run: RunView, dataset: str | None) -> dict[str, Any] | None:
-        """The run's leaderboard fields (for ``dataset``, or overall); None: nothing to show there."""
-        ...
-
-    def summary_line(self, scores: Mapping[str, Any]) -> str:
-        """One line for a terminal, from the scores stored on a run."""
-        ...
-
-
-# Optional attributes a kind may declare (read with getattr, so kinds without them need not change):
-#   item_kinds: tuple[ItemKind, ...]  the kinds of decision item it owns (each name owned by one kind)
-#   llm_role: str  the name of the model it asks (e.g. "inspector"): registering a run records that model
-#                  (the configured one, or the one the evaluator names) in the run's ``judge`` field, and scoring
-#                  hands the kind its client as ``ScoringContext.llm``.
+def kind_problems(kind: TaskKind) -> list[str]:
+    """What is wrong with a kind's declaration, as sentences (empty: nothing)."""
+    problems = []
+    if not isinstance(kind.name, str) or not kind.name or not kind.name.replace("_", "").isalnum() \
+            or not kind.name[0].isalpha() or kind.name != kind.name.lower():
+        problems.append(f"its name {kind.name!r} must be lower-case letters, digits and underscores, starting with "
+                        "a letter")
+    elif len(kind.name) > KIND_NAME_MAX:
+        problems.append(f"its name {kind.name!r} has {len(kind.name)} characters; the database keeps at most "
+                        f"{KIND_NAME_MAX} in a run's kind")
+    for item in kind.item_kinds:
+        if len(item.name) > KIND_NAME_MAX:
+            problems.append(f"its decision-item kind {item.name!r} is longer than {KIND_NAME_MAX} characters")
+    if kind.release_part is not None and not (isinstance(kind.release_part.model, type)
+                                              and issubclass(kind.release_part.model, BaseModel)):
+        problems.append("its release part's model is not a pydantic model")
+    if bool(kind.facets) != (kind.facet_judging is not None):
+        problems.append("it declares facets without the functions that judge them, or the other way round")
+    if kind.importer is not None and kind.release_part is None:
+        problems.append("it imports datasets but keeps no release part to hold their items")
+    if kind.submission_schema is not None and not Path(kind.submission_schema).is_file():
+        problems.append(f"its submission schema {kind.submission_schema} does not exist")
+    return problems

@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,15 +43,17 @@ from evaluation.submissions import printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    FacetJudging,
+    FanOutParts,
     ItemKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
     ScoringContext,
     SubmissionCheckError,
+    TaskKind,
     fmt_score,
 )
-from evaluation.tasks.registry import register_kind
 from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
 
 __all__ = [
@@ -716,4 +717,18 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"{o.get('judge_errors', 0)} judge errors, {o.get('unanswered', 0)} unanswered)")
 
 
-register_kind(sys.modules[__name__])
+def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
+    """What :func:`score` counts: every gold query of the datasets answered (an unanswered one scores 0)."""
+    tasks = _tasks(release)
+    answered = {tasks[a.task][0].name for c in checked for a in read_answers(c.data, label=c.name, release=release)}
+    return sum(1 for d, t in tasks.values() if d.name in answered and t.gold is not None)
+
+
+KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
+                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
+                accepts_overrides=accepts_overrides, view=view, order=30, stages="hypotheses_stages",
+                item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
+                submission_schema=SCHEMA_PATH, planned_items=planned_items,
+                facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,
+                                           check_facet=check_facet, facet_value=facet_value, facet_label=facet_label),
+                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels))

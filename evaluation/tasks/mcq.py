@@ -6,7 +6,6 @@ on the release sits beside its analysis runs."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,19 +18,19 @@ from evaluation.tasks.base import (
     ScoredRun,
     ScoringContext,
     SubmissionCheckError,
+    TaskKind,
     fmt_score,
 )
-from evaluation.tasks.registry import register_kind
 from exports.schema import Release
 
 __all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary_line"]
 
 name = "mcq"
 label = "MCQ answers (question id → letter)"
-item_noun = "answers file"
+item_noun = "answers files"
 uses_judge = False
 accepts_overrides = False
-view: str | None = None
+view: str | None = "mcq"
 leaderboard = LeaderboardSpec(role="companion", columns=(Column("mcq_accuracy", "MCQ accuracy"),))
 
 
@@ -84,4 +83,6 @@ def summary_line(scores: Mapping[str, Any]) -> str:
     return f"MCQ accuracy {fmt_score(m.get('accuracy'))} (chance {fmt_score(m.get('chance'))})"
 
 
-register_kind(sys.modules[__name__])
+KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
+                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
+                accepts_overrides=accepts_overrides, view=view, order=20)

@@ -10,7 +10,6 @@ the completion rate, the success rate (pass@1 over the runs) and per function an
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -29,9 +28,9 @@ from evaluation.tasks.base import (
     ScoredRun,
     ScoringContext,
     SubmissionCheckError,
+    TaskKind,
     fmt_score,
 )
-from evaluation.tasks.registry import register_kind
 from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticTaskRelease, Release
 
 __all__ = ["ARTIFACT", "CHECK", "RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
@@ -201,4 +200,12 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"errors {p.get('errors', 0)}")
 
 
-register_kind(sys.modules[__name__])
+def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
+    """Every task of the release is scored on every run's zip (a task without a folder fails its checks)."""
+    return len(checked) * len(release_tasks(release))
+
+
+KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
+                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
+                accepts_overrides=accepts_overrides, view=view, order=40,
+                item_kinds=item_kinds, modes=modes, planned_items=planned_items)

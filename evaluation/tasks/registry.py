@@ -1,24 +1,43 @@
-"""The registry: a kind's name → its module object (lm-evaluation-harness's task registry, inspect_ai's
-tasks found by name)."""
+"""The registry: a kind's name → its :class:`~evaluation.tasks.base.TaskKind` (lm-evaluation-harness's task
+registry, inspect_ai's tasks found by name).
+
+Kinds are discovered, not imported by hand: every module of this package that defines ``KIND`` (a
+:class:`TaskKind`), and every object published under the ``forkpaths.kinds`` entry-point group by another
+installed package. They stand in the order they declare (``TaskKind.order``, then name), whatever order the
+modules were found in. A kind whose declaration is wrong, or whose name is taken, stops the start with a sentence.
+"""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.metadata import entry_points
 from typing import Any
 
 from evaluation.errors import EvaluationError
-from evaluation.tasks.base import ItemKind, TaskKind
+from evaluation.tasks.base import ItemKind, TaskKind, kind_problems
 
 __all__ = [
     "KINDS",
+    "ENTRY_POINT_GROUP",
+    "KindDeclarationError",
     "UnknownKind",
     "companion_kinds",
+    "discover_kinds",
     "item_kind",
     "kind_names",
+    "kinds_with",
     "ranked_kinds",
     "register_kind",
+    "registered",
     "task_kind",
 ]
+
+ENTRY_POINT_GROUP = "forkpaths.kinds"
+#: the package's modules that are not kinds
+_NOT_KINDS = frozenset({"base", "registry"})
 
 KINDS: dict[str, TaskKind] = {}
 
@@ -27,18 +46,65 @@ class UnknownKind(EvaluationError):
     """A run names a kind no module registered."""
 
 
-def register_kind(kind: Any) -> Any:
-    """Register ``kind`` (a module or object implementing :class:`TaskKind`) under ``kind.name``."""
+class KindDeclarationError(EvaluationError):
+    """A kind that cannot be registered (a wrong declaration, a name taken): the sentence says which and why."""
+
+
+def _sort() -> None:
+    ordered = sorted(KINDS.values(), key=lambda k: (k.order, k.name))
+    KINDS.clear()
+    KINDS.update((k.name, k) for k in ordered)
+
+
+def register_kind(kind: Any, *, source: str = "") -> TaskKind:
+    """Register ``kind`` (a :class:`TaskKind`) under its name.
+
+    Raises:
+        KindDeclarationError: not a TaskKind, a wrong declaration, its name or one of its decision-item kinds
+            already registered by another kind.
+    """
+    where = f" (from {source})" if source else ""
     if not isinstance(kind, TaskKind):
-        raise TypeError(f"{kind!r} does not implement the TaskKind protocol")
+        raise KindDeclarationError(f"{kind!r}{where} is not a TaskKind: a kind module defines KIND = TaskKind(...).")
+    problems = kind_problems(kind)
+    if problems:
+        raise KindDeclarationError(f"The task kind {kind.name!r}{where} cannot be registered: {'; '.join(problems)}.")
     if kind.name in KINDS and KINDS[kind.name] is not kind:
-        raise ValueError(f"a task kind named {kind.name!r} is already registered")
-    for item in getattr(kind, "item_kinds", ()):
+        raise KindDeclarationError(f"Two task kinds are named {kind.name!r}{where}: each kind needs its own name.")
+    for item in kind.item_kinds:
         owner = next((k.name for k, i in _item_kinds() if i.name == item.name), kind.name)
         if owner != kind.name:
-            raise ValueError(f"the decision-item kind {item.name!r} already belongs to the task kind {owner!r}")
+            raise KindDeclarationError(f"The decision-item kind {item.name!r} of the task kind {kind.name!r}{where} "
+                                       f"already belongs to the task kind {owner!r}.")
     KINDS[kind.name] = kind
+    _sort()
     return kind
+
+
+@contextmanager
+def registered(kind: TaskKind) -> Iterator[TaskKind]:
+    """``kind`` registered for the duration of the block (a kind defined in a test), then removed."""
+    register_kind(kind, source="a test")
+    try:
+        yield kind
+    finally:
+        KINDS.pop(kind.name, None)
+
+
+def discover_kinds() -> list[TaskKind]:
+    """Register every kind of this package and of the ``forkpaths.kinds`` entry points (idempotent)."""
+    import evaluation.tasks as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in _NOT_KINDS or info.name.startswith("_") or info.ispkg:
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        kind = getattr(module, "KIND", None)  # a module of the package without KIND is a helper, not a kind
+        if kind is not None:
+            register_kind(kind, source=module.__name__)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        register_kind(ep.load(), source=f"the entry point {ep.name} = {ep.value}")
+    return list(KINDS.values())
 
 
 def task_kind(name: str) -> TaskKind:
@@ -54,8 +120,15 @@ def task_kind(name: str) -> TaskKind:
 
 
 def kind_names() -> list[str]:
-    """Every registered kind, in registration order."""
+    """Every registered kind, in their declared order."""
     return list(KINDS)
+
+
+def kinds_with(capability: str) -> list[TaskKind]:
+    """The kinds that declare ``capability`` (a field of :class:`TaskKind` that is not empty)."""
+    if capability not in TaskKind.__dataclass_fields__:
+        raise AttributeError(f"TaskKind has no capability {capability!r}")
+    return [k for k in KINDS.values() if getattr(k, capability)]
 
 
 def ranked_kinds() -> list[TaskKind]:
@@ -70,7 +143,7 @@ def companion_kinds() -> list[TaskKind]:
 
 def _item_kinds() -> Iterator[tuple[TaskKind, ItemKind]]:
     for kind in KINDS.values():
-        for item in getattr(kind, "item_kinds", ()):
+        for item in kind.item_kinds:
             yield kind, item
 
 

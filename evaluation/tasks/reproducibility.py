@@ -15,7 +15,6 @@ registry's face of it: file checks, scoring a run, leaderboard values.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,16 +30,16 @@ from evaluation.tasks.base import (
     ScoredRun,
     ScoringContext,
     SubmissionCheckError,
+    TaskKind,
     fmt_score,
 )
-from evaluation.tasks.registry import register_kind
 from exports.schema import Release
 
 __all__ = ["check_files", "leaderboard_values", "score", "summary_line"]
 
 name = "reproducibility"
 label = "Reproducibility (an inspector redoes each analysis from its workflow)"
-item_noun = "items with a workflow"
+item_noun = "workflow items"
 uses_judge = False
 accepts_overrides = False  # its overrides are of outcomes, kept by curation.services.reproducibility
 view: str | None = "reproducibility"
@@ -141,4 +140,7 @@ def summary_line(scores: Mapping[str, Any]) -> str:
                f"{acc.get('not_judged', 0)} not judged)" if acc.get("graded") or acc.get("not_judged") else ""))
 
 
-register_kind(sys.modules[__name__])
+KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
+                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
+                accepts_overrides=accepts_overrides, view=view, order=50,
+                llm_role=llm_role)

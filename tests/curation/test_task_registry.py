@@ -45,13 +45,12 @@ def test_both_kinds_are_registered_and_implement_the_protocol():
     with pytest.raises(tasks.UnknownKind,
                        match="Unknown run kind 'nope'; the known kinds are analyses, mcq, hypotheses"):
         tasks.task_kind("nope")
-    with pytest.raises(TypeError):
-        tasks.register_kind(types.SimpleNamespace(name="half"))  # not the protocol: refused
+    with pytest.raises(tasks.KindDeclarationError, match="is not a TaskKind: a kind module defines KIND"):
+        tasks.register_kind(types.SimpleNamespace(name="half"))  # not a TaskKind: refused
 
 
-def _toy_kind() -> types.ModuleType:
-    """A whole new kind in one module object: counts the words of a one-line answer per dataset."""
-    mod = types.ModuleType("toy_kind")
+def _toy_kind(**changes: Any) -> tasks.TaskKind:
+    """A whole new kind in one declaration: counts the words of a one-line answer per dataset."""
 
     def check_files(files: Sequence[tuple[str, bytes]], release: Any, *, max_items: int | None) -> list[CheckedFile]:
         if len(files) != 1 or not files[0][1].strip():
@@ -70,16 +69,15 @@ def _toy_kind() -> types.ModuleType:
     def summary_line(scores: Mapping[str, Any]) -> str:
         return f"{scores['toy']['words']} words"
 
-    mod.__dict__.update(name="toy", label="Toy answers", item_noun="answer", uses_judge=False,
-                        accepts_overrides=False, view=None, check_files=check_files, score=score,
-                        leaderboard_values=leaderboard_values, summary_line=summary_line,
-                        leaderboard=LeaderboardSpec(role="companion", columns=(Column("toy_words", "toy words"),)))
-    return mod
+    declared: dict[str, Any] = dict(
+        name="toy", label="Toy answers", item_noun="answer", check_files=check_files, score=score,
+        leaderboard_values=leaderboard_values, summary_line=summary_line,
+        leaderboard=LeaderboardSpec(role="companion", columns=(Column("toy_words", "toy words"),)))
+    return tasks.TaskKind(**{**declared, **changes})
 
 
 def test_a_new_kind_is_one_module_and_the_services_serve_it(world, monkeypatch):
     toy_kind = _toy_kind()
-    assert isinstance(toy_kind, tasks.TaskKind)
     monkeypatch.setitem(tasks.KINDS, "toy", toy_kind)  # undone after the test
     assert tasks.register_kind(toy_kind) is toy_kind
     with pytest.raises(ScoringError, match="answer.txt is empty; write one answer"):
@@ -133,7 +131,7 @@ def test_the_scoring_modules_do_not_name_a_kind():
             for p in (root / top).rglob("*.py") if "tasks" not in p.relative_to(root).parts[:2]
             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert hits == []
-    assert sys.modules["evaluation.tasks.analyses"] is tasks.task_kind("analyses")  # the module object itself
+    assert sys.modules["evaluation.tasks.analyses"].KIND is tasks.task_kind("analyses")  # the module's declaration
 
 
 def test_decision_item_kinds_are_declared_by_their_task_kind():
@@ -155,10 +153,41 @@ def test_a_decision_item_kind_belongs_to_one_task_kind(monkeypatch):
 
     kinds = dict(registry.KINDS)
     monkeypatch.setattr(registry, "KINDS", kinds)  # should the refusal fail, the real registry stays as it was
-    toy = _toy_kind()
-    toy.item_kinds = (tasks.ItemKind("hypothesis"),)
-    with pytest.raises(ValueError, match="'hypothesis' already belongs to the task kind 'hypotheses'"):
+    toy = _toy_kind(item_kinds=(tasks.ItemKind("hypothesis"),))
+    with pytest.raises(tasks.KindDeclarationError, match="'hypothesis' of the task kind 'toy' already belongs to "
+                                                         "the task kind 'hypotheses'"):
         tasks.register_kind(toy)
     assert "toy" not in kinds
-    toy.item_kinds = (tasks.ItemKind("toy answer"),)
+    toy = _toy_kind(item_kinds=(tasks.ItemKind("toy answer"),))
     assert tasks.register_kind(toy) is toy and tasks.item_kind("toy answer") is toy.item_kinds[0]
+
+
+def test_a_wrong_declaration_is_refused_at_start_with_a_sentence(monkeypatch):
+    """A kind registered twice, or with a name the ``kind`` column (varchar(16)) cannot hold, stops the start."""
+    from evaluation.tasks import registry
+
+    kinds = dict(registry.KINDS)
+    monkeypatch.setattr(registry, "KINDS", kinds)
+    with pytest.raises(tasks.KindDeclarationError, match="Two task kinds are named 'mcq'"):
+        tasks.register_kind(_toy_kind(name="mcq"))
+    with pytest.raises(tasks.KindDeclarationError,
+                       match="'reproducibility_v2' has 18 characters; the database keeps at most 16"):
+        tasks.register_kind(_toy_kind(name="reproducibility_v2"))
+    with pytest.raises(tasks.KindDeclarationError, match="must be lower-case letters"):
+        tasks.register_kind(_toy_kind(name="Toy Kind"))
+    assert set(kinds) == set(registry.KINDS) and "toy" not in kinds
+    # discovery is idempotent: finding the package's kinds again registers nothing twice
+    assert [k.name for k in tasks.discover_kinds()] == list(kinds)
+
+
+def test_kinds_stand_in_their_declared_order_whatever_order_they_are_found_in(monkeypatch):
+    from evaluation.tasks import registry
+
+    kinds = dict(reversed(list(registry.KINDS.items())))
+    monkeypatch.setattr(registry, "KINDS", {})
+    for kind in kinds.values():
+        tasks.register_kind(kind)
+    assert list(registry.KINDS)[:5] == ["analyses", "mcq", "hypotheses", "programmatic", "reproducibility"]
+    with tasks.registered(_toy_kind(order=0)):
+        assert list(registry.KINDS)[0] == "toy"
+    assert "toy" not in registry.KINDS
