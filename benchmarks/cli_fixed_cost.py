@@ -3,7 +3,8 @@
 Measures, each as a fresh process (the way a person or a script runs it):
 
 * ``import curation.cli`` alone;
-* ``forkpaths --help`` (argument parsing only, no database);
+* ``forkpaths --help`` (no database; it loads the task registry to list the ``import-<kind>`` commands) and
+  ``forkpaths runs --help`` (argument parsing only);
 * ``forkpaths init`` on an initialised SQLite data directory: exactly the start-up every database command runs
   first (engine, migration check, first admin, release folder), with no work of its own: the fixed cost;
 * ``forkpaths release list`` and ``forkpaths runs list`` with nothing to list: the fixed cost plus reading
@@ -68,7 +69,8 @@ def main() -> None:
         cases = [
             ("python -c pass (the floor)", [sys.executable, "-c", "pass"]),
             ("import curation.cli", [sys.executable, "-c", "import curation.cli"]),
-            ("forkpaths --help", [*fp, "--help"]),
+            ("forkpaths --help", [*fp, "--help"]),  # lists the import-<kind> commands: the task registry
+            ("forkpaths runs --help", [*fp, "runs", "--help"]),  # a built-in command's help: the parser alone
             ("forkpaths init (start-up only)", [*fp, "init"]),
             ("forkpaths release list", [*fp, "release", "list"]),
             ("forkpaths runs list", [*fp, "runs", "list"]),
