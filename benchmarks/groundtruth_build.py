@@ -46,7 +46,7 @@ import pandas as pd
 ROOT_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT_DIR))
 
-from proc_cpu import command_cost, load, machine_speed, sandbox_cpu  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import command_cost, load, sandbox_cpu  # noqa: E402 - benchmarks/ is this script's folder
 
 from evaluation.groundtruth import DatasetSource, build_dataset, sources_from_blade_folders  # noqa: E402
 from evaluation.groundtruth.build import build_sources  # noqa: E402
@@ -169,7 +169,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", nargs="*", help="only these datasets")
     args = parser.parse_args()
-    print(machine_speed())
     with tempfile.TemporaryDirectory(prefix="gt-bench-") as tmp:
         tmpdir = Path(tmp)
         t0 = time.perf_counter()
@@ -302,4 +301,7 @@ def _in_process_cpu(sources: list[DatasetSource]) -> None:
 
 
 if __name__ == "__main__":
+    from proc_cpu import count_this_run  # benchmarks/ is this script's folder
+
+    count_this_run()  # prints this run's wall and CPU seconds, the load and the machine's speed at exit
     main()

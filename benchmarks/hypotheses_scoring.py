@@ -173,6 +173,9 @@ def bench_leaderboard(tmp: Path) -> None:
 
 
 if __name__ == "__main__":
+    from proc_cpu import count_this_run  # benchmarks/ is this script's folder
+
+    count_this_run()  # prints this run's wall and CPU seconds, the load and the machine's speed at exit
     with tempfile.TemporaryDirectory() as d:
         bench_judge(Path(d))
         bench_leaderboard(Path(d))

@@ -17,7 +17,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CommandCost", "OwnCgroup", "command_cost", "load", "machine_speed", "sandbox_cpu", "tree_cpu"]
+__all__ = ["CommandCost", "OwnCgroup", "command_cost", "count_this_run", "load", "machine_speed", "sandbox_cpu",
+           "tree_cpu"]
 
 
 def _table(reaped: bool = True) -> tuple[dict[int, list[int]], dict[int, float]]:
@@ -124,10 +125,28 @@ class CommandCost:
         return f"{label}: {self.wall:.2f} s wall, {self.cpu:.2f} s CPU ({self.how})"
 
 
+def _own_cgroup(root: Path, controller: str) -> Path:
+    """The cgroup this process is in, in the hierarchy mounted at ``root`` (``controller`` "" for cgroup v2)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return root
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        if (controller in names.split(",")) if controller else names == "":
+            return root / path.lstrip("/")
+    return root
+
+
 def _cgroup_dir() -> tuple[Path, str] | None:
-    """A fresh cgroup to run a command in, and its CPU counter file; None where cgroups cannot be made here."""
+    """A fresh cgroup to run a command in, and its CPU counter file; None where cgroups cannot be made here.
+
+    Made inside this process's own cgroup, whose counter includes it: a benchmark counting its own run
+    (:func:`count_this_run`) counts the commands it measures too."""
     name = f"forkpaths-bench-{uuid.uuid4().hex[:10]}"
-    for root, counter in ((CPUACCT, "cpuacct.usage"), (Path("/sys/fs/cgroup"), "cpu.stat")):
+    for mount, controller, counter in ((CPUACCT, "cpuacct", "cpuacct.usage"),
+                                       (Path("/sys/fs/cgroup"), "", "cpu.stat")):
+        root = _own_cgroup(mount, controller)
         if not (root / "cgroup.procs").exists():
             continue
         try:
@@ -219,3 +238,41 @@ def command_cost(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str 
                 parent.write_text(pid)
         with contextlib.suppress(OSError):
             folder.rmdir()
+
+
+def count_this_run() -> None:
+    """Count what this benchmark costs, from here to its exit, and print it at exit beside the load and the
+    machine's speed: wall seconds, and the CPU seconds of this process and of every process it started.
+
+    Where this machine allows (root), the process moves into a cgroup of its own, so every process it starts
+    counts, sandbox processes killed or reaped outside its tree included (the CPU spent before the move, the
+    interpreter's start, is added). Elsewhere: this process and the children it waited for, which misses the
+    killed ones, and says so."""
+    import atexit
+
+    started, before = time.perf_counter(), os.times()
+    group = _cgroup_dir()
+    if group is not None:
+        folder, counter = group
+        try:
+            (folder / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            folder.rmdir()
+            group = None
+
+    def report() -> None:
+        wall = time.perf_counter() - started
+        if group is None:
+            now = os.times()
+            cpu = sum(now[:4]) - sum(before[:4])
+            how = "this process and the children it waited for"
+        else:
+            cpu = _cgroup_cpu(folder, counter) + before.user + before.system
+            how = "cgroup: every process it started"
+            with contextlib.suppress(OSError):  # back where it came from, then the group goes
+                (folder.parent / "cgroup.procs").write_text(str(os.getpid()))
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # still busy when a process it started lives on: left, and harmless
+        print(f"\nthis run: {wall:.1f} s wall, {cpu:.1f} s CPU ({how}); {load()}; {machine_speed()}", flush=True)
+
+    atexit.register(report)

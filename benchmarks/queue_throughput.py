@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from proc_cpu import load, machine_speed, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
+from proc_cpu import command_cost, load, machine_speed, tree_cpu  # noqa: E402 - benchmarks/ is this script's folder
 from sqlalchemy import create_engine, text  # noqa: E402
 from sqlmodel import select  # noqa: E402
 
@@ -212,9 +212,9 @@ def submit_to_progress(blade: Path) -> None:
 
             sub = blade / "examples" / "multirun_analyses.json"
             t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "curation.cli", "score", "--release", "1.0.0",
-                                  "--submission", str(sub), "--agent", "cli", "--enqueue", "--as",
-                                  world.evaluator.username], cwd=ROOT, env=env, capture_output=True, text=True)
+            out = command_cost([sys.executable, "-m", "curation.cli", "score", "--release", "1.0.0",
+                                "--submission", str(sub), "--agent", "cli", "--enqueue", "--as",
+                                world.evaluator.username], cwd=ROOT, env=env)  # its CPU: every process it starts
             printed = time.perf_counter() - t0
             run_id = int(out.stdout.strip())
             _wait(lambda: progressed(run_id), step=0.01)
@@ -226,7 +226,8 @@ def submit_to_progress(blade: Path) -> None:
             queued = time.perf_counter() - t0
             _wait(lambda: progressed(run_id), step=0.01)
             first_in = time.perf_counter() - t0
-            print(f"submit to first progress: `forkpaths score --enqueue` printed the run after {printed:.2f} s, "
+            print(f"submit to first progress: `forkpaths score --enqueue` printed the run after {printed:.2f} s "
+                  f"({out.cpu:.2f} s CPU, {out.how}; goal <= 0.5 s CPU), "
                   f"first analysis scored after {first:.2f} s; enqueue_run in process {queued * 1000:.0f} ms, first "
                   f"analysis after {first_in:.2f} s")
         finally:
@@ -262,4 +263,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from proc_cpu import count_this_run  # benchmarks/ is this script's folder
+
+    count_this_run()  # prints this run's wall and CPU seconds, the load and the machine's speed at exit
     main()

@@ -34,8 +34,6 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proc_cpu import machine_speed  # noqa: E402 - benchmarks/ is this script's folder
-
 from evaluation.groundtruth import hashing  # noqa: E402
 from evaluation.groundtruth.hashing import ColumnHasher, blade_value_hash  # noqa: E402
 
@@ -96,7 +94,6 @@ def main() -> None:
     df = soccer_like()
     sub = df[df["i0"] > 20]
     print(f"frame {df.shape[0]:,} x {df.shape[1]} ({', '.join(f'{n} {k}' for k, n in df.dtypes.astype(str).value_counts().items())})")
-    print(machine_speed())
 
     def warm() -> None:
         h = ColumnHasher()
@@ -141,4 +138,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from proc_cpu import count_this_run  # benchmarks/ is this script's folder
+
+    count_this_run()  # prints this run's wall and CPU seconds, the load and the machine's speed at exit
     main()

@@ -76,10 +76,19 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
     return names
 
 
-def initialise(settings: Settings) -> StartupReport:
-    """Everything the app and the CLI need before serving: idempotent, safe to run at every start."""
+def initialise(settings: Settings, *, runs_code: bool = True) -> StartupReport:
+    """Everything the app and the CLI need before serving: idempotent, safe to run at every start.
+
+    ``runs_code=False`` (a command that only reads records, such as listing runs) sets the sandbox up without
+    probing how strongly it isolates here: the probe starts bubblewrap and a Python process, and says nothing a
+    command that runs no code needs."""
     settings.resolved_data_dir.mkdir(parents=True, exist_ok=True)
-    configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
+    if runs_code:
+        configure_sandbox(mode=settings.sandbox, data_dir=settings.resolved_data_dir)
+    else:
+        from evaluation import sandbox
+
+        sandbox.configure(mode=settings.sandbox, hidden_paths=[settings.resolved_data_dir])
     engine = make_engine(settings.resolved_database_url)
     migrate(engine)
     password = settings.admin_password.get_secret_value() if settings.admin_password else None

@@ -13,24 +13,24 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from curation.bootstrap import initialise
-from curation.cli_progress import ProgressBar
-from curation.db import one_snapshot, session_scope
-from curation.errors import USER_ERRORS, CurationError
-from curation.models import Role
-from curation.services.accounts import (
+from curation.account_rules import (
     MAX_PASSWORD_LENGTH,
     MIN_PASSWORD_LENGTH,
     PASSWORD_RULE,
-    operator_account,
+    Role,
+    acting_operator,
 )
-from curation.settings import PROJECT_ROOT, Settings
+from curation.errors import USER_ERRORS, CurationError
 
-# Heavy modules (pandas, networkx, the sandbox, the services) are imported inside the commands that use them:
-# every command pays for what is imported here (tests/curation/test_cli_imports.py keeps it light).
+if TYPE_CHECKING:
+    from curation.settings import Settings
+    from exports.schema import Release
+
+# Everything else (the settings, the database, the tables, the services, the data libraries) is imported inside
+# the commands that use it: every command pays for what is imported here, and `--help` or a mistyped option
+# must answer at once (tests/curation/test_cli_imports.py keeps it light).
 
 __all__ = ["main"]
 
@@ -98,6 +98,9 @@ def _free_port(address: str | None, port: int) -> int | None:
 
 
 def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.settings import PROJECT_ROOT
+
     port = _free_port(args.address, args.port)
     if port is None:
         print(f"Port {args.port} and the {PORTS_TRIED} after it are taken; choose a free one with --port.",
@@ -143,6 +146,8 @@ def _cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_init(_args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+
     report = initialise(settings)
     print(f"Database ready at {settings.resolved_database_url.split('@')[-1]}")
     if report.generated_password:
@@ -151,6 +156,8 @@ def _cmd_init(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.accounts import create_user, generate_password
 
     report = initialise(settings)
@@ -173,7 +180,9 @@ def _cmd_create_user(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_add_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
     from curation.dataset_files import read_blade_folder
+    from curation.db import session_scope
     from curation.services.datasets import register_dataset
 
     report = initialise(settings)
@@ -189,6 +198,8 @@ def _cmd_add_dataset(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.models import Dataset, User
     from curation.services.datasets import assign_analysts, assigned_user_ids
 
@@ -211,11 +222,13 @@ def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.blade_import import import_blade
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
+        actor = acting_operator(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
         results = import_blade(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
                                max_bytes=settings.max_upload_bytes)
     for r in results:
@@ -225,11 +238,13 @@ def _cmd_import_blade(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.discoverybench_import import import_discoverybench
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
+        actor = acting_operator(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
         r = import_discoverybench(session=session, actor=actor, path=Path(args.path), store=settings.datasets_store,
                                   max_bytes=settings.max_upload_bytes, replace=args.replace,
                                   without_gold=args.without_gold)
@@ -242,11 +257,13 @@ def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> 
 
 def _cmd_import_kind(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths import-<kind> PATH``: any kind that declares an importer (see curation.services.kind_import)."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.kind_import import import_kind
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
+        actor = acting_operator(session=session, username=args.as_user) if getattr(args, "as_user", None) else None
         r = import_kind(session=session, actor=actor, kind=args.import_kind, path=Path(args.path),
                         store=settings.datasets_store, max_bytes=settings.max_upload_bytes)
     for line in r.lines():
@@ -272,11 +289,13 @@ def _add_kind_imports(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.datasets import archive_dataset, restore_dataset
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         if args.dataset_command == "archive":
             archive_dataset(session=session, actor=actor, name=args.name)
             print(f"Archived '{args.name}': hidden from annotation and left out of new releases "
@@ -290,6 +309,8 @@ def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
 def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.models import Dataset
     from curation.services.checks import (
         CheckedModel,
@@ -311,7 +332,7 @@ def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
         dataset = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
         if dataset is None:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         after = args.after or []
         check: CheckedModel | CheckedTransform
         if args.model:
@@ -357,13 +378,15 @@ def _describe_check(check) -> str:  # type: ignore[no-untyped-def]
 
 
 def _release_list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import release_records as rr
     from curation.services.release_store import release_store_problems
 
-    report = initialise(settings)
+    report = initialise(settings, runs_code=False)
     artifacts = settings.artifact_store()
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         records = rr.list_release_records(session=session, actor=actor)
         if not records:
             print("No releases yet.")
@@ -381,6 +404,10 @@ def _release_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.cli_progress import ProgressBar
+    from curation.db import one_snapshot, session_scope
+
     if args.release_command == "list":  # records alone: none of the data libraries the other commands need
         return _release_list(args, settings)
     from curation.services import releases as rel
@@ -392,7 +419,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as session:
         if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
             one_snapshot(session, tables=RELEASE_TABLES)
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         if args.release_command == "create":
             _, empty = rel.release_candidates(session=session, actor=actor)
             record = rel.cut_release(session=session, actor=actor, version=args.version, notes=args.notes or "",
@@ -438,20 +465,23 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
     path = Path(args.release)
     datasets = args.dataset or None
     version = _recorded_release_of(path, settings) if path.exists() else args.release
+    release: Release | None = None  # read once: by the checks of a recorded release, else by the build
     if version is not None:  # a release version (or its folder): the recorded, verified release, as its reader may
+        from curation.bootstrap import initialise  # the database: only for a recorded release
+        from curation.db import session_scope
         from curation.errors import BlindingViolation
         from curation.services.blinding import withheld_ground_truth
-        from curation.services.scoring import verified_release_folder
+        from curation.services.scoring import verified_release
 
         report = initialise(settings)
         with session_scope(report.engine) as session:
-            actor = operator_account(session=session, username=args.as_user)
-            path = verified_release_folder(session=session, actor=actor, release_version=version,
-                                           artifacts=settings.artifact_store())
+            actor = acting_operator(session=session, username=args.as_user)
+            release, path = verified_release(session=session, actor=actor, release_version=version,
+                                             artifacts=settings.artifact_store())
             withheld, why = withheld_ground_truth(session=session, actor=actor, release_version=version,
                                                   names=datasets)
         if withheld:
-            names = datasets or _release_datasets(path)
+            names = datasets or [d.name for d in release.datasets if d.transforms]  # what a build builds
             datasets = [n for n in names if n not in withheld]
             if not datasets:
                 raise BlindingViolation(why)
@@ -478,7 +508,7 @@ def _cmd_gt(args: argparse.Namespace, settings: Settings) -> int:
                   f"(value hashes differ from BLADE's published ones): {', '.join(s['date_derived_columns'])}")
 
     try:
-        build_release(path, datasets=datasets, cache_dir=cache, on_dataset=show)
+        build_release(path, datasets=datasets, cache_dir=cache, on_dataset=show, release=release)
     except FormatError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -496,25 +526,20 @@ def _recorded_release_of(path: Path, settings: Settings) -> str | None:
     return rel.parts[0] if len(rel.parts) == 1 else None
 
 
-def _release_datasets(folder: Path) -> list[str]:
-    """The datasets ``gt build`` builds by default: those of the release with transforms."""
-    from exports.native import read_release
-
-    return [d.name for d in read_release(folder).datasets if d.transforms]
-
-
 def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
     import dataclasses
     import json
 
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.models import Dataset
     from curation.services.agreement import agreement_report
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         dataset_id = None
         if args.dataset:
             ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
@@ -546,6 +571,9 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
     foreground, or with ``--enqueue`` handed to the workers (PostgreSQL) and followed from the page."""
     from sqlmodel import select
 
+    from curation.bootstrap import initialise
+    from curation.cli_progress import ProgressBar
+    from curation.db import session_scope
     from curation.models import Dataset, RunStatus
     from curation.services.background_jobs import execute_job
     from curation.services.jobs import enqueue_job, is_postgres
@@ -558,7 +586,7 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         raise CurationError("--enqueue hands the generation to `forkpaths worker` processes, which take jobs from "
                             "PostgreSQL (set FORKPATHS_DATABASE_URL); on SQLite run it without --enqueue.")
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         ds = session.exec(select(Dataset).where(Dataset.name == args.dataset)).first()
         if ds is None:
             raise CurationError(f"There is no dataset called '{args.dataset}'.")
@@ -600,13 +628,15 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     import dataclasses
     import json
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.mcq_audit import audit_mcqs
     from curation.services.mcq_generate import MCQSettings, generate_mcqs
 
     report = initialise(settings)
     if args.mcq_command == "generate":
         with session_scope(report.engine) as session:
-            actor = operator_account(session=session, username=getattr(args, "as_user", None))
+            actor = acting_operator(session=session, username=getattr(args, "as_user", None))
             result = generate_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset),
                                    settings=MCQSettings(seed=args.seed))
         counts = ", ".join(f"{n} {k}" for k, n in result.counts().items())
@@ -616,7 +646,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
             print(f"  not built: {note}")
         return 0
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=getattr(args, "as_user", None))
+        actor = acting_operator(session=session, username=getattr(args, "as_user", None))
         audit = audit_mcqs(session=session, actor=actor, dataset_id=_dataset_id(session, args.dataset))
     if args.json:
         print(json.dumps(dataclasses.asdict(audit) | {"flagged": audit.flagged, "flag_counts": audit.flag_counts()},
@@ -634,7 +664,9 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, kind_imports: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; without ``kind_imports``, without the ``import-<kind>`` commands, whose list
+    comes from the task registry, which imports every kind (their scoring libraries among them)."""
     p = argparse.ArgumentParser(prog="forkpaths", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print progress logs (INFO); accepted anywhere on the command line")
@@ -693,7 +725,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="import the queries without their gold hypotheses (metadata and answer keys), to curate "
                           "them from scratch in stage 1")
     idb.set_defaults(func=_cmd_import_discoverybench)
-    _add_kind_imports(sub)
+    if kind_imports:
+        _add_kind_imports(sub)
     rel = sub.add_parser("release", help="cut, list, compare and export benchmark releases")
     rel.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     rsub = rel.add_subparsers(dest="release_command", required=True)
@@ -802,6 +835,15 @@ _WITHOUT_ACTOR = ("run", "init", "create-user", "add-dataset", "assign")
 VERBOSE_FLAGS = ("--verbose", "-v")
 
 
+def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser ``argv`` needs: every command but the ``import-<kind>`` ones, when it names one of them (the
+    task registry is loaded only for an ``import-<kind>`` command, the top-level help, or a command not found)."""
+    parser = build_parser(kind_imports=False)
+    named = next((a for a in argv if not a.startswith("-")), None)
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return parser if named in commands else build_parser()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = any(a in VERBOSE_FLAGS for a in argv)  # anywhere on the command line
@@ -819,7 +861,12 @@ def main(argv: list[str] | None = None) -> int:
     except CurationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args = build_parser().parse_args(argv)
+    args = _parser_for(argv).parse_args(argv)
+    # only now, past --help and the argument errors argparse answers by itself
+    from pydantic import ValidationError
+
+    from curation.settings import Settings
+
     if as_user is not None:
         if args.command in _WITHOUT_ACTOR:
             print(f"error: forkpaths {args.command} does not act as a user; leave out --as.", file=sys.stderr)

@@ -6,23 +6,22 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from curation.bootstrap import initialise
-from curation.cli_progress import ProgressBar
-from curation.db import session_scope
+from curation.account_rules import acting_operator
+from curation.cli_progress import ProgressBar, frozen_heap_after_first_item
 from curation.errors import ScoringError
-from curation.models import RunStatus
-from curation.services.accounts import operator_account
-from curation.settings import Settings
+
+if TYPE_CHECKING:
+    from curation.settings import Settings
+
+# The database, the tables and the agent engine are imported inside the commands (see curation/cli.py).
 
 __all__ = ["add_agent_commands"]
 
 
 
-def _check_enqueue(args: argparse.Namespace, engine: Any) -> None:
+def check_enqueue(args: argparse.Namespace, engine: Any) -> None:
     from curation.services.jobs import is_postgres
 
     if getattr(args, "enqueue", False) and not is_postgres(engine):
@@ -33,12 +32,15 @@ def _check_enqueue(args: argparse.Namespace, engine: Any) -> None:
 
 def _follow(engine: Any, job_id: int, run_id: int, settings: Settings) -> int:
     """Run the job here, with a progress bar, and print how it ended."""
+    from curation.db import session_scope
+    from curation.models import RunStatus
     from curation.services import agent_runs as ar
     from curation.services.background_jobs import execute_job
 
-    execute_job(engine, job_id, settings, on_progress=ProgressBar())
+    with frozen_heap_after_first_item(ProgressBar()) as progress:  # the agent run and its scoring
+        execute_job(engine, job_id, settings, on_progress=progress)
     with session_scope(engine) as s:
-        run = ar.get_agent_run(session=s, actor=operator_account(session=s, username=None), run_id=run_id)
+        run = ar.get_agent_run(session=s, actor=acting_operator(session=s, username=None), run_id=run_id)
         cost = "no price set (FORKPATHS_AGENT_PRICES)" if run.cost is None else f"${run.cost:.4f}"
         print(f"Agent run {run.id} {run.status}: {run.message}")
         print(f"Tokens: {run.prompt_tokens} in, {run.completion_tokens} out; cost {cost}; {run.calls} requests "
@@ -67,11 +69,15 @@ def _typed_key(args: argparse.Namespace, settings: Settings, base_url: str) -> S
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from pydantic import ValidationError
+
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import agent_runs as ar
     from evaluation.agents import AgentSettings
 
     report = initialise(settings)
-    _check_enqueue(args, report.engine)
+    check_enqueue(args, report.engine)
     base_url = args.base_url or settings.llm_base_url
     if not base_url:
         raise ScoringError("Say where the model under test answers: --base-url URL (an OpenAI-compatible endpoint) "
@@ -85,7 +91,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         raise ScoringError(f"{flag}: {err['msg']}.") from None
     with session_scope(report.engine) as s:
         run = ar.start_agent_run(
-            session=s, actor=operator_account(session=s, username=args.as_user), release_version=args.release, model=args.model,
+            session=s, actor=acting_operator(session=s, username=args.as_user), release_version=args.release, model=args.model,
             base_url=base_url, strategy=args.strategy, runs_per_task=args.runs, kind=args.kind,
             workflow=args.workflow, temperature=args.temperature, seed=args.seed, only=args.dataset or [],
             agent=args.agent or "", settings=limits, prices=settings.agent_prices,
@@ -110,13 +116,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _act(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import agent_runs as ar
 
     report = initialise(settings)
     if args.agent_command == "resume":
-        _check_enqueue(args, report.engine)
+        check_enqueue(args, report.engine)
         with session_scope(report.engine) as s:
-            run = ar.resume_agent_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run)
+            run = ar.resume_agent_run(session=s, actor=acting_operator(session=s, username=args.as_user), run_id=args.run)
             job_id = int(run.job_id or 0)
             settings = _typed_key(args, settings, run.base_url)
         if args.enqueue:
@@ -127,7 +135,7 @@ def _act(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         return _follow(report.engine, job_id, args.run, settings)
     with session_scope(report.engine) as s:
-        actor = operator_account(session=s, username=args.as_user)
+        actor = acting_operator(session=s, username=args.as_user)
         if args.agent_command == "cancel":
             run = ar.cancel_agent_run(session=s, actor=actor, run_id=args.run)
             print(f"Agent run {run.id}: cancel asked; it stops at the next step of the task under way (a running "

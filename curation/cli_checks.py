@@ -15,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.settings import Settings
+if TYPE_CHECKING:
+    from curation.settings import Settings
 
 __all__ = ["add_checks_commands", "format_outcome"]
 
@@ -59,13 +60,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     else:
         from sqlmodel import Session
 
+        from curation.account_rules import acting_operator
         from curation.bootstrap import initialise
-        from curation.services.accounts import operator_account
         from curation.services.programmatic import released_task
 
         report = initialise(settings)
         with Session(report.engine) as session:  # read only: closed without a commit, nothing is written
-            task, version = released_task(session=session, actor=operator_account(session=session, username=getattr(args, "as_user", None)),
+            task, version = released_task(session=session, actor=acting_operator(session=session, username=getattr(args, "as_user", None)),
                                           key=args.task, releases_root=settings.releases_store,
                                           version=args.release, inputs=inputs)
         source = f"release {version}" + ("" if args.release else " (the newest release holding the task)")
@@ -87,12 +88,12 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 
     from sqlmodel import select
 
+    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
     from curation.cli_progress import ProgressBar
     from curation.db import session_scope
     from curation.errors import NotFoundError
     from curation.models import ProgrammaticTask
-    from curation.services.accounts import operator_account
     from curation.services.background_jobs import execute_job
     from curation.services.programmatic_generation import generation_report, start_candidate_generation
     from evaluation.llm import LLMClient
@@ -100,7 +101,7 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=getattr(args, "as_user", None))
+        actor = acting_operator(session=session, username=getattr(args, "as_user", None))
         task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == args.task)).first()
         if task is None:
             raise NotFoundError(f"There is no programmatic task {args.task!r}.")
@@ -117,14 +118,14 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
     from curation.db import session_scope
-    from curation.services.accounts import operator_account
     from curation.services.programmatic import list_programmatic_tasks
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        views = list_programmatic_tasks(session=session, actor=operator_account(session=session, username=getattr(args, "as_user", None)))
+        views = list_programmatic_tasks(session=session, actor=acting_operator(session=session, username=getattr(args, "as_user", None)))
         rows: list[dict[str, Any]] = [{"task": v.task.key, "dataset": v.dataset,
                  "checks": [{"id": c.item.id, "status": c.status, "released": c.released,
                              "function": c.item.payload.get("function")} for c in v.checks],
@@ -160,11 +161,11 @@ def _dataset_choice(values: list[str] | None) -> dict[str, str]:
 def _import(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
+    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
     from curation.db import session_scope
     from curation.errors import CurationError
     from curation.models import Dataset
-    from curation.services.accounts import operator_account
     from curation.services.programmatic import import_datascibench_tasks
     from exports.datascibench import DataSciBenchError, read_tree
 
@@ -179,7 +180,7 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
                             f"tree does not have (it has: {', '.join(r.task.key for r in read)}).")
     report = initialise(settings)
     with session_scope(report.engine) as session:  # one action: every task, or none
-        actor = operator_account(session=session, username=getattr(args, "as_user", None))
+        actor = acting_operator(session=session, username=getattr(args, "as_user", None))
         stored = import_datascibench_tasks(session=session, actor=actor, tasks=read, store=settings.datasets_store,
                                            datasets=chosen, accept=not args.no_accept, run_gate=not args.no_accept)
         names = {d.id: d.name for d in session.exec(select(Dataset)).all()}
@@ -193,16 +194,16 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 def _export(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
+    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
     from curation.db import session_scope
     from curation.models import ProgrammaticTask
-    from curation.services.accounts import operator_account
     from curation.services.programmatic import task_for_scoring, task_inputs
     from exports.datascibench import write_task
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=getattr(args, "as_user", None))
+        actor = acting_operator(session=session, username=getattr(args, "as_user", None))
         rows = session.exec(select(ProgrammaticTask).order_by(ProgrammaticTask.key)).all()
         tasks = []
         for row in rows:

@@ -11,20 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.bootstrap import initialise
 from curation.cli_progress import ProgressBar
-from curation.db import session_scope
 from curation.errors import CurationError
-from curation.models import Dataset, RunStatus
-from curation.settings import Settings
+
+if TYPE_CHECKING:
+    from curation.models import Dataset
+    from curation.settings import Settings
+
+# The database, the tables and the services are imported inside the commands (see curation/cli.py).
 
 __all__ = ["add_hypothesis_commands"]
 
 
 def _dataset(session: Any, name: str) -> Dataset:
     from sqlmodel import select
+
+    from curation.models import Dataset
 
     ds = session.exec(select(Dataset).where(Dataset.name == name)).first()
     if ds is None:
@@ -33,7 +37,10 @@ def _dataset(session: Any, name: str) -> Dataset:
 
 
 def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.services.accounts import operator_account
+    from curation.account_rules import acting_operator
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
+    from curation.models import RunStatus
     from curation.services.background_jobs import execute_job
     from curation.services.hypotheses.llm import HypothesisGenerationReport, start_hypothesis_generation
     from evaluation.llm import LLMClient
@@ -41,7 +48,7 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         job_id = start_hypothesis_generation(session=session, actor=actor,
                                              dataset_id=_dataset(session, args.dataset).id or 0)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
@@ -60,12 +67,14 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.services.accounts import operator_account
+    from curation.account_rules import acting_operator
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.hypotheses import gold_board
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        actor = operator_account(session=session, username=args.as_user)
+        actor = acting_operator(session=session, username=args.as_user)
         board = gold_board(session=session, actor=actor, dataset_id=_dataset(session, args.dataset).id or 0)
         rows: list[dict[str, Any]] = [{"task": tg.task.key, "question": tg.task.question, "status": tg.task.status,
                  "gold": tg.task.gold_hypothesis if tg.decided else None,

@@ -37,20 +37,20 @@ def _read(path: Path, settings: Settings) -> bytes:
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
     from curation.cli_scoring import (
-        _check_enqueue,
-        _enqueue,
-        _foreground,
-        _operator,
+        check_enqueue,
         judge_settings,
+        queue_for_workers,
+        score_in_foreground,
         scoring_limits,
     )
     from curation.db import session_scope
     from curation.errors import USER_ERRORS
     from curation.services.inspect_import import import_inspect_log
 
-    _check_enqueue(args, settings)
+    check_enqueue(args, settings)
     report = initialise(settings)
     failed = 0
     for raw in args.logs:
@@ -58,7 +58,7 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         try:
             data = _read(path, settings)
             with session_scope(report.engine) as s:
-                got = import_inspect_log(session=s, actor=_operator(s, getattr(args, "as_user", None)),
+                got = import_inspect_log(session=s, actor=acting_operator(session=s, username=getattr(args, "as_user", None)),
                                          name=path.name, data=data, artifacts=settings.artifact_store(),
                                          max_bytes=settings.max_submission_bytes, agent=args.agent or "",
                                          judges=judge_settings(settings), limits=scoring_limits(settings))
@@ -72,8 +72,8 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
               f"{', '.join(str(i) for i in got.scoring_run_ids)}.", file=sys.stderr)
         for run_id in got.scoring_run_ids:
             if args.enqueue:
-                _enqueue(report.engine, run_id)
-            elif _foreground(report.engine, run_id, settings, None) != 0:
+                queue_for_workers(report.engine, run_id)
+            elif score_in_foreground(report.engine, run_id, settings, None) != 0:
                 failed += 1
     return 1 if failed else 0
 

@@ -7,17 +7,17 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.bootstrap import initialise
-from curation.cli_progress import ProgressBar
-from curation.db import session_scope
+from curation.account_rules import acting_operator
+from curation.cli_progress import ProgressBar, frozen_heap_after_first_item
 from curation.errors import ScoringError
-from curation.models import RunStatus, ScoringRun
-from curation.services.accounts import operator_account
-from curation.settings import Settings
-from evaluation.submissions import printable
-from evaluation.tasks.base import count_of
+
+if TYPE_CHECKING:
+    from curation.models import ScoringRun
+    from curation.settings import Settings
+
+# The database, the tables and the scoring engine are imported inside the commands (see curation/cli.py).
 
 __all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
 
@@ -41,9 +41,13 @@ _Bar = ProgressBar  # one line redrawn on a terminal; elsewhere only the final s
 def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     """Score the files a command names (``--submission`` or ``--answers``; ``--ask-model`` makes the answers
     file first) as a run of ``kind``, in the foreground."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.scoring import default_judge, kind_of, register_run
+    from evaluation.submissions import printable
+    from evaluation.tasks.base import count_of
 
-    _check_enqueue(args, settings)
+    check_enqueue(args, settings)
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
         raise ScoringError(f"--out {printable(args.out)} is a directory; name the file to write the result to.")
     report = initialise(settings)
@@ -63,7 +67,7 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
         except OSError as exc:
             raise ScoringError(f"Cannot read {printable(str(p))}: {exc.strerror or exc}.") from exc
     with session_scope(report.engine) as s:
-        run = register_run(session=s, actor=operator_account(session=s, username=args.as_user), release_version=args.release, files=files,
+        run = register_run(session=s, actor=acting_operator(session=s, username=args.as_user), release_version=args.release, files=files,
                            agent=args.agent or paths[0].stem, model_name=args.model or "",
                            judge=getattr(args, "judge", None) or default_judge(kind),
                            mode=getattr(args, "mode", "default"),
@@ -74,13 +78,13 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
     print(f"Run {run.id} registered: {run.agent} on release {run.release_version} "
           f"({count_of(run.progress_total, kind_of(kind).item_noun)}).", file=sys.stderr)
     if getattr(args, "enqueue", False):
-        _enqueue(report.engine, run.id or 0)
+        queue_for_workers(report.engine, run.id or 0)
         print(run.id)
         return 0
-    return _foreground(report.engine, run.id or 0, settings, args.out)
+    return score_in_foreground(report.engine, run.id or 0, settings, args.out)
 
 
-def _enqueue(engine: Any, run_id: int) -> None:
+def queue_for_workers(engine: Any, run_id: int) -> None:
     from curation.services.jobs import enqueue_run
 
     enqueue_run(engine, run_id)
@@ -88,7 +92,7 @@ def _enqueue(engine: Any, run_id: int) -> None:
           f"'forkpaths runs wait {run_id}'.", file=sys.stderr)
 
 
-def _check_enqueue(args: argparse.Namespace, settings: Settings) -> None:
+def check_enqueue(args: argparse.Namespace, settings: Settings) -> None:
     """--enqueue needs workers, which need PostgreSQL: refused before anything is registered."""
     if getattr(args, "enqueue", False) and not settings.resolved_database_url.startswith("postgresql"):
         raise ScoringError("--enqueue needs the database to be PostgreSQL (FORKPATHS_DATABASE_URL), where "
@@ -100,6 +104,9 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths runs wait RUN``: follow a run (scored anywhere) to its end, with the progress bar."""
     import time
 
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
+    from curation.models import RunStatus
     from curation.services.run_lifecycle import interrupt_dead_runs
     from curation.services.scoring import get_run
 
@@ -109,7 +116,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
     while True:
         with session_scope(report.engine) as s:
             interrupt_dead_runs(session=s)
-            run = get_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run)
+            run = get_run(session=s, actor=acting_operator(session=s, username=args.as_user), run_id=args.run)
         now = (run.progress_done, run.progress_total, run.stage or run.status)
         if run.status == RunStatus.RUNNING.value and now != seen:
             bar(*now)
@@ -129,6 +136,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths worker``: score queued runs until stopped (PostgreSQL)."""
+    from curation.bootstrap import initialise
     from curation.services.jobs import run_queue_worker, warm_up
     from curation.services.run_lifecycle import this_executor
 
@@ -155,12 +163,14 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 def _cmd_artifacts(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths artifacts check``: every object intact, every recorded artifact present."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.artifact_check import check_artifacts
 
     report = initialise(settings)
     artifacts = settings.artifact_store()
     with session_scope(report.engine) as s:
-        found = check_artifacts(session=s, actor=operator_account(session=s, username=args.as_user), artifacts=artifacts)
+        found = check_artifacts(session=s, actor=acting_operator(session=s, username=args.as_user), artifacts=artifacts)
     for problem in found.problems:
         print(f"- {problem}")
     print(f"Artifact store {artifacts.root}: {found.objects} objects checked, {found.referenced} recorded "
@@ -168,34 +178,20 @@ def _cmd_artifacts(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if found.problems else 0
 
 
-def _foreground(engine: Any, run_id: int, settings: Settings, out_path: str | None) -> int:
+def score_in_foreground(engine: Any, run_id: int, settings: Settings, out_path: str | None) -> int:
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
 
-    bar = _Bar()
-    frozen: list[bool] = []
-
-    def progress(done: int, total: int, label: str) -> None:
-        if not frozen:  # everything the run needs is loaded by its first item: the collector leaves it alone from
-            import gc  # here on (each full collection walked it all again: about 8 % of this path's CPU)
-
-            gc.freeze()
-            frozen.append(True)
-        bar(done, total, label)
-
-    try:
+    with frozen_heap_after_first_item(_Bar()) as progress:
         done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
                            judges=judge_settings(settings), on_progress=progress, limits=scoring_limits(settings))
-    finally:
-        if frozen:  # as it was (the command may run inside a longer-lived process, e.g. the test suite's)
-            import gc
-
-            gc.unfreeze()
     return _report(done, settings, out_path)
 
 
 def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
     """How a scored run ended: its summary line, its result copied to ``out_path``."""
+    from curation.models import RunStatus
+
     if done.status != RunStatus.SUCCEEDED.value:
         print(f"error: run {done.id} {done.status}: {done.message}", file=sys.stderr)
         return 1
@@ -210,6 +206,7 @@ def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
 def _write_result(run: Any, settings: Settings, out_path: str) -> None:
     """Copy a succeeded run's result file out of the artifact store to ``out_path``."""
     from curation.services.scoring import stored_result
+    from evaluation.submissions import printable
 
     out = Path(out_path)
     data = stored_result(run, settings.artifact_store())
@@ -223,22 +220,25 @@ def _write_result(run: Any, settings: Settings, out_path: str) -> None:
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.scoring import items_noun, rescore_run
+    from evaluation.tasks.base import count_of
 
-    _check_enqueue(args, settings)
+    check_enqueue(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        run = rescore_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run, release_version=args.release,
+        run = rescore_run(session=s, actor=acting_operator(session=s, username=args.as_user), run_id=args.run, release_version=args.release,
                           artifacts=settings.artifact_store(),
                           max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                           limits=scoring_limits(settings))
     print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
           f"{count_of(run.progress_total, items_noun(run.kind))}; run {args.run} is kept).", file=sys.stderr)
     if args.enqueue:
-        _enqueue(report.engine, run.id or 0)
+        queue_for_workers(report.engine, run.id or 0)
         print(run.id)
         return 0
-    return _foreground(report.engine, run.id or 0, settings, args.out)
+    return score_in_foreground(report.engine, run.id or 0, settings, args.out)
 
 
 def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int:
@@ -249,9 +249,11 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
     The answers file the run writes keeps the raw answers and where they came from; it is scored like any answers
     file, so an unparseable answer counts as unparseable, never guessed.
     """
+    from curation.db import session_scope
     from curation.services import agent_runs as ar
     from curation.services.background_jobs import execute_job
     from curation.services.scoring import get_run, mcq_release
+    from evaluation.submissions import printable
 
     base_url = args.base_url or settings.llm_base_url
     if not base_url:
@@ -261,7 +263,7 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
         raise ScoringError(f"--model {printable(args.model)} names the model of an answers file; with --ask-model "
                            "the model asked is the run's model. Drop --model (or use --agent to name the run).")
     with session_scope(engine) as s:
-        actor = operator_account(session=s, username=args.as_user)
+        actor = acting_operator(session=s, username=args.as_user)
         release = mcq_release(session=s, actor=actor, release_version=args.release,
                               artifacts=settings.artifact_store())
         run = ar.start_agent_run(session=s, actor=actor, release_version=release.version, model=args.ask_model,
@@ -271,9 +273,10 @@ def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int
         run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
     print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
           f"(temperature 0; answers are cached) as agent run {run_id}.", file=sys.stderr)
-    execute_job(engine, job_id, settings, on_progress=_Bar())
+    with frozen_heap_after_first_item(_Bar()) as progress:
+        execute_job(engine, job_id, settings, on_progress=progress)
     with session_scope(engine) as s:
-        actor = operator_account(session=s, username=args.as_user)
+        actor = acting_operator(session=s, username=args.as_user)
         done = ar.get_agent_run(session=s, actor=actor, run_id=run_id)
         rows = ar.task_runs(session=s, actor=actor, run_id=run_id)
         scored = next((i for i in done.scoring_run_ids if i), None)
@@ -318,11 +321,13 @@ def _run_dict(run: ScoringRun) -> dict[str, Any]:
 
 
 def _runs_list(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services import run_records as rr
 
-    report = initialise(settings)
+    report = initialise(settings, runs_code=False)
     with session_scope(report.engine) as s:
-        actor = operator_account(session=s, username=args.as_user)
+        actor = acting_operator(session=s, username=args.as_user)
         runs = rr.list_runs(session=s, actor=actor, release_version=args.release)
         if args.json:
             print(json.dumps([_run_dict(r) for r in runs], indent=2))
@@ -336,6 +341,9 @@ def _runs_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
+
     if args.runs_command == "list":  # rows alone: none of the data libraries scoring needs
         return _runs_list(args, settings)
     from curation.services import leaderboard as lb
@@ -347,7 +355,7 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         return _wait(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        actor = operator_account(session=s, username=args.as_user)
+        actor = acting_operator(session=s, username=args.as_user)
         if args.runs_command == "show":
             run = sc.get_run(session=s, actor=actor, run_id=args.run)
             overrides = lb.list_overrides(session=s, actor=actor, run_id=args.run)
@@ -392,31 +400,36 @@ def _cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
 def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths reproduce RUN``: check the reproducibility of a run's analyses (or re-judge an imported
     AIRepr run) as a new reproducibility run."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.reproducibility import reproduce_run
     from curation.services.scoring import items_noun
+    from evaluation.tasks.base import count_of
 
-    _check_enqueue(args, settings)
+    check_enqueue(args, settings)
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        run = reproduce_run(session=s, actor=operator_account(session=s, username=args.as_user), run_id=args.run,
+        run = reproduce_run(session=s, actor=acting_operator(session=s, username=args.as_user), run_id=args.run,
                             artifacts=settings.artifact_store(),
                             max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                             limits=scoring_limits(settings), inspector_model=args.inspector_model or "")
     print(f"Run {run.id} registered: the reproducibility of run {args.run} ({count_of(run.progress_total, items_noun(run.kind))}; inspector {run.judge.get('model')}).", file=sys.stderr)
     if args.enqueue:
-        _enqueue(report.engine, run.id or 0)
+        queue_for_workers(report.engine, run.id or 0)
         print(run.id)
         return 0
-    return _foreground(report.engine, run.id or 0, settings, args.out)
+    return score_in_foreground(report.engine, run.id or 0, settings, args.out)
 
 
 def _import_airepr(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths import-airepr PATH``: AIRepr's published result files as viewable reproducibility runs."""
+    from curation.bootstrap import initialise
+    from curation.db import session_scope
     from curation.services.reproducibility import import_airepr
 
     report = initialise(settings)
     with session_scope(report.engine) as s:
-        runs = import_airepr(session=s, actor=operator_account(session=s, username=args.as_user), path=Path(args.path),
+        runs = import_airepr(session=s, actor=acting_operator(session=s, username=args.as_user), path=Path(args.path),
                              artifacts=settings.artifact_store(),
                              release_version=args.release)
         lines = [f"Run {r.id}: {r.agent} · {r.model_name} on release {r.release_version}: "

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from curation.account_rules import Role
 from curation.models.columns import UTCDateTime, json_field, utc_now_field
 
 __all__ = ["IMPORTED_USERNAME", "PENDING_ROLE", "Role", "User", "AuthSession", "SignInThrottle", "FormDraft"]
@@ -18,13 +18,6 @@ __all__ = ["IMPORTED_USERNAME", "PENDING_ROLE", "Role", "User", "AuthSession", "
 PENDING_ROLE = ""
 #: The system account (``is_system``) that owns work imported from elsewhere (BLADE's expert annotations).
 IMPORTED_USERNAME = "blade-experts"
-
-
-class Role(StrEnum):
-    ANALYST = "analyst"
-    CURATOR = "curator"
-    ADMIN = "admin"
-    EVALUATOR = "evaluator"
 
 
 class User(SQLModel, table=True):

@@ -17,8 +17,8 @@ from pathlib import Path
 from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from sqlmodel import Session, col, select
-from zxcvbn.frequency_lists import FREQUENCY_LISTS
 
+from curation.account_rules import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, PASSWORD_RULE
 from curation.errors import AccountError, AuthenticationError, CurationError, NotFoundError, PermissionDenied
 from curation.models import Role, User
 from curation.services.actor import judges_actor
@@ -44,11 +44,6 @@ __all__ = [
     "set_user_role",
 ]
 
-MIN_PASSWORD_LENGTH = 10
-#: Checked before any hashing, at sign-in too: Argon2 reads the whole password, and a 50 MB one cost 1.1 s.
-MAX_PASSWORD_LENGTH = 1024
-PASSWORD_RULE = (f"A password has {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH:,} characters and is not one of the "
-                 "common passwords anyone guessing tries first; a few words of your own are easy to remember.")
 _USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,63}$")
 log = logging.getLogger(__name__)
 
@@ -86,6 +81,9 @@ def _common_passwords() -> frozenset[str]:
     zxcvbn strength estimator, first written at Dropbox, ships and keeps). Only exact use is refused: the
     list is lower case, and so is the comparison.
     """
+    # 30,000 words: loaded when a password is set, not at every start
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+
     return frozenset(p for p in FREQUENCY_LISTS["passwords"] if len(p) >= MIN_PASSWORD_LENGTH)
 
 

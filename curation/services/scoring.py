@@ -101,7 +101,7 @@ __all__ = [
     "get_run",
     "list_runs",
     "register_run",
-    "verified_release_folder",
+    "verified_release",
     "release_by_record",
     "release_gt_hashes",
     "rescore_run",
@@ -169,18 +169,19 @@ def _release_for_scoring(session: Session, version: str, artifacts: ArtifactStor
 
 
 @judges_actor
-def verified_release_folder(*, session: Session, actor: User, release_version: str,
-                            artifacts: ArtifactStore) -> Path:
-    """The folder of release ``release_version``, after the same checks scoring makes (scoring roles only): its
+def verified_release(*, session: Session, actor: User, release_version: str,
+                     artifacts: ArtifactStore) -> tuple[Release, Path]:
+    """Release ``release_version`` and its folder, after the same checks scoring makes (scoring roles only): its
     record, its MANIFEST against the hash recorded at the cut, every file against the MANIFEST (the folder is
-    this machine's copy materialised from the artifact store).
+    this machine's copy materialised from the artifact store). The release is read once: callers use it rather
+    than read the folder again.
 
     Raises:
         NotFoundError: no release of that version is recorded (a folder without a record is never used).
         ReleaseError: the release was modified after it was cut (the message names the files).
     """
     require_role(actor, *SCORING_ROLES)
-    return _scoring_release(session, release_version, artifacts)[1]
+    return _scoring_release(session, release_version, artifacts)
 
 
 @judges_actor

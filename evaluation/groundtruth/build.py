@@ -39,6 +39,7 @@ from evaluation.groundtruth.sources import DatasetSource
 from evaluation.groundtruth.specs import ROOT_SPEC_ID, Spec, rewrite_groupby, specs_from_release
 from evaluation.groundtruth.state import ColumnState, DerivationState, GraphClass, PathGraph
 from exports.manifest import sha256_file
+from exports.schema import Release
 
 __all__ = ["executed_step_states", "EVALUATOR_VERSION", "BuildResult", "build_dataset", "build_release", "build_sources", "cache_key", "derive_state", "library_versions"]
 
@@ -383,10 +384,12 @@ def build_sources(sources: list[DatasetSource], *, cache_dir: Path | None = None
 
 def build_release(path: Path, *, datasets: list[str] | None = None, cache_dir: Path | None = None,
                   limits: GroundTruthLimits | None = None, workers: int = 2,
-                  on_dataset: Callable[[BuildResult], None] | None = None) -> list[BuildResult]:
+                  on_dataset: Callable[[BuildResult], None] | None = None,
+                  release: Release | None = None) -> list[BuildResult]:
     """Build the ground truth of every dataset of the release at ``path`` that has transforms (or of
-    ``datasets``), reading the release through :mod:`exports` (verified against its manifest)."""
+    ``datasets``), reading the release through :mod:`exports` (verified against its manifest), unless the caller
+    hands it over as ``release``, read and verified already."""
     from evaluation.groundtruth.sources import sources_from_release
 
-    _, sources = sources_from_release(path, datasets=datasets)
+    _, sources = sources_from_release(path, datasets=datasets, release=release)
     return build_sources(sources, cache_dir=cache_dir, limits=limits, workers=workers, on_dataset=on_dataset)

@@ -22,8 +22,12 @@ class DatasetSource:
     release_version: str = ""
 
 
-def sources_from_release(path: Path, *, datasets: list[str] | None = None) -> tuple[Release, list[DatasetSource]]:
+def sources_from_release(path: Path, *, datasets: list[str] | None = None,
+                         release: Release | None = None) -> tuple[Release, list[DatasetSource]]:
     """Read (and verify) a release folder; return its datasets with ground truth and their data files.
+
+    ``release`` is the release at ``path`` when the caller has read and verified it already (a recorded release,
+    checked against the hashes recorded at its cut): it is not read a second time.
 
     Raises:
         exports.errors.FormatError / ReleaseIntegrityError: no readable, intact release at ``path``; or a
@@ -31,7 +35,7 @@ def sources_from_release(path: Path, *, datasets: list[str] | None = None) -> tu
     """
     from exports.errors import FormatError
 
-    release = read_release(path)
+    release = read_release(path) if release is None else release
     by_name = {ds.name: ds for ds in release.datasets}
     wanted = datasets or [ds.name for ds in release.datasets if ds.transforms]
     unknown = [name for name in wanted if name not in by_name]

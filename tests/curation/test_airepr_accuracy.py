@@ -15,7 +15,7 @@ from curation.models import ReleaseRecord, Role
 from curation.services import releases as rel
 from curation.services.kind_import import import_kind
 from curation.services.reproducibility import import_airepr
-from curation.services.scoring import release_by_record, verified_release_folder
+from curation.services.scoring import release_by_record, verified_release
 from evaluation.tasks import task_kind
 from evaluation.tasks.parts import part_of
 from tests import factories as f
@@ -59,7 +59,7 @@ def test_an_airepr_run_of_a_declared_benchmark_gets_its_accuracy_by_the_kind_s_r
     assert spec.airepr is not None
     with session_scope(engine) as s:
         release = release_by_record(s, s.exec(select(ReleaseRecord)).one(), artifacts)
-        folder = verified_release_folder(session=s, actor=evaluator, release_version="1.0.0", artifacts=artifacts)
+        _, folder = verified_release(session=s, actor=evaluator, release_version="1.0.0", artifacts=artifacts)
     questions = [q for ds in release.datasets if (p := part_of(ds, spec)) is not None for q in p.questions]
     gold = {q.id: (q.answer if kind == "qrdata" else q.gold.text) for q in questions}
     ids = sorted(gold, key=int)[:6]

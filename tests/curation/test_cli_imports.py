@@ -104,3 +104,84 @@ def test_the_start_every_command_runs_loads_no_heavy_library(tmp_path) -> None: 
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
         assert (command, json.loads(done.stdout.strip().splitlines()[-1])) == (command, [])
+
+
+#: What argument parsing alone may load: no settings, no database, no tables, no data library.
+PARSING_HEAVY = [*HEAVY, "sqlalchemy", "sqlmodel", "pydantic", "pydantic_settings", "argon2", "zxcvbn", "exports"]
+
+
+def test_help_and_argument_errors_load_nothing_but_the_parser() -> None:
+    """Every ``forkpaths COMMAND [SUBCOMMAND] --help`` and a mistyped option are answered by argparse alone:
+    checked in one fresh interpreter, through ``sys.modules`` after each of them (not by timing). (The top-level
+    help lists the ``import-<kind>`` commands of the kinds that import datasets: it loads the task registry.)"""
+    code = f"""
+import argparse, json, sys
+from curation.cli import build_parser, main
+
+def commands(parser, prefix):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield [*prefix, name]
+                yield from commands(sub, [*prefix, name])
+
+asked = list(commands(build_parser(kind_imports=False), []))
+codes = []
+for argv in [*([*a, "--help"] for a in asked), ["score", "--no-such-option"], ["runs", "no-such-subcommand"]]:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        codes.append(exc.code)
+print(json.dumps({{"asked": len(asked), "codes": sorted(set(codes)),
+                  "loaded": sorted({{m.split('.')[0] for m in sys.modules}} & set({PARSING_HEAVY!r}))}}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["asked"] > 40  # every command and subcommand was asked for its help
+    assert seen["codes"] == [0, 2]  # help printed, errors refused
+    assert seen["loaded"] == []
+
+
+def test_gt_build_of_a_release_folder_opens_no_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A release folder from elsewhere is read as it is (no record to check it against): `forkpaths gt build
+    FOLDER` loads neither the database nor the tables. Here the folder holds no release, so the build refuses it
+    after the command's start-up, the part checked (a fresh interpreter; its sys.modules afterwards)."""
+    import os
+
+    env = {**os.environ, "FORKPATHS_DATA_DIR": str(tmp_path / "data")}
+    env.pop("FORKPATHS_DATABASE_URL", None)
+    folder = tmp_path / "not-a-release"
+    folder.mkdir()
+    code = (f"import json, sys; from curation.cli import main; code = main(['gt', 'build', {str(folder)!r}]); "
+            "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'sqlalchemy', 'sqlmodel', 'alembic', 'argon2'})]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [2, []]
+    assert "not-a-release" in done.stderr  # refused with the folder named
+    assert not (tmp_path / "data" / "forkpaths.db").exists()
+
+
+def test_scoring_mcq_answers_starts_no_sandbox_process(tmp_path, shared_blade) -> None:  # type: ignore[no-untyped-def]
+    """Scoring an MCQ answers file runs no code: the command starts no sandbox process (the sandbox's template
+    costs about two seconds of CPU; it starts when code must run). Checked in a fresh interpreter, in which
+    the command ran, through the sandbox's own record of its template process."""
+    from tests.cli_runner import cli_env, forkpaths
+
+    assert forkpaths(tmp_path, "import-blade", str(shared_blade / "datasets" / "fish")).returncode == 0
+    assert forkpaths(tmp_path, "release", "create", "--version", "1.0.0").returncode == 0
+    answers = tmp_path / "answers.json"
+    answers.write_text(json.dumps({"not-a-question": "A"}))
+    args = ["score-mcq", "--release", "1.0.0", "--answers", str(answers), "--out", str(tmp_path / "mcq.json")]
+    code = (f"import json, sys; from curation.cli import main; code = main({args!r}); "
+            "server = sys.modules.get('evaluation.sandbox.server'); "
+            "print(json.dumps([code, server is not None and server._SANDBOX._zygote is not None]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=cli_env(tmp_path / "data"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, False], done.stderr
+    assert (tmp_path / "mcq.json").is_file()
+    control = ("import sys; from evaluation.sandbox import prewarm; prewarm(); "
+               "print(sys.modules['evaluation.sandbox.server']._SANDBOX._zygote is not None)")
+    seen = subprocess.run([sys.executable, "-c", control], capture_output=True, text=True, check=True)
+    assert seen.stdout.split() == ["True"]  # the record the check reads does show a template that started

@@ -31,7 +31,7 @@ from curation.services.release_store import (
     reconcile_release_store,
     release_store_problems,
 )
-from curation.services.scoring import verified_release_folder
+from curation.services.scoring import verified_release
 from curation.settings import Settings
 from exports.manifest import MANIFEST_NAME, render_manifest
 from exports.native import read_release
@@ -96,8 +96,8 @@ def _assert_refused_everywhere(w, tmp_path, pattern):
     # hash recorded at the cut: the published copy's damage does not reach it (the store's own is refused, see
     # tests/curation/test_run_artifacts.py)
     with session_scope(w["engine"]) as s:
-        folder = verified_release_folder(session=s, actor=w["curator"], release_version="1.0.0",
-                                         artifacts=artifacts_for(w["root"]))
+        _, folder = verified_release(session=s, actor=w["curator"], release_version="1.0.0",
+                                     artifacts=artifacts_for(w["root"]))
     assert _sha((folder / MANIFEST_NAME).read_bytes()) == _record(w).manifest_sha256
     assert folder.is_relative_to(w["tmp"] / "cache")
 
@@ -342,10 +342,8 @@ def test_a_cut_that_fails_while_writing_lets_go_of_the_writer_lock(tiny):
     assert list_set_aside(tiny["root"]) == []
 
 
-def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path, monkeypatch, capsys):
-    """`forkpaths gt build VERSION` refuses what scoring refuses: an unrecorded version, a rewritten MANIFEST."""
-    from curation.cli import main
-
+def _cli_on(tiny, tmp_path, monkeypatch) -> None:
+    """The command line's settings pointed at ``tiny``'s database and data folder."""
     url = tiny["engine"].url.render_as_string(hide_password=False)
     if tiny["engine"].dialect.name == "postgresql":  # the fixture's schema of its own, as the command's option
         with tiny["engine"].connect() as conn:
@@ -354,6 +352,13 @@ def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path,
     monkeypatch.setenv("FORKPATHS_DATABASE_URL", url)
     monkeypatch.setenv("FORKPATHS_LOAD_STARTER_DATASETS", "false")
     monkeypatch.setenv("FORKPATHS_ADMIN_PASSWORD", "not-used-here-1")
+
+
+def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path, monkeypatch, capsys):
+    """`forkpaths gt build VERSION` refuses what scoring refuses: an unrecorded version, a rewritten MANIFEST."""
+    from curation.cli import main
+
+    _cli_on(tiny, tmp_path, monkeypatch)
     assert main(["gt", "build", "9.9.9", "--as", "curator-t"]) == 2
     assert "There is no release 9.9.9 (releases: 1.0.0)" in capsys.readouterr().err
     assert main(["gt", "build", "1.0.0", "--as", "analyst-t"]) == 2  # ground truth is for scoring roles
@@ -375,3 +380,24 @@ def test_cli_gt_build_reads_a_release_version_only_once_verified(tiny, tmp_path,
     captured = capsys.readouterr()
     assert "The MANIFEST of release 1.0.0 (sha256" in captured.err and "is damaged" in captured.err
     assert captured.out == ""  # nothing was built from the tampered files
+
+
+def test_cli_gt_build_of_a_release_version_parses_its_release_once(tiny, tmp_path, monkeypatch, capsys):
+    """The release read (and checked) for `forkpaths gt build VERSION` is the one built from: its release.json is
+    parsed once per command, not again by the build (every parse is counted, the real one runs)."""
+    import exports.native.read as reader
+    from curation.cli import main
+
+    _cli_on(tiny, tmp_path, monkeypatch)
+    parsed: list[str] = []
+    real = reader.parse_release_json
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(kwargs.get("source", ""))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "parse_release_json", counted)
+    assert main(["gt", "build", "1.0.0", "--as", "curator-t", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert [json.loads(line)["dataset"] for line in out.splitlines()] == ["storms"]
+    assert len(parsed) == 1, parsed
