@@ -7,9 +7,8 @@ re-export them."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
-__all__ = ["MAX_PASSWORD_LENGTH", "MIN_PASSWORD_LENGTH", "PASSWORD_RULE", "Role", "acting_operator"]
+__all__ = ["MAX_PASSWORD_LENGTH", "MIN_PASSWORD_LENGTH", "PASSWORD_RULE", "Role"]
 
 
 class Role(StrEnum):
@@ -25,11 +24,3 @@ MAX_PASSWORD_LENGTH = 1024
 PASSWORD_RULE = (f"A password has {MIN_PASSWORD_LENGTH} to {MAX_PASSWORD_LENGTH:,} characters and is not one of the "
                  "common passwords anyone guessing tries first; a few words of your own are easy to remember.")
 
-
-def acting_operator(*, session: Any, username: str | None) -> Any:
-    """The account a terminal command acts as (``--as USER``, default the first active admin): the accounts
-    service's :func:`~curation.services.accounts.operator_account`, imported when a command needs it so that
-    the CLI's light paths (``--help``, argument errors) load no database library."""
-    from curation.services.accounts import operator_account
-
-    return operator_account(session=session, username=username)

@@ -60,8 +60,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     else:
         from sqlmodel import Session
 
-        from curation.account_rules import acting_operator
         from curation.bootstrap import initialise
+        from curation.cli_actor import acting_operator
         from curation.services.programmatic import released_task
 
         report = initialise(settings)
@@ -88,8 +88,8 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 
     from sqlmodel import select
 
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.cli_progress import ProgressBar
     from curation.db import session_scope
     from curation.errors import NotFoundError
@@ -118,8 +118,8 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _list(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.services.programmatic import list_programmatic_tasks
 
@@ -161,8 +161,8 @@ def _dataset_choice(values: list[str] | None) -> dict[str, str]:
 def _import(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.errors import CurationError
     from curation.models import Dataset
@@ -194,8 +194,8 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 def _export(args: argparse.Namespace, settings: Settings) -> int:
     from sqlmodel import select
 
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.models import ProgrammaticTask
     from curation.services.programmatic import task_for_scoring, task_inputs

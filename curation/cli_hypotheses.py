@@ -37,8 +37,8 @@ def _dataset(session: Any, name: str) -> Dataset:
 
 
 def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.models import RunStatus
     from curation.services.background_jobs import execute_job
@@ -67,8 +67,8 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.services.hypotheses import gold_board
 

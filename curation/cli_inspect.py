@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from curation.settings import Settings
+if TYPE_CHECKING:
+    from curation.settings import Settings
 
 __all__ = ["add_inspect_commands"]
 
@@ -37,8 +38,8 @@ def _read(path: Path, settings: Settings) -> bytes:
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.account_rules import acting_operator
     from curation.bootstrap import initialise
+    from curation.cli_actor import acting_operator
     from curation.cli_scoring import (
         check_enqueue,
         judge_settings,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from curation.account_rules import acting_operator
+from curation.cli_actor import acting_operator
 from curation.cli_progress import ProgressBar, frozen_heap_after_first_item
 from curation.errors import ScoringError
 
