@@ -15,13 +15,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curation.account_rules import (
-    MAX_PASSWORD_LENGTH,
-    MIN_PASSWORD_LENGTH,
-    PASSWORD_RULE,
-    Role,
-    acting_operator,
-)
+from curation.account_rules import MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, PASSWORD_RULE, Role
+from curation.cli_actor import acting_operator
 from curation.errors import USER_ERRORS, CurationError
 
 if TYPE_CHECKING:
