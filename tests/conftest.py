@@ -5,8 +5,10 @@ from __future__ import annotations
 import atexit
 import fcntl
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -359,3 +361,40 @@ def no_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
         isolation.forget_probe()
         sandbox_server.shutdown()
 
+
+# --- mypy started early -------------------------------------------------------------------------------------------
+# test_mypy_finds_nothing takes over a minute on a fresh clone (mypy's cache is empty; 2-3 s warm). When it is among
+# the tests to run, mypy starts in the background as soon as the tests are collected, on the tests' own source
+# tree, and the test reads its result when its turn comes: the minute overlaps the tests that wait.
+
+MYPY_TEST = "tests/test_architecture.py::test_mypy_finds_nothing"
+MYPY_COMMAND = (sys.executable, "-m", "mypy", "curation", "evaluation", "exports")
+
+
+def mypy_folder(config: pytest.Config) -> Path:
+    """Where the early mypy writes its output and exit code: in the run's base temporary folder (the one of the
+    controlling process when the tests run on pytest-xdist workers)."""
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return (base.parent if hasattr(config, "workerinput") else base) / "early-mypy"
+
+
+def _start_mypy(config: pytest.Config) -> None:
+    folder = mypy_folder(config)
+    if folder.exists():
+        return
+    folder.mkdir()
+    command = " ".join(shlex.quote(part) for part in MYPY_COMMAND)
+    out, code = shlex.quote(str(folder / "output")), shlex.quote(str(folder / "exit-code"))
+    subprocess.Popen(["sh", "-c", f"{command} > {out} 2>&1; echo $? > {code}.tmp && mv {code}.tmp {code}"],
+                     cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput") and any(item.nodeid == MYPY_TEST for item in session.items):
+        _start_mypy(session.config)  # pytest -n 0: this process runs the tests
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    if MYPY_TEST in ids:
+        _start_mypy(node.config)  # type: ignore[attr-defined]
