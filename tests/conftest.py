@@ -5,11 +5,14 @@ from __future__ import annotations
 import atexit
 import fcntl
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import NoReturn
 
@@ -106,24 +109,120 @@ def _pg_template_dump() -> str | None:
     return _templates["pg"]  # type: ignore[return-value]
 
 
+_SCHEMA_SHAPE = """
+SELECT md5(coalesce(string_agg(c.relname::text || ':' || c.relkind::text || ':' || coalesce(a.attname::text, '') || ':'
+                               || coalesce(replace(format_type(a.atttypid, a.atttypmod), n.nspname::text || '.', ''), '') || ':' || a.attnotnull::text,
+                               ',' ORDER BY c.relname, a.attnum), '')
+           || (SELECT count(*) FROM pg_proc WHERE pronamespace = n.oid)::text
+           || (SELECT count(*) FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid WHERE r.relnamespace = n.oid)::text
+           || (SELECT count(*) FROM pg_constraint WHERE connamespace = n.oid)::text)
+FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
+LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE n.nspname = %(schema)s GROUP BY n.oid"""
+"""A fingerprint of a schema's tables, columns, indexes, sequences, types, functions, triggers and constraints."""
+
+_pg_pool: list[str] = []
+"""This process's clean migrated schemas (``fp_pool_<hex>``), each emptied back to the template's rows after the
+test that used it; dropped when the process ends."""
+_pg_pool_state: dict[str, object] = {}
+
+
+def _pg_admin() -> Engine:
+    if "admin" not in _pg_pool_state:
+        _pg_pool_state["admin"] = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+        atexit.register(_pg_drop_pool)
+    return _pg_pool_state["admin"]  # type: ignore[return-value]
+
+
+def _pg_drop_pool() -> None:
+    admin = _pg_admin()
+    with suppress(Exception), admin.connect() as conn:
+        for schema in _pg_pool:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+    _pg_pool.clear()
+    admin.dispose()
+
+
+def _pg_take_schema(dump: str) -> str:
+    """A migrated schema under a new name of its own (``fp_test_<hex>``): one of the process's pool, or loaded
+    from the template's dump when the pool is empty."""
+    schema = f"fp_test_{uuid.uuid4().hex[:12]}"
+    admin = _pg_admin()
+    if _pg_pool:
+        with admin.connect() as conn:
+            conn.execute(text(f'ALTER SCHEMA "{_pg_pool.pop()}" RENAME TO "{schema}"'))
+        return schema
+    raw = admin.raw_connection()
+    try:
+        with raw.cursor() as cur:
+            cur.execute(dump.replace("{schema}", schema))  # creates the schema; one statement string
+        raw.commit()
+    finally:
+        raw.close()
+    if "shape" not in _pg_pool_state:
+        _pg_pool_state["shape"] = _pg_shape(schema)
+    return schema
+
+
+def _pg_shape(schema: str) -> tuple[object, ...]:
+    with _pg_admin().connect() as conn:
+        shape = conn.exec_driver_sql(_SCHEMA_SHAPE, {"schema": schema}).scalar()
+        rows = conn.execute(text(f'SELECT version_num FROM "{schema}".alembic_version')).all()
+    return shape, tuple(rows)
+
+
+def _pg_give_back(schema: str) -> bool:
+    """Put a test's schema back in the pool, emptied to the template's rows and its sequences restarted (a few
+    milliseconds, where loading a schema and dropping it took 1-1.5 s per test); False when it cannot be
+    reused as it is: another connection still holds a lock in it, or the test changed its tables."""
+    admin = _pg_admin()
+    pooled = f"fp_pool_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        others = conn.execute(text(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+            "WHERE c.relnamespace = CAST(:schema AS regnamespace) AND l.pid <> pg_backend_pid()"),
+            {"schema": schema}).scalar()
+        if others:
+            return False
+        # renamed first: a process the test left behind can no longer reach it by name
+        conn.execute(text(f'ALTER SCHEMA "{schema}" RENAME TO "{pooled}"'))
+        tables = conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = :s AND "
+                                   "tablename <> 'alembic_version'"), {"s": pooled}).scalars().all()
+        sequences = conn.execute(text("SELECT sequencename FROM pg_sequences WHERE schemaname = :s"),
+                                 {"s": pooled}).scalars().all()
+        try:
+            # DELETE, not TRUNCATE: TRUNCATE gives each of the ~40 tables new files, as slow as a new schema;
+            # replica mode skips the foreign-key triggers, so the order of the tables does not matter
+            conn.exec_driver_sql(
+                "BEGIN; SET LOCAL lock_timeout = '5s'; SET LOCAL session_replication_role = replica; "
+                + "".join(f'DELETE FROM "{pooled}"."{t}"; ' for t in tables)
+                + "".join(f"SELECT pg_catalog.setval('\"{pooled}\".\"{q}\"', 1, false); " for q in sequences)
+                + "COMMIT")
+        except Exception:  # noqa: BLE001 - not superuser, or a lock: the schema is dropped instead
+            conn.exec_driver_sql("ROLLBACK")
+            conn.execute(text(f'ALTER SCHEMA "{pooled}" RENAME TO "{schema}"'))
+            return False
+    if _pg_shape(pooled) != _pg_pool_state.get("shape"):
+        with admin.connect() as conn:
+            conn.execute(text(f'ALTER SCHEMA "{pooled}" RENAME TO "{schema}"'))
+        return False
+    _pg_pool.append(pooled)
+    return True
+
+
 def _pg_schema_engine(*, template: bool = True) -> Iterator[Engine]:
-    """A migrated schema of its own on the PostgreSQL test server (dropped afterwards), as an engine whose
-    search_path is that schema; loaded from the process's template, or with ``template=False`` migrated."""
+    """A migrated schema of its own on the PostgreSQL test server, as an engine whose search_path is that schema:
+    taken from the process's pool of emptied schemas, or loaded from the process's template; given back emptied
+    afterwards (or dropped when it cannot be reused). With ``template=False``, migrated from empty and dropped."""
     reason = pg_unavailable_reason()
     if reason:
         unavailable("postgres", reason)
-    schema = f"fp_test_{uuid.uuid4().hex[:12]}"
     dump = _pg_template_dump() if template else None
-    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    admin = _pg_admin()
     if dump is not None:
-        raw = admin.raw_connection()
-        try:
-            with raw.cursor() as cur:
-                cur.execute(dump.replace("{schema}", schema))  # creates the schema; one statement string
-            raw.commit()
-        finally:
-            raw.close()
+        schema = _pg_take_schema(dump)
     else:
+        schema = f"fp_test_{uuid.uuid4().hex[:12]}"
         with admin.connect() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
     engine = make_engine(PG_URL, connect_args={"options": f"-csearch_path={schema}"})
@@ -133,9 +232,9 @@ def _pg_schema_engine(*, template: bool = True) -> Iterator[Engine]:
         yield engine
     finally:
         engine.dispose()
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+        if dump is None or not _pg_give_back(schema):
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
 
 
 def _sqlite_template() -> Path:
@@ -261,3 +360,41 @@ def no_bubblewrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
         monkeypatch.undo()
         isolation.forget_probe()
         sandbox_server.shutdown()
+
+
+# --- mypy started early -------------------------------------------------------------------------------------------
+# test_mypy_finds_nothing takes over a minute on a fresh clone (mypy's cache is empty; 2-3 s warm). When it is among
+# the tests to run, mypy starts in the background as soon as the tests are collected, on the tests' own source
+# tree, and the test reads its result when its turn comes: the minute overlaps the tests that wait.
+
+MYPY_TEST = "tests/test_architecture.py::test_mypy_finds_nothing"
+MYPY_COMMAND = (sys.executable, "-m", "mypy", "curation", "evaluation", "exports", "forkpaths")
+
+
+def mypy_folder(config: pytest.Config) -> Path:
+    """Where the early mypy writes its output and exit code: in the run's base temporary folder (the one of the
+    controlling process when the tests run on pytest-xdist workers)."""
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return (base.parent if hasattr(config, "workerinput") else base) / "early-mypy"
+
+
+def _start_mypy(config: pytest.Config) -> None:
+    folder = mypy_folder(config)
+    if folder.exists():
+        return
+    folder.mkdir()
+    command = " ".join(shlex.quote(part) for part in MYPY_COMMAND)
+    out, code = shlex.quote(str(folder / "output")), shlex.quote(str(folder / "exit-code"))
+    subprocess.Popen(["sh", "-c", f"{command} > {out} 2>&1; echo $? > {code}.tmp && mv {code}.tmp {code}"],
+                     cwd=PROJECT_ROOT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput") and any(item.nodeid == MYPY_TEST for item in session.items):
+        _start_mypy(session.config)  # pytest -n 0: this process runs the tests
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    if MYPY_TEST in ids:
+        _start_mypy(node.config)  # type: ignore[attr-defined]

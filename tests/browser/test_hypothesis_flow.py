@@ -2,11 +2,15 @@
 hypotheses blind (one with supporting code that only prints a table, run in the sandbox; one refused first for a
 column that does not exist), the curator opens stage 2, each analyst judges the other's hypothesis with a reason
 (asked for in a hypothesis' words), the curator closes stage 2 and chooses the justifiable one as the gold
-hypothesis (nothing is pre-selected). No button is cut at 1024 px. Screenshots of every step are in
-tests/browser/artifacts/."""
+hypothesis (nothing is pre-selected). No button is cut at 1024 px. Then, as issue 17's flow goes on, the curator
+cuts a release on the Releases page; an evaluator scores an agent's hypotheses against it on the Scoring runs page
+(the hms judge is the scripted OpenAI-compatible server on 127.0.0.1), opens Run details, overrides one judgement
+and sees HMS recompute. (The DiscoveryBench end-to-end flow was a second test that repeated stages 1-3 with fewer
+checks; it is this one now.) Screenshots of every step are in tests/browser/artifacts/<test name>/."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,15 +19,31 @@ from playwright.sync_api import expect
 from sqlmodel import select
 
 from curation.db import make_engine, session_scope
-from curation.models import HypothesisProposal, HypothesisTask, Role, Vote
+from curation.models import HypothesisProposal, HypothesisTask, Role, ScoringRun, Vote
 from tests import factories as f
-from tests.browser.helpers import click, fill_text, idle, shot, sign_in, tab
+from tests.browser.helpers import (
+    click,
+    fill_text,
+    idle,
+    llm_env,
+    metric,
+    score_hypotheses,
+    serving,
+    shot,
+    sign_in,
+    tab,
+)
 from tests.curation.hypothesis_world import import_folder
+from tests.evaluation.hms_script import HMSScript, sub
+from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
 
 # supporting code that only prints (issue 29 point 2): its output is kept, no model is fitted
 CODE = "print(df.groupby(pd.qcut(df['AGE'], 4))['BMI'].mean())"
+GOLD = "In US adults, BMI rises with age."
+PREDICTED = "BMI goes up with age among adults."
+Q0, Q2 = "real/test/bmi_survey/metadata_0/q0", "real/test/bmi_survey/metadata_0/q2"
 # Every element of a button that cuts its text (an ellipsis is drawn by the label's box, which has children)
 CUT = """(root) => [root, ...root.querySelectorAll('*')]
   .filter(e => e.textContent.trim() && e.scrollWidth > e.clientWidth + 1)
@@ -116,10 +136,25 @@ def _vote(page, shots: Path, who: str, peer_text: str, verdict: str, reason: str
     shot(page, shots / f"{who}-4-voted.png", page.get_by_text(f"Your vote: {verdict.lower()}"))
 
 
-def test_one_query_through_three_stages(browser, live_app, shots: Path):
+def _script() -> HMSScript:
+    # both golds (q0 decided in stage 3, q2 imported) read the same; the agent's answer matches their context and
+    # variables, and its relationship is judged B (0.5): HMS 0.5 per query, 0.5 for the run
+    return HMSScript(decompositions={GOLD: [sub("g", "US adults", ["age", "BMI"], "rises with")],
+                                     PREDICTED: [sub("p", "adults", ["age", "BMI"], "goes up with")]},
+                     pair_contexts={"P0|G0": True}, variables={"P0|G0": [[1, 1], [2, 2]]},
+                     relationships={"P0|G0": "B"})
+
+
+def test_one_query_through_three_stages_then_released_scored_and_judged(browser, tmp_path, shots: Path):
+    with ScriptedLLM(_script()) as server, serving(tmp_path, llm_env(server.url)) as live_app:
+        _three_stages_release_and_score(browser, live_app, tmp_path, shots)
+
+
+def _three_stages_release_and_score(browser, live_app, tmp_path: Path, shots: Path) -> None:  # type: ignore[no-untyped-def]
     engine = make_engine(live_app.settings.resolved_database_url)
     ana, bob = f.user(engine, "ana"), f.user(engine, "bob")
     cleo, root = f.user(engine, "cleo", Role.CURATOR), f.user(engine, "root", Role.ADMIN)
+    f.user(engine, "evie", Role.EVALUATOR)
     ds, tasks = import_folder(engine, live_app.settings.datasets_store, live_app.settings.resolved_data_dir.parent
                               / "src", root, [ana, bob])
     pages = []
@@ -173,6 +208,49 @@ def test_one_query_through_three_stages(browser, live_app, shots: Path):
         c.get_by_text("is now the gold hypothesis").wait_for()
         c.get_by_text("Gold hypothesis:").wait_for()
         shot(c, shots / "cleo-3-gold-decided.png", c.get_by_text("Gold hypothesis:"))
+
+        # the release, cut on the page
+        c.get_by_role("link", name="Releases").click()
+        idle(c)
+        tab(c, "Cut a release")
+        idle(c)
+        shot(c, shots / "cleo-4-cut-release.png")
+        click(c, "Cut release")
+        c.get_by_text(re.compile(r"Release 1\.0\.0 cut")).first.wait_for(timeout=60_000)
+        idle(c)
+        tab(c, "Releases")
+        c.get_by_text(re.compile(r"DiscoveryBench hypotheses: 1 dataset")).wait_for(timeout=60_000)
+        shot(c, shots / "cleo-5-released.png")
+
+        # scoring an agent's hypotheses against it
+        answers = tmp_path / "agent-hypotheses.json"
+        answers.write_text(json.dumps({"format": "forkpaths-hypotheses", "format_version": "1.0", "answers": [
+            {"task": Q0, "hypothesis": PREDICTED, "workflow": "OLS of BMI on age"},
+            {"task": Q2, "hypothesis": PREDICTED, "workflow": "OLS of BMI on age"}]}))
+        e = _sign_in(browser, live_app.url, "evie", "Scoring runs")
+        pages.append(e)
+        score_hypotheses(e, answers, shots, "evie-1-upload.png", "evie-2-run-succeeded.png")
+
+        # Run details: HMS, one query's judgement overridden, HMS recomputed
+        e.get_by_role("link", name="Run details").click()
+        idle(e)
+        expect(e.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_be_visible(timeout=60_000)
+        assert metric(e, "HMS") == "0.500"
+        pick(e, "Query", Q0)
+        e.get_by_text("Context matching").wait_for()
+        shot(e, shots / "evie-3-query.png")
+        pick(e, "Facet", "relationship")
+        e.get_by_text("A · very similar (1)").click()
+        e.get_by_label("Reason (kept with the run)").fill("'rises with' and 'goes up with' are the same claim")
+        click(e, "Record my judgement")
+        e.get_by_text(re.compile("Judgement saved")).wait_for(timeout=30_000)
+        # q0: 1 x (1 x 1) = 1; q2 stays 0.5: HMS (1 + 0.5) / 2
+        expect(e.locator('[data-testid="stMetric"]').filter(has_text="HMS").first).to_contain_text("0.750")
+        shot(e, shots / "evie-4-after-override.png", e.get_by_text("Expert judgements: relationship of P0|G0"))
+        shot(e, shots / "evie-5-hms-recomputed.png",
+             e.locator('[data-testid="stMetric"]').filter(has_text="HMS").first)
+        for page in pages:
+            assert page.locator("[data-testid='stException']").count() == 0
     except Exception:
         for n, page in enumerate(pages):
             page.screenshot(path=shots / f"failure-{n}.png")
@@ -180,8 +258,7 @@ def test_one_query_through_three_stages(browser, live_app, shots: Path):
         raise
     with session_scope(engine) as s:
         task = s.get(HypothesisTask, tasks["q0"].id)
-        assert (task.status, task.gold_source, task.gold_hypothesis) == (
-            "gold", "consensus", "In US adults, BMI rises with age.")
+        assert (task.status, task.gold_source, task.gold_hypothesis) == ("gold", "consensus", GOLD)
         assert task.gold_variables == ["age", "bmi"] and task.gold_provenance["note"] == "agreed by the rule"
         assert task.gold_provenance["decided_by_id"] == cleo.id
         assert task.gold_provenance["tally"] == {"justifiable": 1, "unjustifiable": 0, "unsure": 0}
@@ -191,4 +268,6 @@ def test_one_query_through_three_stages(browser, live_app, shots: Path):
         assert kept_check["ok"] and "BMI" in kept_check["stdout"] and "]" in kept_check["stdout"]  # the table
         assert {(v.answer, v.explanation) for v in s.exec(select(Vote)).all()} == {
             ("no", "the OLS slope is positive"), ("yes", "the slope is clear")}
+        run = s.get(ScoringRun, 1)
+        assert run is not None and run.kind == "hypotheses" and run.judge["model"] == "judge-model"
     engine.dispose()

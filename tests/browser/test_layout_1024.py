@@ -5,6 +5,7 @@ at 1024 px; screenshots for a person to look at."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from curation.models import Role
 from curation.services.annotation import TransformInput, VariableInput, save_transform, save_variable
 from evaluation.specs import ColumnMapping, ColumnRef, VariableType
 from tests import factories as f
-from tests.browser.helpers import click, idle, pick, shot, sign_in, sign_out, tab
+from tests.browser.helpers import LiveApp, click, idle, pick, serving, shot, sign_in, sign_out, tab
 
 pytestmark = pytest.mark.browser
 LITERAL = "wind :x: in $km/h$ *peak*"
@@ -33,8 +34,16 @@ def _cut(locator) -> list[str]:
     return locator.evaluate(CUT)
 
 
-@pytest.mark.parametrize("width", [1024, 1440])
-def test_annotate_page_fits_at_common_widths(browser, live_app, shots: Path, width: int):
+@pytest.fixture(scope="module")
+def annotated_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
+    """The app with one analyst's analysis, served and seeded once for both widths: the test only looks (it opens
+    forms and saves nothing), so the second width sees exactly what the first saw."""
+    with serving(tmp_path_factory.mktemp("layout")) as live_app:
+        _seed_analysis(live_app)
+        yield live_app
+
+
+def _seed_analysis(live_app: LiveApp) -> None:
     engine = make_engine(live_app.settings.resolved_database_url)
     analyst = f.user(engine, "ana")
     ds = f.dataset(engine, live_app.settings.datasets_store, assign=[analyst])
@@ -48,6 +57,11 @@ def test_annotate_page_fits_at_common_widths(browser, live_app, shots: Path, wid
             variable_type=VariableType.CONTROL, concept=LITERAL, rationale="costs $5 and $6",
             columns=[ColumnRef(name="year", rationale="*year* :man:")]))
     engine.dispose()
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_annotate_page_fits_at_common_widths(browser, annotated_app: LiveApp, shots: Path, width: int):
+    live_app = annotated_app
     page = browser.new_page(viewport={"width": width, "height": 900})
     try:
         sign_in(page, live_app.url, "ana")
