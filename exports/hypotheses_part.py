@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 from exports.card import alternatives_text, annotators_text, count_text, votes_text
+from exports.parts import ReleasePart
 from exports.schema import DatasetRelease, HypothesesPart
 
-__all__ = ["CARD_HEADINGS", "card_row", "card_section", "hypothesis_counts", "is_hypothesis_dataset"]
+__all__ = ["CARD_HEADINGS", "RELEASE_PART", "card_row", "card_section", "hypothesis_counts", "is_hypothesis_dataset"]
 
 ABOUT = ("Every query of each folder is released as a hypothesis task; one without a gold hypothesis is still to "
          "curate (stages 1-3): there is no gold to score it against yet.")
@@ -75,3 +77,39 @@ def card_section(ds: DatasetRelease, part: HypothesesPart) -> list[str]:
             f"- Annotators: {annotators_text(ds)}",
             ""]
     return out
+
+
+def _counts(part: HypothesesPart) -> dict[str, int]:
+    c = hypothesis_counts(part)
+    return {"hypothesis tasks": c["tasks"], "with gold": c["gold"], "to curate": c["to_curate"],
+            "candidates": c["candidates"], "gold by consensus": c["gold_consensus"]}
+
+
+def _hash_input(part: HypothesesPart) -> dict[str, Any]:
+    """The gold of each task (without who decided it when: a re-decision to the same gold is no change)."""
+    if not part.tasks:
+        return {}
+    return {"hypotheses": [{"key": t.key, "gold": t.gold.model_dump(mode="json", exclude={"provenance"})
+                            if t.gold else None, "expr": t.true_hypothesis_expr, "target": t.target_col}
+                           for t in part.tasks]}
+
+
+def _blind(part: HypothesesPart) -> HypothesesPart:
+    """A blind reader keeps the queries and their imported gold, not stage-1 candidates nor consensus gold."""
+    return HypothesesPart(tasks=[t.model_copy(update={
+        "candidates": [], "gold": t.gold if t.gold is None or t.gold.source != "consensus" else None})
+        for t in part.tasks])
+
+
+def _items(part: HypothesesPart) -> list[tuple[str, str, Any]]:
+    return [(t.key, f"`{t.key}` ({f'gold from {t.gold.source}' if t.gold is not None else 'no gold yet'})",
+             t.model_dump(mode="json")) for t in part.tasks]
+
+
+#: A dataset's DiscoveryBench queries. Their gold is in the hash of every run on the dataset (format 1.x's rule).
+#: ``with gold`` counts imported gold too: an imported gold is the dataset's answer, kept from a blind annotator.
+RELEASE_PART = ReleasePart(
+    model=HypothesesPart, noun="hypothesis tasks", one="hypothesis task", counts=_counts, hash_input=_hash_input,
+    blind=_blind, work=("candidates", "gold by consensus", "with gold"), in_every_hash=True, items=_items,
+    targets=lambda part: {("hypothesis", c.id): c.hypothesis for t in part.tasks for c in t.candidates},
+    about=ABOUT, card_table=(CARD_INTRO, CARD_HEADINGS, card_row), card_section=card_section)

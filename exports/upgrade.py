@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from exports import hypotheses_part, mcq_part, programmatic_part
 from exports.errors import FormatError
+from exports.parts import declare_part, declared_parts
 from exports.schema import FORMAT_VERSION, HypothesesPart, MCQPart, ProgrammaticPart
 
 __all__ = ["LEGACY_PARTS", "upgrade_release_document", "upgrade_summary"]
@@ -25,6 +27,13 @@ LEGACY_PARTS: dict[str, tuple[str, str, type[BaseModel]]] = {
     "hypothesis_tasks": ("hypotheses", "tasks", HypothesesPart),
     "programmatic_tasks": ("programmatic", "tasks", ProgrammaticPart),
 }
+
+# The parts of the kinds format 1.x had are known to every reader of a release, with or without the registry of
+# kinds (which declares them again, in its kinds' order, when it registers them).
+for _kind, _spec in ((MCQPart.kind, mcq_part.RELEASE_PART), (HypothesesPart.kind, hypotheses_part.RELEASE_PART),
+                     (ProgrammaticPart.kind, programmatic_part.RELEASE_PART)):
+    if _kind not in declared_parts():
+        declare_part(_kind, _spec)
 
 #: 1.x counts of a release record's summary → (kind, the label its part's counts give them)
 _LEGACY_COUNTS: dict[str, tuple[str, str]] = {

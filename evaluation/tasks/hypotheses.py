@@ -53,15 +53,7 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.hypotheses_part import (
-    ABOUT,
-    CARD_HEADINGS,
-    CARD_INTRO,
-    card_row,
-    card_section,
-    hypothesis_counts,
-)
-from exports.parts import ReleasePart
+from exports.hypotheses_part import RELEASE_PART
 from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
 
 __all__ = [
@@ -725,44 +717,9 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"{o.get('judge_errors', 0)} judge errors, {o.get('unanswered', 0)} unanswered)")
 
 
-def _counts(part: HypothesesPart) -> dict[str, int]:
-    c = hypothesis_counts(part)
-    return {"hypothesis tasks": c["tasks"], "with gold": c["gold"], "to curate": c["to_curate"],
-            "candidates": c["candidates"], "gold by consensus": c["gold_consensus"]}
-
-
-def _hash_input(part: HypothesesPart) -> dict[str, Any]:
-    """The gold of each task (without who decided it when: a re-decision to the same gold is no change)."""
-    if not part.tasks:
-        return {}
-    return {"hypotheses": [{"key": t.key, "gold": t.gold.model_dump(mode="json", exclude={"provenance"})
-                            if t.gold else None, "expr": t.true_hypothesis_expr, "target": t.target_col}
-                           for t in part.tasks]}
-
-
-def _blind(part: HypothesesPart) -> HypothesesPart:
-    """A blind reader keeps the queries and their imported gold, not stage-1 candidates nor consensus gold."""
-    return HypothesesPart(tasks=[t.model_copy(update={
-        "candidates": [], "gold": t.gold if t.gold is None or t.gold.source != "consensus" else None})
-        for t in part.tasks])
-
-
-def _items(part: HypothesesPart) -> list[tuple[str, str, Any]]:
-    return [(t.key, f"`{t.key}` ({f'gold from {t.gold.source}' if t.gold is not None else 'no gold yet'})",
-             t.model_dump(mode="json")) for t in part.tasks]
-
-
-#: A dataset's DiscoveryBench queries. Their gold is in the hash of every run on the dataset (format 1.x's rule).
-#: ``with gold`` counts imported gold too: an imported gold is the dataset's answer, kept from a blind annotator.
-release_part = ReleasePart(
-    model=HypothesesPart, noun="hypothesis tasks", one="hypothesis task", counts=_counts, hash_input=_hash_input,
-    blind=_blind, work=("candidates", "gold by consensus", "with gold"), in_every_hash=True, items=_items,
-    targets=lambda part: {("hypothesis", c.id): c.hypothesis for t in part.tasks for c in t.candidates},
-    about=ABOUT, card_table=(CARD_INTRO, CARD_HEADINGS, card_row), card_section=card_section)
-
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
-                accepts_overrides=accepts_overrides, view=view, order=30, release_part=release_part,
+                accepts_overrides=accepts_overrides, view=view, order=30, release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
                 submission_schema=SCHEMA_PATH,
                 fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels))

@@ -21,7 +21,7 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.parts import ReleasePart
+from exports.mcq_part import RELEASE_PART
 from exports.schema import MCQPart, Release
 
 __all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary_line"]
@@ -84,19 +84,7 @@ def summary_line(scores: Mapping[str, Any]) -> str:
     return f"MCQ accuracy {fmt_score(m.get('accuracy'))} (chance {fmt_score(m.get('chance'))})"
 
 
-def _items(part: MCQPart) -> list[tuple[str, str, Any]]:
-    return [(q.id, f"`{q.id}` ({q.kind}, {q.mc_type})", q.model_dump(mode="json")) for q in part.items]
-
-
-#: A dataset's MCQs: counted, hashed for MCQ runs only (an answer key or a question that changes makes an MCQ run
-#: stale; it changes nothing another kind's runs score against), never shown to a reader blind to the dataset.
-release_part = ReleasePart(
-    model=MCQPart, noun="MCQs", one="MCQ",
-    counts=lambda part: {"MCQs": len(part.items)},
-    hash_input=lambda part: {"mcqs": [q.model_dump(mode="json") for q in part.items]} if part.items else {},
-    blind=lambda part: None, work=("MCQs",), items=_items)
-
 KIND = TaskKind(name=MCQPart.kind, label=label, item_noun=item_noun, leaderboard=leaderboard,
                 check_files=check_files, score=score, leaderboard_values=leaderboard_values, summary_line=summary_line,
                 uses_judge=uses_judge, accepts_overrides=accepts_overrides, view=view, order=20,
-                release_part=release_part)
+                release_part=RELEASE_PART)

@@ -31,7 +31,7 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.parts import ReleasePart
+from exports.programmatic_part import RELEASE_PART
 from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticPart, ProgrammaticTaskRelease, Release
 
 __all__ = ["ARTIFACT", "CHECK", "RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
@@ -201,24 +201,7 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"errors {p.get('errors', 0)}")
 
 
-def _items(part: ProgrammaticPart) -> list[tuple[str, str, Any]]:
-    return [(t.key, f"`{t.key}` ({len(t.checks)} check{'' if len(t.checks) == 1 else 's'})",
-             t.model_dump(mode="json")) for t in part.tasks]
-
-
-#: A dataset's programmatic tasks, whole (prompt, ground-truth artifacts, checks): they are in the hash of every
-#: run on the dataset (format 1.x's rule). A blind reader keeps them, as format 1.x's blinding did: their checks
-#: are reviewed in curation, but what a release holds of them is the task's definition, not annotators' votes.
-release_part = ReleasePart(
-    model=ProgrammaticPart, noun="programmatic tasks", one="programmatic task",
-    counts=lambda part: {"programmatic tasks": len(part.tasks), "checks": sum(len(t.checks) for t in part.tasks)},
-    hash_input=lambda part: {"programmatic_tasks": [t.model_dump(mode="json") for t in part.tasks]}
-    if part.tasks else {},
-    blind=lambda part: part, in_every_hash=True, items=_items,
-    targets=lambda part: {("prog_check", c.id): f"{c.metric or c.function} of task {t.key}"
-                          for t in part.tasks for c in t.checks})
-
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
-                accepts_overrides=accepts_overrides, view=view, order=40, release_part=release_part,
+                accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes)
