@@ -82,6 +82,7 @@ __all__ = [
     "SEMVER",
     "WITHHELD_FIELDS",
     "dataset_summary",
+    "summary_sentence",
     "summary_totals",
     "ReleaseComparison",
     "ReleaseView",
@@ -612,6 +613,27 @@ def export_skips(*, session: Session, actor: User, version: str, fmt: str) -> di
     hypothesis tasks, DiscoveryBench's none for BLADE datasets), each with a sentence saying why."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     return _layout_skips(_record(session, version).summary, fmt)
+
+
+def summary_sentence(counts: Mapping[str, Any]) -> str:
+    """What one dataset of a release holds, from its record's counts: "4 decisions, 12 MCQs, 30 votes" or
+    "2 programmatic tasks (5 checks)" (each kind's counts as the kind labels them)."""
+    c = upgrade_summary(dict(counts))
+    known = {k.name: k.release_part for k in kinds_with("release_part") if k.release_part is not None}
+    out = []
+    decisions = sum(int(c.get(k, 0) or 0) for k in ("variables", "transforms", "models"))
+    if decisions:
+        out.append(f"{decisions} decision{'' if decisions == 1 else 's'}")
+    for kind, part in (c.get("parts") or {}).items():
+        values = list(part.items())
+        if values:
+            spec = known.get(kind)
+            noun = values[0][0] if spec is None else spec.singular if values[0][1] == 1 else spec.noun
+            rest = ", ".join(f"{n} {label}" for label, n in values[1:] if n)
+            out.append(f"{values[0][1]} {noun}" + (f" ({rest})" if rest else ""))
+    if c.get("votes"):
+        out.append(f"{c['votes']} vote{'' if c['votes'] == 1 else 's'}")
+    return ", ".join(out) or "its data alone"
 
 
 def summary_totals(summary: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:

@@ -81,6 +81,7 @@ def test_a_fresh_installs_release_describes_its_programmatic_tasks(tmp_path, mon
     assert forkpaths(tmp_path, "init", starters=True).returncode == 0
     cut = forkpaths(tmp_path, "release", "create", "--version", "1.0.0", starters=True)
     assert cut.returncode == 0, cut.stderr
+    assert "BLADE" not in cut.stdout and "MCQ" not in cut.stdout, cut.stdout
     folder = tmp_path / "data" / "releases" / "1.0.0"
     document = json.loads((folder / "release.json").read_text(encoding="utf-8"))
     held = {d["name"]: len(d["parts"]["programmatic"]["tasks"]) for d in document["datasets"]}
@@ -110,6 +111,7 @@ def test_a_fresh_installs_release_describes_its_programmatic_tasks(tmp_path, mon
     assert "| Programmatic tasks |" in card and "| MCQs |" not in card
     for name, n in held.items():
         assert f"- Programmatic tasks: {n} ({checks[name]} checks)" in card
+        assert f"  {name}: {n} programmatic tasks ({checks[name]} checks)" in cut.stdout  # the cut's summary
     assert "every decision, alternative, vote, consensus record and programmatic task" in card
 
 

@@ -13,7 +13,7 @@ import evaluation.tasks  # noqa: F401 - registers the kinds, whose parts the rel
 from curation.services.scoring import dataset_gt_hash
 from exports.errors import FormatError
 from exports.native import dump_release_json, parse_release_json
-from exports.schema import FORMAT_VERSION
+from exports.schema import FORMAT_VERSION, ProgrammaticPart
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -138,3 +138,15 @@ def test_an_mcq_runs_hash_covers_the_mcqs() -> None:
     boxes = release.datasets[0]
     assert dataset_gt_hash(boxes, "mcq") != dataset_gt_hash(boxes, "analyses") == HASHES_1X[("native/release.json",
                                                                                                "boxes")]
+
+
+@pytest.mark.parametrize("kind", [None, "analyses", "programmatic", "mcq"])
+def test_a_changed_programmatic_check_changes_the_hash_of_every_run_on_the_dataset(kind: str | None) -> None:
+    release = parse_release_json((TESTS / "exports/golden/datascibench/release-with-programmatic-task.json")
+                                 .read_bytes())
+    (sales,) = release.datasets
+    part = ProgrammaticPart.of(sales)
+    task = part.tasks[0]
+    check = task.checks[0].model_copy(update={"code": task.checks[0].code + "\n# changed\n"})
+    edited = sales.with_parts(programmatic=ProgrammaticPart(tasks=[task.model_copy(update={"checks": [check]})]))
+    assert dataset_gt_hash(edited, kind) != dataset_gt_hash(sales, kind)
