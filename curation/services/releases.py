@@ -655,8 +655,8 @@ def summary_totals(summary: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
 @judges_actor
 def release_dataset_rows(*, session: Session, actor: User, version: str) -> list[dict[str, Any]]:
     """One row per dataset of release ``version`` with what it holds, for a person: ``holds`` names it (its
-    decisions, then each kind's part by the kind's noun: "decisions, MCQs", "hypothesis tasks", "programmatic
-    tasks"; "nothing curated yet"), ``about`` is what the kinds say about such datasets, then the counts that
+    decisions, then each kind's part by the kind's noun: "analysis decisions, MCQs", "hypothesis tasks",
+    "programmatic tasks"; "nothing curated yet"), ``about`` is what the kinds say about such datasets, then the counts that
     apply to it: ``decisions`` where it holds some, each part's counts as its kind labels them, ``files`` for a
     folder of several files, and ``votes``. Rows of datasets that hold the same things have the same keys."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
@@ -666,7 +666,7 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
         c = upgrade_summary(dict(raw))
         decisions = sum(int(c.get(k, 0) or 0) for k in ("variables", "transforms", "models"))
         parts: dict[str, dict[str, int]] = c.get("parts") or {}
-        held = (["decisions"] if decisions else []) + [known[k].noun if k in known else k for k in parts]
+        held = (["analysis decisions"] if decisions else []) + [known[k].noun if k in known else k for k in parts]
         row: dict[str, Any] = {"dataset": name, "holds": ", ".join(held) or "nothing curated yet",
                                "about": " ".join(known[k].about for k in parts if k in known and known[k].about)}
         if decisions:

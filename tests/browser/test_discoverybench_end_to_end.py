@@ -110,7 +110,7 @@ def test_discoverybench_query_curated_released_scored_and_judged(browser, tmp_pa
             c.get_by_text(re.compile(r"Release 1\.0\.0 cut")).first.wait_for(timeout=60_000)
             idle(c)
             tab(c, "Releases")
-            c.get_by_text(re.compile(r"DiscoveryBench hypotheses: 1 dataset")).wait_for(timeout=60_000)
+            c.get_by_text(re.compile(r"^Hypothesis tasks: 1 dataset")).wait_for(timeout=60_000)
             shot(c, shots / "08-cleo-released.png")
 
             # scoring an agent's hypotheses against it

@@ -125,7 +125,7 @@ def test_a_release_mixing_blade_and_discoverybench_datasets(world, tmp_path):  #
         "hypothesis tasks": 3, "with gold": 1, "to curate": 2, "candidates": 0, "gold by consensus": 0, "files": 2,
         "votes": 0}
     assert "still to curate" in rows["db_real_test_bmi"]["about"]
-    assert rows["storms"]["holds"].startswith("decisions") and rows["storms"]["decisions"] == 4
+    assert rows["storms"]["holds"].startswith("analysis decisions") and rows["storms"]["decisions"] == 4
     assert "hypothesis tasks" not in rows["storms"]
 
     blade = _export(world, "1.0.0", "blade", tmp_path / "b")

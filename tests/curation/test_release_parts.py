@@ -127,7 +127,7 @@ def test_the_releases_page_rows_of_a_1x_record_are_read_through_the_upgrade(worl
         (row,) = rel.release_dataset_rows(session=s, actor=world.curator, version="1.0.0")
         dataset = s.exec(select(Dataset).where(Dataset.name == "hurricane")).one()
         decided = sum(1 for _ in s.exec(select(MCQ).where(MCQ.dataset_id == dataset.id)))
-    assert row["holds"] == "decisions, MCQs" and row["MCQs"] == mcqs == decided > 0
+    assert row["holds"] == "analysis decisions, MCQs" and row["MCQs"] == mcqs == decided > 0
 
 
 def test_blind_readers_keep_what_each_kind_lets_them_and_programmatic_parts_are_declared():
