@@ -253,6 +253,37 @@ def _cmd_import_discoverybench(args: argparse.Namespace, settings: Settings) -> 
     return 1 if r.refused else 0
 
 
+def _cmd_import_kind(args: argparse.Namespace, settings: Settings) -> int:
+    """``forkpaths import-<kind> PATH``: any kind that declares an importer (see curation.services.kind_import)."""
+    from curation.services.kind_import import import_kind
+
+    report = initialise(settings)
+    with session_scope(report.engine) as session:
+        actor = _operator(session, args.as_user) if getattr(args, "as_user", None) else None
+        r = import_kind(session=session, actor=actor, kind=args.import_kind, path=Path(args.path),
+                        store=settings.datasets_store, max_bytes=settings.max_upload_bytes)
+    for line in r.lines():
+        print(line)
+    for sentence in r.refused:  # the other datasets were imported (and committed above)
+        print(f"Not imported: {sentence}", file=sys.stderr)
+    return 1 if r.refused else 0
+
+
+def _add_kind_imports(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """One ``import-<kind>`` command per registered kind that imports datasets (the registry says which)."""
+    from evaluation.tasks import KINDS
+
+    for kind in KINDS.values():
+        if kind.importer is None or kind.release_part is None:
+            continue
+        cmd = sub.add_parser(f"import-{kind.name.replace('_', '-')}",
+                             help=f"import {kind.importer.source} as datasets with their {kind.release_part.noun} "
+                                  "and gold")
+        cmd.add_argument("path")
+        cmd.add_argument("--as", dest="as_user", help="act as this user (default: the CLI's operator)")
+        cmd.set_defaults(func=_cmd_import_kind, import_kind=kind.name)
+
+
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services.datasets import archive_dataset, restore_dataset
 
@@ -678,6 +709,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="import the queries without their gold hypotheses (metadata and answer keys), to curate "
                           "them from scratch in stage 1")
     idb.set_defaults(func=_cmd_import_discoverybench)
+    _add_kind_imports(sub)
     rel = sub.add_parser("release", help="cut, list, compare and export benchmark releases")
     rel.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     rsub = rel.add_subparsers(dest="release_command", required=True)

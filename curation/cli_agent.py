@@ -179,7 +179,8 @@ def add_agent_commands(sub: Any) -> None:
                         "FORKPATHS_LLM_BASE_URL)")
     r.add_argument("--temperature", type=float, default=0.0, help="recorded with the run (default 0)")
     r.add_argument("--seed", type=int, default=0, help="run i is asked with seed + i")
-    r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent')")
+    r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent #<run>', this run's own; "
+                   "give two runs one name to show an MCQ accuracy beside the analyses of the same agent)")
     r.add_argument("--max-steps", type=int, default=12, help="ReAct: tool calls at most")
     r.add_argument("--step-timeout", type=float, default=30.0, help="ReAct: seconds one code run may take")
     r.add_argument("--enqueue", action="store_true", help="hand it to the workers (PostgreSQL), print its id")

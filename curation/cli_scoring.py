@@ -16,6 +16,7 @@ from curation.errors import ScoringError
 from curation.models import RunStatus, ScoringRun
 from curation.settings import Settings
 from evaluation.submissions import printable
+from evaluation.tasks.base import count_of
 
 __all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
 
@@ -74,8 +75,8 @@ def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
                            max_bytes=settings.max_submission_bytes,
                            judges=judge_settings(settings), source="cli", limits=scoring_limits(settings),
                            llm_model=getattr(args, "llm_model", None) or "")
-    print(f"Run {run.id} registered: {run.agent} on release {run.release_version} ({run.progress_total} "
-          f"{kind_of(kind).item_noun}).", file=sys.stderr)
+    print(f"Run {run.id} registered: {run.agent} on release {run.release_version} "
+          f"({count_of(run.progress_total, kind_of(kind).item_noun)}).", file=sys.stderr)
     if getattr(args, "enqueue", False):
         _enqueue(report.engine, run.id or 0)
         print(run.id)
@@ -226,7 +227,7 @@ def _write_result(run: Any, settings: Settings, out_path: str) -> None:
 
 
 def _rescore(args: argparse.Namespace, settings: Settings) -> int:
-    from curation.services.scoring import rescore_run
+    from curation.services.scoring import items_noun, rescore_run
 
     _check_enqueue(args, settings)
     report = initialise(settings)
@@ -236,7 +237,7 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
                           max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                           limits=scoring_limits(settings))
     print(f"Run {run.id} registered: run {args.run} re-scored on release {run.release_version} ({run.agent}, "
-          f"{run.progress_total} item(s); run {args.run} is kept).", file=sys.stderr)
+          f"{count_of(run.progress_total, items_noun(run.kind))}; run {args.run} is kept).", file=sys.stderr)
     if args.enqueue:
         _enqueue(report.engine, run.id or 0)
         print(run.id)
@@ -396,6 +397,7 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     """``forkpaths reproduce RUN``: check the reproducibility of a run's analyses (or re-judge an imported
     AIRepr run) as a new reproducibility run."""
     from curation.services.reproducibility import reproduce_run
+    from curation.services.scoring import items_noun
 
     _check_enqueue(args, settings)
     report = initialise(settings)
@@ -404,8 +406,7 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
                             artifacts=settings.artifact_store(),
                             max_bytes=settings.max_submission_bytes, judges=judge_settings(settings),
                             limits=scoring_limits(settings), inspector_model=args.inspector_model or "")
-    print(f"Run {run.id} registered: the reproducibility of run {args.run} ({run.progress_total} item(s) with a "
-          f"workflow; inspector {run.judge.get('model')}).", file=sys.stderr)
+    print(f"Run {run.id} registered: the reproducibility of run {args.run} ({count_of(run.progress_total, items_noun(run.kind))}; inspector {run.judge.get('model')}).", file=sys.stderr)
     if args.enqueue:
         _enqueue(report.engine, run.id or 0)
         print(run.id)

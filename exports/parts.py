@@ -30,8 +30,9 @@ class ReleasePart:
     * ``noun``: what its items are called in a sentence ("MCQs", "QRData questions");
     * ``counts(part)``: its summary counts, labelled for a person, in the order shown; the first is the number of
       items, labelled with ``noun`` ("MCQs"), the others name a subset ("with gold");
-    * ``hash_input(part)``: a mapping of the JSON-able values its scores depend on, merged into the dataset's
-      ground-truth hash payload (keys of its own);
+    * ``hash_input(part)``: the JSON-able value its scores depend on, in the dataset's ground-truth hash: a
+      mapping is merged into the hash's payload (keys of its own: the kinds of format 1.x keep theirs), any other
+      value is kept under the kind's name;
     * ``blind(part)``: what a reader blind to the dataset may keep (None: nothing); withheld gold never stays;
     * ``work``: the labels of ``counts`` that are recorded work (experts' input, or the gold a blind annotator may
       not see), as opposed to imported content anyone sees;
@@ -54,7 +55,7 @@ class ReleasePart:
     model: type[BaseModel]
     noun: str
     counts: Callable[[Any], dict[str, int]]
-    hash_input: Callable[[Any], Mapping[str, Any]]
+    hash_input: Callable[[Any], Any]
     blind: Callable[[Any], Any | None]
     work: tuple[str, ...] = ()
     in_every_hash: bool = False

@@ -53,8 +53,11 @@ with st.expander("Start an agent run", expanded=not existing), st.form(f"agent.{
                                   key="agent.temperature")
     seed = c9.number_input("Seed (run i uses seed + i)", min_value=0, value=0, step=1, key="agent.seed")
     steps = c10.number_input("ReAct: tool calls at most", min_value=1, max_value=100, value=12, key="agent.steps")
-    agent_name = c11.text_input("Agent name (leaderboard)", placeholder="default: '<strategy> agent'",
-                                key="agent.name")
+    agent_name = c11.text_input("Agent name (leaderboard)", placeholder="default: '<strategy> agent #<run>'",
+                                key="agent.name",
+                                help="Runs with one name and model share a leaderboard row: give an MCQ run the "
+                                     "name of an analyses run to show its accuracy beside it. Unnamed, each run "
+                                     "is its own agent.")
     go = st.form_submit_button("Start", type="primary")
 if go:
     run = context.attempt(lambda s: ar.start_agent_run(

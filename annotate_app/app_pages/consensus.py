@@ -1,18 +1,13 @@
-"""Stage 3: the consensus meeting, the ground-truth rule and expert coverage."""
+"""Stage 3: the consensus meeting, then the tabs of the kind that curates the dataset (BLADE analyses: the
+ground-truth rule and expert coverage; DiscoveryBench folders: the gold hypotheses and the rule)."""
 
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.hypothesis_gold import render_gold_board
-from annotate_app.components.meeting_view import (
-    is_facilitator,
-    render_coverage,
-    render_meeting,
-    render_rule_picker,
-)
+from annotate_app.components.kinds import stage_component
+from annotate_app.components.meeting_view import is_facilitator, render_meeting
 from annotate_app.text import plural
 from curation.models import Stage
-from curation.services.hypotheses import gold_board, is_hypothesis_dataset
 from curation.services.meetings import agenda_size, meeting_participants, meetings_of, start_meeting
 from curation.services.stages import STAGE_LABELS, review_overview
 
@@ -30,11 +25,14 @@ dataset_id = st.selectbox("Dataset", list(ready), key="consensus.dataset",
                           format_func=lambda i: f"{ready[i][0].name} · {STAGE_LABELS[ready[i][1].stage]}")
 state.put(state.MEETING_DATASET_ID, dataset_id)
 
-hypotheses = bool(context.attempt(lambda s: is_hypothesis_dataset(s, ready[dataset_id][0])))
-names = ["Meeting", "Ground truth", "Coverage"] if is_facilitator(user) else ["Meeting"]
-if hypotheses and is_facilitator(user):  # a DiscoveryBench dataset: its queries' gold hypotheses
-    names = ["Meeting", "Gold hypotheses", "Ground truth"]
-tabs = st.tabs(names, key="consensus.tab", on_change="rerun")
+component = context.attempt(lambda s: stage_component(s, ready[dataset_id][0]))
+if component is None:
+    st.stop()
+if isinstance(component, str):
+    st.info(component)
+    st.stop()
+extra = component.consensus_tabs(user, ready[dataset_id][0]) if is_facilitator(user) else []
+tabs = st.tabs(["Meeting", *(name for name, _ in extra)], key="consensus.tab", on_change="rerun")
 with tabs[0]:
     if tabs[0].open is not False:
         meetings = context.attempt(lambda s: meetings_of(session=s, actor=user, dataset_id=dataset_id)) or []
@@ -44,7 +42,7 @@ with tabs[0]:
                    if not open_ and is_facilitator(user) else 0)
         if not open_ and is_facilitator(user) and not waiting:
             st.info("Nothing to discuss: no item is contested or split under the rule, so a meeting would have an "
-                    "empty agenda." + (" The gold hypotheses are decided in the next tab." if hypotheses else ""))
+                    "empty agenda." + component.MEETING_NOTE)
         elif not open_ and is_facilitator(user):
             with st.form("meeting.start"):
                 st.markdown(f"{plural(waiting, 'item')} contested or split under the rule will be on the agenda.")
@@ -67,19 +65,7 @@ with tabs[0]:
         shown = open_[0] if open_ else (meetings[-1] if meetings else None)
         if shown is not None:
             render_meeting(user, shown.id or 0, analysts)
-if len(tabs) > 1 and hypotheses:
-    with tabs[1]:
-        if tabs[1].open:
-            board = context.attempt(lambda s: gold_board(session=s, actor=user, dataset_id=dataset_id))
-            if board is not None:
-                render_gold_board(user, board)
-    with tabs[2]:
-        if tabs[2].open:
-            render_rule_picker(user, dataset_id)
-elif len(tabs) > 1:
-    with tabs[1]:
-        if tabs[1].open:
-            render_rule_picker(user, dataset_id)
-    with tabs[2]:
-        if tabs[2].open:
-            render_coverage(user, dataset_id)
+for tab, (_, draw) in zip(tabs[1:], extra, strict=True):
+    with tab:
+        if tab.open:
+            draw()

@@ -12,6 +12,7 @@ from curation.services.scoring import (
     cancel_run,
     default_judge,
     interrupt_dead_runs,
+    items_noun,
     judge_names,
     kind_names,
     kind_of,
@@ -20,6 +21,7 @@ from curation.services.scoring import (
     rescore_run,
     set_official,
 )
+from evaluation.tasks.base import count_of
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -68,7 +70,8 @@ if go:
         state.bump_form("score")
         state.choose_run(run.id)
         state.flash(f"Run {run.id} queued: {run.agent} on release {run.release_version}, "
-                    f"{run.progress_total} item(s). It keeps running if you leave this page.")
+                    f"{count_of(run.progress_total, items_noun(run.kind))} to score. It keeps running if you leave "
+                    "this page.")
         st.rerun()
 
 ACTIVE = {RunStatus.QUEUED.value, RunStatus.RUNNING.value}
@@ -112,7 +115,7 @@ def runs_panel() -> None:
             state.flash(f"Cancelling run {pick}: it stops after the analysis it is scoring.", "warning")
             st.rerun()
     elif run.status == RunStatus.SUCCEEDED.value:
-        st.success(f"Run {run.id} succeeded ({run.progress_done} item(s)). Open it on the Leaderboard or in Run "
+        st.success(f"Run {run.id} succeeded ({count_of(run.progress_done, items_noun(run.kind))} scored). Open it on the Leaderboard or in Run "
                    "details.")
         if run.message:  # a limit cost analyses their scores (timeouts, the run's time budget)
             st.warning(md(run.message))
@@ -149,8 +152,8 @@ def runs_panel() -> None:
         if new is not None:
             worker.submit(new.id or 0)
             state.choose_run(new.id)
-            state.flash(f"Run {new.id} queued: the reproducibility of run {pick} ({new.progress_total} item(s) "
-                        "with a workflow).")
+            state.flash(f"Run {new.id} queued: the reproducibility of run {pick} "
+                        f"({count_of(new.progress_total, items_noun(new.kind))}).")
             st.rerun()
     if user.role in (Role.CURATOR.value, Role.ADMIN.value) and run.status == RunStatus.SUCCEEDED.value:
         label = "Remove the official mark" if run.official else "Mark as official"

@@ -43,6 +43,12 @@ class Dataset(SQLModel, table=True):
         "and data files), each {name, relpath, sha256, size, format, role, columns}; empty for BLADE datasets, "
         "whose one table is data_relpath. data_relpath is always the dataset's main table.",
     )
+    parts: dict[str, Any] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}"),
+        description="Each imported kind's part of the dataset (its items and their gold), by the kind's name, as the "
+        "kind's release-part model dumps it (forkpaths import-<kind>); releases carry it as it is. Curated kinds keep "
+        "their items in their own tables instead.",
+    )
     created_at: datetime = _ts()
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
     archived_at: datetime | None = Field(

@@ -161,6 +161,11 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
                    created_by_id=actor.id, status=RunStatus.QUEUED.value)
     session.add(run)
     session.flush()
+    if not agent.strip():
+        # an unnamed agent is this run's own: the leaderboard joins a companion kind's run (an MCQ accuracy) to
+        # a ranked run by (agent, model), so two unnamed runs of one model must not share a name. Naming two
+        # runs alike is how an evaluator says they are one agent.
+        run.agent = f"{strategy} agent #{run.id}"
     run.job_id = _new_job(session, run, actor)
     session.add(run)
     session.flush()

@@ -28,7 +28,7 @@ from curation.services.blinding import blind_datasets, refuse_if_blind, release_
 from curation.services.scoring import SCORING_ROLES, get_run, kind_of, stored_result
 from evaluation.agreement import AgreementReport, cohens_kappa, confusion_matrix
 from evaluation.hms import FacetOverride, OverrideRefused
-from evaluation.tasks import SubmissionCheckError, TaskKind
+from evaluation.tasks import FacetJudging, SubmissionCheckError, TaskKind
 
 __all__ = ["FacetOutcome", "facet_agreement", "facet_overrides", "judge_facet", "viewable_facets"]
 
@@ -49,11 +49,16 @@ def _facet_kind(run: ScoringRun) -> TaskKind:
     return task
 
 
-def _result(task: Any, run: ScoringRun, artifacts: ArtifactStore) -> Any:
+def _judging(task: TaskKind) -> FacetJudging:
+    assert task.facet_judging is not None  # a kind with facets declares how they are judged (kind_problems)
+    return task.facet_judging
+
+
+def _result(task: TaskKind, run: ScoringRun, artifacts: ArtifactStore) -> Any:
     if run.status != RunStatus.SUCCEEDED.value or not run.result_sha256:
         raise ScoringError(f"Run {run.id} has {run.status}; only a succeeded run's judgements can be checked.")
     try:
-        return task.read_result(stored_result(run, artifacts))
+        return _judging(task).read_result(stored_result(run, artifacts))
     except OSError as exc:
         raise ScoringError(f"Run {run.id}: its result file {run.result_path} cannot be read ({exc.strerror}).") from exc
 
@@ -80,7 +85,7 @@ def viewable_facets(*, session: Session, actor: User, run_id: int,
     require_role(actor, *SCORING_ROLES)
     run = get_run(session=session, actor=actor, run_id=run_id)
     task = _facet_kind(run)
-    result = task.effective(_result(task, run, artifacts), facet_overrides(session, run_id))  # type: ignore[attr-defined]
+    result = _judging(task).effective(_result(task, run, artifacts), facet_overrides(session, run_id))
     withheld = blind_datasets(session=session, actor=actor, names={i.dataset for i in result.items},
                               holding=release_holding(session, run.release_version))
     if withheld:
@@ -124,8 +129,8 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
     spec = FacetOverride(task=task_key, facet=facet, pair=pair, value=value, reason=reason,  # type: ignore[arg-type]
                          author=actor.username)
     try:
-        description = task.check_facet(result, spec)  # type: ignore[attr-defined]
-        item = task.find_item(result, task_key)  # type: ignore[attr-defined]
+        description = _judging(task).check_facet(result, spec)
+        item = _judging(task).find_item(result, task_key)
     except (OverrideRefused, SubmissionCheckError) as exc:
         raise ScoringError(f"Cannot record the judgement: {exc}") from exc
     refuse_if_blind(session, actor, item.dataset, "Judging its facets would show its ground truth.",
@@ -139,9 +144,9 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
             f"{(who.display_name or who.username) if who else 'Someone'} already judged the {facet} of {pair} of "
             f"this query on {existing.labelled_at or existing.created_at:%Y-%m-%d %H:%M} UTC ('{existing.expert_label}'"
             f"; reason: {existing.reason or '—'}); their judgement stands and yours was not saved.")
-    original = task.facet_value(item, facet, pair)  # type: ignore[attr-defined]
-    judge_label = task.facet_label(facet, original)  # type: ignore[attr-defined]
-    expert_label = task.facet_label(facet, value)  # type: ignore[attr-defined]
+    original = _judging(task).facet_value(item, facet, pair)
+    judge_label = _judging(task).facet_label(facet, original)
+    expert_label = _judging(task).facet_label(facet, value)
     label = JudgeLabel(run_id=run_id, dataset=item.dataset, analysis_key=task_key, kind=facet, item=pair,
                        judge=str(run.judge.get("name", "")), ground_truth=item.gold_hypothesis[:2000],
                        agent=item.predicted_hypothesis[:2000], judge_rationale=_rationale(item, facet, pair),
@@ -163,7 +168,7 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
         raise OverrideConflict("Another evaluator judged this facet a moment ago; reload the query to see their "
                                "judgement. Yours was not saved.") from exc
     if override is not None:
-        effective = task.effective(result, facet_overrides(session, run_id))  # type: ignore[attr-defined]
+        effective = _judging(task).effective(result, facet_overrides(session, run_id))
         run.scores_effective = effective.scores
         session.add(run)
     return FacetOutcome(label=label, override=override, description=description)

@@ -224,15 +224,16 @@ def dataset_release(session: Session, dataset: Dataset, *,
             decided_by=who(c.decided_by_id), decided_at=c.decided_at, note=c.note,
             votes=[ReleaseVote.model_validate(v) for v in c.votes_snapshot]))
     _stage3(session, dataset, ds, who)
-    ds = ds.with_parts(**kind_parts(session, dataset, who, hypothesis_parts))
+    ds = ds.model_copy(update={"parts": kind_parts(session, dataset, who, hypothesis_parts)})
     ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
     return ds
 
 
 def kind_parts(session: Session, dataset: Dataset, who: Pseudonym,
-               hypothesis_parts: HypothesisParts | None = None) -> dict[str, KindPart | None]:
-    """THE place a cut assembles each kind's part of a dataset (``DatasetRelease.parts``), by kind name, from
-    what the kinds curated (an empty part is left out of the release)."""
+               hypothesis_parts: HypothesisParts | None = None) -> dict[str, dict[str, Any]]:
+    """THE place a cut assembles each kind's part of a dataset (``DatasetRelease.parts``), by kind name: the
+    parts of the kinds that imported their items with their gold, as stored (``forkpaths import-<kind>``), and
+    the parts of the kinds experts curate, from their tables (an empty part is left out of the release)."""
     from curation.services.programmatic import release_programmatic_tasks
 
     questions: list[ReleaseMCQ] = []
@@ -254,8 +255,11 @@ def kind_parts(session: Session, dataset: Dataset, who: Pseudonym,
                              .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all():
         candidates, consensus_gold = hypothesis_parts(session, task, who) if hypothesis_parts else ([], None)
         tasks.append(hypothesis_task_release(task, candidates=candidates, consensus_gold=consensus_gold))
-    return {MCQPart.kind: MCQPart(items=questions), HypothesesPart.kind: HypothesesPart(tasks=tasks),
-            ProgrammaticPart.kind: ProgrammaticPart(tasks=release_programmatic_tasks(session, dataset.id or 0))}
+    curated: list[KindPart] = [MCQPart(items=questions), HypothesesPart(tasks=tasks),
+                               ProgrammaticPart(tasks=release_programmatic_tasks(session, dataset.id or 0))]
+    parts = dict(dataset.parts or {})  # imported kinds' parts, as stored
+    parts.update({p.kind: p.model_dump(mode="json") for p in curated if p})
+    return dict(sorted(parts.items()))
 
 
 def _generated(q: MCQ) -> bool:

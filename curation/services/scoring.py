@@ -23,7 +23,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,20 +215,26 @@ def _canonical(data: Any) -> bytes:
 def dataset_gt_hash(ds: DatasetRelease, kind: str | None = None) -> str:
     """Content hash of what the scores of a run of ``kind`` on a dataset depend on: its data table, its decisions,
     and each kind's part as the kind declares it (:attr:`ReleasePart.hash_input`): the parts hashed for every run
-    (``in_every_hash``), and the run's own kind's part. ``kind`` None: the parts hashed for every run only.
+    (``in_every_hash``), and the run's own kind's part. ``kind`` None: every part (the dataset's whole ground
+    truth, whatever runs read it).
 
-    A part that is absent or empty adds nothing, so that the hashes of datasets without it stay as they were."""
+    A part that is absent or empty adds nothing, so that the hashes of datasets without it stay as they were. A
+    kind's hash input that is a mapping is merged into the payload (the kinds of format 1.x keep their keys, so
+    the hashes runs recorded then still match); any other value is kept under the kind's name."""
     payload = {"data_sha256": ds.data_sha256, "variables": [v.model_dump(mode="json") for v in ds.variables],
                "transforms": [t.model_dump(mode="json") for t in ds.transforms],
                "models": [m.model_dump(mode="json") for m in ds.models]}
     for k in kinds_with("release_part"):
         spec = k.release_part
         assert spec is not None
-        if not (spec.in_every_hash or k.name == kind):
+        if kind is not None and not (spec.in_every_hash or k.name == kind):
             continue
         part = part_of(ds, k)
-        if part is not None:
-            payload.update(spec.hash_input(part))
+        value = None if part is None else spec.hash_input(part)
+        if isinstance(value, Mapping):
+            payload.update(value)
+        elif value not in (None, [], {}, ()):
+            payload[k.name] = value
     return hashlib.sha256(_canonical(payload)).hexdigest()
 
 
@@ -367,7 +373,8 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         evaluator_version=EVALUATOR_VERSION, judge=judge_config,
         mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
         release_sha256=record.manifest_sha256,
-        progress_total=sum(c.items or 0 for c in checked) or 1,
+        progress_total=(task.planned_items(checked, release) if task.planned_items is not None
+                        else sum(c.items or 0 for c in checked)) or 1,
         stage="queued")
     session.add(run)
     session.flush()

@@ -33,7 +33,11 @@ __all__ = [
     "KIND_NAME_MAX",
     "CheckedFile",
     "Column",
+    "FacetJudging",
     "FanOutParts",
+    "ImportedDataset",
+    "ImportedFile",
+    "Importer",
     "ItemKind",
     "LeaderboardSpec",
     "ReleasePart",
@@ -43,9 +47,23 @@ __all__ = [
     "ScoringLimits",
     "SubmissionCheckError",
     "TaskKind",
+    "count_of",
     "fmt_score",
     "kind_problems",
 ]
+
+
+def count_of(n: int, noun: str) -> str:
+    """``n`` and a kind's plural item noun, singular for one ("1 query", "57 queries", "1 analysis",
+    "2 task folders", "1 answers file")."""
+    if n != 1:
+        return f"{n} {noun}"
+    head, _, last = noun.rpartition(" ")
+    for plural, single in (("ses", "sis"), ("ies", "y"), ("s", "")):
+        if last.endswith(plural) and len(last) > len(plural) + 1:
+            last = last[: -len(plural)] + single
+            break
+    return f"1 {head + ' ' if head else ''}{last}"
 
 
 def fmt_score(x: Any) -> str:
@@ -184,6 +202,65 @@ class FanOutParts:
     labels: Callable[[ScoringContext], list[str]] | None = None
 
 
+@dataclass(frozen=True)
+class ImportedFile:
+    """One file of an imported dataset: its name in the dataset's folder (plain names, ``/`` between folders),
+    where it is read from, what it is (``data``, ``metadata`` or ``other``) and its format (``csv`` or other)."""
+
+    name: str
+    path: Path
+    role: str = "data"
+    format: str = "csv"
+
+
+@dataclass(frozen=True)
+class ImportedDataset:
+    """A dataset an importer read from a benchmark's own layout: its files and the kind's part of it (the items
+    and their gold, as the kind's :attr:`ReleasePart.model`). ``main_file`` is its main table; ``extra`` what the
+    source says about it that forkpaths does not model (kept losslessly); ``licence`` and ``attribution`` go with
+    every release that carries it."""
+
+    name: str
+    title: str
+    research_question: str
+    description: str
+    files: tuple[ImportedFile, ...]
+    main_file: str
+    part: BaseModel
+    dictionary: tuple[dict[str, Any], ...] = ()
+    licence: str = ""
+    attribution: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Importer:
+    """A kind whose items come from a benchmark's files, with their gold: ``forkpaths import-<kind> PATH`` (and
+    the Datasets page) read ``PATH`` with ``read`` and register each dataset with its part.
+
+    * ``source``: what to point it at, for a person ("a QRData folder: QRData.json and data/");
+    * ``read(path)``: the datasets, everything checked; raises an :class:`~evaluation.errors.EvaluationError`
+      whose sentence names the file (and record) that is wrong. Nothing is stored by it.
+    """
+
+    source: str
+    read: Callable[[Path], list[ImportedDataset]]
+
+
+@dataclass(frozen=True)
+class FacetJudging:
+    """A kind whose judge's verdict has facets that evaluators may label (agree or correct), as DiscoveryBench's
+    hypothesis matching has: how to read a run's result, apply the labels so far, find an item, check a label's
+    target, and read and name one facet's value."""
+
+    read_result: Callable[[bytes | str], Any]
+    effective: Callable[[Any, Sequence[Any]], Any]
+    find_item: Callable[[Any, str], Any]
+    check_facet: Callable[[Any, Any], str]
+    facet_value: Callable[[Any, str, str], Any]
+    facet_label: Callable[[str, Any], str]
+
+
 #: A kind's name is stored in ``kind`` columns of ``varchar(16)``.
 KIND_NAME_MAX = 16
 
@@ -209,6 +286,9 @@ class TaskKind:
     uses_judge: bool = False  # its runs record and build a judge
     accepts_overrides: bool = False  # its items can be overridden by an evaluator, and its runs compared pairwise
     view: str | None = None  # the page component that draws a run's drill-down (annotate_app/components/kinds/)
+    # the page component that draws its curation stages (Annotate, Review, Consensus) for the datasets it claims
+    # (its ``claims(session, dataset)``; the one whose ``DEFAULT`` is true curates every other dataset)
+    stages: str | None = None
     order: int = 100  # where it stands among the kinds (the first ranked kind is the default); ties: by name
     # --- optional capabilities
     release_part: ReleasePart | None = None  # what it keeps in a release's datasets
@@ -221,9 +301,15 @@ class TaskKind:
     judges: tuple[str, ...] = ()  # judges of its own (only these may score it)
     default_judge: str = "offline"
     facets: tuple[str, ...] = ()  # the facets of its judge's verdict that evaluators may label
+    facet_judging: FacetJudging | None = None  # how its facets are read and labelled (with ``facets``)
     min_runs_per_task: tuple[int, str] | None = None  # (runs, why): advice for agent runs
     submission_schema: Path | None = None  # the published JSON schema of its submission (forkpaths score-schema)
     fan_out: FanOutParts | None = None
+    # how many items scoring the checked files will count (the run's progress total and what its closing note
+    # says), when that is not the sum of the files' items (a kind that scores every item of the release,
+    # answered or not); None: the sum
+    planned_items: Callable[[Sequence[CheckedFile], Release], int] | None = None
+    importer: Importer | None = None  # its items come from a benchmark's files (forkpaths import-<kind>)
     agent: Any = None  # its agent hook (an evaluation.agents.AgentKind): agents can answer its tasks
 
 
@@ -243,6 +329,10 @@ def kind_problems(kind: TaskKind) -> list[str]:
     if kind.release_part is not None and not (isinstance(kind.release_part.model, type)
                                               and issubclass(kind.release_part.model, BaseModel)):
         problems.append("its release part's model is not a pydantic model")
+    if bool(kind.facets) != (kind.facet_judging is not None):
+        problems.append("it declares facets without the functions that judge them, or the other way round")
+    if kind.importer is not None and kind.release_part is None:
+        problems.append("it imports datasets but keeps no release part to hold their items")
     if kind.submission_schema is not None and not Path(kind.submission_schema).is_file():
         problems.append(f"its submission schema {kind.submission_schema} does not exist")
     return problems

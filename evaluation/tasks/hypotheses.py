@@ -43,6 +43,7 @@ from evaluation.submissions import printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    FacetJudging,
     FanOutParts,
     ItemKind,
     LeaderboardSpec,
@@ -717,9 +718,19 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"{o.get('judge_errors', 0)} judge errors, {o.get('unanswered', 0)} unanswered)")
 
 
+def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
+    """What :func:`score` counts: every gold query of the datasets answered (an unanswered one scores 0)."""
+    tasks = _tasks(release)
+    answered = {tasks[a.task][0].name for c in checked for a in read_answers(c.data, label=c.name, release=release)}
+    return sum(1 for d, t in tasks.values() if d.name in answered and t.gold is not None)
+
+
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
-                accepts_overrides=accepts_overrides, view=view, order=30, release_part=RELEASE_PART,
+                accepts_overrides=accepts_overrides, view=view, order=30, stages="hypotheses_stages",
+                release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
-                submission_schema=SCHEMA_PATH,
+                submission_schema=SCHEMA_PATH, planned_items=planned_items,
+                facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,
+                                           check_facet=check_facet, facet_value=facet_value, facet_label=facet_label),
                 fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels))

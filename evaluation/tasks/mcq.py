@@ -28,10 +28,10 @@ __all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary
 
 name = MCQPart.kind
 label = "MCQ answers (question id → letter)"
-item_noun = "answers file"
+item_noun = "answers files"
 uses_judge = False
 accepts_overrides = False
-view: str | None = None
+view: str | None = "mcq"
 leaderboard = LeaderboardSpec(role="companion", columns=(Column("mcq_accuracy", "MCQ accuracy"),))
 
 

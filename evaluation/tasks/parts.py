@@ -54,7 +54,9 @@ def with_part(ds: DatasetRelease, kind: TaskKind, part: BaseModel | None) -> Dat
     parts = {k: v for k, v in ds.parts.items() if k != kind.name}
     if part is not None:
         parts[kind.name] = part.model_dump(mode="json")
-    return ds.model_copy(update={"parts": dict(sorted(parts.items()))})
+    copy = ds.model_copy(update={"parts": dict(sorted(parts.items()))})
+    copy._parsed = {k: v for k, v in ds._parsed.items() if k != kind.name}  # model_copy shares the cache
+    return copy
 
 
 def validate_parts(release: Release, *, source: str = "", known: dict[str, TaskKind] | None = None) -> None:

@@ -201,7 +201,12 @@ def summary_line(scores: Mapping[str, Any]) -> str:
             f"errors {p.get('errors', 0)}")
 
 
+def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
+    """Every task of the release is scored on every run's zip (a task without a folder fails its checks)."""
+    return len(checked) * len(release_tasks(release))
+
+
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
-                item_kinds=item_kinds, modes=modes)
+                item_kinds=item_kinds, modes=modes, planned_items=planned_items)

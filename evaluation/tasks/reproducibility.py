@@ -39,7 +39,7 @@ __all__ = ["check_files", "leaderboard_values", "score", "summary_line"]
 
 name = "reproducibility"
 label = "Reproducibility (an inspector redoes each analysis from its workflow)"
-item_noun = "items with a workflow"
+item_noun = "workflow items"
 uses_judge = False
 accepts_overrides = False  # its overrides are of outcomes, kept by curation.services.reproducibility
 view: str | None = "reproducibility"

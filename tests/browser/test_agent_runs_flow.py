@@ -71,7 +71,7 @@ def test_evaluator_runs_an_agent_follows_it_and_reads_a_transcript(browser, live
             page.get_by_text("F1 per decision type").first.wait_for(timeout=60_000)
             # the table is drawn on a canvas; its cells are mirrored in an accessible grid
             cells = page.locator('[role="gridcell"]')
-            expect(cells.filter(has_text="#1 react agent · scripted-7b")).to_have_count(1, timeout=30_000)
+            expect(cells.filter(has_text="#1 react agent #1 · scripted-7b")).to_have_count(1, timeout=30_000)
             expect(cells.filter(has_text="react + workflow")).to_have_count(1)
             shot(page, shots / "07-leaderboard.png")
         finally:

@@ -49,7 +49,7 @@ def test_agent_run_from_the_terminal(tmp_path, shared_blade, os_sandbox):
         assert listed.startswith("1\tsucceeded\t2/2\tscripted\treact")
         runs = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)
         assert [(r["agent"], r["model_name"], r["source"], r["status"]) for r in runs] == [
-            ("react agent", "scripted", "agent", "succeeded")]
+            ("react agent #1", "scripted", "agent", "succeeded")]
         bad = _cli(tmp_path, "agent", "run", "--release", "1.0.0", "--model", "scripted", "--base-url", llm.url,
                    "--max-steps", "0")
         assert bad.returncode == 2 and "--max-steps" in bad.stderr

@@ -83,7 +83,7 @@ def test_an_agent_run_is_answered_stored_and_scored(world, tmp_path):
             board = leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
                                 artifacts=world.artifacts)
             row = next(r for r in board if r["run"] == scored.id)
-            assert (row["agent"], row["model"], row["strategy"]) == ("oneshot agent", "scripted", "oneshot + workflow")
+            assert (row["agent"], row["model"], row["strategy"]) == (f"oneshot agent #{run.id}", "scripted", "oneshot + workflow")
             assert row["cost"] == pytest.approx(done.cost)
         # the same run again: every call from the cache, no request sent
         sent = len(llm.requests)
@@ -283,6 +283,29 @@ def test_mcqs_are_asked_through_the_same_machinery(world, tmp_path):
         scored = s.get(ScoringRun, done.scoring_run_ids[0])
         assert scored.kind == "mcq" and scored.status == RunStatus.SUCCEEDED.value, scored.message
         assert scored.scores["mcq"]["accuracy"] is not None
+
+
+def test_an_unnamed_mcq_run_adds_its_accuracy_to_no_other_agent_s_row(world, tmp_path):
+    """Issue 27: an MCQ agent run's accuracy landed on the row of another agent run with the default name and the
+    same model. Unnamed runs are now each their own agent; naming two runs alike joins them on purpose."""
+    analysis = json.dumps({**ANALYSIS, "workflow": "OLS of deaths on femininity and pressure"})
+    with ScriptedLLM(responder=lambda r: '{"answer": "A", "rationale": "first"}' if "<one of " in json.dumps(r)
+                     else analysis) as llm:
+        analyses = _run(world, _start(world, llm.url, runs=1, workflow=True), _settings(tmp_path))
+        mcq = _run(world, _start(world, llm.url, runs=1, kind="mcq"), _settings(tmp_path))
+        named = _run(world, _start(world, llm.url, runs=1, kind="mcq", agent=analyses.agent), _settings(tmp_path))
+    assert RunStatus.SUCCEEDED.value == analyses.status == mcq.status == named.status
+    assert analyses.agent != mcq.agent and mcq.agent == f"oneshot agent #{mcq.id}"
+    with session_scope(world.engine) as s:
+        before = {r["run"]: r for r in leaderboard(session=s, actor=world.evaluator, release_version="1.0.0",
+                                                   artifacts=world.artifacts)}
+    row = before[analyses.scoring_run_ids[0]]
+    with session_scope(world.engine) as s:
+        named_run = s.get(ScoringRun, named.scoring_run_ids[0])
+        assert named_run.agent == analyses.agent
+        assert row["mcq_accuracy"] == named_run.scores["mcq"]["accuracy"]
+        # without the named run, the unnamed MCQ run's accuracy would sit nowhere: no row has its agent
+        assert all(r["agent"] != mcq.agent for r in before.values())
 
 
 def test_an_mcq_run_without_one_valid_answer_fails_and_is_not_scored(world, tmp_path):

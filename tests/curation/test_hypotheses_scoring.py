@@ -31,8 +31,11 @@ def result_of(world, run):
 
 
 def test_a_run_is_scored_recorded_and_ranked(world):
+    registered = world.register()
     run = world.score()
     assert run.status == "succeeded", run.message
+    # issue 27: a run's count keeps its meaning: queued, it says how many queries it will score; finished, as many
+    assert registered.progress_total == run.progress_total == run.progress_done == len(result_of(world, run).items)
     o = run.scores["overall"]
     # survey q0 0.5 (B), survey q1 unanswered 0, crops 0.5 (B), synth 1/3 (F1 2/3 × 0.5); no gold: not scored
     assert o["hms"]["point"] == pytest.approx((0.5 + 0 + 0.5 + 1 / 3) / 4)
@@ -138,11 +141,12 @@ def test_discoverybench_layouts_are_accepted(world):
                         for q, h in [("How does income relate to age?", "Older adults earn more."),
                                      ("What drives yield?", "Rain helps crops.")])
     run = world.register(records.encode(), name="eval_output.json")
-    assert run.progress_total == 2
+    queries = run.progress_total  # every gold query of the datasets answered is scored, answered or not
+    assert queries == 3  # survey's two and crops' one
     csv_rows = ("dataset,metadataid,query_id,gen_hypo,gen_workflow\n"
                 "survey,0,0,Older adults earn more.,regress\ncrops,0,0,Rain helps crops.,plot\n")
     run = world.register(csv_rows.encode(), name="answers.csv")
-    assert run.progress_total == 2
+    assert run.progress_total == queries
     with pytest.raises(ScoringError, match="row 1 is for survey, metadata 0, query 7"):
         world.register(b"dataset,metadataid,query_id,gen_hypo\nsurvey,0,7,h\n", name="a.csv")
     with pytest.raises(ScoringError, match="record 1 asks 'Unknown question'"):

@@ -11,13 +11,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 from curation.bootstrap import initialise
 from curation.cli import main
 from curation.db import session_scope
 from curation.errors import BlindingViolation, PermissionDenied, ScoringError, StageError, VoteError
-from curation.models import ProgrammaticItem, ProgrammaticTask, Role, RunStatus, Stage, User, Vote
+from curation.models import ProgrammaticItem, ProgrammaticTask, Role, RunStatus, ScoringRun, Stage, User, Vote
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.leaderboard import leaderboard
@@ -149,6 +149,8 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
                            artifacts=artifacts_for(releases), max_bytes=10_000_000)
     done = execute_run(engine, run.id, artifacts=artifacts_for(releases))
     assert done.status == RunStatus.SUCCEEDED.value, done.message
+    # issue 27: the count a queued run shows is the count it finishes with (every task on every run's zip)
+    assert run.progress_total == done.progress_done == done.progress_total == 2
     p = done.scores["programmatic"]
     assert p["success_rate"]["point"] == 0.5 and p["completion_rate"]["point"] == 0.75 and p["runs"] == 2
     assert p["task_types"][CLEAN]["point"] == 0.75
@@ -254,6 +256,16 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
                  "--out", str(result)]) == 0
     scores = json.loads(result.read_text())["scores"]["programmatic"]
     assert scores["success_rate"]["point"] == 1.0 and scores["tasks"] == 6 and scores["errors"] == 0
+    # issue 27: a zip with three of the six folders is six items queued and six scored (the missing ones fail),
+    # not "3 item(s)" queued and 6 finished
+    half = tmp_path / "half.zip"
+    half.write_bytes(_zip({k: v for k, v in sorted(folders.items())[:3]}))
+    assert main(["score", "--kind", "programmatic", "--release", "1.0.0", "--submission", str(half),
+                 "--out", str(tmp_path / "half.json")]) == 0
+    assert "(6 task folders)" in capsys.readouterr().err
+    with session_scope(engine) as s:
+        last = s.exec(select(ScoringRun).order_by(col(ScoringRun.id).desc())).first()
+        assert last.progress_total == last.progress_done == 6
     assert set(scores["task_types"]) == {i.payload["task_type"] for i in items if i.kind == "check"}
 
 

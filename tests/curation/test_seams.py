@@ -103,7 +103,7 @@ def test_agent_run_workflow_then_reproduce_from_the_terminal(tmp_path, shared_bl
         got = _cli(tmp_path, "reproduce", "1", FORKPATHS_LLM_BASE_URL=llm.url, FORKPATHS_LLM_MODEL="inspector-cli",
                    process=True)  # the real command, once
     assert got.returncode == 0, got.stderr
-    assert "the reproducibility of run 1 (2 item(s) with a workflow; inspector inspector-cli)" in got.stderr
+    assert "the reproducibility of run 1 (2 workflow items; inspector inspector-cli)" in got.stderr
     runs = json.loads(_cli(tmp_path, "runs", "list", "--json").stdout)
     repro = next(r for r in runs if r["kind"] == "reproducibility")
     assert repro["status"] == "succeeded", repro

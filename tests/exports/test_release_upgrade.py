@@ -125,8 +125,8 @@ HASHES_1X = {
 }
 
 
-@pytest.mark.parametrize("kind", [None, "analyses", "hypotheses", "programmatic", "reproducibility"])
-def test_ground_truth_hashes_of_the_golden_releases_are_format_1x_ones(kind: str | None) -> None:
+@pytest.mark.parametrize("kind", ["analyses", "hypotheses", "programmatic", "reproducibility"])
+def test_ground_truth_hashes_of_the_golden_releases_are_format_1x_ones(kind: str) -> None:
     for (name, dataset), expected in HASHES_1X.items():
         release = parse_release_json((TESTS / "exports/golden" / name).read_bytes())
         ds = next(d for d in release.datasets if d.name == dataset)
@@ -138,6 +138,7 @@ def test_an_mcq_runs_hash_covers_the_mcqs() -> None:
     boxes = release.datasets[0]
     assert dataset_gt_hash(boxes, "mcq") != dataset_gt_hash(boxes, "analyses") == HASHES_1X[("native/release.json",
                                                                                                "boxes")]
+    assert dataset_gt_hash(boxes) == dataset_gt_hash(boxes, "mcq")  # the whole ground truth: MCQs included
 
 
 @pytest.mark.parametrize("kind", [None, "analyses", "programmatic", "mcq"])

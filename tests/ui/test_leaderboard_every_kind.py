@@ -58,14 +58,15 @@ def build_every_kind(engine, app_settings, shared_blade, tmp_path):
         with session_scope(engine) as s:
             run = ar.start_agent_run(session=s, actor=world.evaluator, release_version="1.0.0", model="scripted",
                                      base_url=other.url, strategy="oneshot", kind="mcq", artifacts=world.artifacts,
-                                     prices={"scripted": (2.0, 8.0)})
+                                     prices={"scripted": (2.0, 8.0)}, agent="oneshot agent")  # one agent, two runs
         execute_job(engine, run.job_id, settings)
     with ScriptedLLM(responder=_respond) as llm:
         for kind in ("analyses",):
             with session_scope(engine) as s:
                 run = ar.start_agent_run(session=s, actor=world.evaluator, release_version="1.0.0", model="scripted",
                                          base_url=llm.url, strategy="oneshot", kind=kind, workflow=kind == "analyses",
-                                         artifacts=world.artifacts, prices={"scripted": (2.0, 8.0)})
+                                         artifacts=world.artifacts, prices={"scripted": (2.0, 8.0)},
+                                         agent="oneshot agent")  # named as the MCQ run: its accuracy joins this row
             execute_job(engine, run.job_id, settings)
             with session_scope(engine) as s:
                 done = ar.get_agent_run(session=s, actor=world.evaluator, run_id=run.id)

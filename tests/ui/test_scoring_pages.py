@@ -71,7 +71,7 @@ def test_leaderboard_runs_and_details_show_a_scored_run(ui, scored):
     assert list(at.dataframe[0].value["status"]) == ["succeeded"]
     # the uploader states (and lets through) the submission limit, not Streamlit's default 200 MB
     assert at.file_uploader(key="runs.files").proto.max_upload_size_mb == ui.settings.max_submission_mb == 50
-    assert f"Run {run.id} succeeded (10 item(s))" in texts(at)
+    assert f"Run {run.id} succeeded (10 analyses scored)" in texts(at)
     assert not [b for b in at.button if b.label == "Mark as official"]  # curators only
 
     at = _open(ui, evaluator, "leaderboard.py")

@@ -1,6 +1,6 @@
 """Page components of the task kinds, found by the ``view`` name a kind declares (evaluation/tasks/).
 
-A kind that shows a drill-down names a module here (``analyses`` → :mod:`annotate_app.components.kinds.analyses`)
+A kind that shows a drill-down names a module here (or, from another package, its component's full module path) (``analyses`` → :mod:`annotate_app.components.kinds.analyses`)
 holding ``drilldown(run, user, cfg)`` and, if it ranks runs on the leaderboard, ``leaderboard_notes(rows)`` and
 ``leaderboard_charts(rows, container)``. The leaderboard's table itself is drawn from the kinds' column specs by
 :func:`leaderboard_frame`, so a kind's columns need no page code. A decision-item kind whose ``agenda_view`` names
@@ -21,12 +21,34 @@ from annotate_app.components.score_charts import run_label
 from annotate_app.components.transcript_view import COST_HELP, cost_text
 from evaluation.tasks import Column
 
-__all__ = ["column_config", "leaderboard_frame", "view_module"]
+__all__ = ["column_config", "leaderboard_frame", "stage_component", "view_module"]
 
 
 def view_module(view: str) -> ModuleType:
-    """The page component of a kind's ``view``."""
-    return importlib.import_module(f"{__name__}.{view}")
+    """The page component of a kind's ``view``: a module of this package by its name (``analyses``), or, for a
+    kind of another package, the component's full module path (``my_package.pages.my_kind``)."""
+    return importlib.import_module(view if "." in view else f"{__name__}.{view}")
+
+
+def stage_component(session: Any, dataset: Any) -> ModuleType | str:
+    """The component that draws the curation stages of ``dataset``: that of the kind whose component claims it,
+    else the default kind's. A dataset a kind imported with its gold has no stages: a sentence saying so."""
+    from curation.services.kind_import import imported_by
+    from evaluation.tasks import KINDS
+
+    importer = imported_by(dataset)
+    if importer is not None:
+        noun = importer.release_part.noun if importer.release_part else "items"
+        return (f"'{dataset.name}' holds {noun} imported with their gold (forkpaths import-"
+                f"{importer.name.replace('_', '-')}): there is nothing to annotate, review or decide here. Its items "
+                "are released as they are and scored on the Scoring runs page.")
+    modules = [view_module(k.stages) for k in KINDS.values() if k.stages]
+    claimed = next((m for m in modules if not m.DEFAULT and m.claims(session, dataset)), None)
+    default = next((m for m in modules if m.DEFAULT), None)
+    found = claimed or default
+    if found is None:
+        return f"No registered kind curates '{dataset.name}'."
+    return found
 
 
 def _ci(v: Any, lo: Any, hi: Any) -> str:
