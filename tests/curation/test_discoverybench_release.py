@@ -177,13 +177,14 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
     assert "ana-seam" not in (world["root"] / record.path / "release.json").read_text()
     out = _export(world, "1.0.0", "discoverybench", tmp_path / "out")
     assert (out / "answer_key_real.csv").read_bytes() == ANSWER_KEY + b"bmi,0,1,Age and income explain BMI.\r\n"
-    # an admin assigned to the folder who has not done stage 1 sees the imported gold, not the peers' work
+    # an admin assigned to the folder who has not done stage 1 sees the queries: no gold (an imported gold is the
+    # dataset's answer), not the peers' work
     with session_scope(engine) as s:
         view = rel.read_release_for(session=s, actor=boss, version="1.0.0", artifacts=artifacts_for(world["root"]))
         assert "db_real_test_bmi" in view.withheld
         blind = next(d for d in view.release.datasets if d.name == "db_real_test_bmi")
-        assert [t.gold.source if t.gold else None for t in HypothesesPart.of(blind).tasks] == ["answer_key", None,
-                                                                                               None]
+        assert [t.gold for t in HypothesesPart.of(blind).tasks] == [None, None, None]
+        assert [t.key for t in HypothesesPart.of(blind).tasks] == [t.key for t in HypothesesPart.of(bmi).tasks]
         assert all(not t.candidates for t in HypothesesPart.of(blind).tasks)
         assert blind.extra["discoverybench"]["folder"] == "bmi"
         with pytest.raises(BlindingViolation, match="cannot be exported by you"):
