@@ -422,6 +422,8 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                                      dataset_names=args.dataset or None, include_empty=args.include_empty,
                                      progress=ProgressBar().fraction)
             print(f"Release {record.version} cut at {root / record.path} (manifest {record.manifest_sha256[:12]}…).")
+            for name, counts in sorted(record.summary.items()):
+                print(f"  {name}: {rel.summary_sentence(counts)}")
             # datasets named with --dataset are the release's whole list: the others were not left out
             left_out = [n for n in empty if n not in record.summary and (not args.dataset or n in args.dataset)]
             if left_out:

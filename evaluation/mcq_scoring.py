@@ -30,7 +30,7 @@ from evaluation.errors import EvaluationError
 from evaluation.llm import DATA_NOTICE, quote
 from evaluation.llm.quoting import CODE_CHARS
 from exports.jsontext import JsonTextError, load_json
-from exports.schema import MCQ, DatasetRelease
+from exports.schema import MCQ, DatasetRelease, MCQPart
 
 __all__ = [
     "MCQ_REPORT_VERSION",
@@ -184,7 +184,7 @@ def _unicode(text: str) -> str:
 
 
 def _mcqs(datasets: Iterable[DatasetRelease]) -> list[tuple[str, MCQ]]:
-    return [(ds.name, q) for ds in datasets for q in ds.mcqs]
+    return [(ds.name, q) for ds in datasets for q in MCQPart.of(ds).items]
 
 
 def _group(dataset: str, kind: str, items: Sequence[MCQItemResult], chance: float) -> MCQGroupScore:

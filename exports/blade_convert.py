@@ -27,6 +27,7 @@ from exports.schema import (
     DatasetRelease,
     LLMProvenance,
     MCQOption,
+    MCQPart,
     ReleaseBranch,
     ReleaseColumn,
     ReleaseMapping,
@@ -266,16 +267,17 @@ def release_dataset_from_blade(
         mine = _prefixed(m.columns)
         m.variable_ids = [v.id for v in ds.variables if _prefixed(v.columns) & mine]
         m.extra = {"blade": next(r.data for r in rows if r.spec_id == m.id), "blade_digest": _digest(_structured(m))}
+    questions: list[MCQ] = []
     if mcqs is not None:
         blade_extra["mcq_keys"] = [k for k in mcqs]
         blade_extra["mcq_transform_keys"] = list(mcqs.get("mcqs_transform") or {})  # some keys hold no MCQ
         for i, raw in enumerate(mcqs.get("mcqs_cvar") or []):
-            ds.mcqs.append(_mcq(f"{name}:cvar:{i}", raw, "variable"))
+            questions.append(_mcq(f"{name}:cvar:{i}", raw, "variable"))
         for key, items in (mcqs.get("mcqs_transform") or {}).items():
             for j, raw in enumerate(items):
-                ds.mcqs.append(_mcq(f"{name}:transform:{_digest(key)[:8]}:{j}", raw, "transform", concept=key))
+                questions.append(_mcq(f"{name}:transform:{_digest(key)[:8]}:{j}", raw, "transform", concept=key))
     ds.extra = {"blade": blade_extra}
-    return ds
+    return ds.with_parts(**{MCQPart.kind: MCQPart(items=questions)})
 
 
 # --------------------------------------------------------------------------------------------------- export
@@ -399,12 +401,13 @@ def _mcq_out(item: MCQ) -> dict[str, Any]:
 def blade_mcqs_from_release(ds: DatasetRelease) -> dict[str, Any] | None:
     """BLADE's ``mcq_dataset.json`` content, or None when the dataset has no MCQs and never had the file."""
     blade = ds.extra.get("blade", {}) if isinstance(ds.extra.get("blade"), dict) else {}
-    if not ds.mcqs and "mcq_keys" not in blade:
+    questions = MCQPart.of(ds).items
+    if not questions and "mcq_keys" not in blade:
         return None
     transform: dict[str, list[dict[str, Any]]] = {key: [] for key in blade.get("mcq_transform_keys", [])}
-    for item in ds.mcqs:
+    for item in questions:
         if item.kind == "transform":
             transform.setdefault(item.concept, []).append(_mcq_out(item))
-    out = {"mcqs_cvar": [_mcq_out(m) for m in ds.mcqs if m.kind == "variable"], "mcqs_transform": transform}
+    out = {"mcqs_cvar": [_mcq_out(m) for m in questions if m.kind == "variable"], "mcqs_transform": transform}
     keys = blade.get("mcq_keys") or list(out)
     return {k: out.get(k) for k in keys if k in out} | {k: v for k, v in out.items() if k not in keys}

@@ -11,16 +11,19 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from exports.parts import ReleasePart, counts_text, declared_parts
 from exports.schema import DatasetRelease, Release
 
 __all__ = [
     "ATTRIBUTION_KEYS",
     "LICENCE_KEYS",
+    "alternatives_text",
+    "annotators_text",
     "attribution_lines",
-    "hypothesis_counts",
-    "is_hypothesis_dataset",
+    "count_text",
     "licence_lines",
     "render_card",
+    "votes_text",
 ]
 
 LICENCE_KEYS = ("licence", "license")
@@ -50,11 +53,11 @@ def _dataset_meta(ds: DatasetRelease, keys: Iterable[str]) -> list[tuple[str, st
     return found
 
 
-def _count(n: int, noun: str, plural: str | None = None) -> str:
+def count_text(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
 
 
-def _annotators(ds: DatasetRelease) -> str:
+def annotators_text(ds: DatasetRelease) -> str:
     if not ds.annotators:
         return "none recorded"
     parts = []
@@ -64,7 +67,7 @@ def _annotators(ds: DatasetRelease) -> str:
     return ", ".join(parts)
 
 
-def _alternatives(ds: DatasetRelease) -> str:
+def alternatives_text(ds: DatasetRelease) -> str:
     if not ds.alternatives:
         return "0"
     by_source = Counter(a.source for a in ds.alternatives)
@@ -74,62 +77,30 @@ def _alternatives(ds: DatasetRelease) -> str:
     return f"{len(ds.alternatives):,} ({detail})"
 
 
-def _votes(ds: DatasetRelease) -> str:
+def votes_text(ds: DatasetRelease) -> str:
     skipped = sum(1 for v in ds.votes if v.answer is None)
     return f"{len(ds.votes):,}" + (f" ({skipped:,} skipped)" if skipped else "")
 
 
-def is_hypothesis_dataset(ds: DatasetRelease) -> bool:
-    """A dataset of hypothesis tasks (a DiscoveryBench folder: several files, queries with gold hypotheses),
-    not a BLADE dataset of analysis decisions."""
-    return bool(ds.hypothesis_tasks or ds.files)
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def hypothesis_counts(ds: DatasetRelease) -> dict[str, int]:
-    """Tasks, those with a gold hypothesis (by where it comes from), those still to curate, stage-1 candidates."""
-    gold = [t.gold for t in ds.hypothesis_tasks if t.gold is not None]
-    return {
-        "tasks": len(ds.hypothesis_tasks),
-        "gold": len(gold),
-        "to_curate": len(ds.hypothesis_tasks) - len(gold),
-        "gold_metadata": sum(1 for g in gold if g.source == "metadata"),
-        "gold_answer_key": sum(1 for g in gold if g.source == "answer_key"),
-        "gold_consensus": sum(1 for g in gold if g.source == "consensus"),
-        "candidates": sum(len(t.candidates) for t in ds.hypothesis_tasks),
-    }
+def _title(noun: str) -> str:
+    return noun[:1].upper() + noun[1:]
 
 
-def _gold_sources(counts: Mapping[str, int]) -> str:
-    parts = [f"{counts[key]:,} {label}" for key, label in (
-        ("gold_metadata", "from the metadata"), ("gold_answer_key", "from the answer key"),
-        ("gold_consensus", "decided by consensus")) if counts[key]]
-    return f" ({', '.join(parts)})" if parts else ""
+def _first(part: ReleasePart, value: object) -> int:
+    """A part's number of items (its first count), 0 where the dataset holds none."""
+    return 0 if value is None else next(iter(part.counts(value).values()), 0)
 
 
-def _hypothesis_section(ds: DatasetRelease) -> list[str]:
-    counts = hypothesis_counts(ds)
-    source = ds.extra.get("discoverybench") if isinstance(ds.extra.get("discoverybench"), Mapping) else None
-    out = []
-    if source:
-        out.append(f"- DiscoveryBench folder: `{source.get('kind', '?')}/{source.get('split', '?')}/"
-                   f"{source.get('folder', '?')}`")
-    metadata = sum(1 for f in ds.files if f.role == "metadata")
-    tables = [f"`{f.name}`" for f in ds.files if f.role != "metadata"]
-    out += [f"- Files: {_count(len(ds.files), 'file')} under `data/{ds.name}/`: "
-            f"{_count(metadata, 'metadata file')}; data {', '.join(tables) or 'none'}",
-            f"- Main table: `{ds.data_file}`, {_count(ds.num_rows, 'row')} × {_count(ds.num_columns, 'column')}, "
-            f"SHA-256 `{ds.data_sha256}`",
-            f"- Hypothesis tasks: {counts['tasks']:,}; with a gold hypothesis: {counts['gold']:,}"
-            f"{_gold_sources(counts)}; still to curate (no gold): {counts['to_curate']:,}"]
-    types = Counter(t.question_type or "unknown" for t in ds.hypothesis_tasks)
-    if types:
-        out.append("- Question types: " + ", ".join(f"{name} {n:,}" for name, n in sorted(types.items())))
-    out += [f"- Stage-1 candidate hypotheses: {counts['candidates']:,}",
-            f"- Alternatives: {_alternatives(ds)}",
-            f"- Votes: {_votes(ds)}",
-            f"- Annotators: {_annotators(ds)}",
-            ""]
-    return out
+def _home(ds: DatasetRelease) -> tuple[str, ReleasePart, object] | None:
+    """The first kind's part the dataset holds that has a table of its own in the card (None: decisions)."""
+    for name, part in declared_parts().items():
+        if part.card_table is not None and (value := part.held(ds, name)) is not None:
+            return name, part, value
+    return None
 
 
 def _dataset_section(ds: DatasetRelease) -> list[str]:
@@ -137,18 +108,21 @@ def _dataset_section(ds: DatasetRelease) -> list[str]:
     out = [heading, "", f"**Question:** {ds.research_question}", ""]
     if ds.description:
         out += [ds.description, ""]
-    if is_hypothesis_dataset(ds):
-        return out + _hypothesis_section(ds)
+    home = _home(ds)
+    if home is not None and home[1].card_section is not None:
+        return out + home[1].card_section(ds, home[2])
+    held = [(p, value) for name, p in declared_parts().items() if p.card_section is None
+            and (value := p.held(ds, name)) is not None]
     out += [
-        f"- Data: `{ds.data_file}`, {_count(ds.num_rows, 'row')} × {_count(ds.num_columns, 'column')}, "
+        f"- Data: `{ds.data_file}`, {count_text(ds.num_rows, 'row')} × {count_text(ds.num_columns, 'column')}, "
         f"SHA-256 `{ds.data_sha256}`",
-        f"- Decisions: {_count(len(ds.variables), 'variable')}, {_count(len(ds.transforms), 'transform')}, "
-        f"{_count(len(ds.models), 'model')}",
-        f"- Alternatives: {_alternatives(ds)}",
-        f"- Votes: {_votes(ds)}",
+        f"- Decisions: {count_text(len(ds.variables), 'variable')}, {count_text(len(ds.transforms), 'transform')}, "
+        f"{count_text(len(ds.models), 'model')}",
+        f"- Alternatives: {alternatives_text(ds)}",
+        f"- Votes: {votes_text(ds)}",
         f"- Consensus records: {len(ds.consensus):,}",
-        f"- MCQs: {len(ds.mcqs):,}",
-        f"- Annotators: {_annotators(ds)}",
+        *[f"- {_title(p.noun)}: {counts_text(p.counts(value))}" for p, value in held],
+        f"- Annotators: {annotators_text(ds)}",
         "",
     ]
     return out
@@ -202,51 +176,55 @@ def render_card(release: Release) -> str:
         out += ["## Notes", "", release.notes.strip(), ""]
 
     out += ["## Contents", ""]
-    analyses = [ds for ds in release.datasets if not is_hypothesis_dataset(ds)]
-    hypotheses = [ds for ds in release.datasets if is_hypothesis_dataset(ds)]
+    tables: dict[str, list[DatasetRelease]] = {}
+    decisions = []
+    for ds in release.datasets:
+        home = _home(ds)
+        if home is None:
+            decisions.append(ds)
+        else:
+            tables.setdefault(home[0], []).append(ds)
     if release.datasets:
-        if analyses:
-            if hypotheses:
+        if decisions:
+            if tables:
                 out += ["Datasets of analysis decisions (BLADE):", ""]
+            parts = declared_parts()
+            columns = [(name, p) for name, p in parts.items() if p.card_table is None
+                       and any(p.held(ds, name) is not None for ds in decisions)]
             out += [
-                "| Dataset | Rows × columns | Variables | Transforms | Models | Alternatives | Votes | Consensus | MCQs |",
-                "|---|---|---|---|---|---|---|---|---|",
+                "| Dataset | Rows × columns | Variables | Transforms | Models | Alternatives | Votes | Consensus |"
+                + "".join(f" {_title(p.noun)} |" for _, p in columns),
+                "|---|---|---|---|---|---|---|---|" + "---|" * len(columns),
             ]
-            for ds in analyses:
+            for ds in decisions:
                 out.append(
                     f"| `{ds.name}` | {ds.num_rows:,} × {ds.num_columns:,} | {len(ds.variables)} | "
                     f"{len(ds.transforms)} | {len(ds.models)} | {len(ds.alternatives)} | {len(ds.votes)} | "
-                    f"{len(ds.consensus)} | {len(ds.mcqs)} |"
+                    f"{len(ds.consensus)} |" + "".join(f" {_first(p, p.held(ds, name))} |" for name, p in columns)
                 )
             out.append("")
-        if hypotheses:
-            out += [
-                "Datasets of hypothesis tasks (DiscoveryBench): a task without a gold hypothesis is still to be "
-                "curated; its query is in the release, its gold is not yet.",
-                "",
-                "| Dataset | Files | Tasks | With gold | Still to curate | Candidates | Votes |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            for ds in hypotheses:
-                counts = hypothesis_counts(ds)
-                out.append(
-                    f"| `{ds.name}` | {len(ds.files)} | {counts['tasks']} | {counts['gold']} | "
-                    f"{counts['to_curate']} | {counts['candidates']} | {len(ds.votes)} |"
-                )
+        for name, held in tables.items():
+            spec = declared_parts()[name]
+            assert spec.card_table is not None
+            intro, headings, row = spec.card_table
+            out += [intro, "", "| Dataset | " + " | ".join(headings) + " |", "|---|" + "---|" * len(headings)]
+            for ds in held:
+                out.append(f"| `{ds.name}` | " + " | ".join(row(ds, spec.held(ds, name))) + " |")
             out.append("")
         for ds in release.datasets:
             out += _dataset_section(ds)
     else:
         out += ["This release holds no datasets.", ""]
 
+    what = ["decision", "alternative", "vote", "consensus record"] + [
+        p.singular for name, p in declared_parts().items() if any(p.held(ds, name) is not None for ds in release.datasets)]
     out += [
         "## Files",
         "",
-        "- `release.json`: the release document (every decision, alternative, vote, consensus record and MCQ"
-        + (", and every hypothesis task with its gold" if hypotheses else "") + ")",
-        *[f"- `{ds.data_file}`: the data table of `{ds.name}`" for ds in analyses],
-        *[f"- `data/{ds.name}/`: the {_count(len(ds.files), 'file')} of `{ds.name}` (metadata and data, as "
-          "imported)" for ds in hypotheses],
+        f"- `release.json`: the release document (every {_listed(what)})",
+        *[f"- `{ds.data_file}`: the data table of `{ds.name}`" for ds in release.datasets if not ds.files],
+        *[f"- `data/{ds.name}/`: the {count_text(len(ds.files), 'file')} of `{ds.name}` (metadata and data, as "
+          "imported)" for ds in release.datasets if ds.files],
         "- `CHANGELOG.md`: what changed since the previous release",
         "- `MANIFEST`: SHA-256 of every other file; check with `sha256sum -c MANIFEST`. A release whose files "
         "do not match it was modified after it was cut and must not be used.",

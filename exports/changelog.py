@@ -1,6 +1,7 @@
 """What changed between two releases: a structured :class:`ReleaseDiff` and its Markdown rendering.
 
-Items are matched by identity, never by position: decisions, alternatives and MCQs by ``id``, annotators by
+Items are matched by identity, never by position: decisions and alternatives by ``id``, a kind's items (MCQs,
+hypothesis tasks...) by the key its part gives them (:class:`exports.parts.ReleasePart`), annotators by
 pseudonym, votes by ``(target_kind, target_id, annotator, question)`` and consensus records by
 ``(target_kind, target_id)``. An item present on both sides whose content differs is "changed" and carries the
 names of the fields that differ (one level into dicts, e.g. ``extra.legacy`` or ``llm.model``).
@@ -16,13 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from exports.parts import ReleasePart, declared_parts, read_part
 from exports.schema import (
-    MCQ,
     Alternative,
     Annotator,
     ConsensusRecord,
     DatasetRelease,
-    HypothesisTaskRelease,
     Release,
     ReleaseFile,
     ReleaseModel,
@@ -41,10 +41,7 @@ __all__ = [
     "render_changelog",
 ]
 
-Section = Literal[
-    "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs", "hypothesis_tasks",
-    "files", "annotators",
-]
+Section = Literal["variables", "transforms", "models", "alternatives", "votes", "consensus", "files", "annotators"]
 
 #: The item lists of a dataset that are compared, in the order the changelog shows them.
 SECTIONS: tuple[Section, ...] = (
@@ -54,11 +51,11 @@ SECTIONS: tuple[Section, ...] = (
     "alternatives",
     "votes",
     "consensus",
-    "mcqs",
-    "hypothesis_tasks",
     "files",
     "annotators",
 )
+#: the shared sections shown before the kinds' parts (the others after them)
+_BEFORE_PARTS = 6
 
 _TITLES: dict[Section, tuple[str, str]] = {
     "variables": ("Variables", "variable"),
@@ -67,15 +64,13 @@ _TITLES: dict[Section, tuple[str, str]] = {
     "alternatives": ("Alternatives", "alternative"),
     "votes": ("Votes", "vote"),
     "consensus": ("Consensus", "consensus record"),
-    "mcqs": ("MCQs", "MCQ"),
-    "hypothesis_tasks": ("Hypothesis tasks", "hypothesis task"),
     "files": ("Files", "file"),
     "annotators": ("Annotators", "annotator"),
 }
 
 #: Release-level fields whose change is news (version, dates and notes differ in every release).
 _RELEASE_FIELDS = ("format_version", "licence", "attribution")
-_DATASET_SKIP = {"name", *SECTIONS}
+_DATASET_SKIP = {"name", "parts", *SECTIONS}
 
 
 class _Frozen(BaseModel):
@@ -125,10 +120,10 @@ class DatasetDiff(_Frozen):
     alternatives: SectionDiff = SectionDiff()
     votes: SectionDiff = SectionDiff()
     consensus: SectionDiff = SectionDiff()
-    mcqs: SectionDiff = SectionDiff()
-    hypothesis_tasks: SectionDiff = SectionDiff()
     files: SectionDiff = SectionDiff()
     annotators: SectionDiff = SectionDiff()
+    parts: dict[str, SectionDiff] = Field(default_factory=dict, description="each kind's part, by kind: its items "
+                                          "(the kinds the release format knows, exports.parts)")
 
     def section(self, name: Section) -> SectionDiff:
         """Return the diff of the item list called ``name`` (one of :data:`SECTIONS`)."""
@@ -229,10 +224,10 @@ def _target_names(ds: DatasetRelease | None) -> dict[tuple[str, str], str]:
     for a in ds.alternatives:
         p = a.payload or {}
         names[("alternative", a.id)] = str(p.get("concept") or p.get("spec_name") or p.get("hypothesis") or "")
-    for t in ds.hypothesis_tasks:
-        names.update({("hypothesis", c.id): c.hypothesis for c in t.candidates})
-    for task in ds.programmatic_tasks:
-        names.update({("prog_check", c.id): f"{c.metric or c.function} of task {task.key}" for c in task.checks})
+    for name, part in declared_parts().items():  # the items of the kinds' parts that votes are about
+        value = read_part(ds, name, part.model)
+        if value is not None and part.targets is not None:
+            names.update(part.targets(value))
     return {k: _short(v) for k, v in names.items() if v}
 
 
@@ -252,15 +247,6 @@ def _label_consensus(c: ConsensusRecord, names: dict[tuple[str, str], str] | Non
     return f"{_target(c.target_kind, c.target_id, names or {})}: {c.status}"
 
 
-def _label_mcq(q: MCQ) -> str:
-    return f"`{q.id}` ({q.kind}, {q.mc_type})"
-
-
-def _label_hypothesis_task(t: HypothesisTaskRelease) -> str:
-    gold = f"gold from {t.gold.source}" if t.gold is not None else "no gold yet"
-    return f"`{t.key}` ({gold})"
-
-
 def _label_file(f: ReleaseFile) -> str:
     return f"`{f.name}` ({f.role})"
 
@@ -276,8 +262,6 @@ _KEYS: dict[Section, Callable[[Any], tuple[str, ...]]] = {
     "alternatives": lambda x: (x.id,),
     "votes": lambda x: (x.target_kind, x.target_id, x.annotator, x.question),
     "consensus": lambda x: (x.target_kind, x.target_id),
-    "mcqs": lambda x: (x.id,),
-    "hypothesis_tasks": lambda x: (x.key,),
     "files": lambda x: (x.name,),
     "annotators": lambda x: (x.id,),
 }
@@ -289,8 +273,6 @@ _LABELS: dict[Section, Callable[[Any], str]] = {
     "alternatives": _label_alternative,
     "votes": _label_vote,
     "consensus": _label_consensus,
-    "mcqs": _label_mcq,
-    "hypothesis_tasks": _label_hypothesis_task,
     "files": _label_file,
     "annotators": _label_annotator,
 }
@@ -325,6 +307,38 @@ def _diff_section(section: Section, old: Sequence[BaseModel], new: Sequence[Base
     return SectionDiff(added=added, removed=removed, changed=changed)
 
 
+def _part_items(ds: DatasetRelease | None, name: str, part: ReleasePart) -> list[tuple[str, str, Any]]:
+    value = None if ds is None else read_part(ds, name, part.model)
+    if value is None:
+        return []
+    if part.items is not None:
+        return part.items(value)
+    return [(name, f"the {part.noun}", value.model_dump(mode="json"))]  # compared as one value
+
+
+def _diff_part(old: list[tuple[str, str, Any]], new: list[tuple[str, str, Any]]) -> SectionDiff:
+    def keyed(items: list[tuple[str, str, Any]]) -> dict[tuple[str, ...], tuple[str, Any]]:
+        out: dict[tuple[str, ...], tuple[str, Any]] = {}
+        for key, label, record in items:
+            k: tuple[str, ...] = (key,)
+            n = 1
+            while k in out:  # a key that occurs twice: nothing is hidden
+                n += 1
+                k = (key, f"#{n}")
+            out[k] = (label, record)
+        return out
+    old_by_key, new_by_key = keyed(old), keyed(new)
+    added = [ItemChange(key=k, label=v[0]) for k, v in new_by_key.items() if k not in old_by_key]
+    removed = [ItemChange(key=k, label=v[0]) for k, v in old_by_key.items() if k not in new_by_key]
+    changed = []
+    for key, (label, record) in new_by_key.items():
+        if key in old_by_key:
+            fields = _changed_fields(old_by_key[key][1], record)
+            if fields:
+                changed.append(ItemChange(key=key, label=label, fields=fields))
+    return SectionDiff(added=added, removed=removed, changed=changed)
+
+
 def _diff_dataset(old: DatasetRelease | None, new: DatasetRelease | None) -> DatasetDiff:
     either = new if new is not None else old
     assert either is not None
@@ -333,12 +347,18 @@ def _diff_dataset(old: DatasetRelease | None, new: DatasetRelease | None) -> Dat
         s: _diff_section(s, getattr(old, s) if old else [], getattr(new, s) if new else [], names)
         for s in SECTIONS
     }
+    known = declared_parts()
+    parts = {name: diff for name, part in known.items()
+             if not (diff := _diff_part(_part_items(old, name, part), _part_items(new, name, part))).is_empty}
     if old is None or new is None:
         status = "added" if old is None else "removed"
-        return DatasetDiff.model_validate({"name": either.name, "status": status, **sections})
+        return DatasetDiff.model_validate({"name": either.name, "status": status, **sections, "parts": parts})
     fields = _changed_fields(old.model_dump(mode="json"), new.model_dump(mode="json"), skip=_DATASET_SKIP)
-    status = "changed" if fields or any(not d.is_empty for d in sections.values()) else "unchanged"
-    return DatasetDiff.model_validate({"name": new.name, "status": status, "fields": fields, **sections})
+    fields += [f"parts.{name}" for name in sorted({*old.parts, *new.parts} - set(known))
+               if old.parts.get(name) != new.parts.get(name)]  # a part of a kind this forkpaths does not know
+    status = "changed" if fields or parts or any(not d.is_empty for d in sections.values()) else "unchanged"
+    return DatasetDiff.model_validate({"name": new.name, "status": status, "fields": fields, **sections,
+                                       "parts": parts})
 
 
 def diff_releases(old: Release | None, new: Release) -> ReleaseDiff:
@@ -376,12 +396,22 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {plural}"
 
 
+def _ordered(d: DatasetDiff) -> list[tuple[str, str, SectionDiff]]:
+    """Every section of the dataset's diff as (title, what one item is called, diff), in the changelog's order:
+    decisions and their curation, then the kinds' parts, then files and annotators."""
+    shared = [(_TITLES[s][0], _TITLES[s][1], d.section(s)) for s in SECTIONS]
+    known = declared_parts()
+    parts = [(_title(known[n].noun) if n in known else n, known[n].singular if n in known else f"{n} item", diff)
+             for n, diff in d.parts.items()]
+    return shared[:_BEFORE_PARTS] + parts + shared[_BEFORE_PARTS:]
+
+
+def _title(noun: str) -> str:
+    return noun[:1].upper() + noun[1:]
+
+
 def _contents(d: DatasetDiff, which: Literal["added", "removed"]) -> str:
-    parts = [
-        _count(len(getattr(d.section(s), which)), _TITLES[s][1])
-        for s in SECTIONS
-        if getattr(d.section(s), which)
-    ]
+    parts = [_count(len(getattr(sec, which)), one) for _, one, sec in _ordered(d) if getattr(sec, which)]
     return ", ".join(parts) if parts else "no items"
 
 
@@ -425,11 +455,10 @@ def render_changelog(diff: ReleaseDiff) -> str:
             continue
         if d.fields:
             out += [f"Dataset fields changed: {_names(d.fields)}.", ""]
-        for s in SECTIONS:
-            sec = d.section(s)
+        for title, _, sec in _ordered(d):
             if sec.is_empty:
                 continue
-            out += [f"### {_TITLES[s][0]}", ""]
+            out += [f"### {title}", ""]
             out += [f"- added {item.label}" for item in sec.added]
             out += [f"- removed {item.label}" for item in sec.removed]
             out += [f"- changed {item.label}: {_names(item.fields)}" for item in sec.changed]

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from exports.card import is_hypothesis_dataset
 from exports.discoverybench import (
     AnswerKey,
     AnswerKeyRow,
@@ -38,7 +37,8 @@ from exports.discoverybench import (
     write_discoverybench,
 )
 from exports.errors import DiscoveryBenchFormatError, FormatError
-from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
+from exports.hypotheses_part import is_hypothesis_dataset
+from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
 
 __all__ = [
     "ATTRIBUTION_NAME",
@@ -199,7 +199,7 @@ def write_discoverybench_release(release: Release, release_dir: Path, out: Path)
                 if isinstance(row, int) and k.isdigit() and qid.isdigit():
                     order.setdefault(folder.kind, {})[(folder.name, int(k), int(qid))] = row
             changed: set[int] = set()
-            for task in ds.hypothesis_tasks:
+            for task in HypothesesPart.of(ds).tasks:
                 query = _query(folder, task)
                 if query is None:
                     problems.append(f"dataset {ds.name!r}: hypothesis task {task.key} is not a query of "

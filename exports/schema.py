@@ -12,12 +12,13 @@ Bump :data:`FORMAT_VERSION` on any field change; readers refuse versions they do
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 __all__ = [
     "FORMAT_VERSION",
+    "KindPart",
     "Alternative",
     "Annotator",
     "ConsensusRecord",
@@ -29,6 +30,9 @@ __all__ = [
     "LLMProvenance",
     "MCQ",
     "MCQOption",
+    "MCQPart",
+    "HypothesesPart",
+    "ProgrammaticPart",
     "MeetingRecord",
     "PROGRAMMATIC_TASK_TYPES",
     "ProgrammaticArtifact",
@@ -45,10 +49,16 @@ __all__ = [
     "Vote",
 ]
 
-FORMAT_VERSION = "1.2"
+FORMAT_VERSION = "2.0"
 # 1.1: contested/unjudged statuses with basis and tally, meetings, MCQ review
 # 1.2: a dataset's files (DiscoveryBench folders), hypothesis tasks with their candidates and gold; the kind
 #      "hypothesis" for alternatives, votes and consensus
+# 2.0: each kind of task keeps its items in ``DatasetRelease.parts[<kind>]`` (MCQs, hypothesis tasks and
+#      programmatic tasks moved there from fields of their own); 1.x documents are upgraded on read
+#      (:mod:`exports.upgrade`). BLADE's decisions (variables, transforms, models) and the curation record every
+#      kind shares (annotators, alternatives, votes, consensus, meetings) stay fields of the dataset: votes,
+#      consensus and meetings are about the items of several kinds at once (decisions, hypotheses, programmatic
+#      checks), and the decisions are what they, the MCQs and the BLADE layout refer to by id.
 
 Answer = Literal["yes", "no", "unsure"]
 
@@ -337,6 +347,51 @@ class ProgrammaticTaskRelease(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class KindPart(_Strict):
+    """A kind's part of a dataset (``DatasetRelease.parts[kind]``) whose model knows its kind's name, so that the
+    kind's own modules read it with ``Model.of(ds)`` (an empty part where the dataset has none)."""
+
+    kind: ClassVar[str] = ""
+
+    @classmethod
+    def of(cls, ds: DatasetRelease) -> Self:
+        """The dataset's part (validated once and kept on the dataset while its payload stays the same)."""
+        raw = ds.parts.get(cls.kind)
+        if raw is None:
+            return cls()
+        cached = ds._parsed.get(cls.kind)
+        if cached is not None and cached[0] is raw:
+            return cached[1]  # type: ignore[no-any-return]
+        parsed = cls.model_validate(raw)
+        ds._parsed[cls.kind] = (raw, parsed)
+        return parsed
+
+    def __bool__(self) -> bool:
+        return any(bool(getattr(self, f)) for f in type(self).model_fields)
+
+
+class MCQPart(KindPart):
+    """The MCQ kind's part of a dataset (format 2.0; format 1.x: the dataset's ``mcqs``)."""
+
+    kind: ClassVar[str] = "mcq"
+    items: list[MCQ] = Field(default_factory=list)
+
+
+class HypothesesPart(KindPart):
+    """The hypotheses kind's part of a dataset: its DiscoveryBench queries (format 1.x: ``hypothesis_tasks``)."""
+
+    kind: ClassVar[str] = "hypotheses"
+    tasks: list[HypothesisTaskRelease] = Field(default_factory=list)
+
+
+class ProgrammaticPart(KindPart):
+    """The programmatic kind's part of a dataset: DataSciBench-style checked tasks (format 1.x:
+    ``programmatic_tasks``)."""
+
+    kind: ClassVar[str] = "programmatic"
+    tasks: list[ProgrammaticTaskRelease] = Field(default_factory=list)
+
+
 class DatasetRelease(_Strict):
     name: str
     title: str = ""
@@ -356,16 +411,30 @@ class DatasetRelease(_Strict):
     votes: list[Vote] = Field(default_factory=list)
     consensus: list[ConsensusRecord] = Field(default_factory=list)
     meetings: list[MeetingRecord] = Field(default_factory=list)
-    mcqs: list[MCQ] = Field(default_factory=list)
     files: list[ReleaseFile] = Field(default_factory=list, description="format 1.2: every file of a multi-file "
                                      "dataset (data_file stays its main table)")
-    hypothesis_tasks: list[HypothesisTaskRelease] = Field(default_factory=list, description="format 1.2")
-    programmatic_tasks: list[ProgrammaticTaskRelease] = Field(default_factory=list, description="format 1.2, "
-                                                              "optional: DataSciBench-style checked tasks")
     parts: dict[str, dict[str, Any]] = Field(default_factory=dict, description="each task kind's part of the dataset, "
                                              "by the kind's name: a JSON payload its kind's model validates")
     extra: dict[str, Any] = Field(default_factory=dict)
-    _parsed: dict[str, Any] = PrivateAttr(default_factory=dict)  # parts validated by their kind's model, by name
+    # parts validated by their kind's model, by name: (the payload read, the model), so that a copy with another
+    # payload (model_copy shares this dict) never reads a part it does not hold
+    _parsed: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields: what was read of the parts (the private cache) is no part of a dataset's value."""
+        if not isinstance(other, DatasetRelease):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def with_parts(self, **parts: KindPart | BaseModel | None) -> DatasetRelease:
+        """A copy whose parts named by keyword are replaced (None or an empty part: left out)."""
+        kept = {k: v for k, v in self.parts.items() if k not in parts}
+        for name, part in parts.items():
+            if part is not None and (not isinstance(part, KindPart) or part):
+                kept[name] = part.model_dump(mode="json")
+        return self.model_copy(update={"parts": dict(sorted(kept.items()))})
 
 
 class Release(_Strict):

@@ -20,6 +20,7 @@ from curation.services.releases import (
     release_candidates,
     release_dataset_rows,
     release_documents,
+    summary_totals,
     unreviewed_note,
     withheld_in_release,
 )
@@ -108,24 +109,19 @@ with tab_list:
     else:
         st.dataframe(pd.DataFrame([{
             "version": r.version, "created (UTC)": r.created_at, "datasets": ", ".join(r.summary),
-            "decisions": sum(v["variables"] + v["transforms"] + v["models"] for v in r.summary.values()),
-            "votes": sum(v["votes"] for v in r.summary.values()), "MCQs": sum(v["mcqs"] for v in r.summary.values()),
-            "hypothesis tasks": sum(v.get("hypothesis_tasks", 0) for v in r.summary.values()),
-            "notes": r.notes, "manifest": r.manifest_sha256[:12]} for r in records]),
+            **summary_totals(r.summary), "notes": r.notes, "manifest": r.manifest_sha256[:12]} for r in records]),
             hide_index=True, width="stretch",
             column_config={"created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
         pick = st.selectbox("Download release", [r.version for r in records], key="releases.download")
         contents = context.attempt(lambda s: release_dataset_rows(session=s, actor=user, version=pick)) or []
         st.markdown(f"**What release {pick} holds**")
-        for kind, columns, caption in [
-            ("BLADE analyses", ["dataset", "decisions", "votes", "MCQs"], None),
-            ("DiscoveryBench hypotheses", ["dataset", "files", "tasks", "with gold", "to curate", "candidates", "votes"],
-             "Every query of each folder is released as a hypothesis task; one without a gold hypothesis is still "
-             "to curate (stages 1-3): there is no gold to score it against yet.")]:
-            rows = [r for r in contents if r["kind"] == kind]
-            if rows:
-                st.caption(f"{kind}: {plural(len(rows), 'dataset')}" + (f". {caption}" if caption else ""))
-                st.dataframe(pd.DataFrame(rows)[columns], hide_index=True, width="stretch")
+        groups: dict[str, list[dict]] = {}
+        for row in contents:  # datasets holding the same things share a table (and its columns)
+            groups.setdefault(row["holds"], []).append(row)
+        for holds, rows in groups.items():
+            about = rows[0]["about"]
+            st.caption(f"{holds[:1].upper()}{holds[1:]}: {plural(len(rows), 'dataset')}" + (f". {about}" if about else ""))
+            st.dataframe(pd.DataFrame(rows).drop(columns=["holds", "about"]), hide_index=True, width="stretch")
         withheld = context.attempt(lambda s: withheld_in_release(session=s, actor=user, version=pick)) or {}
         for why in withheld.values():
             st.info(why + " This release cannot be downloaded by you until then.", icon="🙈")

@@ -44,7 +44,7 @@ from exports.blade_info import dump_info_json
 from exports.blade_layout import find_blade_datasets, read_blade_dataset
 from exports.errors import FormatError
 from exports.jsontext import load_json
-from exports.schema import DatasetRelease
+from exports.schema import DatasetRelease, MCQPart
 
 __all__ = ["ImportReport", "UploadOutcome", "import_blade", "register_blade_upload"]
 
@@ -119,7 +119,7 @@ def import_blade(*, session: Session, actor: User | None, path: Path, store: Pat
         if ds.votes:
             _arrive_reviewed(session, dataset, actor)
         reports.append(ImportReport(ds.name, len(ds.variables), len(ds.transforms), len(ds.models),
-                                    len(ds.alternatives), len(ds.votes), len(ds.mcqs)))
+                                    len(ds.alternatives), len(ds.votes), len(MCQPart.of(ds).items)))
     return reports
 
 

@@ -25,6 +25,7 @@ Every service that withholds uses the sentences made here, so a refusal reads th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -44,6 +45,8 @@ from curation.models import (
     Vote,
 )
 from curation.services.actor import judges_actor
+from evaluation.tasks import kinds_with
+from exports.upgrade import upgrade_summary
 
 __all__ = [
     "RELEASE_WORK_COUNTS",
@@ -56,13 +59,24 @@ __all__ = [
     "release_holding",
     "summary_holding",
     "withheld_ground_truth",
+    "work_count",
 ]
 
-#: The counts of a release record's summary that are recorded work (a dataset with all of them 0 holds only
-#: its question, description, dictionary and data table, which every annotator sees anyway). ``hypothesis_gold``
-#: counts every gold hypothesis, imported ones included: an imported gold is the dataset's answer.
-RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "votes", "mcqs",
-                       "hypothesis_candidates", "hypothesis_consensus", "hypothesis_gold")
+#: The shared counts of a release record's summary that are recorded work; each kind's part adds the counts its
+#: :class:`~exports.parts.ReleasePart` declares as ``work`` (e.g. a part's gold: the dataset's answer). A dataset
+#: with all of them 0 holds only its question, description, dictionary, data table and imported content, which
+#: every annotator sees anyway.
+RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "votes")
+
+
+def work_count(counts: Mapping[str, Any]) -> int:
+    """How much recorded work a release record's counts of one dataset hold (any format of the record)."""
+    c = upgrade_summary(dict(counts))
+    declared = {k.name: k.release_part.work for k in kinds_with("release_part") if k.release_part is not None}
+    total = sum(int(c.get(k, 0) or 0) for k in RELEASE_WORK_COUNTS)
+    for kind, part in (c.get("parts") or {}).items():  # a part of a kind not known here: all of it, to be safe
+        total += sum(int(n or 0) for label, n in part.items() if kind not in declared or label in declared[kind])
+    return total
 
 _STARTED, _ASSIGNED, _ANALYST = "started", "assigned", "analyst"
 
@@ -111,7 +125,7 @@ def datasets_holding_work(session: Session, dataset_ids: Iterable[int], *, besid
 
 def summary_holding(summary: Mapping[str, Mapping[str, int]]) -> set[str]:
     """The datasets of a release record's summary that hold recorded work (see :data:`RELEASE_WORK_COUNTS`)."""
-    return {name for name, counts in summary.items() if any(int(counts.get(k, 0) or 0) for k in RELEASE_WORK_COUNTS)}
+    return {name for name, counts in summary.items() if work_count(counts)}
 
 
 def release_holding(session: Session, version: str) -> set[str] | None:

@@ -58,13 +58,15 @@ log = logging.getLogger(__name__)
 DECISION_LABELS = {"cvar": "variables", "value": "transforms (value)", "graph": "transforms (graph)",
                    "model": "models", "model_cvar": "models + variables"}
 
-_HASHES: dict[str, dict[str, str]] = {}  # manifest sha256 → dataset ground-truth hashes (releases never change)
+# (manifest sha256, run kind) → dataset ground-truth hashes for runs of that kind (releases never change)
+_HASHES: dict[tuple[str, str], dict[str, str]] = {}
 
 
-def _release_hashes(session: Session, record: ReleaseRecord, artifacts: ArtifactStore) -> dict[str, str]:
-    if record.manifest_sha256 not in _HASHES:
-        _HASHES[record.manifest_sha256] = release_gt_hashes(release_by_record(session, record, artifacts))
-    return _HASHES[record.manifest_sha256]
+def _release_hashes(session: Session, record: ReleaseRecord, artifacts: ArtifactStore, kind: str) -> dict[str, str]:
+    key = (record.manifest_sha256, kind)
+    if key not in _HASHES:
+        _HASHES[key] = release_gt_hashes(release_by_record(session, record, artifacts), kind)
+    return _HASHES[key]
 
 
 def _semver(v: str) -> tuple[int, ...]:
@@ -94,15 +96,15 @@ def stale_scores(*, session: Session, runs: list[ScoringRun], artifacts: Artifac
         latest = next((r for r in records if r.version == against), latest)
     if all(run.release_version == latest.version for run in runs):
         return {}
-    try:
-        hashes = _release_hashes(session, latest, artifacts)
-    except Exception as exc:  # noqa: BLE001 - a broken latest release must not hide the leaderboard
-        log.warning("cannot read release %s for stale checks: %s", latest.version, exc)
-        return {}
     out: dict[int, StaleInfo] = {}
     for run in runs:
         if run.release_version == latest.version:
             continue
+        try:  # a run's hashes cover what runs of its kind depend on (scoring.dataset_gt_hash)
+            hashes = _release_hashes(session, latest, artifacts, run.kind)
+        except Exception as exc:  # noqa: BLE001 - a broken latest release must not hide the leaderboard
+            log.warning("cannot read release %s for stale checks: %s", latest.version, exc)
+            return {}
         # a dataset the latest release does not hold (a release of other datasets, e.g. DiscoveryBench only) has
         # not changed: only a dataset released again with another ground truth makes the run's numbers stale
         changed = tuple(sorted(d for d, h in run.dataset_hashes.items() if d in hashes and hashes[d] != h))

@@ -55,6 +55,7 @@ from exports.schema import (
     PROGRAMMATIC_TASK_TYPES,
     ProgrammaticArtifact,
     ProgrammaticCheck,
+    ProgrammaticPart,
     ProgrammaticTaskRelease,
 )
 
@@ -817,7 +818,7 @@ def released_task(*, session: Session, actor: User, key: str, releases_root: Pat
         published = _releases._verified(session, record, releases_root)
         release = published.release
         for ds in release.datasets:
-            task = next((t for t in ds.programmatic_tasks if t.key == key), None)
+            task = next((t for t in ProgrammaticPart.of(ds).tasks if t.key == key), None)
             if task is None:
                 continue
             _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=record.version,
@@ -830,7 +831,7 @@ def released_task(*, session: Session, actor: User, key: str, releases_root: Pat
                 inputs.update(release_inputs(release, published.folder).get(key, {}))
             return task, record.version
         if version is not None:
-            held = sorted(t.key for d in release.datasets for t in d.programmatic_tasks)
+            held = sorted(t.key for d in release.datasets for t in ProgrammaticPart.of(d).tasks)
             raise NotFoundError(f"Release {version} holds no programmatic task {key!r} (it holds: "
                                 f"{', '.join(held) or 'none'}).")
     raise NotFoundError(f"No release holds a programmatic task {key!r} (newest release: {records[0].version}); "
@@ -884,6 +885,6 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, arti
     from curation.services.scoring import _release_for_scoring  # the checks' code, to read a failure against
 
     release = _release_for_scoring(session, run.release_version, artifacts)
-    code = {c.id: c.code for d in release.datasets for t in d.programmatic_tasks if t.key in keys
+    code = {c.id: c.code for d in release.datasets for t in ProgrammaticPart.of(d).tasks if t.key in keys
             for c in t.checks}
     return RunDetails(result, outputs, code)

@@ -46,11 +46,15 @@ from exports.schema import (
     Annotator,
     ConsensusRecord,
     DatasetRelease,
+    HypothesesPart,
     HypothesisCandidate,
     HypothesisGold,
     HypothesisTaskRelease,
+    KindPart,
     LLMProvenance,
+    MCQPart,
     MeetingRecord,
+    ProgrammaticPart,
     ReleaseFile,
     ReleaseModel,
     ReleaseTransform,
@@ -68,6 +72,7 @@ __all__ = [
     "dataset_release",
     "hypothesis_task_release",
     "imported_annotator",
+    "kind_parts",
     "pseudonym",
     "store_dataset_release",
 ]
@@ -185,7 +190,6 @@ def dataset_release(session: Session, dataset: Dataset, *,
         description=dataset.description, dictionary=dataset.dictionary, info=dataset.info,
         data_file=data_file, data_sha256=dataset.data_sha256, num_rows=dataset.num_rows,
         num_columns=dataset.num_columns, extra=dataset.extra, files=files,
-        parts=dict(dataset.parts or {}),  # imported kinds' parts, as stored (forkpaths import-<kind>)
     )
     for analysis in _rows(session, Analysis, dataset_id=dataset.id):
         if analysis.status != AnalysisStatus.SUBMITTED.value:
@@ -206,9 +210,6 @@ def dataset_release(session: Session, dataset: Dataset, *,
                 id=m.id, annotator=author, family=m.family, specification=m.specification, spec_name=m.spec_name,
                 code=m.code, rationale=m.rationale, columns=m.columns, variable_ids=m.variable_ids,
                 transform_ids=m.transform_ids, tags=m.tags, extra=m.extra))
-    from curation.services.programmatic import release_programmatic_tasks
-
-    ds.programmatic_tasks = release_programmatic_tasks(session, dataset.id or 0)
     for a in _rows(session, Alternative, dataset_id=dataset.id):
         ds.alternatives.append(ReleaseAlternative(
             id=a.id, kind=a.kind, source=a.source, proposed_by=who(a.proposed_by_id),
@@ -222,6 +223,19 @@ def dataset_release(session: Session, dataset: Dataset, *,
             decided_by=who(c.decided_by_id), decided_at=c.decided_at, note=c.note,
             votes=[ReleaseVote.model_validate(v) for v in c.votes_snapshot]))
     _stage3(session, dataset, ds, who)
+    ds = ds.model_copy(update={"parts": kind_parts(session, dataset, who, hypothesis_parts)})
+    ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
+    return ds
+
+
+def kind_parts(session: Session, dataset: Dataset, who: Pseudonym,
+               hypothesis_parts: HypothesisParts | None = None) -> dict[str, dict[str, Any]]:
+    """THE place a cut assembles each kind's part of a dataset (``DatasetRelease.parts``), by kind name: the
+    parts of the kinds that imported their items with their gold, as stored (``forkpaths import-<kind>``), and
+    the parts of the kinds experts curate, from their tables (an empty part is left out of the release)."""
+    from curation.services.programmatic import release_programmatic_tasks
+
+    questions: list[ReleaseMCQ] = []
     reviews = {r.mcq_id: r for r in session.exec(select(MCQReview).where(MCQReview.dataset_id == dataset.id)).all()}
     for q in _rows(session, MCQ, dataset_id=dataset.id):
         review = reviews.get(q.id)
@@ -233,14 +247,18 @@ def dataset_release(session: Session, dataset: Dataset, *,
                 continue  # a curator rejected it: never released
             extra["review"] = {"status": review.status, "note": review.note, "by": who(review.reviewed_by_id),
                                "at": review.reviewed_at.isoformat()}
-        ds.mcqs.append(ReleaseMCQ(id=q.id, kind=q.kind, mc_type=q.mc_type, concept=q.concept,  # type: ignore[arg-type]
-                                  options=q.options, correct_index=q.correct_index, extra=extra))
+        questions.append(ReleaseMCQ(id=q.id, kind=q.kind, mc_type=q.mc_type, concept=q.concept,  # type: ignore[arg-type]
+                                    options=q.options, correct_index=q.correct_index, extra=extra))
+    tasks = []
     for task in session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == dataset.id)
                              .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all():
         candidates, consensus_gold = hypothesis_parts(session, task, who) if hypothesis_parts else ([], None)
-        ds.hypothesis_tasks.append(hypothesis_task_release(task, candidates=candidates, consensus_gold=consensus_gold))
-    ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
-    return ds
+        tasks.append(hypothesis_task_release(task, candidates=candidates, consensus_gold=consensus_gold))
+    curated: list[KindPart] = [MCQPart(items=questions), HypothesesPart(tasks=tasks),
+                               ProgrammaticPart(tasks=release_programmatic_tasks(session, dataset.id or 0))]
+    parts = dict(dataset.parts or {})  # imported kinds' parts, as stored
+    parts.update({p.kind: p.model_dump(mode="json") for p in curated if p})
+    return dict(sorted(parts.items()))
 
 
 def _generated(q: MCQ) -> bool:
@@ -334,7 +352,7 @@ def store_dataset_release(session: Session, dataset: Dataset, ds: DatasetRelease
         if c.decided_at:
             decision.decided_at = c.decided_at
         session.add(decision)
-    for i, q in enumerate(ds.mcqs):
+    for i, q in enumerate(MCQPart.of(ds).items):
         session.add(MCQ(id=q.id, dataset_id=dataset.id or 0, kind=q.kind, mc_type=q.mc_type, concept=q.concept,
                         options=[o.model_dump() for o in q.options], correct_index=q.correct_index, extra=q.extra,
                         position=i))

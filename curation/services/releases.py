@@ -57,8 +57,10 @@ from curation.services.release_records import (  # the light half of this module
     withheld_in_release,
 )
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
+from evaluation.tasks import KINDS, kinds_with
+from evaluation.tasks.parts import part_of
 from exports.blade_export import write_blade_release
-from exports.card import hypothesis_counts, is_hypothesis_dataset, render_card
+from exports.card import render_card
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
 from exports.discoverybench_export import (
     NOT_EXPORTED_NAME,
@@ -73,11 +75,15 @@ from exports.native import read_release, write_release
 from exports.published import PublishedRelease, read_published_release, release_zip_path
 from exports.release_folder import set_aside
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
+from exports.upgrade import upgrade_summary
 
 __all__ = [
     "EXPORT_FORMATS",
     "SEMVER",
     "WITHHELD_FIELDS",
+    "dataset_summary",
+    "summary_sentence",
+    "summary_totals",
     "ReleaseComparison",
     "ReleaseView",
     "app_version",
@@ -102,9 +108,9 @@ log = logging.getLogger(__name__)
 SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
 Progress = Callable[[str, float], None]
 
-#: What a dataset withheld from a blind reader loses: everything annotators recorded about it, at any stage
-#: (and, of its hypothesis tasks, the stage-1 candidates and any gold decided by consensus).
-WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus", "mcqs")
+#: What a dataset withheld from a blind reader loses of the fields every kind shares: everything annotators
+#: recorded about it, at any stage. Of each kind's part it keeps what the kind's ``ReleasePart.blind`` keeps.
+WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus")
 #: The layouts a release exports to: the native folder and zip, BLADE's, DiscoveryBench's, a Hugging Face dataset.
 EXPORT_FORMATS = ("native", "blade", "discoverybench", "hf")
 #: Stage-1 to 3 curation of hypothesis tasks (candidates, consensus gold) for every cut that is not given its own
@@ -267,20 +273,31 @@ def _blinded(release: Release, withheld: Mapping[str, str]) -> Release:
     empty: dict[str, Any] = {name: [] for name in WITHHELD_FIELDS}
 
     def blind(d: DatasetRelease) -> DatasetRelease:
-        tasks = [t.model_copy(update={"candidates": [],
-                                      "gold": t.gold if t.gold is None or t.gold.source != "consensus" else None})
-                 for t in d.hypothesis_tasks]
         # a DiscoveryBench folder's provenance (kind, split, folder) is imported, not annotators' work
         extra = {k: v for k, v in d.extra.items() if k == "discoverybench"}
-        return d.model_copy(update=empty | {"extra": extra, "hypothesis_tasks": tasks})
+        parts = {}  # each kind keeps what it declares a blind reader may see; a part of an unknown kind: nothing
+        for kind in kinds_with("release_part"):
+            part = part_of(d, kind)
+            if part is not None and kind.release_part is not None:
+                kept = kind.release_part.blind(part)
+                if kept is not None:
+                    parts[kind.name] = kept.model_dump(mode="json")
+        return d.model_copy(update=empty | {"extra": extra, "parts": parts})
 
     return release.model_copy(update={"datasets": [blind(d) if d.name in withheld else d for d in release.datasets]})
 
 
 def _holds_work(d: DatasetRelease) -> bool:
-    """Recorded work a blind reader may not see: decisions, votes... or stage-1 hypotheses, consensus gold."""
-    return any(getattr(d, f) for f in WITHHELD_FIELDS) or any(
-        t.candidates or (t.gold is not None and t.gold.source == "consensus") for t in d.hypothesis_tasks)
+    """Recorded work a blind reader may not see: decisions, votes... or what a kind's part keeps from him."""
+    if any(getattr(d, f) for f in WITHHELD_FIELDS) or any(name not in KINDS for name in d.parts):
+        return True
+    for kind in kinds_with("release_part"):
+        part = part_of(d, kind)
+        if part is not None and kind.release_part is not None:
+            kept = kind.release_part.blind(part)
+            if kept is None or kept.model_dump(mode="json") != part.model_dump(mode="json"):
+                return True
+    return False
 
 
 @judges_actor
@@ -442,10 +459,7 @@ def cut_release(
             notes=release.notes, created_at=release.created_at, created_by_id=actor.id,
             path=path.relative_to(releases_root).as_posix(), manifest_sha256=manifest,
             zip_sha256=published.zip_sha256,
-            summary={d.name: {"variables": len(d.variables), "transforms": len(d.transforms), "models": len(d.models),
-                              "alternatives": len(d.alternatives), "votes": len(d.votes), "mcqs": len(d.mcqs),
-                              "mcqs_unreviewed": unreviewed.get(d.name, 0), **_hypothesis_summary(d)}
-                     for d in release.datasets},
+            summary={d.name: dataset_summary(d, unreviewed.get(d.name, 0)) for d in release.datasets},
         )
         session.add(record)
         session.flush()
@@ -459,14 +473,22 @@ def cut_release(
     return record
 
 
-def _hypothesis_summary(d: DatasetRelease) -> dict[str, int]:
-    """The counts a release record keeps about a dataset of hypothesis tasks (none for a BLADE dataset)."""
-    if not is_hypothesis_dataset(d):
-        return {}
-    counts = hypothesis_counts(d)
-    return {"files": len(d.files), "hypothesis_tasks": counts["tasks"], "hypothesis_gold": counts["gold"],
-            "hypothesis_to_curate": counts["to_curate"], "hypothesis_candidates": counts["candidates"],
-            "hypothesis_consensus": counts["gold_consensus"]}
+def dataset_summary(d: DatasetRelease, unreviewed_mcqs: int = 0) -> dict[str, Any]:
+    """The counts a release record keeps about a dataset: the shared ones (decisions, alternatives, votes, the
+    files of a folder), and under ``parts`` each kind's counts of the part it holds, as the kind labels them
+    (a record cut under format 1.x is read through :func:`exports.upgrade.upgrade_summary`)."""
+    counts: dict[str, Any] = {"variables": len(d.variables), "transforms": len(d.transforms), "models": len(d.models),
+                              "alternatives": len(d.alternatives), "votes": len(d.votes),
+                              "mcqs_unreviewed": unreviewed_mcqs}
+    if d.files:
+        counts["files"] = len(d.files)
+    parts = {}
+    for kind in kinds_with("release_part"):
+        part = part_of(d, kind)
+        if part is not None and kind.release_part is not None and any(kind.release_part.counts(part).values()):
+            parts[kind.name] = kind.release_part.counts(part)
+    counts["parts"] = parts
+    return counts
 
 
 class _SessionWriter:
@@ -575,8 +597,8 @@ def _layout_skips(summary: Mapping[str, Mapping[str, int]], fmt: str) -> dict[st
     """From a release record's summary: the datasets an export in ``fmt`` leaves out, each with why."""
     if fmt not in ("blade", "discoverybench"):
         return {}
-    # a dataset of hypothesis tasks lists its files in the summary; a BLADE dataset has no such count
-    hypotheses = {name for name, counts in summary.items() if "files" in counts}
+    # a DiscoveryBench folder lists its files in the summary; a BLADE dataset (one table) has none
+    hypotheses = {name for name, counts in summary.items() if counts.get("files")}
     if fmt == "blade":
         return {name: f"'{name}' is a dataset of hypothesis tasks (DiscoveryBench), which BLADE's layout has no "
                       "place for; export the release with --format discoverybench to get it."
@@ -593,27 +615,68 @@ def export_skips(*, session: Session, actor: User, version: str, fmt: str) -> di
     return _layout_skips(_record(session, version).summary, fmt)
 
 
+def summary_sentence(counts: Mapping[str, Any]) -> str:
+    """What one dataset of a release holds, from its record's counts: "4 decisions, 12 MCQs, 30 votes" or
+    "2 programmatic tasks (5 checks)" (each kind's counts as the kind labels them)."""
+    c = upgrade_summary(dict(counts))
+    known = {k.name: k.release_part for k in kinds_with("release_part") if k.release_part is not None}
+    out = []
+    decisions = sum(int(c.get(k, 0) or 0) for k in ("variables", "transforms", "models"))
+    if decisions:
+        out.append(f"{decisions} decision{'' if decisions == 1 else 's'}")
+    for kind, part in (c.get("parts") or {}).items():
+        values = list(part.items())
+        if values:
+            spec = known.get(kind)
+            noun = values[0][0] if spec is None else spec.singular if values[0][1] == 1 else spec.noun
+            rest = ", ".join(f"{n} {label}" for label, n in values[1:] if n)
+            out.append(f"{values[0][1]} {noun}" + (f" ({rest})" if rest else ""))
+    if c.get("votes"):
+        out.append(f"{c['votes']} vote{'' if c['votes'] == 1 else 's'}")
+    return ", ".join(out) or "its data alone"
+
+
+def summary_totals(summary: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """A release record's counts summed over its datasets, for the list of releases: decisions, votes, then the
+    number of items of every kind that keeps a part (by its noun, 0 where the release holds none)."""
+    known = [k for k in kinds_with("release_part") if k.release_part is not None]
+    totals = {"decisions": 0, "votes": 0, **{k.release_part.noun: 0 for k in known if k.release_part}}
+    for raw in summary.values():
+        c = upgrade_summary(dict(raw))
+        totals["decisions"] += sum(int(c.get(k, 0) or 0) for k in ("variables", "transforms", "models"))
+        totals["votes"] += int(c.get("votes", 0) or 0)
+        for k in known:
+            counts = (c.get("parts") or {}).get(k.name) or {}
+            if k.release_part is not None and counts:
+                totals[k.release_part.noun] += int(next(iter(counts.values()), 0) or 0)
+    return totals
+
+
 @judges_actor
 def release_dataset_rows(*, session: Session, actor: User, version: str) -> list[dict[str, Any]]:
-    """One row per dataset of release ``version`` with the counts that make sense for its kind: decisions, votes
-    and MCQs for a BLADE dataset; files and hypothesis tasks (with gold, still to curate) for a DiscoveryBench
-    one. A count that does not apply is ``None``."""
+    """One row per dataset of release ``version`` with what it holds, for a person: ``holds`` names it (its
+    decisions, then each kind's part by the kind's noun: "analysis decisions, MCQs", "hypothesis tasks",
+    "programmatic tasks"; "nothing curated yet"), ``about`` is what the kinds say about such datasets, then the counts that
+    apply to it: ``decisions`` where it holds some, each part's counts as its kind labels them, ``files`` for a
+    folder of several files, and ``votes``. Rows of datasets that hold the same things have the same keys."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
+    known = {k.name: k.release_part for k in kinds_with("release_part") if k.release_part is not None}
     rows = []
-    for name, c in sorted(_record(session, version).summary.items()):
-        tasks = "files" in c
-        rows.append({
-            "dataset": name,
-            "kind": "DiscoveryBench hypotheses" if tasks else "BLADE analyses",
-            "decisions": None if tasks else c.get("variables", 0) + c.get("transforms", 0) + c.get("models", 0),
-            "MCQs": None if tasks else c.get("mcqs", 0),
-            "files": c.get("files") if tasks else None,
-            "tasks": c.get("hypothesis_tasks", 0) if tasks else None,
-            "with gold": c.get("hypothesis_gold", 0) if tasks else None,
-            "to curate": c.get("hypothesis_to_curate", 0) if tasks else None,
-            "candidates": c.get("hypothesis_candidates", 0) if tasks else None,
-            "votes": c.get("votes", 0),
-        })
+    for name, raw in sorted(_record(session, version).summary.items()):
+        c = upgrade_summary(dict(raw))
+        decisions = sum(int(c.get(k, 0) or 0) for k in ("variables", "transforms", "models"))
+        parts: dict[str, dict[str, int]] = c.get("parts") or {}
+        held = (["analysis decisions"] if decisions else []) + [known[k].noun if k in known else k for k in parts]
+        row: dict[str, Any] = {"dataset": name, "holds": ", ".join(held) or "nothing curated yet",
+                               "about": " ".join(known[k].about for k in parts if k in known and known[k].about)}
+        if decisions:
+            row["decisions"] = decisions
+        for counts in parts.values():
+            row.update(counts)
+        if c.get("files"):
+            row["files"] = c["files"]
+        row["votes"] = int(c.get("votes", 0) or 0)
+        rows.append(row)
     return rows
 
 

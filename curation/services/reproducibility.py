@@ -346,7 +346,7 @@ def import_airepr(*, session: Session, actor: User, path: Path, artifacts: Artif
             raise ScoringError(f"Nothing was imported: {r.stem}.json has no results file "
                                f"({r.stem}_results_<YYYYmmdd_HHMMSS>.json), so there are no published judgments to "
                                "view. Score it with 'forkpaths score --kind reproducibility' instead.")
-    hashes = release_gt_hashes(release)
+    hashes = release_gt_hashes(release, KIND)
     _, folder = verified_release(session=session, actor=actor, release_version=release.version, artifacts=artifacts)
     out: list[ScoringRun] = []
     for r in runs:  # nothing half-stored: the transaction rolls back (whole objects left in the store are harmless)

@@ -23,7 +23,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ from evaluation.tasks import (
     UnknownKind,
     companion_kinds,
     kind_names,
+    kinds_with,
     ranked_kinds,
 )
 from evaluation.tasks import task_kind as _registered_kind
@@ -79,6 +80,7 @@ from evaluation.tasks.analyses import (  # noqa: F401
     scores_summary,
 )
 from evaluation.tasks.analyses import transform_matching_for as _transform_matching_for  # noqa: F401
+from evaluation.tasks.parts import part_of
 from exports.schema import DatasetRelease, Release
 
 __all__ = [
@@ -189,11 +191,13 @@ def mcq_release(*, session: Session, actor: User, release_version: str, artifact
     """The verified release whose MCQs a model under test is asked (scoring roles only)."""
     require_role(actor, *SCORING_ROLES)
     release = _release_for_scoring(session, release_version, artifacts)
+    mcq = kind_of("mcq")
+    holding = [d.name for d in release.datasets if part_of(d, mcq)]
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version,
-                                        names=[d.name for d in release.datasets if d.mcqs])
+                                        names=holding)
     if withheld:
         raise BlindingViolation(f"{withheld} Asking a model its MCQs would show them; nothing was asked.")
-    if not any(d.mcqs for d in release.datasets):
+    if not holding:
         raise ScoringError(f"Release {release_version} holds no MCQs; generate and accept them before cutting it.")
     return release
 
@@ -210,22 +214,35 @@ def _canonical(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def dataset_gt_hash(ds: DatasetRelease) -> str:
-    """Content hash of what a dataset's scores depend on: its data table and its decisions."""
+def dataset_gt_hash(ds: DatasetRelease, kind: str | None = None) -> str:
+    """Content hash of what the scores of a run of ``kind`` on a dataset depend on: its data table, its decisions,
+    and each kind's part as the kind declares it (:attr:`ReleasePart.hash_input`): the parts hashed for every run
+    (``in_every_hash``), and the run's own kind's part. ``kind`` None: every part (the dataset's whole ground
+    truth, whatever runs read it).
+
+    A part that is absent or empty adds nothing, so that the hashes of datasets without it stay as they were. A
+    kind's hash input that is a mapping is merged into the payload (the kinds of format 1.x keep their keys, so
+    the hashes runs recorded then still match); any other value is kept under the kind's name."""
     payload = {"data_sha256": ds.data_sha256, "variables": [v.model_dump(mode="json") for v in ds.variables],
                "transforms": [t.model_dump(mode="json") for t in ds.transforms],
                "models": [m.model_dump(mode="json") for m in ds.models]}
-    if ds.hypothesis_tasks:  # only then: the hashes of releases without hypothesis tasks stay as they were
-        payload["hypotheses"] = [{"key": t.key, "gold": t.gold.model_dump(mode="json", exclude={"provenance"})
-                                  if t.gold else None, "expr": t.true_hypothesis_expr, "target": t.target_col}
-                                 for t in ds.hypothesis_tasks]
-    if ds.programmatic_tasks:  # only when present, so the hashes of releases without them are unchanged
-        payload["programmatic_tasks"] = [t.model_dump(mode="json") for t in ds.programmatic_tasks]
+    for k in kinds_with("release_part"):
+        spec = k.release_part
+        assert spec is not None
+        if kind is not None and not (spec.in_every_hash or k.name == kind):
+            continue
+        part = part_of(ds, k)
+        value = None if part is None else spec.hash_input(part)
+        if isinstance(value, Mapping):
+            payload.update(value)
+        elif value not in (None, [], {}, ()):
+            payload[k.name] = value
     return hashlib.sha256(_canonical(payload)).hexdigest()
 
 
-def release_gt_hashes(release: Release) -> dict[str, str]:
-    return {d.name: dataset_gt_hash(d) for d in release.datasets}
+def release_gt_hashes(release: Release, kind: str | None = None) -> dict[str, str]:
+    """Each dataset's ground-truth hash for the runs of ``kind`` (see :func:`dataset_gt_hash`)."""
+    return {d.name: dataset_gt_hash(d, kind) for d in release.datasets}
 
 
 def _combined(hashes: dict[str, str]) -> str:
@@ -342,7 +359,7 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
     record = _releases._record(session, release_version)
     release = _releases.stored_release(record, artifacts)[0]  # refuses a failing release
     checked = _check_files(files, release, max_bytes, task, (limits or ScoringLimits()).max_analyses)
-    hashes = release_gt_hashes(release)
+    hashes = release_gt_hashes(release, task.name)
     datasets = [c.dataset for c in checked if c.dataset is not None] or sorted(hashes)
     # the result shows the ground truth of every dataset scored: withheld from whoever is blind to it
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version, names=datasets)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
 from evaluation.agents.briefs import dictionary_text, file_preview, task_file
 from evaluation.llm.quoting import quote
-from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
+from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "HypothesisReply", "answer_shape", "data_files", "narrow", "submissions",
            "tasks", "validate"]
@@ -65,7 +65,7 @@ def data_files(release_folder: Path, ds: DatasetRelease, task: HypothesisTaskRel
 def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None = None) -> list[AgentTask]:
     out = []
     for ds in release.datasets:
-        for t in ds.hypothesis_tasks:
+        for t in HypothesesPart.of(ds).tasks:
             if only and t.key not in only and ds.name not in only:
                 continue
             paths = data_files(release_folder, ds, t)

@@ -15,7 +15,7 @@ from typing import Any
 
 from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
 from evaluation.mcq_scoring import LETTERS, MCQ_TEMPLATE_VERSION, mcq_messages, parse_answer
-from exports.schema import Release
+from exports.schema import MCQPart, Release
 
 __all__ = ["answer_shape", "narrow", "submissions", "tasks", "validate", "validate_text"]
 
@@ -31,7 +31,7 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
     for ds in release.datasets:
         if only and ds.name not in only:
             continue
-        for q in ds.mcqs:
+        for q in MCQPart.of(ds).items:
             # the ask-model prompt, without its answer-format sentence (the strategy adds the shape)
             before, _, after = mcq_messages(ds, q)[-1]["content"].partition("\n\nAnswer with one JSON object")
             brief = before + "\n\n" + after.split("\n\n", 1)[-1]

@@ -24,7 +24,7 @@ from evaluation.reproducibility.airepr import AIReprError, is_airepr_name, read_
 from evaluation.reproducibility.models import DataFile, ReproItem
 from evaluation.submissions import parse_submission, printable
 from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
-from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
+from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
 
 __all__ = ["FileItems", "ItemsError", "blade_script", "items_of_file", "items_of_files"]
 
@@ -98,7 +98,7 @@ def _task_item(key: str, source: str, ds: DatasetRelease, task: HypothesisTaskRe
 
 
 def _tasks(release: Release) -> dict[str, tuple[DatasetRelease, HypothesisTaskRelease]]:
-    return {t.key: (d, t) for d in release.datasets for t in d.hypothesis_tasks}
+    return {t.key: (d, t) for d in release.datasets for t in HypothesesPart.of(d).tasks}
 
 
 def _df_preamble(files: list[DataFile]) -> str:

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from evaluation.errors import EvaluationError
 from evaluation.judges.base import Judge
 from evaluation.scoring import RunBudget
+from exports.parts import ReleasePart  # the release format owns it; a kind declares one
 from exports.schema import Release
 
 __all__ = [
@@ -189,29 +190,6 @@ class RunView(Protocol):
 
     scores_effective: dict[str, Any] | None
     transform_matcher: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ReleasePart:
-    """What a kind keeps in each dataset of a release: ``DatasetRelease.parts[kind.name]``, a JSON payload that
-    ``model`` (a pydantic model, usually in the kind's ``exports`` module) validates. Shared code (the ground-truth
-    hash, blinding, a cut's summary, the Releases page, the dataset card, the changelog) loops over the kinds that
-    declare one and never names a kind.
-
-    * ``noun``: what its items are called in a sentence ("MCQs", "QRData questions");
-    * ``counts(part)``: its summary counts, labelled for a person, in the order shown ("questions", "with gold");
-      the first is the number of items;
-    * ``hash_input(part)``: the JSON-able value its scores depend on (what the ground-truth hash covers);
-    * ``blind(part)``: what a reader blind to the dataset may keep (None: nothing); withheld gold never stays;
-    * ``work``: the labels of ``counts`` that are recorded work (experts' input), as opposed to imported content.
-    """
-
-    model: type[BaseModel]
-    noun: str
-    counts: Callable[[Any], dict[str, int]]
-    hash_input: Callable[[Any], Any]
-    blind: Callable[[Any], Any | None]
-    work: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

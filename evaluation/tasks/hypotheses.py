@@ -54,7 +54,8 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.schema import DatasetRelease, HypothesisTaskRelease, Release
+from exports.hypotheses_part import RELEASE_PART
+from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
 
 __all__ = [
     "FORMAT",
@@ -88,7 +89,7 @@ SCHEMA_PATH = Path(__file__).parent / "schemas" / "hypotheses.schema.json"
 N_BOOTSTRAP = 1000
 QUESTION_TYPES = ("context", "variables", "relationship", "general")
 
-name = "hypotheses"
+name = HypothesesPart.kind
 label = "Hypotheses (DiscoveryBench queries: hypothesis and workflow per query)"
 item_noun = "queries"
 uses_judge = True
@@ -155,7 +156,7 @@ def submission_schema() -> dict[str, Any]:
 
 
 def _tasks(release: Release) -> dict[str, tuple[DatasetRelease, HypothesisTaskRelease]]:
-    return {t.key: (d, t) for d in release.datasets for t in d.hypothesis_tasks}
+    return {t.key: (d, t) for d in release.datasets for t in HypothesesPart.of(d).tasks}
 
 
 def _folder(key: str) -> str:
@@ -727,6 +728,7 @@ def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=30, stages="hypotheses_stages",
+                release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
                 submission_schema=SCHEMA_PATH, planned_items=planned_items,
                 facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,

@@ -21,11 +21,12 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.schema import Release
+from exports.mcq_part import RELEASE_PART
+from exports.schema import MCQPart, Release
 
 __all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary_line"]
 
-name = "mcq"
+name = MCQPart.kind
 label = "MCQ answers (question id → letter)"
 item_noun = "answers files"
 uses_judge = False
@@ -83,6 +84,7 @@ def summary_line(scores: Mapping[str, Any]) -> str:
     return f"MCQ accuracy {fmt_score(m.get('accuracy'))} (chance {fmt_score(m.get('chance'))})"
 
 
-KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
-                score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
-                accepts_overrides=accepts_overrides, view=view, order=20)
+KIND = TaskKind(name=MCQPart.kind, label=label, item_noun=item_noun, leaderboard=leaderboard,
+                check_files=check_files, score=score, leaderboard_values=leaderboard_values, summary_line=summary_line,
+                uses_judge=uses_judge, accepts_overrides=accepts_overrides, view=view, order=20,
+                release_part=RELEASE_PART)

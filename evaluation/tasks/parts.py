@@ -36,15 +36,16 @@ def part_of(ds: DatasetRelease, kind: TaskKind, *, source: str = "") -> Any:
     spec = kind.release_part
     if spec is None or kind.name not in ds.parts:
         return None
+    raw = ds.parts[kind.name]
     cached = ds._parsed.get(kind.name)
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] is raw:  # read from this very payload (a copy shares the dict)
+        return cached[1]
     try:
-        parsed = spec.model.model_validate(ds.parts[kind.name])
+        parsed = spec.model.model_validate(raw)
     except ValidationError as exc:
         where = f" in {source}" if source else ""
         raise PartError(f"The {kind.name} part of dataset {ds.name!r}{where} is malformed at {_where(exc)}.") from exc
-    ds._parsed[kind.name] = parsed
+    ds._parsed[kind.name] = (raw, parsed)
     return parsed
 
 

@@ -31,12 +31,13 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticTaskRelease, Release
+from exports.programmatic_part import RELEASE_PART
+from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticPart, ProgrammaticTaskRelease, Release
 
 __all__ = ["ARTIFACT", "CHECK", "RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
            "read_result", "release_tasks", "score", "summary_line"]
 
-name = "programmatic"
+name = ProgrammaticPart.kind
 label = "Programmatic checks (one zip of output folders per agent run, a folder per task)"
 item_noun = "task folders"
 uses_judge = False
@@ -94,7 +95,7 @@ def read_result(data: bytes | str) -> ProgrammaticResult:
 
 def release_tasks(release: Release) -> dict[str, ProgrammaticTaskRelease]:
     """Every programmatic task of the release, by key."""
-    return {t.key: t for d in release.datasets for t in d.programmatic_tasks}
+    return {t.key: t for d in release.datasets for t in ProgrammaticPart.of(d).tasks}
 
 
 def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
@@ -134,7 +135,7 @@ def task_input_paths(release: Release, release_folder: Path) -> dict[str, dict[s
     out: dict[str, dict[str, Path]] = {}
     for ds in release.datasets:
         by_name = {f.name: f.path for f in ds.files}
-        for t in ds.programmatic_tasks:
+        for t in ProgrammaticPart.of(ds).tasks:
             mapped = t.extra.get("input_map") or {}
             files: dict[str, Path] = {}
             for name in t.input_files:
@@ -214,5 +215,5 @@ def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
 
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
-                accepts_overrides=accepts_overrides, view=view, order=40,
+                accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes, planned_items=planned_items)

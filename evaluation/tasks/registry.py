@@ -19,6 +19,7 @@ from typing import Any
 
 from evaluation.errors import EvaluationError
 from evaluation.tasks.base import ItemKind, TaskKind, kind_problems
+from exports.parts import declare_part, forget_part
 
 __all__ = [
     "KINDS",
@@ -79,6 +80,10 @@ def register_kind(kind: Any, *, source: str = "") -> TaskKind:
                                        f"already belongs to the task kind {owner!r}.")
     KINDS[kind.name] = kind
     _sort()
+    for known in KINDS.values():  # the release format's readers and writers loop over the parts, in this order
+        forget_part(known.name)
+        if known.release_part is not None:
+            declare_part(known.name, known.release_part)
     return kind
 
 
@@ -90,6 +95,7 @@ def registered(kind: TaskKind) -> Iterator[TaskKind]:
         yield kind
     finally:
         KINDS.pop(kind.name, None)
+        forget_part(kind.name)
 
 
 def discover_kinds() -> list[TaskKind]:

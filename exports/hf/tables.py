@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from exports.card import is_hypothesis_dataset
-from exports.schema import DatasetRelease, Release
+from exports.hypotheses_part import is_hypothesis_dataset
+from exports.schema import DatasetRelease, HypothesesPart, MCQPart, ProgrammaticPart, Release
 
 __all__ = ["CONFIGS", "DEFAULT_SPLIT", "HFConfig", "config_rows", "split_name"]
 
@@ -132,7 +132,7 @@ def _mcqs(release: Release) -> Rows:
         "correct_index": q.correct_index,
         "answer": q.options[q.correct_index].text if 0 <= q.correct_index < len(q.options) else None,
         "options_json": _json([o.model_dump(mode="json") for o in q.options])}
-        for d in release.datasets for q in d.mcqs]}
+        for d in release.datasets for q in MCQPart.of(d).items]}
 
 
 def split_name(split: str) -> str:
@@ -144,7 +144,7 @@ def split_name(split: str) -> str:
 def _hypotheses(release: Release) -> Rows:
     rows: Rows = {}
     for d in release.datasets:
-        for t in d.hypothesis_tasks:
+        for t in HypothesesPart.of(d).tasks:
             g = t.gold
             rows.setdefault(split_name(t.split), []).append({
                 "dataset": d.name, "key": t.key, "source": t.source, "question": t.question,
@@ -169,7 +169,7 @@ def _programmatic(release: Release) -> Rows:
         "artifacts": [{"path": a.path, "sha256": a.sha256, "size": a.size, "content": base64.b64decode(a.content_b64)}
                       for a in t.artifacts],
         "record_json": _json({k: v for k, v in t.model_dump(mode="json").items() if k != "artifacts"})}
-        for d in release.datasets for t in d.programmatic_tasks]}
+        for d in release.datasets for t in ProgrammaticPart.of(d).tasks]}
 
 
 _S, _I, _B = pa.string(), pa.int64(), pa.bool_()

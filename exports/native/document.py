@@ -15,8 +15,10 @@ from pydantic import ValidationError
 from exports.errors import FormatError, UnsupportedFormatVersionError
 from exports.jsontext import JsonTextError, load_json
 from exports.manifest import MANIFEST_NAME, path_problem
+from exports.parts import declared_parts, read_part
 from exports.release_folder import parse_version
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
+from exports.upgrade import upgrade_release_document
 
 __all__ = ["document_problems",
     "CHANGELOG_NAME",
@@ -34,7 +36,8 @@ CHANGELOG_NAME = "CHANGELOG.md"
 DATA_DIR = "data"
 
 #: Format versions :func:`read_release` understands.
-SUPPORTED_FORMAT_VERSIONS: tuple[str, ...] = ("1.0", "1.1", FORMAT_VERSION)  # later ones only add optional fields
+#: 1.x documents are upgraded to the current format on read (:mod:`exports.upgrade`), losslessly.
+SUPPORTED_FORMAT_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "1.2", FORMAT_VERSION)
 
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -113,6 +116,7 @@ def parse_release_json(data: bytes | str, *, source: str = RELEASE_JSON) -> Rele
             f"{source}: format_version {found!r} is not supported; this forkpaths reads format "
             f"{', '.join(SUPPORTED_FORMAT_VERSIONS)}. Use a forkpaths version that knows format {found!r}."
         )
+    obj = upgrade_release_document(obj, source=source)  # raises FormatError naming the dataset and field
     try:
         release = Release.model_validate(obj)
     except ValidationError as exc:
@@ -148,10 +152,19 @@ def document_problems(release: Release) -> list[str]:
         if not _SHA256.match(ds.data_sha256):
             problems.append(f"{where}: data_sha256 {ds.data_sha256!r} is not 64 lowercase hex digits")
         problems += _file_problems(ds, where, seen_files)
-        keys = [t.key for t in ds.hypothesis_tasks]
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
-        if repeated:
-            problems.append(f"{where}: hypothesis task(s) {', '.join(repeated)} appear twice")
+        for name, part in declared_parts().items():  # a kind's items are named once in its part
+            if name not in ds.parts:
+                continue
+            try:
+                value = read_part(ds, name, part.model)
+            except ValueError as exc:
+                problems.append(str(exc))
+                continue
+            if part.items is not None:
+                keys = [key for key, _, _ in part.items(value)]
+                repeated = sorted({k for k in keys if keys.count(k) > 1})
+                if repeated:
+                    problems.append(f"{where}: {part.noun} {', '.join(repeated)} appear twice")
     return problems
 
 

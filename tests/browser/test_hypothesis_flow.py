@@ -219,7 +219,7 @@ def _three_stages_release_and_score(browser, live_app, tmp_path: Path, shots: Pa
         c.get_by_text(re.compile(r"Release 1\.0\.0 cut")).first.wait_for(timeout=60_000)
         idle(c)
         tab(c, "Releases")
-        c.get_by_text(re.compile(r"DiscoveryBench hypotheses: 1 dataset")).wait_for(timeout=60_000)
+        c.get_by_text(re.compile(r"^Hypothesis tasks: 1 dataset")).wait_for(timeout=60_000)
         shot(c, shots / "cleo-5-released.png")
 
         # scoring an agent's hypotheses against it

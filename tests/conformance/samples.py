@@ -28,7 +28,7 @@ from curation.services.scoring import JudgeSettings
 from curation.settings import Settings
 from evaluation.llm import LLMConfig
 from exports.native import MANIFEST_NAME, write_release
-from exports.schema import Release
+from exports.schema import HypothesesPart, Release
 from tests import factories as f
 from tests.conformance import toy_kind
 from tests.llm_server import ScriptedLLM
@@ -166,9 +166,9 @@ def hypotheses_sample(world: World, shared: Path) -> Sample:
     def write(version: str, gold_suffix: str = "") -> str:
         datasets, files = hms_world.release_datasets(world.tmp / f"hms-{version}")
         if gold_suffix:
-            datasets = [d.model_copy(update={"hypothesis_tasks": [
+            datasets = [d.with_parts(hypotheses=HypothesesPart(tasks=[
                 t.model_copy(update={"gold": t.gold.model_copy(update={"hypothesis": t.gold.hypothesis + gold_suffix})
-                                     if t.gold else None}) for t in d.hypothesis_tasks]}) for d in datasets]
+                                     if t.gold else None}) for t in HypothesesPart.of(d).tasks])) for d in datasets]
         release = Release(version=version, created_at=datetime(2026, 11, 25, tzinfo=UTC), app_version="test",
                           datasets=datasets)
         path = write_release(release, files, releases)
@@ -184,7 +184,7 @@ def hypotheses_sample(world: World, shared: Path) -> Sample:
     judges = JudgeSettings(llm=LLMConfig(base_url=server.url, model="judge-model", cache_dir=world.tmp / "llm",
                                          max_retries=0, backoff_s=0))
     datasets, _ = hms_world.release_datasets(world.tmp / "hms-gold")
-    gold = [t.gold.hypothesis for d in datasets for t in d.hypothesis_tasks if t.gold]
+    gold = [t.gold.hypothesis for d in datasets for t in HypothesesPart.of(d).tasks if t.gold]
     return Sample(version="1.0.0", good=[("answers.json", hms_world.answers_file())],
                   bad=[("answers.json", b'[{"query": "Unknown question", "HypoB": "h"}]')],
                   regold=lambda: write("1.1.0", " (revised)"), gold=gold, judge="hms", judges=judges, llm=server,

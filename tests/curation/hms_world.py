@@ -19,7 +19,7 @@ from curation.models import ReleaseRecord, Role, ScoringRun, User
 from curation.services.scoring import JudgeSettings, execute_run, register_run
 from evaluation.llm import LLMConfig
 from exports.native import MANIFEST_NAME, write_release
-from exports.schema import DatasetRelease, HypothesisGold, HypothesisTaskRelease, Release
+from exports.schema import DatasetRelease, HypothesesPart, HypothesisGold, HypothesisTaskRelease, Release
 from tests import factories as f
 from tests.evaluation.hms_script import HMSScript, sub
 from tests.factories import artifacts_for
@@ -68,7 +68,8 @@ def release_datasets(tmp: Path) -> tuple[list[DatasetRelease], dict[str, Path]]:
             name=name, research_question=f"questions about {name}", description=f"the {name} data",
             dictionary=[{"name": c, "description": f"column {c}"} for c in header],
             data_file=f"data/{name}/data.csv", data_sha256=hashlib.sha256(text.encode()).hexdigest(),
-            num_rows=len(text.splitlines()) - 1, num_columns=len(header), hypothesis_tasks=tasks[name]))
+            num_rows=len(text.splitlines()) - 1, num_columns=len(header),
+        ).with_parts(hypotheses=HypothesesPart(tasks=tasks[name])))
     return out, files
 
 

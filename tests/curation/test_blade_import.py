@@ -29,6 +29,7 @@ from curation.services.blade_import import import_blade
 from curation.services.release_data import dataset_release
 from exports.blade_annotations import read_annotations
 from exports.blade_export import write_blade_dataset_from_release
+from exports.schema import MCQPart
 from tests import factories as f
 
 NINE = ["affairs", "amtl", "boxes", "caschools", "crofoot", "fish", "hurricane", "panda_nuts", "reading"]
@@ -100,7 +101,7 @@ def test_structured_fields_alone_rebuild_blade_specs(sqlite_engine, store, share
         for name in NINE:
             release = dataset_release(s, s.exec(select(Dataset).where(Dataset.name == name)).one())
             for item in [*release.transforms, *release.variables, *release.models, *release.alternatives,
-                         *release.mcqs]:
+                         *MCQPart.of(release).items]:
                 item.extra.pop("blade_digest", None)  # forces regeneration
             dataset = s.exec(select(Dataset).where(Dataset.name == name)).one()
             out = write_blade_dataset_from_release(release, store / dataset.data_relpath, tmp_path / name)

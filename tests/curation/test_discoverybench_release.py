@@ -24,7 +24,7 @@ from curation.services.release_data import Pseudonym
 from curation.settings import Settings
 from exports.discoverybench import read_discoverybench
 from exports.native import read_release
-from exports.schema import HypothesisCandidate, HypothesisGold
+from exports.schema import HypothesesPart, HypothesisCandidate, HypothesisGold
 from tests import factories as f
 from tests.exports.test_release_hypotheses import ANSWER_KEY, make_tree
 from tests.factories import artifacts_for
@@ -72,14 +72,14 @@ def test_shared_data_round_trips_through_a_release(world, shared_discoverybench,
         assert sorted(f.name for f in ds.files) == sorted(e["name"] for e in stored[ds.name].files)
         assert {f.sha256 for f in ds.files} == {e["sha256"] for e in stored[ds.name].files}
         assert ds.data_file in {f.path for f in ds.files}
-    tasks = {t.key: t for ds in release.datasets for t in ds.hypothesis_tasks}
+    tasks = {t.key: t for ds in release.datasets for t in HypothesesPart.of(ds).tasks}
     assert set(tasks) == {t.key for t in tree.tasks}
     for task in tree.tasks:
         gold = tasks[task.key].gold
         assert (gold.hypothesis, gold.source) == (task.gold.text, task.gold.source)  # type: ignore[union-attr]
         assert gold.workflow == task.gold.workflow  # type: ignore[union-attr]
-    counts = record.summary["db_real_test_archaeology"]
-    assert counts["hypothesis_tasks"] == counts["hypothesis_gold"] == 38 and counts["hypothesis_to_curate"] == 0
+    counts = record.summary["db_real_test_archaeology"]["parts"]["hypotheses"]
+    assert counts["hypothesis tasks"] == counts["with gold"] == 38 and counts["to curate"] == 0
     assert "DiscoveryBench" in release.attribution and "ODC-By" in release.attribution
 
     out = _export(world, "1.0.0", "discoverybench", tmp_path / "out")
@@ -113,18 +113,20 @@ def test_a_release_mixing_blade_and_discoverybench_datasets(world, tmp_path):  #
     record = _cut(world, "1.0.0")
     release = read_release(world["root"] / record.path)
     bmi = next(d for d in release.datasets if d.name == "db_real_test_bmi")
-    assert [t.gold.source if t.gold else None for t in bmi.hypothesis_tasks] == ["answer_key", None, None]
+    assert [t.gold.source if t.gold else None for t in HypothesesPart.of(bmi).tasks] == ["answer_key", None, None]
     storms_release = next(d for d in release.datasets if d.name == "storms")
-    assert storms_release.files == [] and storms_release.hypothesis_tasks == []
+    assert storms_release.files == [] and "hypotheses" not in storms_release.parts
     assert storms_release.data_file == "data/storms/data.csv"  # BLADE datasets as before
     assert "files" not in record.summary["storms"]
     with session_scope(engine) as s:
         rows = {r["dataset"]: r for r in rel.release_dataset_rows(session=s, actor=world["curator"], version="1.0.0")}
-    assert rows["db_real_test_bmi"] | {} == {
-        "dataset": "db_real_test_bmi", "kind": "DiscoveryBench hypotheses", "decisions": None, "MCQs": None,
-        "files": 2, "tasks": 3, "with gold": 1, "to curate": 2, "candidates": 0, "votes": 0}
-    assert rows["storms"]["kind"] == "BLADE analyses" and rows["storms"]["decisions"] == 4
-    assert rows["storms"]["tasks"] is None
+    assert rows["db_real_test_bmi"] == {
+        "dataset": "db_real_test_bmi", "holds": "hypothesis tasks", "about": rows["db_real_test_bmi"]["about"],
+        "hypothesis tasks": 3, "with gold": 1, "to curate": 2, "candidates": 0, "gold by consensus": 0, "files": 2,
+        "votes": 0}
+    assert "still to curate" in rows["db_real_test_bmi"]["about"]
+    assert rows["storms"]["holds"].startswith("analysis decisions") and rows["storms"]["decisions"] == 4
+    assert "hypothesis tasks" not in rows["storms"]
 
     blade = _export(world, "1.0.0", "blade", tmp_path / "b")
     assert sorted(p.name for p in blade.iterdir()) == ["NOT_EXPORTED.md", "storms"]
@@ -163,10 +165,11 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
         bmi_id = s.exec(select(Dataset.id).where(Dataset.name == "db_real_test_bmi")).one()
         assign_analysts(session=s, actor=boss, dataset_id=bmi_id, user_ids=[ana.id, boss.id])
     record = _cut(world, "1.0.0", hypothesis_parts=_parts(ana.id))
-    assert record.summary["db_real_test_bmi"]["hypothesis_candidates"] == 1
-    assert record.summary["db_real_test_bmi"]["hypothesis_gold"] == 2
+    assert record.summary["db_real_test_bmi"]["parts"]["hypotheses"]["candidates"] == 1
+    assert record.summary["db_real_test_bmi"]["parts"]["hypotheses"]["with gold"] == 2
     release = read_release(world["root"] / record.path)
-    task = next(t for d in release.datasets for t in d.hypothesis_tasks if t.key.endswith("bmi/metadata_0/q1"))
+    task = next(t for d in release.datasets for t in HypothesesPart.of(d).tasks
+                if t.key.endswith("bmi/metadata_0/q1"))
     assert task.candidates[0].author == f"A{ana.id}"  # a pseudonym, never the user name
     bmi = next(d for d in release.datasets if d.name == "db_real_test_bmi")
     assert [a.id for a in bmi.annotators] == [f"A{ana.id}"]
@@ -174,13 +177,15 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
     assert "ana-seam" not in (world["root"] / record.path / "release.json").read_text()
     out = _export(world, "1.0.0", "discoverybench", tmp_path / "out")
     assert (out / "answer_key_real.csv").read_bytes() == ANSWER_KEY + b"bmi,0,1,Age and income explain BMI.\r\n"
-    # an admin assigned to the folder who has not done stage 1 sees the imported gold, not the peers' work
+    # an admin assigned to the folder who has not done stage 1 sees the queries: no gold (an imported gold is the
+    # dataset's answer), not the peers' work
     with session_scope(engine) as s:
         view = rel.read_release_for(session=s, actor=boss, version="1.0.0", artifacts=artifacts_for(world["root"]))
         assert "db_real_test_bmi" in view.withheld
         blind = next(d for d in view.release.datasets if d.name == "db_real_test_bmi")
-        assert [t.gold.source if t.gold else None for t in blind.hypothesis_tasks] == ["answer_key", None, None]
-        assert all(not t.candidates for t in blind.hypothesis_tasks)
+        assert [t.gold for t in HypothesesPart.of(blind).tasks] == [None, None, None]
+        assert [t.key for t in HypothesesPart.of(blind).tasks] == [t.key for t in HypothesesPart.of(bmi).tasks]
+        assert all(not t.candidates for t in HypothesesPart.of(blind).tasks)
         assert blind.extra["discoverybench"]["folder"] == "bmi"
         with pytest.raises(BlindingViolation, match="cannot be exported by you"):
             rel.export_release(session=s, actor=boss, version="1.0.0", fmt="discoverybench", out=tmp_path / "x",

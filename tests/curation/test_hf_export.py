@@ -41,7 +41,7 @@ from curation.starters import list_starter_dirs
 from exports.hf import CONFIGS
 from exports.manifest import parse_manifest, sha256_file
 from exports.native import read_release
-from exports.schema import Release
+from exports.schema import HypothesesPart, MCQPart, ProgrammaticPart, Release
 from tests import factories as f
 from tests.exports.test_release_hypotheses import make_tree
 from tests.factories import artifacts_for
@@ -83,9 +83,9 @@ def release_counts(release: Release) -> dict[str, int]:
             "decisions": sum(len(d.variables) + len(d.transforms) + len(d.models) for d in release.datasets),
             "alternatives": sum(len(d.alternatives) for d in release.datasets),
             "votes": sum(len(d.votes) for d in release.datasets),
-            "mcqs": sum(len(d.mcqs) for d in release.datasets),
-            "hypotheses": sum(len(d.hypothesis_tasks) for d in release.datasets),
-            "programmatic": sum(len(d.programmatic_tasks) for d in release.datasets)}
+            "mcqs": sum(len(MCQPart.of(d).items) for d in release.datasets),
+            "hypotheses": sum(len(HypothesesPart.of(d).tasks) for d in release.datasets),
+            "programmatic": sum(len(ProgrammaticPart.of(d).tasks) for d in release.datasets)}
 
 
 def card_header(folder: Path) -> dict[str, Any]:
@@ -138,8 +138,9 @@ def test_every_kind_loads_offline_with_the_release_row_counts(world, tmp_path): 
     assert all(counts[name] > 0 for name in ALL), counts  # the world holds every kind
     summary = world["record"].summary.values()
     assert counts["decisions"] == sum(c["variables"] + c["transforms"] + c["models"] for c in summary)
-    assert counts["mcqs"] == sum(c["mcqs"] for c in summary) == 15
-    assert counts["hypotheses"] == sum(c.get("hypothesis_tasks", 0) for c in summary) == 5
+    assert counts["mcqs"] == sum(c["parts"].get("mcq", {}).get("MCQs", 0) for c in summary) == 15
+    assert counts["hypotheses"] == sum(c["parts"].get("hypotheses", {}).get("hypothesis tasks", 0)
+                                       for c in summary) == 5
     assert counts["votes"] == sum(c["votes"] for c in summary)
 
     loaded = load_offline(out, tmp_path / "hf-cache")
@@ -148,20 +149,20 @@ def test_every_kind_loads_offline_with_the_release_row_counts(world, tmp_path): 
     assert loaded["default"] == {"test": counts["analyses"]}  # load_dataset(DIR): the first configuration
     # hypothesis tasks keep DiscoveryBench's splits; the other kinds are one test split
     assert {split: len(s["rows"]) for split, s in loaded["configs"]["hypotheses"].items()} == dict(
-        Counter(t.split for d in release.datasets for t in d.hypothesis_tasks))
+        Counter(t.split for d in release.datasets for t in HypothesesPart.of(d).tasks))
     assert all(list(loaded["configs"][n]) == ["test"] for n in ALL if n != "hypotheses")
 
-    mcq = next(d for d in release.datasets if d.name == "fish").mcqs[0]
+    mcq = MCQPart.of(next(d for d in release.datasets if d.name == "fish")).items[0]
     row = next(r for r in loaded["configs"]["mcqs"]["test"]["rows"] if r["id"] == mcq.id)
     assert row["options"] == [o.text for o in mcq.options] and row["answer"] == mcq.options[mcq.correct_index].text
-    tasks = {t.key: t for d in release.datasets for t in d.programmatic_tasks}
+    tasks = {t.key: t for d in release.datasets for t in ProgrammaticPart.of(d).tasks}
     for r in loaded["configs"]["programmatic"]["test"]["rows"]:
         # the artifacts' bytes come back whole: the child hashed what it loaded
         assert [(a["path"], a["content"]) for a in r["artifacts"]] == [
             (a.path, a.sha256) for a in tasks[r["key"]].artifacts]
         assert len(r["checks"]) == len(tasks[r["key"]].checks)
         assert all((out / p).is_file() for p in r["input_files"])  # paths resolve inside the folder
-    gold = {t.key: t.gold for d in release.datasets for t in d.hypothesis_tasks}
+    gold = {t.key: t.gold for d in release.datasets for t in HypothesesPart.of(d).tasks}
     hyp = [r for s in loaded["configs"]["hypotheses"].values() for r in s["rows"]]
     assert {r["key"]: r["gold_hypothesis"] for r in hyp} == {k: g.hypothesis if g else None for k, g in gold.items()}
     assert all((out / p).is_file() for r in hyp for p in r["data_files"])

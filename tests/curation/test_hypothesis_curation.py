@@ -46,6 +46,7 @@ from curation.services.votes import cast_vote
 from curation.settings import Settings
 from evaluation.llm import LLMConfig
 from evaluation.sandbox import SandboxLimits
+from exports.schema import HypothesesPart
 from tests import factories as f
 from tests.curation.hypothesis_world import CODE, HypothesisWorld, build
 from tests.llm_server import ScriptedLLM
@@ -291,7 +292,7 @@ def test_stage_three_gold_from_the_rule_and_a_meeting_with_provenance(world):
     assert records[a_id].status == "justifiable" and records[a_id].decided_by == f"A{w.cur.id}"
     assert "gold hypothesis of this query" in records[a_id].note
     # what a cut release carries (the default hook of cut_release): candidates and the consensus gold per task
-    released = {t.key: t for t in release.hypothesis_tasks}
+    released = {t.key: t for t in HypothesesPart.of(release).tasks}
     q0 = released[w.tasks["q0"].key]
     assert q0.gold is not None and q0.gold.source == "consensus" and q0.gold.candidate_id == a_id
     assert q0.gold.provenance["decided_by"] == f"A{w.cur.id}" and {c.id for c in q0.candidates} == {a_id, b_id}

@@ -20,6 +20,7 @@ from curation.services.mcq_audit import audit_mcqs
 from curation.services.mcq_generate import MCQGenerationError, MCQSettings, generate_mcqs
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
+from exports.schema import MCQPart
 from tests import factories as f
 
 SQRT = "df['deaths_sqrt'] = np.sqrt(df['deaths'])"
@@ -343,11 +344,11 @@ def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_sha
         ds = dataset_release(s, s.get(Dataset, t["ds"].id))
         assert unreviewed_mcqs(s, t["ds"].id) == 1
     # rejected ones are never released, and generated ones nobody reviewed yet are not either
-    assert [q.id for q in ds.mcqs] == [q["id"] for q in report.mcqs[1:-1]] and pending not in {q.id for q in ds.mcqs}
+    assert [q.id for q in MCQPart.of(ds).items] == [q["id"] for q in report.mcqs[1:-1]] and pending not in {q.id for q in MCQPart.of(ds).items}
     assert unreviewed_note({"storms": {"mcqs_unreviewed": 1}}).startswith(
         "Generated MCQs not yet reviewed were left out of this release (1 of storms)")
-    assert ds.mcqs[0].extra["review"]["status"] == "accepted" and ds.mcqs[0].extra["review"]["by"].startswith("A")
-    assert all(o.extra["provenance"]["items"] for q in ds.mcqs for o in q.options)
+    assert MCQPart.of(ds).items[0].extra["review"]["status"] == "accepted" and MCQPart.of(ds).items[0].extra["review"]["by"].startswith("A")
+    assert all(o.extra["provenance"]["items"] for q in MCQPart.of(ds).items for o in q.options)
     status = {c.target_id: c for c in ds.consensus}
     assert status[t["alts"]["mixed"]].status == "contested" and status[t["alts"]["mixed"]].basis == "rule"
     assert status[t["alts"]["mixed"]].tally == {"justifiable": 1, "unjustifiable": 1, "unsure": 1}
@@ -365,4 +366,4 @@ def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_sha
             assert q["coneptual_var_str"] == concept == "deaths"
             assert all(list(o) == ["code", "rationale", "is_llm_generated"] for o in q["options"])
     parsed = parse_mcqs(json.dumps(blade))  # BLADE's own strict reader accepts it
-    assert len(list(parsed.all_mcqs())) == len(ds.mcqs)
+    assert len(list(parsed.all_mcqs())) == len(MCQPart.of(ds).items)

@@ -51,7 +51,7 @@ def test_a_fresh_install_imports_cuts_and_exports_as_the_first_admin(tmp_path, s
     assert "Left out" not in cut.stdout, cut.stdout
     record = json.loads((tmp_path / "data" / "releases" / "0.1.0" / "release.json").read_text())
     assert {d["name"] for d in record["datasets"]} == {"hurricane", *STARTERS}
-    assert all(d["programmatic_tasks"] for d in record["datasets"] if d["name"] in STARTERS)
+    assert all(d["parts"]["programmatic"]["tasks"] for d in record["datasets"] if d["name"] in STARTERS)
     out = tmp_path / "X"
     export = _fresh_cli(tmp_path, "release", "export", "0.1.0", "--format", "blade", "--out", str(out))
     assert export.returncode == 0, export.stderr

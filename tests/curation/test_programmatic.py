@@ -133,7 +133,8 @@ def test_candidates_are_voted_gated_released_and_scored(team) -> None:
     releases = t["tmp"] / "releases"
     with session_scope(engine) as s:
         rel.cut_release(session=s, actor=t["cur"], version="1.0.0", notes="", artifacts=artifacts_for(releases), store=t["store"])
-    shipped = json.loads((releases / "1.0.0" / "release.json").read_text())["datasets"][0]["programmatic_tasks"]
+    shipped = json.loads((releases / "1.0.0" / "release.json").read_text())["datasets"][0]["parts"]["programmatic"][
+        "tasks"]
     assert [(c["id"], c["gate"]["released"]) for c in shipped[0]["checks"]] == [(good, True)]
     assert [a["path"] for a in shipped[0]["artifacts"]] == ["clean.csv"]
     # score two agent runs: run 1 passes, run 2 has a missing value; a third zip is refused before anything is stored
@@ -437,6 +438,6 @@ def test_contested_checks_and_artifacts_go_on_the_meetings_agenda_and_its_outcom
                                                                           ("artifact", "unjustifiable")}
         rel.cut_release(session=s, actor=cur, version="1.0.0", notes="", artifacts=artifacts_for(tmp_path / "rel"), store=store)
     shipped = json.loads((tmp_path / "rel" / "1.0.0" / "release.json").read_text())["datasets"][0]
-    (task_out,) = [x for x in shipped["programmatic_tasks"] if x["key"] == "storms_clean"]
+    (task_out,) = [x for x in shipped["parts"]["programmatic"]["tasks"] if x["key"] == "storms_clean"]
     assert [c["id"] for c in task_out["checks"]] == [check] and [a["path"] for a in task_out["artifacts"]] == [
         "clean.csv"]

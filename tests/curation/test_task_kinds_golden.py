@@ -21,6 +21,7 @@ from curation.db import session_scope
 from curation.models import RunStatus
 from curation.services import leaderboard as lb
 from curation.services import scoring as sc
+from exports.schema import MCQPart
 from tests.curation.scoring_world import make_world
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -68,7 +69,7 @@ def test_blade_analyses_and_mcq_runs_give_the_golden_results(world):
     with session_scope(world.engine) as s:
         release = sc.mcq_release(session=s, actor=world.evaluator, release_version="1.0.0",
                                  artifacts=world.artifacts)
-    ids = [q.id for d in release.datasets for q in d.mcqs]
+    ids = [q.id for d in release.datasets for q in MCQPart.of(d).items]
     assert len(ids) > 4
     answers = {qid: "ABCD"[i % 4] for i, qid in enumerate(sorted(ids))}  # some right, some wrong, fixed
     answers[sorted(ids)[0]] = "the answer is probably B or C"  # unparseable, never guessed

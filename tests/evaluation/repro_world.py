@@ -20,7 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from exports.schema import DatasetRelease, HypothesisGold, HypothesisTaskRelease, Release, ReleaseFile
+from exports.schema import (
+    DatasetRelease,
+    HypothesesPart,
+    HypothesisGold,
+    HypothesisTaskRelease,
+    Release,
+    ReleaseFile,
+)
 
 DATA = "x,y\n1,2.1\n2,3.9\n3,6.2\n4,7.8\n5,10.1\n"
 TASK_KEY = "real/test/toy/metadata_0/q0"
@@ -56,7 +63,7 @@ def release_folder(root: Path) -> tuple[Release, Path]:
         files=[ReleaseFile(name="data.csv", path="data/toy/data.csv", sha256=sha, size=len(DATA),
                            columns=[{"name": "x", "description": "the dose"},
                                     {"name": "y", "description": "the response"}])],
-        hypothesis_tasks=[task])
+    ).with_parts(hypotheses=HypothesesPart(tasks=[task]))
     return Release(version="1.0.0", created_at=datetime.now(UTC), app_version="test", datasets=[ds]), folder
 
 

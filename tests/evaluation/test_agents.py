@@ -11,7 +11,7 @@ import pytest
 
 from evaluation.agents import AgentSettings, AgentTask, TaskAnswer, agent_kind, run_task
 from evaluation.llm import LLMClient, LLMConfig
-from exports.schema import DatasetRelease, HypothesisTaskRelease, Release, ReleaseFile
+from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release, ReleaseFile
 from tests.llm_server import ScriptedLLM
 
 ANALYSIS = {"cvars": {"ivs": [{"description": "storm severity", "columns": ["wind"]}],
@@ -196,9 +196,10 @@ def _hypothesis_release(folder: Path) -> Release:
                                  question="How does education relate to income?", domain="sociology",
                                  data_files=["nls_ses.csv"])
     ds = DatasetRelease(name="nls", research_question="-", data_file="data/nls/nls_ses.csv", data_sha256="",
-                        num_rows=3, num_columns=3, hypothesis_tasks=[task],
+                        num_rows=3, num_columns=3,
                         files=[ReleaseFile(name="nls_ses.csv", path="data/nls/nls_ses.csv", sha256="", size=1,
-                                           columns=[{"name": "educ", "description": "years of schooling"}])])
+                                           columns=[{"name": "educ", "description": "years of schooling"}])],
+                        ).with_parts(hypotheses=HypothesesPart(tasks=[task]))
     return Release(version="1.0.0", created_at=datetime.now(UTC), app_version="t", datasets=[ds])
 
 
@@ -246,8 +247,9 @@ def _multi_file_release(folder: Path) -> Release:
     task = HypothesisTaskRelease(key="real/test/towns/metadata_0/q0", source="real", split="test", metadata_k=0,
                                  qid=0, question="Do rainy towns have more people?", data_files=names)
     ds = DatasetRelease(name="towns", research_question="-", data_file="data/towns/towns.csv", data_sha256="",
-                        num_rows=3, num_columns=2, hypothesis_tasks=[task],
-                        files=[ReleaseFile(name=n, path=f"data/towns/{n}", sha256="", size=1) for n in names])
+                        num_rows=3, num_columns=2,
+                        files=[ReleaseFile(name=n, path=f"data/towns/{n}", sha256="", size=1) for n in names],
+                        ).with_parts(hypotheses=HypothesesPart(tasks=[task]))
     return Release(version="1.0.0", created_at=datetime.now(UTC), app_version="t", datasets=[ds])
 
 

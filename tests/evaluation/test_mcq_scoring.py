@@ -16,14 +16,14 @@ from evaluation.mcq_scoring import (
     read_answers,
     score_answers,
 )
-from exports.schema import MCQ, DatasetRelease, MCQOption
+from exports.schema import MCQ, DatasetRelease, MCQOption, MCQPart
 from tests.evaluation.blade_release import blade_release_dataset
 from tests.evaluation.chat_server import ChatServer
 
 
 def _ds(name: str, mcqs: list[MCQ]) -> DatasetRelease:
     return DatasetRelease(name=name, research_question="Does x cause y?", data_file=f"data/{name}/data.csv",
-                          data_sha256="", num_rows=1, num_columns=1, mcqs=mcqs)
+                          data_sha256="", num_rows=1, num_columns=1).with_parts(mcq=MCQPart(items=mcqs))
 
 
 def _q(qid: str, kind: str, n: int, correct: int) -> MCQ:
@@ -91,11 +91,12 @@ def test_answers_file_errors(tmp_path: Path) -> None:
 
 def test_shared_mcqs_all_correct_and_chance(shared_blade: Path) -> None:
     ds = blade_release_dataset(shared_blade / "datasets" / "hurricane")
-    perfect = {q.id: "ABCD"[q.correct_index] for q in ds.mcqs}
+    perfect = {q.id: "ABCD"[q.correct_index] for q in MCQPart.of(ds).items}
     report = score_answers([ds], perfect)
     overall = next(x for x in report.groups if x.dataset == "all" and x.kind == "all")
-    assert overall.accuracy == 1.0 and overall.questions == len(ds.mcqs) > 0
-    assert overall.chance == pytest.approx(sum(1 / len(q.options) for q in ds.mcqs) / len(ds.mcqs))
+    mcqs = MCQPart.of(ds).items
+    assert overall.accuracy == 1.0 and overall.questions == len(mcqs) > 0
+    assert overall.chance == pytest.approx(sum(1 / len(q.options) for q in mcqs) / len(mcqs))
 
 
 def _ask(client: LLMClient) -> tuple[dict[str, Any], dict[str, Any], int]:

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from exports.datascibench import DataSciBenchError, normalise_task_type, read_task, read_tree, write_tree
+from exports.native import parse_release_json
 from exports.schema import (
     PROGRAMMATIC_TASK_TYPES,
     DatasetRelease,
     ProgrammaticArtifact,
     ProgrammaticCheck,
+    ProgrammaticPart,
     ProgrammaticTaskRelease,
     Release,
 )
@@ -151,7 +153,7 @@ def _release() -> Release:
                                   metric="ratio", code="def f(gt):\n    return True\n", ground_truth="cleaned.csv",
                                   gate={"released": True, "sentence": "Released."})])
     ds = DatasetRelease(name="sales", research_question="q", data_file="data/sales/data.csv", data_sha256="0" * 64,
-                        num_rows=1, num_columns=2, programmatic_tasks=[task])
+                        num_rows=1, num_columns=2).with_parts(programmatic=ProgrammaticPart(tasks=[task]))
     return Release(version="1.0.0", created_at=datetime(2026, 11, 25, tzinfo=UTC), app_version="t", datasets=[ds])
 
 
@@ -159,15 +161,16 @@ def test_release_format_carries_programmatic_tasks_and_round_trips() -> None:
     release = _release()
     text = release.model_dump_json(indent=1)
     assert Release.model_validate_json(text) == release
+    assert release.format_version == "2.0" and set(release.datasets[0].parts) == {"programmatic"}
+    # the committed golden was written in format 1.2 (programmatic_tasks a field of the dataset): read, it is
+    # upgraded to the same release
     golden = GOLDEN / "release-with-programmatic-task.json"
-    if os.environ.get("FORKPATHS_UPDATE_GOLDEN"):
-        golden.write_text(text + "\n", encoding="utf-8")
-    assert text + "\n" == golden.read_text(encoding="utf-8")
-    assert release.format_version == "1.2"
-    # optional: a 1.2 release written before the field existed still reads
-    older = json.loads(text)
+    older = json.loads(golden.read_text(encoding="utf-8"))
+    assert older["format_version"] == "1.2" and older["datasets"][0]["programmatic_tasks"]
+    assert parse_release_json(golden.read_bytes()) == release
+    # optional: a 1.2 release written before the field existed still reads, without a programmatic part
     del older["datasets"][0]["programmatic_tasks"]
-    assert Release.model_validate(older).datasets[0].programmatic_tasks == []
+    assert parse_release_json(json.dumps(older)).datasets[0].parts == {}
 
 
 # ------------------------------------------------------------------------------------ DataSciBench's real layout

@@ -26,6 +26,9 @@ from exports.native import write_release
 from exports.native.document import parse_release_json
 from exports.schema import (
     Alternative,
+    HypothesesPart,
+    MCQPart,
+    ProgrammaticPart,
     ProgrammaticTaskRelease,
     Release,
     ReleaseModel,
@@ -57,7 +60,7 @@ def test_every_decision_alternative_and_mcq_comes_back_whole() -> None:
     assert any(r["consensus"] for r in tables["decisions"]["test"])
     alternatives = [Alternative.model_validate(json.loads(r["record_json"])) for r in tables["alternatives"]["test"]]
     assert alternatives == [a for d in release.datasets for a in d.alternatives]
-    mcqs = [q for d in release.datasets for q in d.mcqs]
+    mcqs = [q for d in release.datasets for q in MCQPart.of(d).items]
     assert [(r["options"], r["correct_index"]) for r in tables["mcqs"]["test"]] == [
         ([o.text for o in q.options], q.correct_index) for q in mcqs]
     assert len(tables["votes"]["test"]) == sum(len(d.votes) for d in release.datasets)
@@ -70,13 +73,13 @@ def test_programmatic_tasks_and_hypothesis_tasks_come_back_whole() -> None:
     record = json.loads(row["record_json"]) | {"artifacts": [
         {"path": a["path"], "sha256": a["sha256"], "size": a["size"], "content_b64": base64.b64encode(a["content"]).decode()}
         for a in row["artifacts"]]}
-    (task,) = [t for d in programmatic.datasets for t in d.programmatic_tasks]
+    (task,) = [t for d in programmatic.datasets for t in ProgrammaticPart.of(d).tasks]
     assert ProgrammaticTaskRelease.model_validate(record) == task
     assert [c["code"] for c in row["checks"]] == [c.code for c in task.checks]
 
     hypotheses = parse_release_json((GOLDEN / "hypotheses" / "release.json").read_bytes())
     tables = through_parquet(hypotheses)["hypotheses"]
-    tasks = {t.key: t for d in hypotheses.datasets for t in d.hypothesis_tasks}
+    tasks = {t.key: t for d in hypotheses.datasets for t in HypothesesPart.of(d).tasks}
     assert sorted(r["key"] for rows in tables.values() for r in rows) == sorted(tasks)
     for split, rows in tables.items():
         for r in rows:

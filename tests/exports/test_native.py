@@ -51,6 +51,7 @@ from exports.schema import (
     DatasetRelease,
     LLMProvenance,
     MCQOption,
+    MCQPart,
     Release,
     ReleaseBranch,
     ReleaseColumn,
@@ -225,7 +226,8 @@ def _dataset(name: str, *, question: str, rows: int, cols: int) -> DatasetReleas
                 votes=[yes_vote.model_copy()],
             )
         ],
-        mcqs=[
+        extra={"blade": {"annotations_rows": 12, "unknown_keys": {"k": [1, {"deep": None}]}}},
+    ).with_parts(mcq=MCQPart(items=[
             MCQ(
                 id=f"{p}Q1",
                 kind="variable",
@@ -244,9 +246,7 @@ def _dataset(name: str, *, question: str, rows: int, cols: int) -> DatasetReleas
                 correct_index=0,
                 extra={"blade": {"mc_id": 7}},
             )
-        ],
-        extra={"blade": {"annotations_rows": 12, "unknown_keys": {"k": [1, {"deep": None}]}}},
-    )
+        ]))
 
 
 def build_release(version: str = "1.0.0") -> Release:
@@ -288,8 +288,9 @@ def build_next_release(first: Release) -> Release:
         Vote(target_kind="variable", target_id="BV4", annotator="A1", question="justifiable", answer="unsure")
     )
     # MCQs: BQ1 changes its correct answer, BQ2 is added
-    boxes.mcqs[0].correct_index = 1
-    boxes.mcqs.append(
+    mcqs = [q.model_copy(deep=True) for q in MCQPart.of(boxes).items]
+    mcqs[0].correct_index = 1
+    mcqs.append(
         MCQ(
             id="BQ2",
             kind="transform",
@@ -299,6 +300,7 @@ def build_next_release(first: Release) -> Release:
             correct_index=1,
         )
     )
+    nxt.datasets[0] = boxes = boxes.with_parts(mcq=MCQPart(items=mcqs))
     del nxt.datasets[1]
     nxt.datasets.append(_dataset("dice", question="Is the die fair?", rows=2, cols=1))
     return nxt
@@ -353,10 +355,10 @@ def test_the_builder_populates_every_list(first: Release) -> None:
             "alternatives",
             "votes",
             "consensus",
-            "mcqs",
             "dictionary",
         ):
             assert getattr(ds, field), (ds.name, field)
+        assert MCQPart.of(ds).items, ds.name
         assert any(v.answer is None for v in ds.votes)
         assert any(a.llm is not None for a in ds.alternatives)
         assert ds.consensus[0].votes
@@ -455,6 +457,10 @@ def test_golden_files(tmp_path: Path, first: Release, name: str) -> None:
     folder = write_release(nxt, files, tmp_path / "releases", previous=first)
     produced = (folder / name).read_bytes()
     golden = GOLDEN / name
+    if name == "release.json":  # the committed golden is a format 1.x document: it is what reading upgrades
+        assert json.loads(golden.read_text(encoding="utf-8"))["format_version"].startswith("1.")
+        assert produced.decode("utf-8") == dump_release_json(parse_release_json(golden.read_bytes()))
+        return
     if UPDATE_GOLDEN:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_bytes(produced)
@@ -631,7 +637,7 @@ def test_a_data_file_that_changed_since_registration_is_refused(tmp_path: Path, 
     [
         ({"version": "1.0"}, "not a semantic version"),
         ({"previous_version": "0.9.0"}, "pass that release as previous="),
-        ({"format_version": "0.1"}, "writes format 1.2 only"),
+        ({"format_version": "0.1"}, "writes format 2.0 only"),
     ],
 )
 def test_invalid_releases_are_refused_before_writing(
@@ -791,8 +797,8 @@ def test_diff_lists_added_removed_and_changed_items(first: Release) -> None:
     assert [(c.key, c.fields) for c in boxes.votes.changed] == [
         (("variable", "BV1", "A2", "justifiable"), ["answer", "explanation"])
     ]
-    assert _keys(boxes.mcqs.added) == [("BQ2",)]
-    assert [(c.key, c.fields) for c in boxes.mcqs.changed] == [(("BQ1",), ["correct_index"])]
+    assert _keys(boxes.parts["mcq"].added) == [("BQ2",)]
+    assert [(c.key, c.fields) for c in boxes.parts["mcq"].changed] == [(("BQ1",), ["correct_index"])]
     assert boxes.transforms.is_empty and boxes.models.is_empty and boxes.alternatives.is_empty
     dice = next(d for d in diff.datasets if d.name == "dice")
     assert dice.status == "added" and _keys(dice.variables.added) == [("DV1",), ("DV2",), ("DV3",)]
@@ -891,7 +897,8 @@ def test_format_1_0_releases_are_still_read(tmp_path: Path, first: Release) -> N
             c.pop("basis", None)
             c.pop("tally", None)
     release = parse_release_json(json.dumps(doc))
-    assert release.format_version == "1.0" and release.datasets[0].meetings == []
+    assert release.format_version == "2.0" and release.datasets[0].meetings == []  # upgraded on read
+    assert release.datasets[0].parts == json.loads(first.model_dump_json())["datasets"][0]["parts"]
 
 
 def test_a_vote_on_a_check_is_a_vote_on_a_check_not_a_prog_check() -> None:

@@ -165,15 +165,16 @@ def test_a_release_with_discoverybench_datasets_shows_hypothesis_tasks_not_blade
     _cut(at, version="1.0.0", include_empty=True)
     assert "Release 1.0.0 cut: 4 datasets" in texts(at)
     assert list(at.dataframe[0].value["hypothesis tasks"]) == [5]
-    blade, hypotheses = at.dataframe[1].value, at.dataframe[2].value
-    assert list(blade["dataset"]) == ["storms"] and "tasks" not in blade.columns
-    assert list(hypotheses.columns) == ["dataset", "files", "tasks", "with gold", "to curate", "candidates", "votes"]
+    hypotheses, blade = at.dataframe[1].value, at.dataframe[2].value  # groups in the order of their datasets
+    assert list(blade["dataset"]) == ["storms"] and "hypothesis tasks" not in blade.columns
+    assert list(hypotheses.columns) == ["dataset", "hypothesis tasks", "with gold", "to curate", "candidates",
+                                        "gold by consensus", "files", "votes"]
     assert "decisions" not in hypotheses.columns and "MCQs" not in hypotheses.columns
     bmi = hypotheses[hypotheses["dataset"] == "db_real_test_bmi"].iloc[0]
-    assert (bmi["tasks"], bmi["with gold"], bmi["to curate"]) == (3, 1, 2)
+    assert (bmi["hypothesis tasks"], bmi["with gold"], bmi["to curate"]) == (3, 1, 2)
     shown = texts(at)
-    assert "DiscoveryBench hypotheses: 3 datasets" in shown and "still to curate" in shown
-    assert "BLADE analyses: 1 dataset" in shown
+    assert "Hypothesis tasks: 3 datasets" in shown and "still to curate" in shown
+    assert "Nothing curated yet: 1 dataset" in shown  # storms: released with its data alone
     assert ("Leaves out `db_real_test_bmi`, `db_real_train_savings`, `db_synth_dev_jazz_0_0` (named in "
             "NOT_EXPORTED.md).") in shown
     assert "Leaves out `storms` (named in NOT_EXPORTED.md)." in shown
