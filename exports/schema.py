@@ -369,6 +369,10 @@ class KindPart(_Strict):
     def __bool__(self) -> bool:
         return any(bool(getattr(self, f)) for f in type(self).model_fields)
 
+    def put(self, ds: DatasetRelease) -> DatasetRelease:
+        """A copy of ``ds`` whose part of this kind is this one."""
+        return ds.model_copy(update={"parts": {**ds.parts, self.kind: self.model_dump(mode="json")}})
+
 
 class MCQPart(KindPart):
     """The MCQ kind's part of a dataset (format 2.0; format 1.x: the dataset's ``mcqs``)."""

@@ -97,9 +97,10 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
 
 def narrow(release: Release, key: str) -> Release:
     """The release as it holds hypothesis task ``key`` only: one answer scored on it is that task's score."""
+    parts = [(HypothesesPart.of(ds), ds) for ds in release.datasets]
     return release.model_copy(update={"datasets": [
-        ds.model_copy(update={"hypothesis_tasks": [t for t in ds.hypothesis_tasks if t.key == key]})
-        for ds in release.datasets if any(t.key == key for t in ds.hypothesis_tasks)]})
+        part.model_copy(update={"tasks": [t for t in part.tasks if t.key == key]}).put(ds)
+        for part, ds in parts if any(t.key == key for t in part.tasks)]})
 
 
 def answer_shape(task: AgentTask, *, workflow: bool) -> str:

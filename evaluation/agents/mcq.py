@@ -42,9 +42,10 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
 
 def narrow(release: Release, key: str) -> Release:
     """The release as it holds question ``key`` only: one answer scored on it is that question's score."""
+    parts = [(MCQPart.of(ds), ds) for ds in release.datasets]
     return release.model_copy(update={"datasets": [
-        ds.model_copy(update={"mcqs": [q for q in ds.mcqs if q.id == key]}) for ds in release.datasets
-        if any(q.id == key for q in ds.mcqs)]})
+        part.model_copy(update={"items": [t for t in part.items if t.id == key]}).put(ds)
+        for part, ds in parts if any(t.id == key for t in part.items)]})
 
 
 def answer_shape(task: AgentTask, *, workflow: bool) -> str:

@@ -23,7 +23,7 @@ from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, 
 from evaluation.agents.briefs import file_preview, task_file
 from evaluation.llm.quoting import quote
 from evaluation.tasks.programmatic import task_input_paths
-from exports.schema import Release
+from exports.schema import ProgrammaticPart, Release
 
 __all__ = ["OutputsAnswer", "answer_shape", "narrow", "submissions", "tasks", "validate"]
 
@@ -72,7 +72,7 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
     inputs = task_input_paths(release, release_folder)
     out = []
     for ds in release.datasets:
-        for t in ds.programmatic_tasks:
+        for t in ProgrammaticPart.of(ds).tasks:
             if only and t.key not in only and ds.name not in only:
                 continue
             files = tuple(task_file(n, p) for n, p in inputs.get(t.key, {}).items())
@@ -91,9 +91,10 @@ def tasks(release: Release, release_folder: Path, *, only: Sequence[str] | None 
 
 def narrow(release: Release, key: str) -> Release:
     """The release as it holds programmatic task ``key`` only."""
+    parts = [(ProgrammaticPart.of(ds), ds) for ds in release.datasets]
     return release.model_copy(update={"datasets": [
-        ds.model_copy(update={"programmatic_tasks": [t for t in ds.programmatic_tasks if t.key == key]})
-        for ds in release.datasets if any(t.key == key for t in ds.programmatic_tasks)]})
+        part.model_copy(update={"tasks": [t for t in part.tasks if t.key == key]}).put(ds)
+        for part, ds in parts if any(t.key == key for t in part.tasks)]})
 
 
 def answer_shape(task: AgentTask, *, workflow: bool) -> str:

@@ -217,7 +217,9 @@ def programmatic_sample(world: World, shared: Path) -> Sample:
 
     return Sample(version="1.0.0", good=[("outputs.zip", _zip(folders))],
                   bad=[("outputs.zip", _zip({"no_such_task": {"x.csv": b"a\n1\n"}}))], regold=regold, gold=[],
-                  notes={"datasets": keys})
+                  notes={"datasets": keys},
+                  # an agent that writes one small table for every task (its checks judge it; the run is scored)
+                  agent_reply=lambda r: json.dumps({"files": {"cleaned.csv": "a,b\n1,2\n"}}))
 
 
 # ------------------------------------------------------------------------------------ the toy kind
