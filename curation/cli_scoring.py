@@ -460,8 +460,9 @@ def add_scoring_commands(sub: Any) -> None:
                     help="queue the run for the workers (PostgreSQL), print its id and return")
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     sc.add_argument("--kind", default="analyses",
-                    help="the task kind of the submission, as registered in evaluation.tasks: analyses (the "
-                         "default), mcq, hypotheses, programmatic or reproducibility")
+                    help="the task kind of the submission, as registered in evaluation.tasks (analyses by default); "
+                         "an unknown kind is refused with the list of known ones, and 'forkpaths score-schema KIND' "
+                         "documents each kind's format")
     sc.add_argument("--llm-model", help="for a kind that asks a model of its own (reproducibility: the "
                                         "inspector): which model (default FORKPATHS_LLM_MODEL)")
     sc.set_defaults(func=lambda a, s: _score(a, s, a.kind) if a.enqueue or a.out else sc.error(

@@ -30,8 +30,8 @@ include_older = c4.toggle("Include runs on older releases", key="leaderboard.old
                                "truth changed since")
 ranked = {k.name: k for k in ranked_kinds()}
 kind = ranked[next(iter(ranked)) if len(ranked) == 1 else st.selectbox(
-    "Kind of task", list(ranked), key="leaderboard.kind", format_func=lambda n: ranked[n].label)]
-columns = [*kind.leaderboard.columns, *(c for k in companion_kinds() for c in k.leaderboard.columns)]
+    "Kind of task", list(ranked), key="leaderboard.kind", format_func=lambda n: ranked[n].label.split(" (")[0])]
+companions = [c for k in companion_kinds() for c in k.leaderboard.columns]
 view = view_module(kind.view) if kind.view else None  # its notes and charts
 rows = context.attempt(lambda s: leaderboard(
     session=s, actor=user, release_version=version, artifacts=cfg.artifact_store(),
@@ -46,6 +46,9 @@ if not rows:
             + f"{other} one on the Scoring runs page.")
     st.stop()
 
+# a companion kind's columns only where some row has a value (no MCQ or reproducibility column of "None"s beside
+# a kind whose agents were never asked MCQs)
+columns = [*kind.leaderboard.columns, *(c for c in companions if any(r.get(c.key) is not None for r in rows))]
 table = leaderboard_frame(rows, columns)
 st.dataframe(table, hide_index=True, width="stretch", key="leaderboard.table", column_config=column_config(columns))
 stale = [r for r in rows if r["stale"]]
@@ -59,11 +62,12 @@ if any(r["overrides"] for r in rows):
 left, right = st.columns([3, 1])
 if view is not None:
     view.leaderboard_charts(rows, left)
-with right:
-    # a kind with a judge of its own shows that judge's validation card (hypotheses: per HMS facet)
-    reports = (view.judge_reports(user) if view is not None and hasattr(view, "judge_reports")
-               else context.attempt(lambda s: agreement_card(session=s, actor=user)) or [])
-    judge_card(reports, key="leaderboard.card", charts=False, empty=getattr(view, "JUDGE_CARD_EMPTY", None))
+if kind.uses_judge:  # a kind scored without a judge has no judge to validate
+    with right:
+        # a kind with a judge of its own shows that judge's validation card (hypotheses: per HMS facet)
+        reports = (view.judge_reports(user) if view is not None and hasattr(view, "judge_reports")
+                   else context.attempt(lambda s: agreement_card(session=s, actor=user)) or [])
+        judge_card(reports, key="leaderboard.card", charts=False, empty=getattr(view, "JUDGE_CARD_EMPTY", None))
 
 c1, c2, c3 = st.columns(3)
 name = f"leaderboard-{version}{'' if dataset == 'all datasets' else '-' + dataset}"

@@ -28,8 +28,8 @@ user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
 worker = context.run_worker()
 st.title("🏁 Scoring runs")
-st.caption("Score an agent's submission (BLADE analyses, MCQ answers, DiscoveryBench hypotheses) against a "
-           "release. Scoring runs on the server: you can leave this page and come back. Each run keeps its "
+st.caption(f"Score an agent's submission ({', '.join(kind_of(n).label.split(' (')[0] for n in kind_names())}) "
+           "against a release. Scoring runs on the server: you can leave this page and come back. Each run keeps its "
            "submission, the release and ground-truth hashes, the judge and the mode it was scored with.")
 
 records = scorable_releases_or_stop(user, "There is no release yet: a curator cuts one on the Releases page "

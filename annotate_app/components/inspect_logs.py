@@ -19,10 +19,15 @@ __all__ = ["import_panel", "run_transcripts"]
 def import_panel(user: Any, cfg: Any, worker: Any) -> None:
     """Upload inspect_ai logs; each is imported in one transaction and its runs are queued for scoring."""
     with st.expander("Import inspect_ai logs"), st.form(f"inspect.{state.form_version('inspect')}"):
-        st.markdown("Logs written by `inspect eval forkpaths/<kind> -T release=<version>` (`.eval` or `.json`). "
-                    "Each sample's final answer is scored by the kind's own engine, as an uploaded submission "
-                    "would be; the model, the task and the log's id and hash are recorded, and the transcripts "
-                    "are kept. Several epochs give several runs per task (coverage@k).")
+        from evaluation.inspect_bridge.answers import inspect_kinds
+
+        st.markdown(
+            "Upload the logs of `inspect eval forkpaths/<kind> -T release=<version> --model <provider/model>` "
+            "(inspect writes them to `./logs/`, as `.eval` or `.json`; several at once is fine). The kinds it runs: "
+            f"{', '.join(f'`forkpaths/{k}`' for k in inspect_kinds())}. The log's release must be one of this "
+            "app's releases. Each sample's final answer is scored by the kind's own engine, as an uploaded "
+            "submission would be; the model, the task and the log's id and hash are recorded, and the transcripts "
+            "are kept. A log run with several epochs gives one run per epoch (for BLADE's coverage@k).")
         logs = st.file_uploader("inspect_ai log(s)", type=["eval", "json"], accept_multiple_files=True,
                                 key="runs.inspect.files", max_upload_size=cfg.submission_widget_mb)
         agent = st.text_input("Agent", placeholder="default: inspect <solver>, e.g. inspect react",

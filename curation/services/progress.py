@@ -64,8 +64,12 @@ def progress_overview(*, session: Session, actor: User) -> Progress:
     """Progress of stage 1. Analysts get their own rows and anonymous team counts only."""
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN)
     sees_everyone = actor.role in (Role.CURATOR.value, Role.ADMIN.value)
-    # archived datasets are out of the annotation work, so out of its progress
-    datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.archived_at).is_(None))).all()}
+    # archived datasets are out of the annotation work, so out of its progress; so are datasets a kind imported with
+    # their gold (they have no stages to curate)
+    from curation.services.kind_import import imported_by
+
+    datasets = {d.id: d for d in session.exec(select(Dataset).where(col(Dataset.archived_at).is_(None))).all()
+                if imported_by(d) is None}
     users = {u.id: u for u in session.exec(select(User)).all()}
     assignments = session.exec(select(DatasetAssignment)).all()
     analyses = {(a.dataset_id, a.annotator_id): a for a in session.exec(select(Analysis)).all()}

@@ -189,7 +189,11 @@ def lock_for_review_write(session: Session, dataset_id: int) -> None:
 
 @judges_actor
 def review_overview(*, session: Session, actor: User) -> list[tuple[Dataset, DatasetReview]]:
-    """The datasets the actor works on (analysts: assigned ones; curators and admins: all), with their stage."""
+    """The datasets the actor works on (analysts: assigned ones; curators and admins: all), with their stage; a
+    dataset a kind imported with its gold (forkpaths import-<kind>) has no stages and is not listed."""
+    from curation.services.kind_import import imported_by
+
     stages = {r.dataset_id: r for r in session.exec(select(DatasetReview)).all()}
     return [(d, stages.get(d.id or 0) or DatasetReview(dataset_id=d.id or 0))
-            for d in list_datasets(session=session, actor=_fresh(session, actor))]
+            for d in list_datasets(session=session, actor=_fresh(session, actor))
+            if imported_by(d) is None]  # a kind's imported datasets have no stages to curate

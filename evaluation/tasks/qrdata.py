@@ -421,7 +421,7 @@ def _hash_input(part: QRDataPart) -> Any:
 
 
 release_part = ReleasePart(model=QRDataPart, noun="QRData questions", counts=_counts, hash_input=_hash_input,
-                           blind=blind_part, work=("with gold",))
+                           blind=blind_part, work=("with gold",), one="QRData question")
 
 
 # ------------------------------------------------------------------------------------ import
@@ -590,7 +590,7 @@ def airepr_accuracy(release: Release, release_folder: Path, answers: Mapping[str
 
 AGENT = _Agent()
 
-KIND = TaskKind(name=name, label="QRData answers ({\"answers\": {question id: answer text}})", item_noun="questions",
+KIND = TaskKind(name=name, label="QRData answers (question id → answer text)", item_noun="questions",
                 leaderboard=leaderboard, check_files=check_files, score=score,
                 leaderboard_values=leaderboard_values, summary_line=summary_line, view="qrdata", order=60,
                 release_part=release_part, submission_schema=SCHEMA_PATH, agent=AGENT, importer=importer,

@@ -643,7 +643,7 @@ def airepr_accuracy(release: Release, release_folder: Path, answers: Mapping[str
 
 
 release_part = ReleasePart(model=StatQAPart, noun="StatQA questions", counts=part_counts,
-                           hash_input=part_hash_input, blind=blind_part)
+                           hash_input=part_hash_input, blind=blind_part, work=("with gold",), one="StatQA question")
 
 KIND = TaskKind(name=name, label="StatQA answers (question id → the model's reply with columns and methods)",
                 item_noun="questions", leaderboard=leaderboard, check_files=check_files, score=score,

@@ -39,9 +39,8 @@ def stage_component(session: Any, dataset: Any) -> ModuleType | str:
     importer = imported_by(dataset)
     if importer is not None:
         noun = importer.release_part.noun if importer.release_part else "items"
-        return (f"'{dataset.name}' holds {noun} imported with their gold (forkpaths import-"
-                f"{importer.name.replace('_', '-')}): there is nothing to annotate, review or decide here. Its items "
-                "are released as they are and scored on the Scoring runs page.")
+        return (f"'{dataset.name}' holds {noun} imported with their gold: there is nothing to annotate, review or "
+                "decide here. They are released as they came and agents are scored against them.")
     modules = [view_module(k.stages) for k in KINDS.values() if k.stages]
     claimed = next((m for m in modules if not m.DEFAULT and m.claims(session, dataset)), None)
     default = next((m for m in modules if m.DEFAULT), None)
