@@ -311,7 +311,7 @@ def score_hypotheses(page: Any, answers: Path, shots: Path, upload_shot: str, do
     """On the Scoring runs page: score ``answers`` (a hypotheses file) as ReAct agent / gpt-4o and wait for run 1
     to succeed, with a screenshot of the form (``upload_shot``) and of the outcome (``done_shot``)."""
     page.get_by_text(re.compile(r"^Hypotheses \(DiscoveryBench")).click()
-    page.locator('input[type="file"]').set_input_files(str(answers))
+    page.locator('input[type="file"]').first.set_input_files(str(answers))
     page.get_by_text(re.compile(r"theses\.json")).first.wait_for()
     page.get_by_label("Agent", exact=True).fill("ReAct agent")
     page.get_by_label("Language model", exact=True).fill("gpt-4o")

@@ -118,7 +118,7 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
         page.get_by_role("link", name="Scoring runs").click()
         idle(page)
         page.get_by_text("Programmatic checks (one zip").click()
-        page.locator('input[type="file"]').set_input_files([str(p) for p in runs])
+        page.locator('input[type="file"]').first.set_input_files([str(p) for p in runs])
         page.get_by_text("run-missing.zip").first.wait_for()
         page.get_by_label("Agent", exact=True).fill("DataSci agent")
         shot(page, shots / "05-upload.png")

@@ -24,7 +24,7 @@ def test_evaluator_scores_drills_down_and_overrides(browser, live_app, shots: Pa
         page.get_by_text("No succeeded run on release 1.0.0").wait_for()
         page.get_by_role("link", name="Scoring runs").click()
         idle(page)
-        page.locator('input[type="file"]').set_input_files(str(shared_blade / "examples" / "multirun_analyses.json"))
+        page.locator('input[type="file"]').first.set_input_files(str(shared_blade / "examples" / "multirun_analyses.json"))
         page.get_by_text(re.compile(r"alyses\.json")).first.wait_for()
         page.get_by_label("Agent", exact=True).fill("ReAct agent")
         page.get_by_label("Language model", exact=True).fill("gpt-4o")

@@ -55,10 +55,12 @@ def test_score_kind_hypotheses_from_the_terminal(cli, tmp_path):
     done = _cli(env, "score", "--kind", "hypotheses", "--release", "2.0.0", "--submission", str(sub),
                 "--agent", "react", "--out", str(out), process=True)  # the real command, once
     assert done.returncode == 0, done.stderr
-    assert "Run 1 registered: react on release 2.0.0 (3 queries)" in done.stderr
+    # every gold query of the datasets answered is scored (an unanswered one counts 0): said when it is queued
+    assert "Run 1 registered: react on release 2.0.0 (4 queries)" in done.stderr
     assert "HMS 0.333 [" in done.stdout and "1 unanswered" in done.stdout
     result = json.loads(out.read_text())
     assert result["format"] == "forkpaths-hms-result" and result["judge"]["name"] == "hms"
+    assert len(result["items"]) == 4  # as many as the queued run said
     calls = len(server.requests)
     again = _cli(env, "runs", "rescore", "1", "--out", str(tmp_path / "again.json"))
     assert again.returncode == 0, again.stderr and len(server.requests) == calls  # all from the cache
