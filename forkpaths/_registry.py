@@ -74,5 +74,17 @@ def _kind(name: str) -> Any:
     return task_kind(name)
 
 
+def _registered_name(kind: str) -> str:
+    """The name to register ``kind``'s task under, so that inspect finds it as ``forkpaths/<kind>``: inspect
+    prefixes the package's name itself when it sees the package as installed, but not when the ``forkpaths.egg-info``
+    folder an editable install leaves in the project folder shadows the installed distribution (running from the
+    project folder, or tests, whose path starts there); then the name is given in full."""
+    try:
+        from inspect_ai._util.package import get_installed_package_name
+    except ImportError:  # a later inspect: let it name the task as it does
+        return kind
+    return kind if get_installed_package_name(_factory) == __name__.split(".")[0] else f"{__name__.split('.')[0]}/{kind}"
+
+
 for _name in inspect_kinds():
-    globals()[_name] = task(name=_name)(_factory(_name))
+    globals()[_name] = task(name=_registered_name(_name))(_factory(_name))

@@ -30,7 +30,7 @@ def import_panel(user: Any, cfg: Any, worker: Any) -> None:
             "are kept. A log run with several epochs gives one run per epoch (for BLADE's coverage@k).")
         logs = st.file_uploader("inspect_ai log(s)", type=["eval", "json"], accept_multiple_files=True,
                                 key="runs.inspect.files", max_upload_size=cfg.submission_widget_mb)
-        agent = st.text_input("Agent", placeholder="default: inspect <solver>, e.g. inspect react",
+        agent = st.text_input("Agent name for these runs", placeholder="default: inspect <solver>, e.g. inspect react",
                               key="runs.inspect.agent")
         go = st.form_submit_button("Import and score", type="primary")
     if not go:

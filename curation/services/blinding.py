@@ -45,7 +45,6 @@ from curation.models import (
     Vote,
 )
 from curation.services.actor import judges_actor
-from evaluation.tasks import kinds_with
 from exports.upgrade import upgrade_summary
 
 __all__ = [
@@ -71,6 +70,8 @@ RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "vot
 
 def work_count(counts: Mapping[str, Any]) -> int:
     """How much recorded work a release record's counts of one dataset hold (any format of the record)."""
+    from evaluation.tasks import kinds_with  # the kinds load their engines: not for listing releases
+
     c = upgrade_summary(dict(counts))
     declared = {k.name: k.release_part.work for k in kinds_with("release_part") if k.release_part is not None}
     total = sum(int(c.get(k, 0) or 0) for k in RELEASE_WORK_COUNTS)

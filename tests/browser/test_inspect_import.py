@@ -50,7 +50,7 @@ def test_an_inspect_log_is_imported_on_the_runs_page_and_its_transcript_read(bro
         page.get_by_text("Each sample's final answer is scored").wait_for()
         page.locator('input[type="file"]').nth(1).set_input_files([str(log), str(cut)])
         page.get_by_text("cut.eval").first.wait_for()
-        page.get_by_label("Agent", exact=True).nth(1).fill("inspect generate")
+        page.get_by_label("Agent name for these runs").fill("inspect generate")
         shot(page, shots / "01-upload.png", page.get_by_text("Import inspect_ai logs"))
         click(page, "Import and score")
         expect(page.get_by_text(re.compile(r"sample answer\(s\) imported; scoring run\(s\) #1 queued"))

@@ -29,7 +29,7 @@ def test_leaderboard_with_every_kind(browser, live_app, shots: Path, shared_blad
         idle(page)
         shot(page, shots / "01-analyses-1.0.0.png")
         pick(page, "Release", "2.0.0")
-        pick(page, "Kind of task", "Hypotheses (DiscoveryBench queries: hypothesis and workflow per query)")
+        pick(page, "Kind of task", "Hypotheses")
         page.get_by_text("HMS per run").first.wait_for(state="attached", timeout=60_000)
         idle(page)
         shot(page, shots / "02-hypotheses-2.0.0.png")
