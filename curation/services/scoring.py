@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -500,16 +501,21 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
             release, release_folder = _scoring_release(s, run.release_version, artifacts, run.release_sha256)
         task = kind_of(run.kind)
 
+        ticking = threading.Lock()
+
         def tick(done: int, total: int, stage: str) -> None:
             # at most one progress write (and cancel-flag read) a second, and the last one always: a write per
-            # analysis was a tenth of a worker's time, mostly waiting on the database
-            reached[:] = [done, total]
-            now = time.monotonic()
-            if now - last_write[0] >= PROGRESS_WRITE_S or done >= total:
-                _progress(engine, run_id, done, total, stage)
-                last_write[0] = now
-            if on_progress:
-                on_progress(done, total, stage)
+            # analysis was a tenth of a worker's time, mostly waiting on the database. A kind that scores on
+            # several threads (programmatic checks) ticks from each: one tick at a time, so a later count never
+            # goes in before an earlier one, and a cancel asked during one tick is read by the next.
+            with ticking:
+                reached[:] = [done, total]
+                now = time.monotonic()
+                if now - last_write[0] >= PROGRESS_WRITE_S or done >= total:
+                    _progress(engine, run_id, done, total, stage)
+                    last_write[0] = now
+                if on_progress:
+                    on_progress(done, total, stage)
 
         ctx = ScoringContext(
             release=release, release_folder=release_folder, files=stored_submissions(run, artifacts),
