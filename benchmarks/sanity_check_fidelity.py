@@ -58,7 +58,7 @@ def main() -> None:
     with session_scope(engine) as s:
         for name in NINE:
             dataset = s.exec(select(Dataset).where(Dataset.name == name)).one()
-            release = dataset_release(s, dataset)
+            release = dataset_release(session=s, dataset=dataset)
             from curation.models import Transform
 
             rows = {t.id: t for t in s.exec(select(Transform)).all() if t.id in {x.id for x in release.transforms}}

@@ -413,7 +413,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
     root = artifacts.releases_root
     with session_scope(report.engine) as session:
         if args.release_command == "create":  # the cut's one snapshot starts before the operator is read
-            one_snapshot(session, tables=RELEASE_TABLES)
+            one_snapshot(session=session, tables=RELEASE_TABLES)
         actor = acting_operator(session=session, username=args.as_user)
         if args.release_command == "create":
             _, empty = rel.release_candidates(session=session, actor=actor)

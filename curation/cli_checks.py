@@ -210,7 +210,8 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
             task = task_for_scoring(session=session, actor=actor, key=row.key)
             # the inputs go back into the task's folder unless the task reads a dataset it names (starters)
             named = (task.extra.get("prompt_json") or {}).get("dataset")
-            tasks.append((task, {} if named else task_inputs(session, row, settings.datasets_store)))
+            tasks.append((task, {} if named else task_inputs(session=session, task=row,
+                                                             store=settings.datasets_store)))
     out = Path(args.out)
     for t, inputs in tasks:
         write_task(out, t, inputs)

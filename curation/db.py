@@ -172,7 +172,7 @@ def transactions(engine: Engine) -> Transactions:
     return functools.partial(session_scope, engine)
 
 
-def one_snapshot(session: Session, *, tables: Sequence[str] = ()) -> None:
+def one_snapshot(*, session: Session, tables: Sequence[str] = ()) -> None:
     """Make every read for the rest of ``session``'s transaction see the database as it was at one moment.
 
     A service that reads one thing in several statements (a release: the votes, then the tallies computed from

@@ -169,31 +169,13 @@ def test_the_process_check_sees_each_way_of_starting_one(tmp_path: Path) -> None
 
 PACKAGES = ("annotate_app", "curation", "evaluation", "exports")
 
-ALLOWED_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"curation.services.hypotheses.consensus", "curation.services.meetings",
-               "curation.services.programmatic", "curation.services.release_data", "curation.services.releases",
-               "curation.services.scoring"}):
-        "pending: issue 27 points 1-2 reshape these files (release parts through the kind registry), which inverts "
-        "the assemblers that call into the kind modules; a circle made of some of these modules only is allowed",
-}
+ALLOWED_CIRCLES: dict[frozenset[str], str] = {}
 """Shrinking: an entry no circle falls in any more fails below (remove it), and a circle that reaches outside an
 entry's modules is new."""
 
-ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], tuple[frozenset[str], str]] = {
-    # (importing module, imported module): (names, why)
-    ("curation.services.meetings", "curation.services.votes"): (
-        frozenset({"_write"}), "pending: meetings is being reshaped by issue 27 points 1-2"),
-    ("curation.services.programmatic", "curation.services.scoring"): (
-        frozenset({"_release_for_scoring"}), "pending: both files are being reshaped by issue 27 points 1-2"),
-    ("curation.services.releases", "curation.services.release_records"): (
-        frozenset({"_record", "_semver_key"}), "pending: both files are being reshaped by issue 27 points 1-2"),
-    ("curation.services.reproducibility", "curation.services.scoring"): (
-        frozenset({"_combined", "_release_for_scoring"}), "pending: scoring is being reshaped by issue 27 points 1-2"),
-    ("evaluation.reproducibility.script_job", "evaluation.sandbox.code_jobs"): (
-        frozenset({"_checked_failure", "_checked_violations", "_failure_info"}),
-        "pending: the sandbox's code jobs are being changed on another branch (h-sandboxcost); make these public "
-        "there, or move what the reproducibility job shares with them into a module of their own"),
-}
+ALLOWED_PRIVATE_IMPORTS: dict[tuple[str, str], tuple[frozenset[str], str]] = {}
+"""``from x import _name`` between two modules of the packages, declared with a reason. Shrinking, as
+above."""
 
 SHARED_WITHIN_PACKAGE: dict[str, str] = {
     "evaluation.inference_ast": "one static analyser split along its seams into mixins (calls, core, expressions, "
@@ -201,7 +183,6 @@ SHARED_WITHIN_PACKAGE: dict[str, str] = {
                                 "__init__ exports the public API",
 }
 """Packages whose modules may take each other's private names (one idea split into files). Shrinking, as above."""
-"""``from x import _name`` between two modules of the packages, declared with a reason. Shrinking, as above."""
 
 
 def _module_files(root: Path) -> dict[str, Path]:
@@ -268,10 +249,16 @@ def import_graph(root: Path = ROOT) -> tuple[Any, list[tuple[str, str, int, str]
     for module, path in sorted(modules.items()):
         graph.add_node(module)
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        aliases: dict[str, str] = {}  # a name bound to another module of the packages → that module
         for node in _runtime_imports(tree.body):
             for target, name in _imported(module, path, node, modules):
                 if target == module:
                     continue
+                if not name:
+                    bound = next((a.asname or a.name for a in node.names if target == a.name
+                                  or target.endswith("." + a.name)), None)
+                    if bound and (isinstance(node, ast.ImportFrom) or "." not in bound):
+                        aliases[bound] = target
                 where = f"{path.relative_to(root).as_posix()}:{node.lineno}"
                 if graph.has_edge(module, target):
                     if where not in graph.edges[module, target]["where"]:
@@ -280,6 +267,11 @@ def import_graph(root: Path = ROOT) -> tuple[Any, list[tuple[str, str, int, str]
                     graph.add_edge(module, target, where=[where])
                 if name.startswith("_") and not name.startswith("__"):
                     private.append((module, target, node.lineno, name))
+        for node in ast.walk(tree):  # ``from pkg import mod`` then ``mod._name``: the same private name taken
+            if isinstance(node, ast.Attribute) and isinstance(node.value,
+                                                              ast.Name) and node.value.id in aliases \
+                    and node.attr.startswith("_") and not node.attr.startswith("__"):
+                private.append((module, aliases[node.value.id], node.lineno, node.attr))
     return graph, private
 
 
@@ -344,7 +336,8 @@ def test_no_private_names_imported_across_modules_but_the_declared_ones() -> Non
 
 def test_the_import_checks_see_circles_and_private_names(tmp_path: Path) -> None:
     """The two checks above cannot pass by not looking: a circle through a function-local import, a relative import
-    and a private name are each found, and a TYPE_CHECKING import is not an edge."""
+    and a private name (imported by name, or read from an imported module) are each found, and a TYPE_CHECKING
+    import is not an edge."""
     package = tmp_path / "curation"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -354,10 +347,86 @@ def test_the_import_checks_see_circles_and_private_names(tmp_path: Path) -> None
                                   "        pass\n")
     (package / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from curation import a\n")
     (package / "e.py").write_text("from curation import d\n")
+    (package / "f.py").write_text("from curation import e as module\n\ndef g():\n    return module._hidden\n")
     (tmp_path / "annotate_app").mkdir()
     (tmp_path / "evaluation").mkdir()
     (tmp_path / "exports").mkdir()
     circles = import_circles(tmp_path)
     assert [sorted(_circle_modules(c)) for c in circles] == [["curation.a", "curation.b", "curation.c"]]
     assert "curation.b -> curation.c (curation/b.py:2)" in circles[0]
-    assert import_graph(tmp_path)[1] == [("curation.a", "curation.b", 1, "_helper")]
+    assert import_graph(tmp_path)[1] == [("curation.a", "curation.b", 1, "_helper"),
+                                         ("curation.f", "curation.e", 4, "_hidden")]
+
+
+# --- One transaction shape (issue 27 point 6): a session is handed over by name -----------------------------
+
+
+def _positional_sessions(root: Path) -> list[str]:
+    """Every public function or method of ``curation`` that takes a ``session`` (by name, or typed ``Session``)
+    positionally, as ``file:line name``."""
+    found = []
+    for path in sorted((root / "curation").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name.startswith("_"):
+                continue
+            for arg in node.args.posonlyargs + node.args.args:
+                typed = arg.annotation is not None and ast.unparse(arg.annotation).split(".")[-1] == "Session"
+                if arg.arg == "session" or typed:
+                    found.append(f"{path.relative_to(root).as_posix()}:{node.lineno} {node.name}")
+    return found
+
+
+def test_services_take_their_session_by_keyword() -> None:
+    """A public function of ``curation`` takes ``session`` keyword-only (``def f(*, session, ...)``): a call names
+    the transaction it joins, and a new helper that takes it positionally fails here (conventions.md, "A
+    transaction is one user action")."""
+    assert _positional_sessions(ROOT) == [], "make `session` keyword-only: def f(*, session: Session, ...)"
+
+
+def test_the_session_check_sees_each_spelling(tmp_path: Path) -> None:
+    """The check above cannot pass by not looking: a positional ``session``, a positional-only one, one typed
+    ``Session`` under another name and a method's are found; keyword-only ones and private helpers are not."""
+    (tmp_path / "curation").mkdir()
+    (tmp_path / "curation" / "m.py").write_text(
+        "from sqlmodel import Session\n"
+        "def a(session, x): ...\n"
+        "def b(session, /): ...\n"
+        "def c(s: Session): ...\n"
+        "class K:\n    def d(self, session): ...\n"
+        "def ok(*, session: Session, x: int): ...\n"
+        "def _private(session): ...\n")
+    assert _positional_sessions(tmp_path) == ["curation/m.py:2 a", "curation/m.py:3 b", "curation/m.py:4 c",
+                                              "curation/m.py:6 d"]
+
+
+def _engine_services(root: Path) -> list[tuple[str, str]]:
+    """(file:line name, docstring) of each public function of ``curation/services`` that takes an ``engine`` or a
+    transaction factory: work that opens its own transactions."""
+    found = []
+    for path in sorted((root / "curation" / "services").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+                continue
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            if any(a.arg in ("engine", "transactions", "session_scope", "step") for a in args):
+                found.append((f"{path.relative_to(root).as_posix()}:{node.lineno} {node.name}",
+                              ast.get_docstring(node) or ""))
+    return found
+
+
+def test_services_that_span_transactions_say_why_and_open_them_one_way() -> None:
+    """A service that takes an engine (or a factory of transactions) instead of a session spans transactions:
+    its docstring says so, and the services open transactions through :func:`curation.db.transactions` only
+    (never ``session_scope`` or a ``Session`` of their own)."""
+    silent = [where for where, doc in _engine_services(ROOT) if "transaction" not in doc.lower()]
+    assert silent == [], "say in the docstring why this spans transactions (or take a session)"
+    opened = []
+    for path in sorted((ROOT / "curation" / "services").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                    "session_scope", "Session") and node.args:
+                opened.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.func.id}")
+    assert opened == [], "open a service's own transactions with curation.db.transactions(engine)"

@@ -27,7 +27,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def current_actor(session: Session, actor: User) -> User:
+def current_actor(*, session: Session, actor: User) -> User:
     """The actor's row as it is now in this transaction, or an error if the actor is no longer who they were.
 
     Refused: an account that was removed or deactivated; a password reset or deactivation since the object was
@@ -65,13 +65,14 @@ def hold_actor(*, session: Session, actor: User) -> User:
     and no other writer commits before this transaction ends.
     """
     if session.get_bind().dialect.name == "sqlite":
-        one_snapshot(session)
+        one_snapshot(session=session)
     else:
         session.exec(select(User.id).where(User.id == actor.id).with_for_update(read=True)).first()
-    return current_actor(session, actor)
+    return current_actor(session=session, actor=actor)
 
 
 hold_actor.__judges_actor__ = True  # type: ignore[attr-defined]  # it judges its actor itself, at the write
+current_actor.__judges_actor__ = True  # type: ignore[attr-defined]  # it is the judge
 
 
 def _judged(session: Session, actor: User) -> User:
@@ -82,7 +83,7 @@ def _judged(session: Session, actor: User) -> User:
         judged = set()
     if actor.id in judged and actor in session:
         return actor
-    row = current_actor(session, actor)
+    row = current_actor(session=session, actor=actor)
     judged.add(row.id)
     session.info["forkpaths.judged_actors"] = (session.get_transaction(), judged)
     return row
@@ -106,10 +107,10 @@ def judges_actor(fn: Callable[P, R]) -> Callable[P, R]:
                 kwargs["actor"] = _judged(session, actor)
             elif callable(scope):
                 with scope() as own:
-                    current_actor(own, actor)
+                    current_actor(session=own, actor=actor)
             elif args and isinstance(args[0], Engine):  # a service that starts a job takes the engine first
                 with db_scope(args[0]) as own:
-                    current_actor(own, actor)
+                    current_actor(session=own, actor=actor)
             else:
                 raise TypeError(f"{fn.__qualname__} needs a keyword-only session= to judge its actor")
         return fn(*args, **kwargs)

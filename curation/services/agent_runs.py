@@ -134,7 +134,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
         raise ScoringError(f"Runs per task must be between 1 and {MAX_RUNS_PER_TASK} (got {runs_per_task}).")
     if not 0.0 <= temperature <= 2.0:
         raise ScoringError(f"The temperature must be between 0 and 2 (got {temperature:g}).")
-    record = _releases._record(session, release_version)
+    record = _releases.release_record(session=session, version=release_version)
     release, folder = _releases.stored_release(record, artifacts)
     tasks = hook.tasks(release, folder, only=list(only) or None)
     if only:
@@ -368,7 +368,7 @@ def run_agent_job(engine: Engine, job: BackgroundJob, control: JobControl, setti
         run = s.get(AgentRun, run_id)
         if run is None:
             raise NotFoundError(f"There is no agent run {run_id}.")
-        record = _releases._record(s, run.release_version)
+        record = _releases.release_record(session=s, version=run.release_version)
         release, folder = _releases.stored_release(record, artifacts)
         done = {(t.task_key, t.replicate) for t in s.exec(select(AgentTaskRun).where(
             AgentTaskRun.agent_run_id == run_id)).all()}

@@ -324,13 +324,13 @@ def merge_alternative(
     merged = session.get(Alternative, alternative_id)
     if merged is None:
         raise NotFoundError(f"There is no alternative {alternative_id}.")
-    lock_for_review_write(session, merged.dataset_id)
+    lock_for_review_write(session=session, dataset_id=merged.dataset_id)
     review = get_review_settings(session=session, dataset_id=merged.dataset_id)
     if review.stage != Stage.REVIEW.value:
         raise StageError("Duplicates are merged while stage 2 is open.")
     if (merged.extra or {}).get("merged_into"):
         raise DecisionValidationError(f"Alternative {alternative_id[:8]} was already merged.")
-    keep = resolve_item(session, into_kind, into_id)
+    keep = resolve_item(session=session, target_kind=into_kind, target_id=into_id)
     if keep.target_id == merged.id:
         raise DecisionValidationError("An item cannot be merged into itself.")
     if keep.dataset_id != merged.dataset_id or keep.kind != merged.kind:

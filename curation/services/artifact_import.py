@@ -63,7 +63,7 @@ def import_old_layout(*, session: Session, artifacts: ArtifactStore, runs_root: 
         # and every start of the app and of each command runs this import
         from curation.services import releases as _releases
 
-        if _releases._import_published(record, artifacts):
+        if _releases.import_published_release(record, artifacts):
             report.releases += 1
     for run in session.exec(select(ScoringRun)).all():
         changed = False

@@ -30,7 +30,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.errors import USER_ERRORS, JobError, NotFoundError
 from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
 from curation.services import lifecycle
@@ -149,10 +149,12 @@ def latest_job(*, session: Session, kind: str, scope: str) -> BackgroundJob | No
 
 def claim_job(engine: Engine, job_id: int) -> BackgroundJob:
     """Atomically take a queued job for this process (:func:`curation.services.lifecycle.claim`). A queued job
-    whose cancel was asked ends ``cancelled`` here. Returns the job as it stands."""
+    whose cancel was asked ends ``cancelled`` here. Returns the job as it stands.
+    In a transaction of its own, committed before the job's work starts: another worker sees the claim at
+    once."""
     lifecycle.claim(engine, BackgroundJob, job_id, cancelled={
         "active_scope": None, "message": "Cancelled before it started; nothing was stored."})
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         return _get(s, job_id)
 
 
@@ -168,7 +170,7 @@ class JobControl:
     def progress(self, done: int, total: int, stage: str) -> None:
         if self.on_progress is not None:  # e.g. the CLI's progress bar
             self.on_progress(done, total, stage)
-        with session_scope(self.engine) as s:
+        with transactions(self.engine)() as s:
             s.connection().execute(update(BackgroundJob).where(*held(BackgroundJob, self.job_id)).values(
                 progress_done=done, progress_total=total, stage=stage[:256], heartbeat_at=utcnow()))
             job = s.get(BackgroundJob, self.job_id)
@@ -176,14 +178,14 @@ class JobControl:
 
     def cancelled(self) -> bool:
         """Whether a cancel was asked (read afresh from the database)."""
-        with session_scope(self.engine) as s:
+        with transactions(self.engine)() as s:
             job = s.get(BackgroundJob, self.job_id)
             self._cancel = bool(job and job.cancel_requested)
         return self._cancel
 
 
 def _finish(engine: Engine, job_id: int, outcome: JobOutcome) -> None:
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         s.connection().execute(update(BackgroundJob).where(*held(BackgroundJob, job_id)).values(
             status=outcome.status, message=outcome.message, result=outcome.result, finished_at=utcnow(),
             active_scope=None, stage="done" if outcome.status == RunStatus.SUCCEEDED.value else outcome.status))
@@ -200,7 +202,9 @@ def execute_job(engine: Engine, job_id: int, settings: Settings,
                 on_progress: Callable[[int, int, str], None] | None = None) -> BackgroundJob:
     """Claim the job and run it here (a worker's task, or the app's thread on SQLite). A job someone else holds
     is left alone. Errors written for people end the job ``failed`` with their sentence; the database going away
-    propagates (the queue retries the job, which is then taken over from this process)."""
+    propagates (the queue retries the job, which is then taken over from this process).
+    It spans transactions: a job runs for minutes and stores each step in one of its own
+    (:func:`curation.db.transactions`)."""
     job = claim_job(engine, job_id)
     if job.status != RunStatus.RUNNING.value or job.executor != this_executor():
         return job
@@ -217,13 +221,14 @@ def execute_job(engine: Engine, job_id: int, settings: Settings,
             outcome = JobOutcome(RunStatus.FAILED.value, f"It failed unexpectedly: {type(exc).__name__}: {exc}. "
                                  "The worker's log has the details.")
         _finish(engine, job_id, outcome)
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         return _get(s, job_id)
 
 
 def take_over_if_dead(engine: Engine, job_id: int) -> None:
     """A retried queue job: a job left ``running`` by a dead worker (or by this process, whose run of it broke
-    off) goes back to ``queued`` so that this worker can claim it (what it stored before is kept)."""
+    off) goes back to ``queued`` so that this worker can claim it (what it stored before is kept).
+    In a transaction of its own: a retried queue job calls it before any other."""
     lifecycle.take_over_if_dead(engine, BackgroundJob, job_id, key=_key(job_id))
 
 
@@ -252,7 +257,7 @@ class InProcessJobs:
         self.engine, self.settings = engine, settings  # read when a job starts: the environment of that moment
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-jobs")
         self._futures: dict[int, Future[BackgroundJob]] = {}
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             interrupt_dead_jobs(session=s)
             queued = [j.id for j in s.exec(select(BackgroundJob).where(
                 BackgroundJob.status == RunStatus.QUEUED.value, col(BackgroundJob.job_id).is_(None)))]

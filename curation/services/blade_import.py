@@ -105,7 +105,7 @@ def import_blade(*, session: Session, actor: User | None, path: Path, store: Pat
     taken = session.exec(select(Dataset.name).where(col(Dataset.name).in_(names))).all()
     if taken:
         raise DatasetImportError(f"Already registered: {', '.join(sorted(taken))}; nothing was imported.")
-    owner = imported_annotator(session)
+    owner = imported_annotator(session=session)
     reports = []
     for ds, bundle in parsed:
         clash = _clashing_ids(session, ds)
@@ -115,7 +115,7 @@ def import_blade(*, session: Session, actor: User | None, path: Path, store: Pat
                 "under another name?); nothing was imported.")
         dataset = register_dataset(session=session, actor=actor, bundle=bundle, store=store)  # type: ignore[arg-type]
         ds.data_sha256 = dataset.data_sha256
-        store_dataset_release(session, dataset, ds, {BLADE_ANNOTATOR.id: owner})
+        store_dataset_release(session=session, dataset=dataset, ds=ds, owners={BLADE_ANNOTATOR.id: owner})
         if ds.votes:
             _arrive_reviewed(session, dataset, actor)
         reports.append(ImportReport(ds.name, len(ds.variables), len(ds.transforms), len(ds.models),

@@ -99,7 +99,8 @@ def _cause(actor: User, dataset_id: int, status: dict[int, str], assigned: set[i
     return _ANALYST if actor.role == Role.ANALYST.value else None
 
 
-def datasets_holding_work(session: Session, dataset_ids: Iterable[int], *, besides: int | None = None) -> set[int]:
+def datasets_holding_work(*, session: Session, dataset_ids: Iterable[int],
+                          besides: int | None = None) -> set[int]:
     """Those of ``dataset_ids`` that hold recorded work in the database now: a submitted analysis (by someone
     other than the user ``besides``), an alternative, a vote, a consensus decision, an MCQ or a gold hypothesis
     (imported or decided). Drafts are private and never shown or released, so they do not count."""
@@ -129,7 +130,7 @@ def summary_holding(summary: Mapping[str, Mapping[str, int]]) -> set[str]:
     return {name for name, counts in summary.items() if work_count(counts)}
 
 
-def release_holding(session: Session, version: str) -> set[str] | None:
+def release_holding(*, session: Session, version: str) -> set[str] | None:
     """The datasets of release ``version`` that hold recorded work, or None when no such release is recorded."""
     record = session.exec(select(ReleaseRecord).where(ReleaseRecord.version == version)).first()
     return None if record is None else summary_holding(record.summary)
@@ -168,7 +169,8 @@ def _blind_causes(session: Session, actor: User, names: Iterable[str],
     if holding is not None:
         shown = set(holding)
         return {n: c for n, (_, c) in sorted(causes.items()) if n in shown}
-    work = datasets_holding_work(session, {i for i, _ in causes.values()}, besides=actor.id or 0)
+    work = datasets_holding_work(session=session, dataset_ids={i for i, _ in causes.values()},
+                                 besides=actor.id or 0)
     return {n: c for n, (i, c) in sorted(causes.items()) if i in work}
 
 
@@ -178,7 +180,8 @@ def is_blind(*, session: Session, actor: User, dataset_id: int) -> bool:
     status, assigned = _states(session, actor.id or 0)
     if _cause(actor, dataset_id, status, assigned) is None:
         return False
-    return dataset_id in datasets_holding_work(session, {dataset_id}, besides=actor.id or 0)
+    return dataset_id in datasets_holding_work(session=session, dataset_ids={dataset_id},
+                                               besides=actor.id or 0)
 
 
 @judges_actor
@@ -205,7 +208,8 @@ def refusal_sentences(*, session: Session, actor: User, names: Iterable[str],
     return list(causes), [_sentence(c, grouped[c]) for c in order if c in grouped]
 
 
-def refuse_if_blind(session: Session, actor: User, dataset: str, what: str = "",
+@judges_actor
+def refuse_if_blind(*, session: Session, actor: User, dataset: str, what: str = "",
                     holding: Iterable[str] | None = None) -> None:
     """Raise :class:`BlindingViolation` (why, then ``what`` was refused) when ``actor`` is blind to the stage-1
     work of the dataset called ``dataset``: for services that show that work, directly (the review queue) or

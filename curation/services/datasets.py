@@ -347,7 +347,7 @@ def assign_analysts(
     return sorted(wanted)
 
 
-def stored_file(session: OrmSession | None, store: Path, relpath: str) -> Path:
+def stored_file(*, session: OrmSession | None, store: Path, relpath: str) -> Path:
     """Where the file ``relpath`` of the dataset store is for this session: in the store, or, while the
     transaction that registered its dataset has not committed yet, where it is staged (its files move into the
     store at the commit, :func:`_move_in_on_commit`)."""
@@ -360,7 +360,7 @@ def stored_file(session: OrmSession | None, store: Path, relpath: str) -> Path:
 
 
 def dataset_data_path(dataset: Dataset, store: Path) -> Path:
-    path = stored_file(Session.object_session(dataset), store, dataset.data_relpath)
+    path = stored_file(session=Session.object_session(dataset), store=store, relpath=dataset.data_relpath)
     if not path.is_file():
         raise DatasetImportError(
             f"The data file of dataset '{dataset.name}' is missing at {path}; "

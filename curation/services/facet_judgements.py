@@ -87,7 +87,7 @@ def viewable_facets(*, session: Session, actor: User, run_id: int,
     task = _facet_kind(run)
     result = _judging(task).effective(_result(task, run, artifacts), facet_overrides(session=session, run_id=run_id))
     withheld = blind_datasets(session=session, actor=actor, names={i.dataset for i in result.items},
-                              holding=release_holding(session, run.release_version))
+                              holding=release_holding(session=session, version=run.release_version))
     if withheld:
         result = result.model_copy(update={"items": [i for i in result.items if i.dataset not in withheld]})
     return result, withheld
@@ -133,8 +133,9 @@ def judge_facet(*, session: Session, actor: User, run_id: int, task_key: str, pa
         item = _judging(task).find_item(result, task_key)
     except (OverrideRefused, SubmissionCheckError) as exc:
         raise ScoringError(f"Cannot record the judgement: {exc}") from exc
-    refuse_if_blind(session, actor, item.dataset, "Judging its facets would show its ground truth.",
-                    holding=release_holding(session, run.release_version))
+    refuse_if_blind(session=session, actor=actor, dataset=item.dataset,
+                    what="Judging its facets would show its ground truth.",
+                    holding=release_holding(session=session, version=run.release_version))
     existing = session.exec(select(JudgeLabel).where(
         JudgeLabel.run_id == run_id, JudgeLabel.analysis_key == task_key, JudgeLabel.kind == facet,
         JudgeLabel.item == pair, col(JudgeLabel.expert_label).is_not(None))).first()

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import col, select
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.models import RunStatus, ScoringRun, ScoringRunPart, utcnow
 from curation.services.run_lifecycle import Heartbeat, executor_alive, this_executor
 
@@ -61,21 +61,21 @@ def can_fan_out(task: TaskKind, ctx: ScoringContext) -> bool:
 def _ensure_parts(engine: Engine, run_id: int, labels: list[str]) -> int:
     """The run's part rows (written once; a retried coordinator finds them); parts held by a dead process go
     back to the queue. Returns how many parts are queued."""
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         s.get(ScoringRun, run_id, with_for_update=True)  # one coordinator writes the rows
         have = {p.idx for p in s.exec(select(ScoringRunPart).where(ScoringRunPart.run_id == run_id)).all()}
         for idx, label in enumerate(labels):
             if idx not in have:
                 s.add(ScoringRunPart(run_id=run_id, idx=idx, label=label[:128]))
     _release_dead_parts(engine, run_id)
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         return len(s.exec(select(ScoringRunPart.id).where(ScoringRunPart.run_id == run_id,
                                                           ScoringRunPart.status == RunStatus.QUEUED.value)).all())
 
 
 def _release_dead_parts(engine: Engine, run_id: int) -> None:
     now = utcnow()
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         for p in s.exec(select(ScoringRunPart).where(ScoringRunPart.run_id == run_id,
                                                      ScoringRunPart.status == RunStatus.RUNNING.value)).all():
             if p.executor == this_executor() and p.id in _held_here:
@@ -97,7 +97,7 @@ _held_here: set[int] = set()
 
 def _claim_part(engine: Engine, run_id: int) -> ScoringRunPart | None:
     """Take a queued part of a running, not cancelled run for this process (one conditional UPDATE each)."""
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(ScoringRun, run_id)
         if run is None or run.status != RunStatus.RUNNING.value or run.cancel_requested:
             return None
@@ -105,7 +105,7 @@ def _claim_part(engine: Engine, run_id: int) -> ScoringRunPart | None:
                                                      ScoringRunPart.status == RunStatus.QUEUED.value)
                         .order_by(col(ScoringRunPart.idx))).all()
     for part in queued:
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             got = s.connection().execute(
                 update(ScoringRunPart).where(col(ScoringRunPart.id) == part.id,
                                              col(ScoringRunPart.status) == RunStatus.QUEUED.value)
@@ -127,7 +127,7 @@ def _part_progress(engine: Engine, part: ScoringRunPart, done: int, total: int, 
     ended, or when the part was handed to another worker."""
     from curation.services.lifecycle import RunCancelled, RunTakenOver
 
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         moved = s.connection().execute(update(ScoringRunPart).where(*_held(part.id or 0))
                                        .values(progress_done=done, progress_total=total, heartbeat_at=utcnow()))
         if moved.rowcount != 1:
@@ -145,13 +145,13 @@ def _part_progress(engine: Engine, part: ScoringRunPart, done: int, total: int, 
 
 
 def _finish_part(engine: Engine, part: ScoringRunPart, status: str, result: str) -> bool:
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         return s.connection().execute(update(ScoringRunPart).where(*_held(part.id or 0))
                                       .values(status=status, result=result)).rowcount == 1
 
 
 def _beat_part(engine: Engine, part_id: int) -> None:
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         s.connection().execute(update(ScoringRunPart).where(*_held(part_id)).values(heartbeat_at=utcnow()))
 
 
@@ -182,7 +182,9 @@ def _score_one(engine: Engine, task: TaskKind, ctx: ScoringContext, part: Scorin
 
 def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: ScoringContext,
                      fan_out: FanOut | None) -> ScoredRun:
-    """The coordinator: write the parts, ask for helpers, score parts here too, wait for the rest, combine."""
+    """The coordinator: write the parts, ask for helpers, score parts here too, wait for the rest, combine.
+    It spans transactions: the parts are written, claimed and combined in short ones of their own while
+    helpers score beside it."""
     from curation.errors import ScoringError
     from curation.services.lifecycle import RunCancelled, RunTakenOver
 
@@ -196,7 +198,7 @@ def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: Scori
     if fan_out is not None and queued > 1:
         fan_out(run_id, queued - 1)
     while True:
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             current = s.get(ScoringRun, run_id)
             parts = s.exec(select(ScoringRunPart).where(ScoringRunPart.run_id == run_id)
                            .order_by(col(ScoringRunPart.idx))).all()
@@ -222,10 +224,11 @@ def score_fanned_out(engine: Engine, run: ScoringRun, task: TaskKind, ctx: Scori
 
 def help_score_parts(engine: Engine, run_id: int, build: Callable[[ScoringRun], tuple[TaskKind, ScoringContext]]
                      ) -> int:
-    """A helper (``score_part`` job): score the run's queued parts until none is left; returns how many."""
+    """A helper (``score_part`` job): score the run's queued parts until none is left; returns how many.
+    It spans transactions: each part is claimed and stored in one of its own."""
     from curation.services.lifecycle import RunCancelled, RunTakenOver
 
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(ScoringRun, run_id)
     if run is None or run.status != RunStatus.RUNNING.value or run.cancel_requested:
         return 0

@@ -25,6 +25,8 @@ __all__ = ["generation_outcome", "job_requester", "problems_text", "start_datase
 def job_requester(engine: Engine, job: BackgroundJob) -> User:
     """The person who asked for ``job`` (detached from the session): the job runs as them.
 
+    In a transaction of its own: the job spans transactions and reads its requester before its first step.
+
     Raises:
         NotFoundError: that account no longer exists.
     """

@@ -170,7 +170,7 @@ def _ancestors(start: list[str], parents: dict[str, list[str]]) -> set[str]:
     return seen
 
 
-def latest_outcomes(session: Session, dataset_id: int) -> dict[tuple[str, str], dict[str, Any]]:
+def latest_outcomes(*, session: Session, dataset_id: int) -> dict[tuple[str, str], dict[str, Any]]:
     rows = session.exec(select(MeetingOutcome, Meeting).join(Meeting, col(Meeting.id) == col(MeetingOutcome.meeting_id))
                         .where(MeetingOutcome.dataset_id == dataset_id)
                         .order_by(col(MeetingOutcome.recorded_at), col(MeetingOutcome.id))).all()
@@ -201,7 +201,7 @@ def ground_truth(*, session: Session, dataset_id: int, rule: Rule | None = None)
     for vote in session.exec(select(Vote).where(Vote.dataset_id == dataset_id).order_by(col(Vote.id))).all():
         votes[(vote.target_kind, vote.target_id)].append({"annotator_id": vote.annotator_id, "question": vote.question,
                                                           "answer": vote.answer, "explanation": vote.explanation})
-    outcomes = latest_outcomes(session, dataset_id)
+    outcomes = latest_outcomes(session=session, dataset_id=dataset_id)
 
     parents = {t.id: [d for b in t.branches[:1] for d in b.get("dependencies", []) if d != ROOT_SPEC_ID]
                for t in transforms}

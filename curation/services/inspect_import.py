@@ -108,7 +108,7 @@ def import_inspect_log(*, session: Session, actor: User, name: str, data: bytes,
             raise ScoringError(f"The inspect log {parsed.name} (sha256 {parsed.sha256[:12]}…) was already imported "
                                f"as agent run {prior.id} (scoring runs {', '.join(map(str, prior.scoring_run_ids))});"
                                " nothing was imported again. Re-score its runs instead.")
-    record = _releases._record(session, parsed.release)
+    record = _releases.release_record(session=session, version=parsed.release)
     release, folder = _releases.stored_release(record, artifacts)
     hook = agent_kind(parsed.kind)
     task_kind = kind_of(parsed.kind)

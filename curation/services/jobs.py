@@ -32,7 +32,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.models import RunStatus, ScoringRun
 from curation.services.lifecycle import this_executor
 
@@ -70,6 +70,7 @@ class RunSubmitter(Protocol):
 
 
 def is_postgres(engine: Engine) -> bool:
+    """Opens no transaction."""
     return engine.dialect.name == "postgresql"
 
 
@@ -86,7 +87,8 @@ def _connection_kwargs(engine: Engine) -> dict[str, Any]:
 
 
 def procrastinate_app(engine: Engine) -> procrastinate.App:
-    """The queue's app for the engine's database, with forkpaths' tasks."""
+    """The queue's app for the engine's database, with forkpaths' tasks.
+    The queue opens its own connections and transactions (procrastinate's), outside forkpaths' sessions."""
     import procrastinate
     import sqlalchemy.exc
 
@@ -109,7 +111,8 @@ def procrastinate_app(engine: Engine) -> procrastinate.App:
 
 
 def enqueue_run(engine: Engine, run_id: int) -> int | None:
-    """Put a registered run on the queue (PostgreSQL); returns procrastinate's job id (None: already queued)."""
+    """Put a registered run on the queue (PostgreSQL); returns procrastinate's job id (None: already queued).
+    In a transaction of its own, after the one that registered the run committed (a worker must find it)."""
     import procrastinate.exceptions
 
     app = procrastinate_app(engine)
@@ -118,14 +121,15 @@ def enqueue_run(engine: Engine, run_id: int) -> int | None:
             job_id = app.configure_task(SCORE_TASK, queueing_lock=f"run-{run_id}").defer(run_id=run_id)
         except procrastinate.exceptions.AlreadyEnqueued:
             return None
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         s.connection().execute(update(ScoringRun).where(col(ScoringRun.id) == run_id).values(job_id=job_id))
     return job_id
 
 
 def enqueue_job(engine: Engine, job_id: int) -> int | None:
     """Put a recorded background job on the queue (PostgreSQL); returns procrastinate's job id (None: already
-    queued)."""
+    queued).
+    In a transaction of its own, after the one that recorded the job committed (a worker must find it)."""
     import procrastinate.exceptions
 
     from curation.models import BackgroundJob
@@ -136,7 +140,7 @@ def enqueue_job(engine: Engine, job_id: int) -> int | None:
             queue_id = app.configure_task(JOB_TASK, queueing_lock=f"job-{job_id}").defer(job_id=job_id)
         except procrastinate.exceptions.AlreadyEnqueued:
             return None
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         s.connection().execute(update(BackgroundJob).where(col(BackgroundJob.id) == job_id)
                                .values(job_id=queue_id))
     return queue_id
@@ -151,7 +155,8 @@ class _QueueSubmitter:
 
 
 def queue_submitter(engine: Engine) -> RunSubmitter:
-    """What the app hands a registered run to on PostgreSQL: the queue (workers score it)."""
+    """What the app hands a registered run to on PostgreSQL: the queue (workers score it).
+    Called after the transaction that registered a run commits; what it submits opens its own transactions."""
     return _QueueSubmitter(engine)
 
 
@@ -165,7 +170,8 @@ class _QueueJobs:
 
 def make_job_submitter(engine: Engine, settings: Callable[[], Settings]) -> JobSubmitter:
     """Where a recorded background job goes: procrastinate's workers on PostgreSQL, the app's threads on SQLite
-    (:class:`curation.services.background_jobs.InProcessJobs`)."""
+    (:class:`curation.services.background_jobs.InProcessJobs`).
+    Called after the transaction that recorded a job commits; the job opens its own transactions."""
     from curation.services.background_jobs import InProcessJobs
 
     if is_postgres(engine):
@@ -177,7 +183,8 @@ def make_job_submitter(engine: Engine, settings: Callable[[], Settings]) -> JobS
 
 
 def defer_part_jobs(engine: Engine, run_id: int, n: int) -> None:
-    """Ask for ``n`` helper jobs on a fanned-out run: idle workers take them and score its parts."""
+    """Ask for ``n`` helper jobs on a fanned-out run: idle workers take them and score its parts.
+    In the queue's own transaction (procrastinate), after the run's parts were committed."""
     if n <= 0:
         return
     app = procrastinate_app(engine)
@@ -280,7 +287,7 @@ async def _retry_stalled(app: procrastinate.App, engine: Engine, stall: StallTim
             def sweep() -> None:
                 from curation.services.background_jobs import interrupt_dead_jobs
 
-                with session_scope(engine) as s:
+                with transactions(engine)() as s:
                     interrupt_dead_runs(session=s)
                     interrupt_dead_jobs(session=s)
 
@@ -292,7 +299,8 @@ async def _retry_stalled(app: procrastinate.App, engine: Engine, stall: StallTim
 def run_queue_worker(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeSettings,
                      limits: ScoringLimits | None = None, concurrency: int = 1,
                      settings: Settings | None = None) -> None:
-    """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds)."""
+    """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds).
+    It spans transactions: each job it takes opens its own."""
     app = procrastinate_app(engine)
     stall = StallTimes(settings.worker_stalled_after_s) if settings is not None else StallTimes()
 

@@ -95,7 +95,7 @@ def label_decision(*, session: Session, actor: User, label_id: int, value: bool)
     row = session.exec(select(JudgeLabel).where(JudgeLabel.id == label_id).with_for_update()).first()
     if row is None:
         raise ScoringError(f"There is no queued decision {label_id}.")
-    refuse_if_blind(session, actor, row.dataset)
+    refuse_if_blind(session=session, actor=actor, dataset=row.dataset)
     if row.expert_value is not None:
         who = session.get(User, row.expert_id) if row.expert_id else None
         raise ScoringError(f"{who.username if who else 'Someone'} labelled this decision meanwhile; yours was not "

@@ -65,7 +65,8 @@ _HASHES: dict[tuple[str, str], dict[str, str]] = {}
 def _release_hashes(session: Session, record: ReleaseRecord, artifacts: ArtifactStore, kind: str) -> dict[str, str]:
     key = (record.manifest_sha256, kind)
     if key not in _HASHES:
-        _HASHES[key] = release_gt_hashes(release_by_record(session, record, artifacts), kind)
+        _HASHES[key] = release_gt_hashes(release_by_record(session=session, record=record,
+                                                           artifacts=artifacts), kind)
     return _HASHES[key]
 
 
@@ -255,7 +256,8 @@ def withhold_blind(*, session: Session, actor: User, result: EvaluationResult,
                    ) -> tuple[EvaluationResult, dict[str, str]]:
     """``result`` without the datasets ``actor`` is blind to, and those datasets' names with the reason."""
     withheld = blind_datasets(session=session, actor=actor, names=[d.dataset for d in result.datasets],
-                              holding=release_holding(session, result.provenance.release_version))
+                              holding=release_holding(session=session,
+                                                      version=result.provenance.release_version))
     if withheld:
         result = result.model_copy(update={"datasets": [d for d in result.datasets if d.dataset not in withheld]})
     return result, withheld
@@ -271,7 +273,7 @@ def add_override(*, session: Session, actor: User, run_id: int, dataset: str, an
         ScoringError: no reason, an item the analysis does not have, or a value equal to the engine's.
     """
     require_role(actor, *SCORING_ROLES)
-    refuse_if_blind(session, actor, dataset)
+    refuse_if_blind(session=session, actor=actor, dataset=dataset)
     reason = reason.strip()
     if not reason:
         raise ScoringError("Give a reason for the override; it is kept with the run.")

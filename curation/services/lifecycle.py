@@ -34,7 +34,7 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.models import BackgroundJob, RunStatus, ScoringRun, utcnow
 
 __all__ = ["HEARTBEAT_S", "LEASE_S", "Heartbeat", "RunCancelled", "RunTakenOver", "ScoringHere", "beat", "claim",
@@ -165,7 +165,7 @@ def claim(engine: Engine, table: type[Row], row_id: int, *, cancelled: dict[str,
     ends ``cancelled`` with ``cancelled``'s values (its message, and whatever else its table clears) instead.
     Read the row afterwards to see who holds it."""
     now = utcnow()
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         taken = s.connection().execute(
             update(table).where(col(table.id) == row_id, col(table.status) == RunStatus.QUEUED.value,
                                 col(table.cancel_requested).is_(False))
@@ -185,8 +185,9 @@ def held(table: type[Row], row_id: int) -> tuple[Any, ...]:
 
 
 def beat(engine: Engine, table: type[Row], row_id: int) -> None:
-    """The heartbeat thread's write: only while this process still holds the row."""
-    with session_scope(engine) as s:
+    """The heartbeat thread's write: only while this process still holds the row.
+    In a short transaction of its own, from the heartbeat thread (never in the work's)."""
+    with transactions(engine)() as s:
         s.connection().execute(update(table).where(*held(table, row_id)).values(heartbeat_at=utcnow()))
 
 
@@ -200,8 +201,9 @@ def take_over_if_dead(engine: Engine, table: type[Row], row_id: int, *, key: Has
     """A retried queue job: its row, left ``running`` by a dead worker (or by this process, whose work on it broke
     off), goes back to ``queued`` so that this worker can claim it. ``from_statuses`` other than ``running``
     (a run marked ``interrupted``) are taken over whoever held them. ``reset`` are further values to clear (a
-    run's progress: it is scored again from the start). Returns whether it was put back."""
-    with session_scope(engine) as s:
+    run's progress: it is scored again from the start). Returns whether it was put back.
+    In a transaction of its own: a retried queue job calls it before any other."""
+    with transactions(engine)() as s:
         row = s.get(table, row_id)
         if row is None or row.status not in from_statuses:
             return False

@@ -120,7 +120,8 @@ def plan_generation(*, session: Session, actor: User, dataset_id: int) -> list[G
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise StageError(f"There is no dataset with id {dataset_id}.")
-    refuse_if_blind(session, actor, dataset.name, "Generated alternatives are seeded by their decisions.")
+    refuse_if_blind(session=session, actor=actor, dataset=dataset.name,
+                    what="Generated alternatives are seeded by their decisions.")
     if get_review_settings(session=session, dataset_id=dataset_id).stage != Stage.REVIEW.value:
         raise StageError(f"Alternatives are generated while stage 2 of '{dataset.name}' is open.")
     analyses = session.exec(select(Analysis).where(Analysis.dataset_id == dataset_id,

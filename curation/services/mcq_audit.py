@@ -206,7 +206,7 @@ def audit_mcqs(*, session: Session, actor: User | None, dataset_id: int) -> Audi
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
     if actor is not None:
-        refuse_if_blind(session, actor, dataset.name, MCQS_BLIND)
+        refuse_if_blind(session=session, actor=actor, dataset=dataset.name, what=MCQS_BLIND)
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     items = ground_truth(session=session, dataset_id=dataset_id, rule=rule)
     index = _Index(items)

@@ -59,7 +59,7 @@ def taker_text(mcq: MCQ, dataset: Dataset) -> str:
 def _refuse_if_blind(session: Session, actor: User, mcq: MCQ) -> None:
     dataset = session.get(Dataset, mcq.dataset_id)
     if dataset is not None:
-        refuse_if_blind(session, actor, dataset.name, MCQS_BLIND)
+        refuse_if_blind(session=session, actor=actor, dataset=dataset.name, what=MCQS_BLIND)
 
 
 @judges_actor
@@ -103,7 +103,7 @@ def _locked_review(session: Session, mcq: MCQ, expected: str | None) -> MCQRevie
     """The MCQ's review row, locked to the end of the transaction (SQLite: the database's write lock), checked
     against ``expected``, the review state the curator saw (None: any). Someone else's review since is a
     :class:`DecidedElsewhere`: of two curators reviewing one MCQ at once, one goes on."""
-    lock_for_review_write(session, mcq.dataset_id)
+    lock_for_review_write(session=session, dataset_id=mcq.dataset_id)
     row = session.exec(select(MCQReview).where(MCQReview.mcq_id == mcq.id).with_for_update()
                        .execution_options(populate_existing=True)).first()
     if expected is not None and (row.status if row is not None else "pending") != expected:

@@ -24,13 +24,21 @@ from curation.models import Meeting, MeetingEvent, MeetingOutcome, Role, Stage, 
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.ground_truth import GroundTruthItem, dataset_rule, ground_truth
+from curation.services.kind_curation import kind_curations
 from curation.services.stages import (
     get_review_settings,
     has_submitted,
     lock_for_review_write,
     require_reviewer,
 )
-from curation.services.votes import QUESTIONS, VERDICT, _write, reason_needed, resolve_item, skipped_reason
+from curation.services.votes import (
+    QUESTIONS,
+    VERDICT,
+    reason_needed,
+    resolve_item,
+    skipped_reason,
+    write_vote,
+)
 
 __all__ = [
     "OUTCOMES",
@@ -97,7 +105,7 @@ def _open_for_write(session: Session, meeting_id: int, *, closing: bool = False)
     lock is taken first, then the meeting is read again.
     """
     meeting = _meeting(session, meeting_id)
-    lock_for_review_write(session, meeting.dataset_id)
+    lock_for_review_write(session=session, dataset_id=meeting.dataset_id)
     stmt = select(Meeting).where(Meeting.id == meeting_id).with_for_update(read=not closing)
     meeting = session.exec(stmt.execution_options(populate_existing=True)).one()
     _require_open(meeting)
@@ -147,7 +155,7 @@ def start_meeting(*, session: Session, actor: User, dataset_id: int, attendee_id
         where = "stage 1" if review.stage == Stage.ANNOTATE.value else "stage 2 (review)"
         raise StageError(f"This dataset is still in {where}; close stage 2 before the consensus meeting, so that "
                          "the agenda is built from final votes.")
-    lock_for_review_write(session, dataset_id)
+    lock_for_review_write(session=session, dataset_id=dataset_id)
     if open_meeting(session=session, dataset_id=dataset_id) is not None:
         raise StageError("A meeting on this dataset is already open; join it or close it first.")
     agenda = _contested(items)
@@ -165,10 +173,10 @@ def start_meeting(*, session: Session, actor: User, dataset_id: int, attendee_id
 
 def _agenda_candidates(session: Session, dataset_id: int) -> list[GroundTruthItem]:
     """What a meeting may discuss: the dataset's decisions, alternatives and hypotheses (:func:`ground_truth`),
-    and its programmatic tasks' candidate checks and artifacts."""
-    from curation.services.programmatic import agenda_items
-
-    return [*ground_truth(session=session, dataset_id=dataset_id), *agenda_items(session, dataset_id)]
+    and the items the kinds curate in their own tables (their ``KindCuration.agenda_items``)."""
+    return [*ground_truth(session=session, dataset_id=dataset_id),
+            *(item for curation in kind_curations().values() if curation.agenda_items
+              for item in curation.agenda_items(session=session, dataset_id=dataset_id))]
 
 
 def _tally(item: GroundTruthItem) -> dict[str, int]:
@@ -270,9 +278,9 @@ def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: 
     meeting = _open_for_write(session, meeting_id)
     _on_agenda(meeting, target_kind, target_id)
     require_reviewer(session=session, actor=actor, dataset_id=meeting.dataset_id)
-    if not has_submitted(session, meeting.dataset_id, actor.id or 0):
+    if not has_submitted(session=session, dataset_id=meeting.dataset_id, user_id=actor.id or 0):
         raise PermissionDenied("Only analysts who submitted a stage-1 analysis of this dataset vote on it.")
-    item = resolve_item(session, target_kind, target_id)
+    item = resolve_item(session=session, target_kind=target_kind, target_id=target_id)
     if item.proposer_id is not None and item.proposer_id == actor.id:
         raise VoteError("This is your own proposal; peers judge it, you cannot vote on it.")
     questions = {q.key: q for q in QUESTIONS[item.kind]}
@@ -285,9 +293,11 @@ def revise_vote(*, session: Session, actor: User, meeting_id: int, target_kind: 
     if question == VERDICT and answer == "no" and not explanation.strip():
         raise VoteError(reason_needed(item.kind))
     note = f"meeting {meeting.id}"
-    vote = _write(session, item, actor, question, answer=answer, explanation=explanation.strip(), note=note)
+    vote = write_vote(session=session, item=item, actor=actor, question=question, answer=answer,
+                      explanation=explanation.strip(), note=note)
     for dep in (d for d in questions.values() if d.skipped_unless == question and answer == "no"):
-        _write(session, item, actor, dep.key, answer=None, skipped=skipped_reason(question), note=note)
+        write_vote(session=session, item=item, actor=actor, question=dep.key, answer=None,
+                   skipped=skipped_reason(question), note=note)
     _event(session, meeting, actor, "vote", target_kind, target_id, question=question, answer=answer)
     session.flush()
     return vote

@@ -25,7 +25,14 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
-from curation.errors import CurationError, DecidedElsewhere, NotFoundError, PermissionDenied
+from curation.errors import (
+    BlindingViolation,
+    CurationError,
+    DecidedElsewhere,
+    NotFoundError,
+    PermissionDenied,
+    ScoringError,
+)
 from curation.ground_truth import apply_rule, verdicts_by_voter
 from curation.models import (
     Consensus,
@@ -33,6 +40,7 @@ from curation.models import (
     MeetingOutcome,
     ProgrammaticItem,
     ProgrammaticTask,
+    ReleaseRecord,
     Role,
     User,
     Vote,
@@ -40,7 +48,12 @@ from curation.models import (
 )
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
-from curation.services.ground_truth import GroundTruthItem, dataset_rule
+from curation.services.blinding import withheld_ground_truth
+from curation.services.ground_truth import GroundTruthItem, dataset_rule, latest_outcomes
+from curation.services.kind_curation import KindCuration
+from curation.services.release_records import release_record, semver_key
+from curation.services.releases import published_release
+from curation.services.scoring import get_run, release_for_scoring, stored_result, stored_submissions
 from curation.services.stages import lock_for_review_write, require_reviewer
 from evaluation.programmatic.groundtruth import (
     GateResult,
@@ -178,13 +191,11 @@ def _view(session: Session, task: ProgrammaticTask) -> TaskView:
                     [v for v in views if v.item.kind == "artifact"])
 
 
-def agenda_items(session: Session, dataset_id: int) -> list[GroundTruthItem]:
+def agenda_items(*, session: Session, dataset_id: int) -> list[GroundTruthItem]:
     """The dataset's candidate checks and artifacts as ground-truth items (``target_kind`` ``prog_check`` /
     ``prog_artifact``), with their votes, their status under the dataset's rule, and the latest meeting outcome:
     what a stage-3 meeting puts on its agenda when they are contested or split, and decides. Items imported as
     accepted ground truth that nobody voted on have the basis "imported" (never on an agenda)."""
-    from curation.services.ground_truth import latest_outcomes
-
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     tasks = {t.id: t for t in session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id))}
     if not tasks:
@@ -200,7 +211,7 @@ def agenda_items(session: Session, dataset_id: int) -> list[GroundTruthItem]:
                                                   "answer": v.answer, "explanation": v.explanation})
     imported = {c.target_id for c in session.exec(select(Consensus).where(
         col(Consensus.target_id).in_(ids), Consensus.rule == "imported")).all()} if ids else set()
-    outcomes = latest_outcomes(session, dataset_id)
+    outcomes = latest_outcomes(session=session, dataset_id=dataset_id)
     out = []
     for item in items:
         task = tasks.get(item.task_id)
@@ -525,7 +536,7 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
         raise ProgrammaticError(f"Task {task.key} has no accepted artifact yet: accept one (by votes, or a meeting) "
                                 "before running the gate, which needs an output the check must pass on.")
     seen = dict(item.gate or {})
-    inputs = task_inputs(session, task, store) if store is not None else None
+    inputs = task_inputs(session=session, task=task, store=store) if store is not None else None
     result = _gate(release_task, item, accepted, wrong, limits, inputs)
     _unchanged_gate(session, item, seen, task.dataset_id)
     item.gate = {**_gate_record(result), "code_hash": code_hash(item.payload), "by": actor.id}
@@ -537,7 +548,7 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
 def _unchanged_gate(session: Session, item: ProgrammaticItem, seen: dict[str, Any], dataset_id: int) -> None:
     """The gate's record is written only over the one this run started from (the row locked, read again):
     of two curators gating one check at once, the later is told, and the first's evidence is kept."""
-    lock_for_review_write(session, dataset_id)
+    lock_for_review_write(session=session, dataset_id=dataset_id)
     session.exec(select(ProgrammaticItem).where(ProgrammaticItem.id == item.id).with_for_update()
                  .execution_options(populate_existing=True)).one()
     now = dict(item.gate or {})
@@ -588,7 +599,7 @@ def propose_artifact(*, session: Session, actor: User, task_id: int, path: str, 
     return item
 
 
-def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[str, bytes]:
+def task_inputs(*, session: Session, task: ProgrammaticTask, store: Path) -> dict[str, bytes]:
     """The bytes of the task's input files, from the dataset's stored folder (or its staging folder, before the
     transaction that registered it commits)."""
     from curation.services.datasets import stored_file
@@ -601,9 +612,9 @@ def task_inputs(session: Session, task: ProgrammaticTask, store: Path) -> dict[s
     out = {}
     for name in task.input_files:
         rel = next((f.get("relpath") for f in dataset.files if f.get("name") == mapped.get(name, name)), None)
-        path = stored_file(session, store, rel or (main.parent / name).as_posix())
+        path = stored_file(session=session, store=store, relpath=rel or (main.parent / name).as_posix())
         if mapped.get(name, name) == "data.csv" and not path.is_file():
-            path = stored_file(session, store, dataset.data_relpath)
+            path = stored_file(session=session, store=store, relpath=dataset.data_relpath)
         try:
             out[name] = path.read_bytes()
         except OSError as exc:
@@ -654,7 +665,7 @@ def plan_generation(*, session: Session, actor: User, task_id: int, samples: int
                                 "self-consistency needs at least two.")
     task = _task(session, task_id)
     spec = _release_task(session, task, released_only=False)
-    inputs = task_inputs(session, task, store)
+    inputs = task_inputs(session=session, task=task, store=store)
     columns = {name: data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
                for name, data in inputs.items() if name.endswith(".csv")}
     return GenerationPlan(task_id, task.key, task.dataset_id, spec, inputs, columns)
@@ -764,7 +775,7 @@ def generate_candidates(*, session: Session, actor: User, task_id: int, client: 
     return store_generation(session=session, plan=plan, work=work, samples=samples)
 
 
-def release_programmatic_tasks(session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
+def release_programmatic_tasks(*, session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
     """What a release carries for a dataset: each task with its accepted artifacts and its released checks
     (tasks with no released check are left out: there is nothing to score them with)."""
     tasks = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id)
@@ -800,22 +811,17 @@ def released_task(*, session: Session, actor: User, key: str, releases_root: Pat
         ReleaseError: the release's files were modified after it was cut.
         BlindingViolation: the actor is blind to the ground truth of the task's dataset in that release.
     """
-    from curation.errors import BlindingViolation
-    from curation.models import ReleaseRecord
-    from curation.services import releases as _releases
-    from curation.services.blinding import withheld_ground_truth
-
     require_role(actor, Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
     if version is not None:
-        records = [_releases._record(session, version)]
+        records = [release_record(session=session, version=version)]
     else:
-        records = sorted(session.exec(select(ReleaseRecord)).all(), key=lambda r: _releases._semver_key(r.version),
+        records = sorted(session.exec(select(ReleaseRecord)).all(), key=lambda r: semver_key(r.version),
                          reverse=True)
         if not records:
             raise NotFoundError("No release has been cut yet: cut one (forkpaths release cut) or run the task's "
                                 "current checks from a DataSciBench tree (--datascibench ROOT).")
     for record in records:
-        published = _releases._verified(session, record, releases_root)
+        published = published_release(session=session, record=record, releases_root=releases_root)
         release = published.release
         for ds in release.datasets:
             task = next((t for t in ProgrammaticPart.of(ds).tasks if t.key == key), None)
@@ -855,9 +861,6 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, arti
     Raises:
         NotFoundError / ScoringError: no such run, not a programmatic run, or its files are gone or altered.
     """
-    from curation.errors import ScoringError
-    from curation.services.blinding import withheld_ground_truth
-    from curation.services.scoring import get_run, stored_result, stored_submissions
     from evaluation.programmatic.outputs import read_outputs_zip, split_by_task
     from evaluation.tasks import programmatic as kind
     from evaluation.tasks.programmatic import read_result
@@ -868,8 +871,6 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, arti
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=run.release_version,
                                         names=sorted(run.dataset_hashes))
     if withheld:
-        from curation.errors import BlindingViolation
-
         raise BlindingViolation(f"{withheld} The run's details show it.")
     try:
         result = read_result(stored_result(run, artifacts))
@@ -882,9 +883,15 @@ def programmatic_run_details(*, session: Session, actor: User, run_id: int, arti
         for task, files in split_by_task(read_outputs_zip(data, label=name), keys, label=name).items():
             outputs[(label, task)] = files
     code: dict[str, str] = {}
-    from curation.services.scoring import _release_for_scoring  # the checks' code, to read a failure against
-
-    release = _release_for_scoring(session, run.release_version, artifacts)
+    release = release_for_scoring(session=session, version=run.release_version, artifacts=artifacts)
     code = {c.id: c.code for d in release.datasets for t in ProgrammaticPart.of(d).tasks if t.key in keys
             for c in t.checks}
     return RunDetails(result, outputs, code)
+
+
+def programmatic_release_part(*, session: Session, dataset: Dataset, who: Any = None) -> ProgrammaticPart:
+    """The kind's part of ``dataset`` in a release being cut (its ``KindCuration.release_part``)."""
+    return ProgrammaticPart(tasks=release_programmatic_tasks(session=session, dataset_id=dataset.id or 0))
+
+
+CURATION = KindCuration(release_part=programmatic_release_part, agenda_items=agenda_items)

@@ -7,7 +7,7 @@ and MCQs into the database. The two are inverses, which is what makes imports lo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -35,6 +35,9 @@ from curation.models import (
     Vote,
     utcnow,
 )
+from curation.services.ground_truth import ground_truth
+from curation.services.kind_curation import kind_curations
+from curation.services.meetings import meeting_summary
 from exports.blade_convert import BLADE_ANNOTATOR
 from exports.schema import (
     MCQ as ReleaseMCQ,
@@ -46,15 +49,10 @@ from exports.schema import (
     Annotator,
     ConsensusRecord,
     DatasetRelease,
-    HypothesesPart,
-    HypothesisCandidate,
-    HypothesisGold,
-    HypothesisTaskRelease,
     KindPart,
     LLMProvenance,
     MCQPart,
     MeetingRecord,
-    ProgrammaticPart,
     ReleaseFile,
     ReleaseModel,
     ReleaseTransform,
@@ -66,11 +64,10 @@ from exports.schema import (
 
 __all__ = [
     "RELEASE_TABLES",
-    "HypothesisParts",
-    "Pseudonym",
+        "Pseudonym",
+    "ReleasePartHook",
     "dataset_files_release",
     "dataset_release",
-    "hypothesis_task_release",
     "imported_annotator",
     "kind_parts",
     "pseudonym",
@@ -85,14 +82,12 @@ RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (
 
 #: ``who(user_id)``: the annotator pseudonym of an account in this release (``None`` for no account).
 Pseudonym = Callable[[int | None], str | None]
-#: What stages 1-3 recorded about one hypothesis task: its stage-1 candidates and, once the decision rule made
-#: one justifiable, the consensus gold (``None`` until then). Called inside the cut's snapshot, with the
-#: release's pseudonyms. Stage 1-3 curation of hypothesis tasks provides one
-#: (``curation.services.hypotheses.hypothesis_release_parts``); without one, tasks carry their imported gold.
-HypothesisParts = Callable[[Session, HypothesisTask, Pseudonym], tuple[list[HypothesisCandidate], HypothesisGold | None]]
+#: A kind's part of one dataset in a release being cut (``release_part(*, session, dataset, who)``, as
+#: :attr:`curation.services.kind_curation.KindCuration.release_part`).
+ReleasePartHook = Callable[..., KindPart]
 
 
-def imported_annotator(session: Session) -> User:
+def imported_annotator(*, session: Session) -> User:
     """The clearly labelled system account that owns imported BLADE work (it cannot sign in)."""
     user = session.exec(select(User).where(User.username == IMPORTED_USERNAME)).first()
     if user is None:
@@ -141,37 +136,11 @@ def dataset_files_release(dataset: Dataset) -> tuple[str, list[ReleaseFile]]:
     return data_file, files
 
 
-def hypothesis_task_release(task: HypothesisTask, *, candidates: list[HypothesisCandidate] | None = None,
-                            consensus_gold: HypothesisGold | None = None) -> HypothesisTaskRelease:
-    """One hypothesis task as released: the query as imported, and its gold.
-
-    The gold is the consensus gold when stage 3 decided one (it replaces an imported gold), else the gold that
-    came with the import (``gold_source`` metadata or answer_key), else none: the task is still to be curated.
-    Every task is released, with or without gold, so that a release holds each folder's queries whole (its
-    DiscoveryBench export writes them all back) and a reader can see what is still to curate.
-    """
-    gold = consensus_gold
-    if gold is None and task.gold_hypothesis is not None and task.gold_source in ("metadata", "answer_key"):
-        gold = HypothesisGold(hypothesis=task.gold_hypothesis, context=task.gold_context,
-                              variables=list(task.gold_variables) if task.gold_variables is not None else None,
-                              relationship=task.gold_relationship, workflow=task.gold_workflow,
-                              source=task.gold_source)  # type: ignore[arg-type]
-    return HypothesisTaskRelease(
-        key=task.key, source=task.source, split=task.split, metadata_k=task.metadata_k,  # type: ignore[arg-type]
-        qid=task.qid, query_field=task.query_field, question=task.question, question_type=task.question_type,
-        question_type_raw=task.question_type_raw, difficulty=task.difficulty, domain=task.domain,
-        domain_knowledge=task.domain_knowledge, workflow_tags=task.workflow_tags, data_files=list(task.data_files),
-        true_hypothesis_expr=task.true_hypothesis_expr, target_col=task.target_col,
-        relevant_cols=list(task.relevant_cols) if task.relevant_cols is not None else None, gold=gold,
-        candidates=list(candidates or []))
-
-
-def dataset_release(session: Session, dataset: Dataset, *,
-                    hypothesis_parts: HypothesisParts | None = None) -> DatasetRelease:
+def dataset_release(*, session: Session, dataset: Dataset,
+                    release_parts: Mapping[str, ReleasePartHook] | None = None) -> DatasetRelease:
     """Everything recorded about ``dataset``, as a release document (annotators pseudonymised).
 
-    ``hypothesis_parts`` adds each hypothesis task's stage-1 candidates and consensus gold (see
-    :data:`HypothesisParts`); without it, tasks carry the gold they were imported with.
+    ``release_parts``: builders of kinds' parts to use instead of their curation's (see :func:`kind_parts`).
     """
     users: dict[int, Annotator] = {}
 
@@ -223,18 +192,19 @@ def dataset_release(session: Session, dataset: Dataset, *,
             decided_by=who(c.decided_by_id), decided_at=c.decided_at, note=c.note,
             votes=[ReleaseVote.model_validate(v) for v in c.votes_snapshot]))
     _stage3(session, dataset, ds, who)
-    ds = ds.model_copy(update={"parts": kind_parts(session, dataset, who, hypothesis_parts)})
+    ds = ds.model_copy(update={"parts": kind_parts(session=session, dataset=dataset, who=who,
+                                                    release_parts=release_parts)})
     ds.annotators = sorted(users.values(), key=lambda a: (a.kind != "imported", len(a.id), a.id))
     return ds
 
 
-def kind_parts(session: Session, dataset: Dataset, who: Pseudonym,
-               hypothesis_parts: HypothesisParts | None = None) -> dict[str, dict[str, Any]]:
+def kind_parts(*, session: Session, dataset: Dataset, who: Pseudonym,
+               release_parts: Mapping[str, ReleasePartHook] | None = None) -> dict[str, dict[str, Any]]:
     """THE place a cut assembles each kind's part of a dataset (``DatasetRelease.parts``), by kind name: the
     parts of the kinds that imported their items with their gold, as stored (``forkpaths import-<kind>``), and
-    the parts of the kinds experts curate, from their tables (an empty part is left out of the release)."""
-    from curation.services.programmatic import release_programmatic_tasks
-
+    the parts of the kinds experts curate, from their tables (an empty part is left out of the release): each
+    such kind's :class:`~curation.services.kind_curation.KindCuration` builds its own, unless ``release_parts``
+    names another builder for it (a test standing in for stages 1-3)."""
     questions: list[ReleaseMCQ] = []
     reviews = {r.mcq_id: r for r in session.exec(select(MCQReview).where(MCQReview.dataset_id == dataset.id)).all()}
     for q in _rows(session, MCQ, dataset_id=dataset.id):
@@ -249,13 +219,11 @@ def kind_parts(session: Session, dataset: Dataset, who: Pseudonym,
                                "at": review.reviewed_at.isoformat()}
         questions.append(ReleaseMCQ(id=q.id, kind=q.kind, mc_type=q.mc_type, concept=q.concept,  # type: ignore[arg-type]
                                     options=q.options, correct_index=q.correct_index, extra=extra))
-    tasks = []
-    for task in session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == dataset.id)
-                             .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all():
-        candidates, consensus_gold = hypothesis_parts(session, task, who) if hypothesis_parts else ([], None)
-        tasks.append(hypothesis_task_release(task, candidates=candidates, consensus_gold=consensus_gold))
-    curated: list[KindPart] = [MCQPart(items=questions), HypothesesPart(tasks=tasks),
-                               ProgrammaticPart(tasks=release_programmatic_tasks(session, dataset.id or 0))]
+    curated: list[KindPart] = [MCQPart(items=questions)]
+    for name, curation in kind_curations().items():
+        build = (release_parts or {}).get(name, curation.release_part)
+        if build is not None:
+            curated.append(build(session=session, dataset=dataset, who=who))
     parts = dict(dataset.parts or {})  # imported kinds' parts, as stored
     parts.update({p.kind: p.model_dump(mode="json") for p in curated if p})
     return dict(sorted(parts.items()))
@@ -265,7 +233,7 @@ def _generated(q: MCQ) -> bool:
     return (q.extra or {}).get("source") == "generated"
 
 
-def unreviewed_mcqs(session: Session, dataset_id: int) -> int:
+def unreviewed_mcqs(*, session: Session, dataset_id: int) -> int:
     """Generated MCQs no curator has accepted, edited or rejected yet: left out of releases until reviewed
     (imported MCQs, such as BLADE's, are released as they came)."""
     reviewed = set(session.exec(select(MCQReview.mcq_id).where(MCQReview.dataset_id == dataset_id,
@@ -275,9 +243,6 @@ def unreviewed_mcqs(session: Session, dataset_id: int) -> int:
 
 def _stage3(session: Session, dataset: Dataset, ds: DatasetRelease, who: Any) -> None:
     """Every item's ground-truth status (after any stored consensus rows) and the meetings' records."""
-    from curation.services.ground_truth import ground_truth  # late: ground_truth reads this module's account
-    from curation.services.meetings import meeting_summary
-
     recorded = {(c.target_kind, c.target_id) for c in ds.consensus}
     for item in ground_truth(session=session, dataset_id=dataset.id or 0):
         if (item.target_kind, item.target_id) in recorded:
@@ -298,7 +263,8 @@ def _release_vote(vote: Vote, annotator: str) -> ReleaseVote:
                        explanation=vote.explanation, created_at=vote.created_at)
 
 
-def store_dataset_release(session: Session, dataset: Dataset, ds: DatasetRelease, owners: dict[str, User]) -> None:
+def store_dataset_release(*, session: Session, dataset: Dataset, ds: DatasetRelease,
+                          owners: dict[str, User]) -> None:
     """Write a release document's content for ``dataset`` into the database (decisions as submitted analyses).
 
     ``owners`` maps the document's annotator pseudonyms to accounts. Nothing is committed here.

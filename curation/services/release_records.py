@@ -15,11 +15,17 @@ from curation.services.actor import judges_actor
 from curation.services.blinding import blind_datasets, summary_holding
 
 
-def _semver_key(v: str) -> tuple[int, ...]:
+def semver_key(v: str) -> tuple[int, ...]:
+    """A release version's sort key ("1.10.0" after "1.9.0")."""
     return tuple(int(x) for x in v.split("."))
 
 
-def _record(session: Session, version: str) -> ReleaseRecord:
+def release_record(*, session: Session, version: str) -> ReleaseRecord:
+    """The record of release ``version``, with no role check (services check their actor first).
+
+    Raises:
+        NotFoundError: no such release (the sentence lists the known ones).
+    """
     row = session.exec(select(ReleaseRecord).where(ReleaseRecord.version == version)).first()
     if row is None:
         known = ", ".join(r.version for r in session.exec(select(ReleaseRecord)).all()) or "none yet"
@@ -38,14 +44,14 @@ def list_release_records(*, session: Session, actor: User) -> list[ReleaseRecord
     """Every cut release, newest version first: curators and admins."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
     rows = session.exec(select(ReleaseRecord)).all()
-    return sorted(rows, key=lambda r: _semver_key(r.version), reverse=True)
+    return sorted(rows, key=lambda r: semver_key(r.version), reverse=True)
 
 
 @judges_actor
 def get_release(*, session: Session, actor: User, version: str) -> ReleaseRecord:
     """The record of release ``version`` (its metadata and counts): curators and admins."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    return _record(session, version)
+    return release_record(session=session, version=version)
 
 
 @judges_actor
@@ -55,4 +61,4 @@ def withheld_in_release(*, session: Session, actor: User, version: str) -> dict[
     Such a release cannot be downloaded or exported by them, and comparing it leaves those datasets out.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    return _withheld(session, actor, _record(session, version))
+    return _withheld(session, actor, release_record(session=session, version=version))

@@ -95,7 +95,8 @@ class ReleaseStoreReport:
     skipped: str | None = None
 
 
-def set_aside_unrecorded(session: Session, releases_root: Path, versions: list[str] | None = None) -> list[SetAside]:
+def set_aside_unrecorded(*, session: Session, releases_root: Path,
+                         versions: list[str] | None = None) -> list[SetAside]:
     """Move the files of unrecorded releases (all, or only ``versions``) to the quarantine.
 
     The caller must hold the :class:`WriterLock`, or a live writer's fresh release would be taken for dead.
@@ -147,7 +148,7 @@ def reconcile_release_store(*, session: Session, artifacts: ArtifactStore) -> Re
             return report
         # Under the lock no write is in progress, so every leftover is dead even if its pid was reused.
         report.removed_partials = cleanup_partials(releases_root, include_live=True)
-        report.set_aside = set_aside_unrecorded(session, releases_root)
+        report.set_aside = set_aside_unrecorded(session=session, releases_root=releases_root)
         report.missing = _missing(session, releases_root)
     except OSError as exc:
         report.skipped = f"the releases folder {releases_root} could not be put in order: {exc}"

@@ -42,18 +42,17 @@ from curation.services.blinding import (
     refusal_sentences,
     summary_holding,
 )
-from curation.services.hypotheses.consensus import task_release_parts
 from curation.services.release_data import (
     RELEASE_TABLES,
-    HypothesisParts,
+    ReleasePartHook,
     dataset_release,
     unreviewed_mcqs,
 )
 from curation.services.release_records import (  # the light half of this module, re-exported
-    _record,
-    _semver_key,
     get_release,
     list_release_records,
+    release_record,
+    semver_key,
     withheld_in_release,
 )
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
@@ -113,9 +112,6 @@ Progress = Callable[[str, float], None]
 WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus")
 #: The layouts a release exports to: the native folder and zip, BLADE's, DiscoveryBench's, a Hugging Face dataset.
 EXPORT_FORMATS = ("native", "blade", "discoverybench", "hf")
-#: Stage-1 to 3 curation of hypothesis tasks (candidates, consensus gold) for every cut that is not given its own
-#: (see :data:`curation.services.release_data.HypothesisParts`); ``None``: tasks carry their imported gold.
-DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = task_release_parts
 
 
 @dataclass(frozen=True)
@@ -173,8 +169,8 @@ def release_dir(record: ReleaseRecord, releases_root: Path) -> Path:
     return releases_root / record.path
 
 
-def _verified(session: Session, record: ReleaseRecord, releases_root: Path, *,
-              zip_data: bytes | None = None) -> PublishedRelease:
+def published_release(*, session: Session, record: ReleaseRecord, releases_root: Path,
+                      zip_data: bytes | None = None) -> PublishedRelease:
     """The release's folder and zip, checked against the hashes recorded when it was cut (or refused).
 
     A release cut before zip hashes were recorded gets its zip's hash on its first complete check.
@@ -213,7 +209,7 @@ def stored_release(record: ReleaseRecord, artifacts: ArtifactStore, manifest_sha
     sha = manifest_sha256 or record.manifest_sha256
     what = f"release {record.version}"
     if not artifacts.has(sha):
-        _import_published(record, artifacts)
+        import_published_release(record, artifacts)
     for attempt in (1, 2):
         folder = artifacts.release_folder(sha, what=what)
         try:
@@ -231,7 +227,7 @@ def stored_release(record: ReleaseRecord, artifacts: ArtifactStore, manifest_sha
     raise AssertionError("unreachable")
 
 
-def _import_published(record: ReleaseRecord, artifacts: ArtifactStore) -> bool:
+def import_published_release(record: ReleaseRecord, artifacts: ArtifactStore) -> bool:
     """Put a release published in this data folder (cut before the artifact store) into the store, when its
     folder's MANIFEST is the one recorded at the cut. Returns whether it is in the store now."""
     folder = release_dir(record, artifacts.releases_root)
@@ -310,8 +306,8 @@ def read_release_for(*, session: Session, actor: User, version: str, artifacts: 
         ReleaseError: the release's folder or zip was modified after it was cut.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    record = _record(session, version)
-    release = _verified(session, record, artifacts.releases_root).release
+    record = release_record(session=session, version=version)
+    release = published_release(session=session, record=record, releases_root=artifacts.releases_root).release
     # The verified document's dataset names, not only the record's summary: what is shown is what is checked.
     names = {*record.summary, *(d.name for d in release.datasets)}
     holding = {d.name for d in release.datasets if _holds_work(d)}
@@ -351,7 +347,7 @@ def _one_moment(fn: Callable[..., ReleaseRecord]) -> Callable[..., ReleaseRecord
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> ReleaseRecord:
-        one_snapshot(kwargs["session"], tables=RELEASE_TABLES)
+        one_snapshot(session=kwargs["session"], tables=RELEASE_TABLES)
         return fn(*args, **kwargs)
 
     return wrapper
@@ -370,7 +366,7 @@ def cut_release(
     dataset_names: Sequence[str] | None = None,
     include_empty: bool = False,
     progress: Progress | None = None,
-    hypothesis_parts: HypothesisParts | None = None,
+    release_parts: Mapping[str, ReleasePartHook] | None = None,
 ) -> ReleaseRecord:
     """Cut release ``version`` of the chosen datasets: curators and admins only.
 
@@ -386,8 +382,9 @@ def cut_release(
     MANIFEST are put in the artifact store too (where workers read it, by the MANIFEST's hash).
 
     A dataset with hypothesis tasks (imported from DiscoveryBench) has ground truth; it is released with every
-    file of its folder and every task, gold or still to curate. ``hypothesis_parts`` (default
-    :data:`DEFAULT_HYPOTHESIS_PARTS`) adds the tasks' stage-1 candidates and consensus gold.
+    file of its folder and every task, gold or still to curate. A kind that curates its items in the database
+    builds its part of each dataset (:mod:`curation.services.kind_curation`), unless ``release_parts`` names
+    another builder for it (a test standing in for stages 1-3).
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
     version = version.strip()
@@ -396,9 +393,9 @@ def cut_release(
     records = session.exec(select(ReleaseRecord)).all()
     if any(r.version == version for r in records):
         raise ReleaseError(f"Release {version} already exists; releases never change. Choose a new version.")
-    newer = [r.version for r in records if _semver_key(r.version) >= _semver_key(version)]
+    newer = [r.version for r in records if semver_key(r.version) >= semver_key(version)]
     if newer:
-        raise ReleaseError(f"Version {version} must be higher than the latest release ({max(newer, key=_semver_key)}).")
+        raise ReleaseError(f"Version {version} must be higher than the latest release ({max(newer, key=semver_key)}).")
     datasets = list(session.exec(select(Dataset).order_by(Dataset.name)).all())
     archived = sorted(d.name for d in datasets if d.archived_at is not None)
     if dataset_names is not None and set(dataset_names) & set(archived):
@@ -417,29 +414,31 @@ def cut_release(
                            + (f" (archived: {', '.join(archived)})." if archived else "."))
     if dataset_names is None and not include_empty:
         ids = [d.id or 0 for d in datasets]
-        holding = datasets_holding_work(session, ids) | _with_hypothesis_tasks(session, ids)
+        holding = datasets_holding_work(session=session, dataset_ids=ids) | _with_hypothesis_tasks(session,
+                                                                                                   ids)
         empty = [d.name for d in datasets if (d.id or 0) not in holding]
         datasets = [d for d in datasets if (d.id or 0) in holding]
         if not datasets:
             raise ReleaseError(f"There is nothing to release: no dataset has ground truth yet (empty: "
                                f"{', '.join(empty)}). Include the empty datasets to release their data alone.")
-    previous_record = max(records, key=lambda r: _semver_key(r.version)) if records else None
+    previous_record = max(records, key=lambda r: semver_key(r.version)) if records else None
     releases_root = artifacts.releases_root
-    previous = _verified(session, previous_record, releases_root).release if previous_record else None
+    previous = published_release(session=session, record=previous_record,
+                                 releases_root=releases_root).release if previous_record else None
     licence, attribution = _licence_and_attribution(datasets)
     release = Release(version=version, created_at=utcnow(), app_version=app_version(), notes=notes.strip(),
                       previous_version=previous_record.version if previous_record else None, licence=licence,
                       attribution=attribution, datasets=[
-                          dataset_release(session, d, hypothesis_parts=hypothesis_parts or DEFAULT_HYPOTHESIS_PARTS)
+                          dataset_release(session=session, dataset=d, release_parts=release_parts)
                           for d in datasets])
-    unreviewed = {d.name: unreviewed_mcqs(session, d.id or 0) for d in datasets}
+    unreviewed = {d.name: unreviewed_mcqs(session=session, dataset_id=d.id or 0) for d in datasets}
     data_files = {d.name: store / d.data_relpath for d in datasets}
     folder_files = {d.name: {str(f["name"]): store / str(f["relpath"]) for f in d.files} for d in datasets if d.files}
     writer = _session_writer(session, releases_root)
     path: Path | None = None
     try:
         # Under the lock, files of this version without a record are a dead writer's: set them aside.
-        set_aside_unrecorded(session, releases_root, [version])
+        set_aside_unrecorded(session=session, releases_root=releases_root, versions=[version])
         try:
             path = write_release(release, data_files, releases_root, previous=previous, progress=progress,
                                  dataset_files=folder_files)
@@ -551,7 +550,7 @@ def release_candidates(*, session: Session, actor: User) -> tuple[list[str], lis
     require_role(actor, Role.CURATOR, Role.ADMIN)
     datasets = [d for d in session.exec(select(Dataset).order_by(Dataset.name)).all() if d.archived_at is None]
     ids = [d.id or 0 for d in datasets]
-    holding = datasets_holding_work(session, ids) | _with_hypothesis_tasks(session, ids)
+    holding = datasets_holding_work(session=session, dataset_ids=ids) | _with_hypothesis_tasks(session, ids)
     return ([d.name for d in datasets if (d.id or 0) in holding],
             [d.name for d in datasets if (d.id or 0) not in holding])
 
@@ -582,8 +581,8 @@ def release_documents(*, session: Session, actor: User, version: str, artifacts:
     """The dataset card and the changelog of release ``version`` for the Releases page: the changelog is against
     the release before it (by version), or says it is the first."""
     view = read_release_for(session=session, actor=actor, version=version, artifacts=artifacts)
-    key = _semver_key(version)
-    older = [r for r in list_release_records(session=session, actor=actor) if _semver_key(r.version) < key]
+    key = semver_key(version)
+    older = [r for r in list_release_records(session=session, actor=actor) if semver_key(r.version) < key]
     previous = older[0].version if older else None
     if previous is None:
         changelog = render_changelog(diff_releases(None, view.release))
@@ -612,7 +611,7 @@ def export_skips(*, session: Session, actor: User, version: str, fmt: str) -> di
     """The datasets of release ``version`` that an export in ``fmt`` leaves out (BLADE's layout has no place for
     hypothesis tasks, DiscoveryBench's none for BLADE datasets), each with a sentence saying why."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    return _layout_skips(_record(session, version).summary, fmt)
+    return _layout_skips(release_record(session=session, version=version).summary, fmt)
 
 
 def summary_sentence(counts: Mapping[str, Any]) -> str:
@@ -662,7 +661,7 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
     require_role(actor, Role.CURATOR, Role.ADMIN)
     known = {k.name: k.release_part for k in kinds_with("release_part") if k.release_part is not None}
     rows = []
-    for name, raw in sorted(_record(session, version).summary.items()):
+    for name, raw in sorted(release_record(session=session, version=version).summary.items()):
         c = upgrade_summary(dict(raw))
         decisions = sum(int(c.get(k, 0) or 0) for k in ("variables", "transforms", "models"))
         parts: dict[str, dict[str, int]] = c.get("parts") or {}
@@ -695,9 +694,9 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
     require_role(actor, Role.CURATOR, Role.ADMIN)
     if fmt not in EXPORT_FORMATS:
         raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
-    record = _record(session, version)
+    record = release_record(session=session, version=version)
     _refuse_if_blind(session, actor, record, "exported")
-    published = _verified(session, record, artifacts.releases_root)
+    published = published_release(session=session, record=record, releases_root=artifacts.releases_root)
     if fmt == "native":
         dest = out / version
         for target in (dest, release_zip_path(dest)):
@@ -758,15 +757,16 @@ def release_archive(*, session: Session, actor: User, version: str, fmt: str,
     require_role(actor, Role.CURATOR, Role.ADMIN)
     if fmt not in EXPORT_FORMATS:
         raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
-    record = _record(session, version)
+    record = release_record(session=session, version=version)
     _refuse_if_blind(session, actor, record, "downloaded")
     if fmt == "native":
         zip_path = release_zip_path(release_dir(record, artifacts.releases_root))
         try:
             data = zip_path.read_bytes()
         except FileNotFoundError:
-            data = None  # _verified names the missing zip
-        _verified(session, record, artifacts.releases_root, zip_data=data)
+            data = None  # published_release names the missing zip
+        published_release(session=session, record=record, releases_root=artifacts.releases_root,
+                          zip_data=data)
         assert data is not None
         return f"forkpaths-{version}.zip", data
     with tempfile.TemporaryDirectory(prefix=f"forkpaths-{fmt}-") as tmp:
@@ -794,5 +794,5 @@ def next_version(records: Sequence[ReleaseRecord]) -> str:
     """The next patch version after the latest release (1.0.0 for the first)."""
     if not records:
         return "1.0.0"
-    major, minor, patch = _semver_key(max((r.version for r in records), key=_semver_key))
+    major, minor, patch = semver_key(max((r.version for r in records), key=semver_key))
     return f"{major}.{minor}.{patch + 1}"

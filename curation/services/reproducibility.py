@@ -31,10 +31,10 @@ from curation.services.scoring import (
     SCORING_ROLES,
     JudgeSettings,
     ScoringLimits,
-    _combined,
-    _release_for_scoring,
+    combined_hash,
     get_run,
     register_run,
+    release_for_scoring,
     release_gt_hashes,
     scorable_releases,
     stored_result,
@@ -139,7 +139,7 @@ def run_items(*, session: Session, actor: User, run_id: int, artifacts: Artifact
     result = _result(run, artifacts)
     overrides = list_outcome_overrides(session=session, actor=actor, run_id=run_id)
     withheld = blind_datasets(session=session, actor=actor, names={i.dataset for i in result.items if i.dataset},
-                              holding=release_holding(session, run.release_version))
+                              holding=release_holding(session=session, version=run.release_version))
     by_item = {o.item: Outcome(o.value) for o in overrides}
     engine = {i.key: i.outcome for i in result.items}
     items = [i.model_copy(update={"outcome": by_item.get(i.key, i.outcome)}) for i in result.items
@@ -175,8 +175,9 @@ def override_outcome(*, session: Session, actor: User, run_id: int, item: str, o
     if found is None:
         raise ScoringError(f"Run {run_id} has no item '{printable(item)}'.")
     if found.dataset:
-        refuse_if_blind(session, actor, found.dataset, "The override was not saved.",
-                        holding=release_holding(session, run.release_version))
+        refuse_if_blind(session=session, actor=actor, dataset=found.dataset,
+                        what="The override was not saved.",
+                        holding=release_holding(session=session, version=run.release_version))
     existing = session.exec(select(ReproducibilityOverride).where(
         ReproducibilityOverride.run_id == run_id, ReproducibilityOverride.item == item)).first()
     if existing is not None:
@@ -337,7 +338,7 @@ def import_airepr(*, session: Session, actor: User, path: Path, artifacts: Artif
         if not records:
             raise ScoringError("There is no release yet: cut one before importing AIRepr's results.")
         release_version = records[0].version
-    release = _release_for_scoring(session, release_version, artifacts)
+    release = release_for_scoring(session=session, version=release_version, artifacts=artifacts)
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version)
     if withheld:
         raise BlindingViolation(f"{withheld} Nothing was imported.")
@@ -393,7 +394,7 @@ def _import_one(session: Session, actor: User, r: Any, files: list[tuple[str, by
     for _, d in sorted(mine):
         digest.update(hashlib.sha256(d).digest())
     run = ScoringRun(kind=KIND, agent=f"AIRepr {r.agent}", model_name=r.model[:128],
-                     release_version=version, ground_truth_hash=_combined(hashes), dataset_hashes=hashes,
+                     release_version=version, ground_truth_hash=combined_hash(hashes), dataset_hashes=hashes,
                      submission_sha256=digest.hexdigest(), evaluator_version=EVALUATOR_VERSION,
                      judge=AIREPR_INSPECTOR, source="import", created_by_id=actor.id,
                      status=RunStatus.SUCCEEDED.value,
@@ -408,6 +409,6 @@ def _import_one(session: Session, actor: User, r: Any, files: list[tuple[str, by
                        "bytes": len(data), "dataset": None, "format": "airepr", "analyses": None})
     run.result_sha256 = artifacts.put_bytes(result.model_dump_json(indent=1).encode())
     run.submission_files, run.result_path = stored, "reproducibility.json"
-    run.release_sha256 = _releases._record(session, version).manifest_sha256
+    run.release_sha256 = _releases.release_record(session=session, version=version).manifest_sha256
     session.add(run)
     return run

@@ -9,7 +9,7 @@ from datetime import datetime
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from curation.db import session_scope
+from curation.db import transactions
 from curation.errors import NotFoundError
 from curation.models import RunStatus, ScoringRun
 from curation.services import lifecycle
@@ -29,9 +29,11 @@ __all__ = ["HEARTBEAT_S", "LEASE_S", "Heartbeat", "ScoringHere", "beat", "claim_
 
 def claim_run(engine: Engine, run_id: int) -> ScoringRun:
     """Atomically take a queued run for this process (:func:`curation.services.lifecycle.claim`); a queued run
-    whose cancel was asked ends ``cancelled`` here. Returns the run as it stands after the attempt."""
+    whose cancel was asked ends ``cancelled`` here. Returns the run as it stands after the attempt.
+    In a transaction of its own, committed before the run's work starts: another worker sees the claim at
+    once."""
     lifecycle.claim(engine, ScoringRun, run_id, cancelled={"message": "Cancelled before it started."})
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(ScoringRun, run_id)
         if run is None:
             raise NotFoundError(f"There is no scoring run {run_id}.")
@@ -39,14 +41,16 @@ def claim_run(engine: Engine, run_id: int) -> ScoringRun:
 
 
 def beat(engine: Engine, run_id: int) -> None:
-    """The heartbeat thread's write: only while this process still holds the run."""
+    """The heartbeat thread's write: only while this process still holds the run.
+    In a short transaction of its own, from the heartbeat thread (never in the run's)."""
     lifecycle.beat(engine, ScoringRun, run_id)
 
 
 def take_over_run_if_dead(engine: Engine, run_id: int) -> None:
     """A run left ``running`` (or marked ``interrupted``) by a dead worker, or by this one when its scoring broke
     off (the database away while it wrote the outcome: the job is retried), goes back to ``queued`` for this
-    job, to be scored from the start (no partial result is kept, so no item counts twice)."""
+    job, to be scored from the start (no partial result is kept, so no item counts twice).
+    In a transaction of its own: a retried queue job calls it before any other."""
     lifecycle.take_over_if_dead(engine, ScoringRun, run_id, key=run_id,
                                 from_statuses=(RunStatus.RUNNING.value, RunStatus.INTERRUPTED.value),
                                 reset={"progress_done": 0, "finished_at": None})

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import select
 
 from curation.artifacts import ArtifactStore
-from curation.db import session_scope
+from curation.db import transactions
 from curation.models import RunStatus, ScoringRun
 from curation.services.jobs import RunSubmitter, is_postgres, queue_submitter
 from curation.services.run_lifecycle import interrupt_dead_runs
@@ -34,7 +34,7 @@ class RunWorker:
         self.artifacts, self.judges = artifacts, judges
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="forkpaths-scoring")
         self._futures: dict[int, Future[ScoringRun]] = {}
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             interrupted = interrupt_dead_runs(session=s)
             queued = [r.id for r in s.exec(select(ScoringRun).where(ScoringRun.status == RunStatus.QUEUED.value))]
         if interrupted:
@@ -61,7 +61,8 @@ class RunWorker:
 def make_submitter(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeSettings,
                    limits: ScoringLimits | None = None) -> RunSubmitter:
     """Where the app hands a registered run: the queue's workers on PostgreSQL (``forkpaths worker``, one started
-    by ``forkpaths run``), this thread pool on SQLite. Both run :func:`execute_run`."""
+    by ``forkpaths run``), this thread pool on SQLite. Both run :func:`execute_run`.
+    Called after the transaction that registered a run commits; scoring it opens its own transactions."""
     if is_postgres(engine):
         return queue_submitter(engine)
     return RunWorker(engine, artifacts=artifacts, judges=judges, limits=limits)

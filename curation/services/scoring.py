@@ -35,7 +35,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
-from curation.db import session_scope
+from curation.db import transactions
 from curation.errors import ArtifactError, BlindingViolation, NotFoundError, ReleaseError, ScoringError
 from curation.models import ReleaseRecord, Role, RunStatus, ScoringRun, User, utcnow
 from curation.services import releases as _releases
@@ -164,10 +164,13 @@ def _scoring_release(session: Session, version: str, artifacts: ArtifactStore,
     release from the artifact store by its MANIFEST hash (the run's, else the one recorded at the cut), every
     file checked (ArtifactMissing / ArtifactCorrupted / ReleaseError with the reason when it fails). Who may see
     which dataset's ground truth is decided where it is shown (registering a run, Run details)."""
-    return _releases.stored_release(_releases._record(session, version), artifacts, manifest_sha256)
+    return _releases.stored_release(_releases.release_record(session=session, version=version), artifacts,
+                                    manifest_sha256)
 
 
-def _release_for_scoring(session: Session, version: str, artifacts: ArtifactStore) -> Release:
+def release_for_scoring(*, session: Session, version: str, artifacts: ArtifactStore) -> Release:
+    """Release ``version`` as scoring reads it (record, MANIFEST and files checked; no role check: the caller's
+    service checked the actor and the blinding)."""
     return _scoring_release(session, version, artifacts)[0]
 
 
@@ -191,7 +194,7 @@ def verified_release(*, session: Session, actor: User, release_version: str,
 def mcq_release(*, session: Session, actor: User, release_version: str, artifacts: ArtifactStore) -> Release:
     """The verified release whose MCQs a model under test is asked (scoring roles only)."""
     require_role(actor, *SCORING_ROLES)
-    release = _release_for_scoring(session, release_version, artifacts)
+    release = release_for_scoring(session=session, version=release_version, artifacts=artifacts)
     mcq = kind_of("mcq")
     holding = [d.name for d in release.datasets if part_of(d, mcq)]
     _, withheld = withheld_ground_truth(session=session, actor=actor, release_version=release.version,
@@ -203,7 +206,7 @@ def mcq_release(*, session: Session, actor: User, release_version: str, artifact
     return release
 
 
-def release_by_record(session: Session, record: ReleaseRecord, artifacts: ArtifactStore) -> Release:
+def release_by_record(*, session: Session, record: ReleaseRecord, artifacts: ArtifactStore) -> Release:
     """A release from its record, read like :func:`_scoring_release`."""
     return _releases.stored_release(record, artifacts)[0]
 
@@ -246,7 +249,8 @@ def release_gt_hashes(release: Release, kind: str | None = None) -> dict[str, st
     return {d.name: dataset_gt_hash(d, kind) for d in release.datasets}
 
 
-def _combined(hashes: dict[str, str]) -> str:
+def combined_hash(hashes: dict[str, str]) -> str:
+    """A run's ground-truth hash: one SHA-256 over its datasets' hashes (dataset name → hash), in name order."""
     return hashlib.sha256(_canonical(sorted(hashes.items()))).hexdigest()
 
 
@@ -357,7 +361,7 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
     llm_role = task.llm_role  # a kind that asks a model of its own (the reproducibility inspector)
     if llm_role:
         judge_config = (judges or JudgeSettings()).llm_configuration(llm_role, llm_model)
-    record = _releases._record(session, release_version)
+    record = _releases.release_record(session=session, version=release_version)
     release = _releases.stored_release(record, artifacts)[0]  # refuses a failing release
     checked = _check_files(files, release, max_bytes, task, (limits or ScoringLimits()).max_analyses)
     hashes = release_gt_hashes(release, task.name)
@@ -372,7 +376,7 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         digest.update(hashlib.sha256(c.data).digest())
     run = ScoringRun(
         kind=kind, agent=agent, model_name=model_name, release_version=release.version,
-        ground_truth_hash=_combined(used), dataset_hashes=used, submission_sha256=digest.hexdigest(),
+        ground_truth_hash=combined_hash(used), dataset_hashes=used, submission_sha256=digest.hexdigest(),
         evaluator_version=EVALUATOR_VERSION, judge=judge_config,
         mode=mode, k=k, source=source, rescore_of_id=rescore_of_id, created_by_id=actor.id,
         release_sha256=record.manifest_sha256,
@@ -416,7 +420,7 @@ def stored_result(run: ScoringRun, artifacts: ArtifactStore) -> bytes:
 def _update(engine: Engine, run_id: int, **values: Any) -> ScoringRun:
     """Write the run's outcome, only while this process still holds it (locked: a scorer presumed dead whose run
     was taken over, or cancelled, writes nothing)."""
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         run = s.get(ScoringRun, run_id, with_for_update=True)
         if run is None:
             raise NotFoundError(f"There is no scoring run {run_id}.")
@@ -437,7 +441,7 @@ def _progress(engine: Engine, run_id: int, done: int, total: int, stage: str) ->
     """Record progress and a heartbeat after an analysis, while this process still holds the run: one
     conditional UPDATE that also reads the cancel flag (a cancel requested rolls the write back and stops the
     run; a run that is no longer this process's is read again only to say why)."""
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         held = s.connection().execute(
             update(ScoringRun).where(col(ScoringRun.id) == run_id, col(ScoringRun.executor) == this_executor(),
                                      col(ScoringRun.status) == RunStatus.RUNNING.value)
@@ -468,7 +472,9 @@ def execute_run(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
 
     ``limits`` bound it: each analysis's code runs at most ``analysis_timeout_s`` (status ``timeout``), and
     once ``run_budget_s`` has passed since the start the analyses not reached get ``budget_exhausted``; the run
-    then succeeds with what was scored and says so in its message."""
+    then succeeds with what was scored and says so in its message.
+    It spans transactions: progress, heartbeat and the end are each written in a short one of their own, so a
+    page can follow the run and cancel it."""
     judges = judges or JudgeSettings()
     limits = limits or ScoringLimits()
     budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s)
@@ -497,7 +503,7 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
     reached: list[int] = []  # the latest (done, total), which the database may not have yet
 
     try:
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             release, release_folder = _scoring_release(s, run.release_version, artifacts, run.release_sha256)
         task = kind_of(run.kind)
 
@@ -538,7 +544,7 @@ def _execute_claimed(engine: Engine, run: ScoringRun, *, artifacts: ArtifactStor
             "stage": "done", "message": scored.message})
     except RunTakenOver as exc:
         log.warning("scoring run %s stopped here: %s", run_id, exc)
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             return s.get(ScoringRun, run_id) or run
     except RunCancelled:
         done, total = _reached(engine, run_id, reached)
@@ -563,7 +569,7 @@ def _reached(engine: Engine, run_id: int, reached: list[int]) -> tuple[int, int]
     """How far a run got: what it last reported, or what its record says (progress is written once a second)."""
     if reached:
         return reached[0], reached[1]
-    with session_scope(engine) as s:
+    with transactions(engine)() as s:
         current = s.get(ScoringRun, run_id)
         return (current.progress_done, current.progress_total) if current else (0, 0)
 
@@ -581,7 +587,8 @@ def _record_crash(engine: Engine, run_id: int, exc: Exception, reached: list[int
 def score_parts(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
                 judges: JudgeSettings | None = None, limits: ScoringLimits | None = None) -> int:
     """A helper job of a fanned-out run: score its queued parts here (see :mod:`curation.services.fanout`).
-    Returns how many parts it scored; a part's crash is recorded on the part, and the run fails with it."""
+    Returns how many parts it scored; a part's crash is recorded on the part, and the run fails with it.
+    It spans transactions: each part is claimed and stored in one of its own."""
     from curation.services.fanout import help_score_parts
 
     judges = judges or JudgeSettings()
@@ -589,7 +596,7 @@ def score_parts(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
     gt_cache = artifacts.gt_cache
 
     def build(run: ScoringRun) -> tuple[TaskKind, ScoringContext]:
-        with session_scope(engine) as s:
+        with transactions(engine)() as s:
             release, release_folder = _scoring_release(s, run.release_version, artifacts, run.release_sha256)
         elapsed = (utcnow() - run.started_at).total_seconds() if run.started_at else 0.0
         budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s - elapsed)

@@ -130,7 +130,7 @@ def set_review_settings(
     return row
 
 
-def has_submitted(session: Session, dataset_id: int, user_id: int) -> bool:
+def has_submitted(*, session: Session, dataset_id: int, user_id: int) -> bool:
     return session.exec(select(Analysis.id).where(
         Analysis.dataset_id == dataset_id, Analysis.annotator_id == user_id,
         Analysis.status == AnalysisStatus.SUBMITTED.value)).first() is not None
@@ -151,14 +151,15 @@ def require_reviewer(*, session: Session, actor: User, dataset_id: int) -> tuple
     require_role(user, Role.ANALYST, Role.CURATOR, Role.ADMIN)
     dataset = _dataset(session, dataset_id)
     review = get_review_settings(session=session, dataset_id=dataset_id)
-    submitted = has_submitted(session, dataset_id, user.id or 0)
+    submitted = has_submitted(session=session, dataset_id=dataset_id, user_id=user.id or 0)
     if review.stage == Stage.ANNOTATE.value:
         raise StageError(f"'{dataset.name}' is still in stage 1; the curator opens stage 2 (review).")
     if user.role == Role.ANALYST.value and not submitted:
         raise BlindingViolation(
             f"Submit your own stage-1 analysis of '{dataset.name}' first: reviewing shows peers' decisions.")
     if not submitted:  # a curator or admin who annotates this dataset is one more annotator of it: blind too
-        refuse_if_blind(session, user, dataset.name, "Reviewing shows peers' decisions.")
+        refuse_if_blind(session=session, actor=user, dataset=dataset.name,
+                        what="Reviewing shows peers' decisions.")
     return dataset, review, submitted and review.stage == Stage.REVIEW.value
 
 
@@ -174,7 +175,7 @@ def require_voter(*, session: Session, actor: User, dataset_id: int) -> tuple[Da
     return dataset, review
 
 
-def lock_for_review_write(session: Session, dataset_id: int) -> None:
+def lock_for_review_write(*, session: Session, dataset_id: int) -> None:
     """Serialise writers of one dataset's review where the backend needs it.
 
     SQLite's Python driver starts the transaction at the first write, so a read-then-write would race; a

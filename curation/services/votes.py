@@ -130,7 +130,7 @@ STAGE1_ROWS: dict[str, type[SQLModel]] = {"variable": ConceptualVariable, "trans
                                           HYPOTHESIS.name: HypothesisProposal}
 
 
-def resolve_item(session: Session, target_kind: str, target_id: str) -> ResolvedItem:
+def resolve_item(*, session: Session, target_kind: str, target_id: str) -> ResolvedItem:
     """The item a vote is about: a submitted stage-1 row (:data:`STAGE1_ROWS`), an alternative, or a programmatic
     task's candidate."""
     if target_kind == "alternative":
@@ -169,9 +169,12 @@ def _current(session: Session, item: ResolvedItem, annotator_id: int, question: 
     return session.exec(stmt.with_for_update()).first()
 
 
-def _write(session: Session, item: ResolvedItem, actor: User, question: str, *, answer: str | None,
-           skipped: str = "", explanation: str = "", note: str = "") -> Vote | None:
-    """Set (or with ``answer`` and ``skipped`` both empty, remove) one current vote and record the change."""
+@judges_actor
+def write_vote(*, session: Session, item: ResolvedItem, actor: User, question: str, answer: str | None,
+               skipped: str = "", explanation: str = "", note: str = "") -> Vote | None:
+    """Set (or with ``answer`` and ``skipped`` both empty, remove) one current vote of ``actor`` on ``item``
+    and record the change (its history row), with no stage or meeting check: the writers of votes
+    (:func:`cast_vote`, a meeting's live vote) make theirs first."""
     uid = actor.id or 0
     vote = _current(session, item, uid, question)
     remove = answer is None and not skipped
@@ -238,8 +241,8 @@ def cast_vote(
         BlindingViolation / PermissionDenied: the actor has not submitted stage 1, or is deactivated.
         VoteError: own proposal, unknown question or answer, a skipped question, a missing reason.
     """
-    item = resolve_item(session, target_kind, target_id)
-    lock_for_review_write(session, item.dataset_id)
+    item = resolve_item(session=session, target_kind=target_kind, target_id=target_id)
+    lock_for_review_write(session=session, dataset_id=item.dataset_id)
     require_voter(session=session, actor=actor, dataset_id=item.dataset_id)
     if item.merged_into:
         raise VoteError(f"This alternative was merged into {item.merged_into[:8]}; vote on that item instead.")
@@ -260,16 +263,18 @@ def cast_vote(
         if first is not None and first.answer == "no":
             raise VoteError(f"'{q.text}' is skipped because you answered No to "
                             f"'{questions[q.skipped_unless].text}'; change that answer first.")
-    vote = _write(session, item, actor, question, answer=answer, explanation=explanation)
+    vote = write_vote(session=session, item=item, actor=actor, question=question, answer=answer,
+                      explanation=explanation)
     assert vote is not None
     for dep in (d for d in questions.values() if d.skipped_unless == question):
         if answer == "no":
-            _write(session, item, actor, dep.key, answer=None, skipped=skipped_reason(question),
-                   note=f"skipped: {question} answered No")
+            write_vote(session=session, item=item, actor=actor, question=dep.key, answer=None,
+                       skipped=skipped_reason(question), note=f"skipped: {question} answered No")
         else:
             current = _current(session, item, actor.id or 0, dep.key)
             if current is not None and current.answer is None:  # asked again: the skip no longer holds
-                _write(session, item, actor, dep.key, answer=None, note=f"asked again: {question} changed")
+                write_vote(session=session, item=item, actor=actor, question=dep.key, answer=None,
+                           note=f"asked again: {question} changed")
     session.flush()
     return vote
 
@@ -277,7 +282,7 @@ def cast_vote(
 @judges_actor
 def vote_history(*, session: Session, actor: User, target_kind: str, target_id: str) -> list[VoteChange]:
     """Changes of the votes on one item, oldest first: analysts see their own, curators and admins all."""
-    item = resolve_item(session, target_kind, target_id)
+    item = resolve_item(session=session, target_kind=target_kind, target_id=target_id)
     require_reviewer(session=session, actor=actor, dataset_id=item.dataset_id)
     stmt = select(VoteChange).where(VoteChange.target_kind == item.target_kind,
                                     VoteChange.target_id == item.target_id)

@@ -38,7 +38,7 @@ def run_script_job(ctx: JobContext) -> dict[str, Any]:
     """
     import linecache
 
-    from evaluation.sandbox.code_jobs import _checked_failure, _checked_violations
+    from evaluation.sandbox.code_jobs import checked_failure, checked_violations
     from evaluation.sandbox.handoff import Interference
 
     code = str(ctx.payload.get("code", ""))
@@ -57,10 +57,10 @@ def run_script_job(ctx: JobContext) -> dict[str, Any]:
         for header, _blobs in ctx.split(lambda sender: _run_code(ctx, compiled, filename, sender)):
             seconds = time.perf_counter() - started
             if header.get("type") == "ran":
-                return {"ok": True, "code_seconds": seconds, "violations": _checked_violations(
+                return {"ok": True, "code_seconds": seconds, "violations": checked_violations(
                     header.get("violations"))}
             if header.get("type") == "failed":
-                info = _checked_failure(header.get("info"), 1)
+                info = checked_failure(header.get("info"), 1)
                 info.pop("failed_step", None)
                 info["code_seconds"] = seconds
                 missing = header.get("missing_file")
@@ -80,13 +80,13 @@ def _run_code(ctx: JobContext, compiled: Any, filename: str, sender: Any) -> Non
     import builtins
     import traceback
 
-    from evaluation.sandbox.code_jobs import _failure_info
+    from evaluation.sandbox.code_jobs import failure_info
 
     namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     try:
         exec(compiled, namespace)  # noqa: S102 - the untrusted part, in the handoff's child
     except BaseException as exc:  # noqa: BLE001 - the code's failure is the result
-        info = _failure_info(exc, 0, {filename: 0}, ctx.guard, namespace, ctx.output_limit)
+        info = failure_info(exc, 0, {filename: 0}, ctx.guard, namespace, ctx.output_limit)
         if not info.get("traceback"):
             info["traceback"] = "".join(traceback.format_exception_only(type(exc), exc))[-2000:]
         missing = {"missing_file": str(exc.filename or "")} if isinstance(exc, FileNotFoundError) else {}

@@ -299,7 +299,7 @@ def _memory_error_in(exc: BaseException) -> bool:
     return False
 
 
-def _failure_info(
+def failure_info(
     exc: BaseException,
     step: int,
     filenames: dict[str, int],
@@ -307,6 +307,9 @@ def _failure_info(
     namespace: dict[str, Any],
     limit: int,
 ) -> dict[str, Any]:
+    """How the user's code failed at ``step`` (inside the sandboxed child): its traceback cut to the user's
+    frames, the failing line of that step, and what the guard saw; sent to the measurer, which checks it with
+    :func:`checked_failure`."""
     text, line, filename = _user_traceback(exc, set(filenames), limit)
     if filename is not None and filenames[filename] != step:
         # The deepest user frame is in an earlier step's function; report the line in the failing step.
@@ -440,13 +443,13 @@ def _run_steps(ctx: JobContext, kind: str) -> dict[str, Any]:
                 result.update(_checked_model(header, out_limit))
                 seen_after = True
             elif what == "failure" and not seen_after:
-                result.update(_checked_failure(header.get("info"), len(codes)))
+                result.update(checked_failure(header.get("info"), len(codes)))
                 seen_after = True
             elif what == "done":
                 seconds, violations = header.get("code_seconds"), header.get("violations")
                 if isinstance(seconds, float | int) and not isinstance(seconds, bool) and math.isfinite(seconds):
                     result["code_seconds"] = float(seconds)
-                result["violations"] = _checked_violations(violations)
+                result["violations"] = checked_violations(violations)
             else:
                 raise Interference("it sent a message out of order")
         if not seen_after:
@@ -499,7 +502,7 @@ _FAILURE_KINDS = ("exception", "memory", "network", "filesystem", "forbidden", "
 _FAILURE_TEXT = ("traceback", "exc_type", "exc_message", "hint", "unfitted_model", "phase", "missing_library")
 
 
-def _checked_failure(info: Any, steps: int) -> dict[str, Any]:
+def checked_failure(info: Any, steps: int) -> dict[str, Any]:
     """How the code failed, as the child reported it: only the fields of a failure, of the right types."""
     from evaluation.sandbox.handoff import Interference
 
@@ -531,7 +534,8 @@ def _checked_model(header: dict[str, Any], limit: int) -> dict[str, Any]:
             "result_name": truncate(result_name, 200)}
 
 
-def _checked_violations(violations: Any) -> list[dict[str, str]]:
+def checked_violations(violations: Any) -> list[dict[str, str]]:
+    """The sandbox violations the child reported, as plain bounded strings (at most 100)."""
     if not isinstance(violations, list):
         return []
     return [{k: truncate(str(v.get(k, "")), MAX_MESSAGE_CHARS) for k in ("kind", "action", "target")}
@@ -572,7 +576,7 @@ def _execute_steps(ctx: JobContext, kind: str, compiled: list[Any], trees: list[
             except BaseException as exc:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are results too
                 ballast = None
                 raise _StepFailure(
-                    _failure_info(exc, index, filenames, guard, namespace, out_limit)
+                    failure_info(exc, index, filenames, guard, namespace, out_limit)
                 ) from None
             finally:
                 code_seconds += time.perf_counter() - step_started
@@ -626,7 +630,7 @@ def _model_result(
     try:
         text = str(obj.summary()) if _has_summary(obj) else repr(obj)
     except BaseException as exc:  # noqa: BLE001 - a failing summary() is the user's result
-        info = _failure_info(exc, last, filenames, guard, namespace, limit)
+        info = failure_info(exc, last, filenames, guard, namespace, limit)
         info["phase"] = "summary"
         return info
     return {"summary": truncate(text, limit), "result_type": _type_name(obj), "result_name": how}

@@ -345,6 +345,9 @@ class TaskKind:
     importer: Importer | None = None  # its items come from a benchmark's files (forkpaths import-<kind>)
     airepr: AIReprAccuracy | None = None  # AIRepr evaluates on it: imported AIRepr runs get its accuracy
     agent: Any = None  # its agent hook (an evaluation.agents.AgentKind): agents can answer its tasks
+    # the module that curates its items in the database (a dotted name; it defines CURATION, a
+    # curation.services.kind_curation.KindCuration): the release builder and the meetings ask it for its part
+    curation: str | None = None
 
 
 def kind_problems(kind: TaskKind) -> list[str]:

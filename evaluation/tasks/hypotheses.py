@@ -728,7 +728,7 @@ def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=30, stages="hypotheses_stages",
-                release_part=RELEASE_PART,
+                release_part=RELEASE_PART, curation="curation.services.hypotheses.consensus",
                 item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
                 submission_schema=SCHEMA_PATH, planned_items=planned_items,
                 facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,

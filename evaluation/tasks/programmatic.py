@@ -216,4 +216,5 @@ def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
-                item_kinds=item_kinds, modes=modes, planned_items=planned_items)
+                item_kinds=item_kinds, modes=modes, planned_items=planned_items,
+                curation="curation.services.programmatic")

@@ -58,7 +58,8 @@ def test_an_airepr_run_of_a_declared_benchmark_gets_its_accuracy_by_the_kind_s_r
     spec = task_kind(kind)
     assert spec.airepr is not None
     with session_scope(engine) as s:
-        release = release_by_record(s, s.exec(select(ReleaseRecord)).one(), artifacts)
+        release = release_by_record(session=s, record=s.exec(select(ReleaseRecord)).one(),
+                                    artifacts=artifacts)
         _, folder = verified_release(session=s, actor=evaluator, release_version="1.0.0", artifacts=artifacts)
     questions = [q for ds in release.datasets if (p := part_of(ds, spec)) is not None for q in p.questions]
     gold = {q.id: (q.answer if kind == "qrdata" else q.gold.text) for q in questions}

@@ -143,7 +143,7 @@ def test_votes_on_alternatives_and_decisions_reach_the_exports(review):
             cast_vote(session=s, actor=voter, target_kind="variable", target_id=r["ids"]["ana"]["dv"],
                       question="justifiable", answer="yes")
     with session_scope(r["engine"]) as s:
-        ds = dataset_release(s, get_dataset(session=s, actor=r["cur"], dataset_id=r["ds"].id))
+        ds = dataset_release(session=s, dataset=get_dataset(session=s, actor=r["cur"], dataset_id=r["ds"].id))
     annotators = {v.annotator for v in ds.votes}
     assert annotators == {f"A{r['bob'].id}", f"A{r['cid'].id}"}  # pseudonyms, never user names
     assert len(ds.votes) == 7  # 2 voters × 3 votes, plus cid's skipped is_reasonable (answered No first)

@@ -82,7 +82,7 @@ def test_every_dataset_round_trips_to_blade_layout(imported, shared_blade, tmp_p
     with session_scope(engine) as s:
         for name in NINE:
             dataset = s.exec(select(Dataset).where(Dataset.name == name)).one()
-            release = dataset_release(s, dataset)
+            release = dataset_release(session=s, dataset=dataset)
             out = write_blade_dataset_from_release(release, store / dataset.data_relpath, tmp_path / name)
             original = shared_blade / "datasets" / name
             assert _specs(out / "annotations.csv") == _specs(original / "annotations.csv"), name
@@ -99,7 +99,8 @@ def test_structured_fields_alone_rebuild_blade_specs(sqlite_engine, store, share
         import_blade(session=s, actor=None, path=shared_blade / "datasets", store=store, max_bytes=200 * 2**20)
     with session_scope(sqlite_engine) as s:
         for name in NINE:
-            release = dataset_release(s, s.exec(select(Dataset).where(Dataset.name == name)).one())
+            release = dataset_release(session=s,
+                                      dataset=s.exec(select(Dataset).where(Dataset.name == name)).one())
             for item in [*release.transforms, *release.variables, *release.models, *release.alternatives,
                          *MCQPart.of(release).items]:
                 item.extra.pop("blade_digest", None)  # forces regeneration

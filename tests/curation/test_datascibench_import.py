@@ -67,10 +67,10 @@ def test_a_tree_imports_with_its_own_inputs_scores_like_upstream_and_exports_the
         assert sorted(datasets) == ["datascibench_csv_excel_0", "datascibench_csv_excel_1", "datascibench_dl_0",
                                     "datascibench_human_0"]  # one per task, never matched by file name
         assert {f["name"] for f in datasets["datascibench_dl_0"].files} == {"data/data_1.xlsx", "data/data_2.xlsx"}
-        assert task_inputs(s, tasks["dl_0"], settings.datasets_store) == {
+        assert task_inputs(session=s, task=tasks["dl_0"], store=settings.datasets_store) == {
             "data/data_1.xlsx": (TREE / "data/dl_0/data/data_1.xlsx").read_bytes(),
             "data/data_2.xlsx": (TREE / "data/dl_0/data/data_2.xlsx").read_bytes()}
-        assert task_inputs(s, tasks["human_0"], settings.datasets_store) == {
+        assert task_inputs(session=s, task=tasks["human_0"], store=settings.datasets_store) == {
             "data.csv": (TREE / "data/human_0/data.csv").read_bytes()}
         admin = s.exec(select(User).where(User.role == Role.ADMIN.value)).first()
         views = list_programmatic_tasks(session=s, actor=admin)
@@ -155,7 +155,7 @@ def test_a_named_dataset_is_used_only_when_its_files_are_byte_identical(settings
     with session_scope(engine) as s:
         assert len(s.exec(select(Dataset)).all()) == 4  # no new dataset
         task = s.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == "human_0_again")).one()
-        assert task_inputs(s, task, settings.datasets_store) == {
+        assert task_inputs(session=s, task=task, store=settings.datasets_store) == {
             "data.csv": (TREE / "data/human_0/data.csv").read_bytes()}
 
 
@@ -183,7 +183,8 @@ def test_each_task_gets_its_own_dataset_and_a_named_one_only_by_bytes_on_both_da
                                            accept=False, run_gate=False)
         names = {t.key: s.get(Dataset, t.dataset_id).name for t in stored}
         assert names == {k: f"datascibench_{k}" for k in tree}
-        assert task_inputs(s, next(t for t in stored if t.key == "csv_excel_1"), store) == {
+        assert task_inputs(session=s, task=next(t for t in stored if t.key == "csv_excel_1"),
+                           store=store) == {
             "source.xlsx": (TREE / "data/csv_excel_1/source.xlsx").read_bytes()}
     folders = sorted(p.name.rsplit("-", 1)[0] for p in store.iterdir() if p.name.startswith("datascibench_"))
     assert folders == sorted(f"datascibench_{k}" for k in tree)  # one folder each, none left by the refusals

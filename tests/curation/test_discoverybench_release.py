@@ -1,9 +1,10 @@
 """Releases of imported DiscoveryBench folders (issue 17 point 3): cut with every file and hypothesis task, exported
 in DiscoveryBench's layout (the shared data byte for byte), mixed with BLADE datasets, consensus gold through the
-hypothesis_parts seam, blinding, tampering and the command line. SQLite and PostgreSQL through ``engine``."""
+release_parts seam, blinding, tampering and the command line. SQLite and PostgreSQL through ``engine``."""
 
 from __future__ import annotations
 
+import functools
 import io
 import zipfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.datasets import assign_analysts
 from curation.services.discoverybench_import import import_discoverybench
+from curation.services.hypotheses.consensus import hypotheses_release_part
 from curation.services.release_data import Pseudonym
 from curation.settings import Settings
 from exports.discoverybench import read_discoverybench
@@ -145,7 +147,7 @@ def test_a_release_mixing_blade_and_discoverybench_datasets(world, tmp_path):  #
 def _parts(analyst_id: int):  # type: ignore[no-untyped-def]
     """What stage 1-3 curation would hand the cut: a candidate and consensus gold for one test query."""
 
-    def parts(session, task: HypothesisTask, who: Pseudonym):  # type: ignore[no-untyped-def]
+    def parts(*, session, task: HypothesisTask, who: Pseudonym):  # type: ignore[no-untyped-def]
         if task.key != "real/test/bmi/metadata_0/q1":
             return [], None
         candidate = HypothesisCandidate(id="c1", author=who(analyst_id), hypothesis="Age and income explain BMI.",
@@ -154,7 +156,7 @@ def _parts(analyst_id: int):  # type: ignore[no-untyped-def]
                               provenance={"rule": "unanimous", "tally": {"justifiable": 2}})
         return [candidate], gold
 
-    return parts
+    return {"hypotheses": functools.partial(hypotheses_release_part, task_parts=parts)}
 
 
 def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(world, tmp_path):  # type: ignore[no-untyped-def]
@@ -164,7 +166,7 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
     with session_scope(engine) as s:
         bmi_id = s.exec(select(Dataset.id).where(Dataset.name == "db_real_test_bmi")).one()
         assign_analysts(session=s, actor=boss, dataset_id=bmi_id, user_ids=[ana.id, boss.id])
-    record = _cut(world, "1.0.0", hypothesis_parts=_parts(ana.id))
+    record = _cut(world, "1.0.0", release_parts=_parts(ana.id))
     assert record.summary["db_real_test_bmi"]["parts"]["hypotheses"]["candidates"] == 1
     assert record.summary["db_real_test_bmi"]["parts"]["hypotheses"]["with gold"] == 2
     release = read_release(world["root"] / record.path)
@@ -233,7 +235,7 @@ def test_answer_key_rows_come_back_in_the_order_they_were_read(world, tmp_path):
     (tree / "answer_key_real.csv").write_bytes(key)
     _import(world["engine"], world["store"], tree)
     ana = f.user(world["engine"], "ana-order")
-    _cut(world, "1.0.0", hypothesis_parts=_parts(ana.id))  # plus one consensus row for bmi (no recorded place)
+    _cut(world, "1.0.0", release_parts=_parts(ana.id))  # plus one consensus row for bmi (no recorded place)
     out = _export(world, "1.0.0", "discoverybench", tmp_path / "out")
     assert (out / "answer_key_real.csv").read_bytes() == (
         ANSWER_KEY + b"bmi,0,1,Age and income explain BMI.\r\nalpha,10,0,Ten.\r\nalpha,9,0,Nine.\r\n")

@@ -39,7 +39,6 @@ from curation.services.hypotheses import (
 from curation.services.hypotheses.llm import generate_hypotheses, start_hypothesis_generation
 from curation.services.meetings import close_meeting, record_outcome, revise_vote, start_meeting
 from curation.services.release_data import dataset_release
-from curation.services.releases import DEFAULT_HYPOTHESIS_PARTS
 from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
@@ -279,7 +278,8 @@ def test_stage_three_gold_from_the_rule_and_a_meeting_with_provenance(world):
         with pytest.raises(DecisionValidationError, match="already has its gold"):
             decide_gold(session=s, actor=w.cur, task_id=q0, target_kind="hypothesis", target_id=a_id)
         parts = hypothesis_release_parts(session=s, dataset_id=w.dataset.id)
-        release = dataset_release(s, s.get(type(w.dataset), w.dataset.id), hypothesis_parts=DEFAULT_HYPOTHESIS_PARTS)
+        release = dataset_release(session=s, dataset=s.get(type(w.dataset),
+                                                           w.dataset.id))  # the kind's curation
     candidates, gold = parts[w.tasks["q0"].key]
     assert {c.id for c in candidates} == {a_id, b_id} and {c.author for c in candidates} == {
         f"A{w.ana.id}", f"A{w.bob.id}"}

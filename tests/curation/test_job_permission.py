@@ -49,3 +49,44 @@ def test_a_curator_demoted_between_the_check_and_the_write_starts_no_job(engine,
     with session_scope(engine) as s:
         job_id = start_generation(session=s, actor=promoted, dataset_id=w["ds"].id)
     assert [j.id for j in _jobs(engine)] == [job_id]
+
+
+def test_a_curator_demoted_while_a_candidate_generation_is_planned_starts_no_job(engine, tmp_path, monkeypatch):
+    """The programmatic kind's starter (its own plan, then :func:`start_job`) holds the same way: the demotion
+    committed between its checks and its write refuses the write, and nothing is queued."""
+    from curation.services import programmatic_generation as generation
+    from curation.services.programmatic import import_programmatic_tasks
+    from exports.schema import ProgrammaticTaskRelease
+
+    store = tmp_path / "data" / "datasets"
+    store.mkdir(parents=True)
+    cur, admin = f.user(engine, "cur", Role.CURATOR), f.user(engine, "adm", Role.ADMIN)
+    ds = f.dataset(engine, store)
+    with session_scope(engine) as s:
+        (task,) = import_programmatic_tasks(session=s, actor=cur, dataset_id=ds.id, accept=False, tasks=[
+            ProgrammaticTaskRelease(key="storms_clean", input_files=["data.csv"], prompt="Write clean.csv.")])
+    real_plan = generation.plan_generation
+
+    def plan_then_demoted(**kw):  # type: ignore[no-untyped-def]
+        planned = real_plan(**kw)  # the checks pass
+        with session_scope(engine) as other:  # meanwhile an admin demotes the curator, and that commits
+            set_user_role(session=other, actor=admin, user_id=cur.id, role=Role.ANALYST)
+        return planned
+
+    monkeypatch.setattr(generation, "plan_generation",
+                        plan_then_demoted)
+    with pytest.raises(PermissionDenied, match="role of 'cur' changed from curator to analyst"), \
+            session_scope(engine) as s:
+        generation.start_candidate_generation(session=s, actor=cur, task_id=task.id, samples=2, store=store)
+    assert _jobs(engine) == []  # nothing was queued
+
+    monkeypatch.setattr(generation, "plan_generation", real_plan)  # no demotion in between: the job is recorded
+    with session_scope(engine) as s:
+        set_user_role(session=s, actor=admin, user_id=cur.id, role=Role.CURATOR)
+    with session_scope(engine) as s:
+        promoted = s.get(User, cur.id)
+        s.expunge(promoted)
+    with session_scope(engine) as s:
+        job_id = generation.start_candidate_generation(session=s, actor=promoted, task_id=task.id, samples=2,
+                                                       store=store)
+    assert [j.id for j in _jobs(engine)] == [job_id]

@@ -341,8 +341,8 @@ def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_sha
         review_mcq(session=s, actor=t["cur"], mcq_id=pending, decision="accepted")
         review_mcq(session=s, actor=t["cur"], mcq_id=pending, decision="pending")
     with session_scope(t["engine"]) as s:
-        ds = dataset_release(s, s.get(Dataset, t["ds"].id))
-        assert unreviewed_mcqs(s, t["ds"].id) == 1
+        ds = dataset_release(session=s, dataset=s.get(Dataset, t["ds"].id))
+        assert unreviewed_mcqs(session=s, dataset_id=t["ds"].id) == 1
     # rejected ones are never released, and generated ones nobody reviewed yet are not either
     assert [q.id for q in MCQPart.of(ds).items] == [q["id"] for q in report.mcqs[1:-1]] and pending not in {q.id for q in MCQPart.of(ds).items}
     assert unreviewed_note({"storms": {"mcqs_unreviewed": 1}}).startswith(

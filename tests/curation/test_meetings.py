@@ -149,7 +149,7 @@ def test_a_meeting_from_start_to_summary(split):
     from curation.services.release_data import dataset_release
 
     with session_scope(eng) as s:  # the release carries the meeting record and the outcome-based statuses
-        release = dataset_release(s, s.get(Dataset, t["ds"].id))
+        release = dataset_release(session=s, dataset=s.get(Dataset, t["ds"].id))
     (record,) = release.meetings
     assert record.id == mid and record.decided == 2 and record.items[0]["reason"] == "log deaths is the usual outcome"
     status = {c.target_id: c for c in release.consensus}

@@ -51,7 +51,8 @@ def test_import_then_release_then_read_back_is_identical(world):
     record = _cut(world, "1.0.0", "first")
     release = read_release(world["root"] / record.path)
     with session_scope(world["engine"]) as s:
-        current = [dataset_release(s, d) for d in s.exec(select(Dataset).order_by(Dataset.name)).all()]
+        current = [dataset_release(session=s,
+                                   dataset=d) for d in s.exec(select(Dataset).order_by(Dataset.name)).all()]
     assert release.datasets == current
     assert [d.name for d in release.datasets] == ["fish", "hurricane", "storms"]
     text = (world["root"] / record.path / "release.json").read_text()

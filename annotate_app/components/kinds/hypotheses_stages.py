@@ -24,7 +24,7 @@ MEETING_NOTE = " The gold hypotheses are decided in the next tab."
 
 def claims(session: Any, dataset: Dataset) -> bool:
     """A DiscoveryBench folder: hypotheses per query, not BLADE decisions."""
-    return is_hypothesis_dataset(session, dataset)
+    return is_hypothesis_dataset(session=session, dataset=dataset)
 
 
 def annotate(user: User, dataset: Dataset) -> None:

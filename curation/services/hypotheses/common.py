@@ -46,7 +46,7 @@ class HypothesisInput(BaseModel):
     code: str = ""
 
 
-def is_hypothesis_dataset(session: Session, dataset: Dataset) -> bool:
+def is_hypothesis_dataset(*, session: Session, dataset: Dataset) -> bool:
     """A dataset whose curation is hypotheses per query (an imported DiscoveryBench folder), not BLADE decisions."""
     if dataset.source == "discoverybench":
         return True

@@ -40,13 +40,26 @@ from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
 from curation.services.ground_truth import GroundTruthItem, dataset_rule, ground_truth
 from curation.services.hypotheses.common import task_label
+from curation.services.kind_curation import KindCuration
 from curation.services.meetings import display_names, open_meeting
-from curation.services.release_data import pseudonym
+from curation.services.release_data import Pseudonym, pseudonym
 from curation.services.stages import get_review_settings, lock_for_review_write
 from evaluation.tasks.hypotheses import HYPOTHESIS
-from exports.schema import HypothesisCandidate, HypothesisGold, HypothesisVariable
+from exports.schema import (
+    HypothesesPart,
+    HypothesisCandidate,
+    HypothesisGold,
+    HypothesisTaskRelease,
+    HypothesisVariable,
+)
 
-__all__ = ["GoldBoard", "TaskGold", "decide_gold", "gold_board", "hypothesis_release_parts", "task_release_parts"]
+__all__ = ["CURATION", "GoldBoard", "HypothesisParts", "TaskGold", "decide_gold", "gold_board",
+           "hypotheses_release_part", "hypothesis_release_parts", "hypothesis_task_release", "task_release_parts"]
+
+#: What stages 1-3 recorded about one hypothesis task, ``(*, session, task, who)``: its stage-1 candidates
+#: and, once the decision rule made one justifiable, the consensus gold (``None`` until then). Called inside
+#: the cut's snapshot, with the release's pseudonyms.
+HypothesisParts = Callable[..., tuple[list[HypothesisCandidate], HypothesisGold | None]]
 
 
 @dataclass
@@ -122,7 +135,8 @@ def gold_board(*, session: Session, actor: User, dataset_id: int) -> GoldBoard:
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")
-    refuse_if_blind(session, actor, dataset.name, "The consensus shows peers' hypotheses.")
+    refuse_if_blind(session=session, actor=actor, dataset=dataset.name,
+                    what="The consensus shows peers' hypotheses.")
     review = get_review_settings(session=session, dataset_id=dataset_id)
     board = _board(session, dataset_id)
     deciders = [int(t.task.gold_provenance["decided_by_id"]) for t in board
@@ -176,8 +190,9 @@ def decide_gold(*, session: Session, actor: User, task_id: int, target_kind: str
     dataset = session.get(Dataset, task.dataset_id) if task is not None else None
     if task is None or dataset is None:
         raise NotFoundError(f"There is no hypothesis task with id {task_id}.")
-    refuse_if_blind(session, actor, dataset.name, "The consensus shows peers' hypotheses.")
-    lock_for_review_write(session, dataset.id or 0)
+    refuse_if_blind(session=session, actor=actor, dataset=dataset.name,
+                    what="The consensus shows peers' hypotheses.")
+    lock_for_review_write(session=session, dataset_id=dataset.id or 0)
     stage = get_review_settings(session=session, dataset_id=dataset.id or 0).stage
     if stage != Stage.CLOSED.value:
         raise StageError(f"Close stage 2 of '{dataset.name}' first: the gold is decided on final votes.")
@@ -273,9 +288,9 @@ def _gold_of(task: HypothesisTask, who: Callable[[int | None], str | None], *,
         provenance=_release_provenance(provenance, who) if provenance else {})
 
 
-def task_release_parts(session: Session, task: HypothesisTask,
+def task_release_parts(*, session: Session, task: HypothesisTask,
                        who: Callable[[int | None], str | None]) -> tuple[list[HypothesisCandidate], HypothesisGold | None]:
-    """The release builder's hook (:data:`curation.services.release_data.HypothesisParts`): one task's stage-1
+    """What stages 1-3 recorded about one task (a :data:`HypothesisParts`): its stage-1
     hypotheses of submitted analyses, authors as the release's pseudonyms, and its consensus gold (None unless
     stage 3 decided one: an imported gold is the builder's)."""
     return _candidates_of(session, task, who), _gold_of(task, who, imported=False)
@@ -293,3 +308,46 @@ def hypothesis_release_parts(
         return _who(session, user_id)
 
     return {t.key: (_candidates_of(session, t, who), _gold_of(t, who, imported=True)) for t in tasks}
+
+
+def hypothesis_task_release(task: HypothesisTask, *, candidates: list[HypothesisCandidate] | None = None,
+                            consensus_gold: HypothesisGold | None = None) -> HypothesisTaskRelease:
+    """One hypothesis task as released: the query as imported, and its gold.
+
+    The gold is the consensus gold when stage 3 decided one (it replaces an imported gold), else the gold that
+    came with the import (``gold_source`` metadata or answer_key), else none: the task is still to be curated.
+    Every task is released, with or without gold, so that a release holds each folder's queries whole (its
+    DiscoveryBench export writes them all back) and a reader can see what is still to curate.
+    """
+    gold = consensus_gold
+    if gold is None and task.gold_hypothesis is not None and task.gold_source in ("metadata", "answer_key"):
+        gold = HypothesisGold(hypothesis=task.gold_hypothesis, context=task.gold_context,
+                              variables=list(task.gold_variables) if task.gold_variables is not None else None,
+                              relationship=task.gold_relationship, workflow=task.gold_workflow,
+                              source=task.gold_source)  # type: ignore[arg-type]
+    return HypothesisTaskRelease(
+        key=task.key, source=task.source, split=task.split, metadata_k=task.metadata_k,  # type: ignore[arg-type]
+        qid=task.qid, query_field=task.query_field, question=task.question, question_type=task.question_type,
+        question_type_raw=task.question_type_raw, difficulty=task.difficulty, domain=task.domain,
+        domain_knowledge=task.domain_knowledge, workflow_tags=task.workflow_tags, data_files=list(task.data_files),
+        true_hypothesis_expr=task.true_hypothesis_expr, target_col=task.target_col,
+        relevant_cols=list(task.relevant_cols) if task.relevant_cols is not None else None, gold=gold,
+        candidates=list(candidates or []))
+
+
+def hypotheses_release_part(*, session: Session, dataset: Dataset, who: Pseudonym,
+                            task_parts: HypothesisParts | None = task_release_parts) -> HypothesesPart:
+    """The hypotheses kind's part of ``dataset`` in a release being cut (its
+    :attr:`~curation.services.kind_curation.KindCuration.release_part`): every task, gold or still to curate,
+    with what ``task_parts`` says stages 1-3 recorded about it (default :func:`task_release_parts`; ``None``:
+    tasks carry their imported gold)."""
+    tasks = []
+    for task in session.exec(select(HypothesisTask).where(HypothesisTask.dataset_id == dataset.id)
+                             .order_by(col(HypothesisTask.metadata_k), col(HypothesisTask.qid))).all():
+        candidates, consensus_gold = (task_parts(session=session, task=task, who=who) if task_parts
+                                      else ([], None))
+        tasks.append(hypothesis_task_release(task, candidates=candidates, consensus_gold=consensus_gold))
+    return HypothesesPart(tasks=tasks)
+
+
+CURATION = KindCuration(release_part=hypotheses_release_part)

@@ -100,9 +100,10 @@ def plan_hypothesis_generation(*, session: Session, actor: User, dataset_id: int
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise StageError(f"There is no dataset with id {dataset_id}.")
-    if not is_hypothesis_dataset(session, dataset):
+    if not is_hypothesis_dataset(session=session, dataset=dataset):
         raise StageError(f"'{dataset.name}' has no hypothesis tasks; its LLM alternatives are BLADE decisions.")
-    refuse_if_blind(session, actor, dataset.name, "Generated hypotheses are reviewed next to peers' ones.")
+    refuse_if_blind(session=session, actor=actor, dataset=dataset.name,
+                    what="Generated hypotheses are reviewed next to peers' ones.")
     if get_review_settings(session=session, dataset_id=dataset_id).stage != Stage.REVIEW.value:
         raise StageError(f"Hypotheses are generated while stage 2 of '{dataset.name}' is open.")
     tasks = session.exec(select(HypothesisTask).where(
@@ -212,7 +213,8 @@ def hypothesis_generation_summary(result: dict[str, Any]) -> tuple[str, str]:
 
 
 def run_hypothesis_job(engine: Engine, job: BackgroundJob, control: JobControl, settings: Settings) -> JobOutcome:
-    """The job's function (background_jobs.KINDS), run as the person who asked for it."""
+    """The job's function (background_jobs.KINDS), run as the person who asked for it.
+    It spans transactions: each query's hypotheses are stored in one of their own."""
     report = generate_hypotheses(session_scope=transactions(engine), actor=job_requester(engine, job),
                                  dataset_id=int(job.params["dataset_id"]), config=settings.llm_config(),
                                  progress=control.progress, should_stop=control.cancelled)

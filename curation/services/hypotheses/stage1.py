@@ -88,7 +88,7 @@ class OwnHypotheses:
 
 
 def _hypothesis_dataset(session: Session, dataset: Dataset) -> None:
-    if not is_hypothesis_dataset(session, dataset):
+    if not is_hypothesis_dataset(session=session, dataset=dataset):
         raise DecisionValidationError(f"'{dataset.name}' is a BLADE dataset: it is annotated with conceptual "
                                       "variables, transforms and models, not hypotheses.")
 
