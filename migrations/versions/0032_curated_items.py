@@ -49,17 +49,20 @@ CANDIDATE = sa.table(
     sa.column("gate", sa.JSON()), sa.column("extra", sa.JSON()), sa.column("position", sa.Integer()),
     sa.column("created_at", TS()))
 
-BATCH = 500
+BATCH = 50  # rows read and written at a time: an artifact's payload carries its file (up to 20 MB)
 
 
 def _copy(bind: Any, source: Any, target: Any, row_map: Any, where: Any = None) -> None:
-    """Every row of ``source`` (by primary key, in batches) written to ``target`` as ``row_map`` makes it."""
-    stmt = sa.select(source).order_by(source.c.id)
+    """Every row of ``source`` written to ``target`` as ``row_map`` makes it, a batch of ids at a time (so a
+    database of many large artifacts is never held in memory at once)."""
+    ids = sa.select(source.c.id).order_by(source.c.id)
     if where is not None:
-        stmt = stmt.where(where)
-    rows = [row_map(r._mapping) for r in bind.execute(stmt)]
-    for start in range(0, len(rows), BATCH):
-        bind.execute(sa.insert(target), rows[start:start + BATCH])
+        ids = ids.where(where)
+    every = [r[0] for r in bind.execute(ids)]
+    for start in range(0, len(every), BATCH):
+        batch = every[start:start + BATCH]
+        rows = bind.execute(sa.select(source).where(source.c.id.in_(batch)).order_by(source.c.id))
+        bind.execute(sa.insert(target), [row_map(r._mapping) for r in rows])
 
 
 def _restart_sequence(bind: Any, table: str) -> None:

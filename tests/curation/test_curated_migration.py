@@ -137,6 +137,10 @@ def _populate(engine: Engine, store: Path) -> dict[str, Any]:
          "extra": {"support": 2, "ok_samples": 3, "llm": {"model": "m"}}, "position": 3,
          "created_at": T0 + timedelta(minutes=6)},
     ]
+    item_rows += [  # more than one batch of the migration's copy
+        {"id": f"{n:032x}", "task_id": 7, "dataset_id": otherid, "kind": "artifact", "source": "agreement",
+         "proposed_by_id": None, "seed_id": None, "payload": {**art, "path": f"out_{n}.csv"}, "gate": None,
+         "extra": {"support": n}, "position": n, "created_at": T0 + timedelta(seconds=n)} for n in range(120)]
     with engine.begin() as conn:
         conn.execute(sa.table("programmatic_task", *(sa.column(c, t) for c, t in _TASK_TYPES.items())).insert(),
                      task_rows)
@@ -216,7 +220,7 @@ def test_moving_programmatic_tasks_onto_the_curated_tables_loses_nothing(old_eng
 
     made = _populate(old_engine, tmp_path / "store")
     before = _dump(old_engine)
-    assert len(before["programmatic_task"]) == 2 and len(before["programmatic_item"]) == 4
+    assert len(before["programmatic_task"]) == 2 and len(before["programmatic_item"]) == 124
     assert {"vote", "vote_change", "consensus", "meeting_outcome", "mcq", "mcq_review", "alternative",
             "hypothesis_task", "conceptualvariable", "transform", "analysis"} <= {t for t, rows in before.items() if rows}
 
