@@ -191,7 +191,6 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
-
     from curation.bootstrap import initialise
     from curation.cli_actor import acting_operator
     from curation.db import session_scope
