@@ -86,15 +86,14 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     """The LLM generation as the page runs it (the same background job), run here with a progress bar."""
     import sys
 
-    from sqlmodel import select
-
     from curation.bootstrap import initialise
     from curation.cli_actor import acting_operator
     from curation.cli_progress import ProgressBar
     from curation.db import session_scope
     from curation.errors import NotFoundError
-    from curation.models import ProgrammaticTask
     from curation.services.background_jobs import execute_job
+    from curation.services.curated import item_by_key
+    from curation.services.programmatic import KIND
     from curation.services.programmatic_generation import generation_report, start_candidate_generation
     from evaluation.llm import LLMClient
 
@@ -102,7 +101,7 @@ def _generate(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=getattr(args, "as_user", None))
-        task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == args.task)).first()
+        task = item_by_key(session=session, kind=KIND, key=args.task)
         if task is None:
             raise NotFoundError(f"There is no programmatic task {args.task!r}.")
         job_id = start_candidate_generation(session=session, actor=actor, task_id=task.id or 0,
@@ -192,19 +191,17 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
-    from sqlmodel import select
-
     from curation.bootstrap import initialise
     from curation.cli_actor import acting_operator
     from curation.db import session_scope
-    from curation.models import ProgrammaticTask
-    from curation.services.programmatic import task_for_scoring, task_inputs
+    from curation.services.curated import items_of
+    from curation.services.programmatic import KIND, task_for_scoring, task_inputs
     from exports.datascibench import write_task
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=getattr(args, "as_user", None))
-        rows = session.exec(select(ProgrammaticTask).order_by(ProgrammaticTask.key)).all()
+        rows = items_of(session=session, kind=KIND)
         tasks = []
         for row in rows:
             task = task_for_scoring(session=session, actor=actor, key=row.key)

@@ -261,12 +261,13 @@ def register_starter_tasks(*, session: Any, datasets_dir: Path) -> list[str]:
     registered are skipped."""
     from sqlmodel import select
 
-    from curation.models import Dataset, ProgrammaticTask
-    from curation.services.programmatic import import_programmatic_tasks
+    from curation.models import Dataset
+    from curation.services.curated import items_of
+    from curation.services.programmatic import KIND, import_programmatic_tasks
     from exports.datascibench import read_tree
 
     root = starter_task_tree(datasets_dir)
-    if not root.is_dir() or session.exec(select(ProgrammaticTask)).first() is not None:
+    if not root.is_dir() or items_of(session=session, kind=KIND):
         return []
     names = []
     for read in read_tree(root):

@@ -62,7 +62,7 @@ def _cast(user: User, item: CandidateView, question: str) -> None:
         return
     try:
         with context.db() as session:
-            cast_vote(session=session, actor=user, target_kind=f"prog_{item.item.kind}", target_id=item.item.id,
+            cast_vote(session=session, actor=user, target_kind=f"prog_{item.item.role}", target_id=item.item.id,
                       question=question, answer=answer, explanation=reason if question == VERDICT else "")
         state.set_review_error(f"prog.{item.item.id}", None)
     except Exception as exc:  # noqa: BLE001 - shown next to the item through context.show_error
@@ -79,7 +79,7 @@ def _vote(user: User, item: CandidateView, voting: bool) -> None:
         return
     mine = {v["question"]: v for v in item.votes if v["annotator_id"] == user.id}
     pending = state.review_error(f"prog.{item.item.id}") is not None
-    questions = QUESTIONS[item.item.kind]
+    questions = QUESTIONS[item.item.role]
     st.markdown("**Your vote** (each answer is saved when you click it)")
     # two questions a row: three in a row cut "Unsure" at 1024 px (as the review queue's)
     cols = [c for start in range(0, len(questions), 2) for c in st.columns(2)][:len(questions)]

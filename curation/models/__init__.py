@@ -35,6 +35,7 @@ from curation.models.columns import (
     new_spec_id,
     utcnow,
 )
+from curation.models.curated import CuratedCandidate, CuratedItem
 from curation.models.jobs import (
     BackgroundJob,
     RunStatus,
@@ -72,8 +73,6 @@ from curation.models.tasks import (
     HypothesisProposal,
     HypothesisTask,
     HypothesisTaskStatus,
-    ProgrammaticItem,
-    ProgrammaticTask,
 )
 
 __all__ = [
@@ -88,6 +87,8 @@ __all__ = [
     "BackgroundJob",
     "ConceptualVariable",
     "Consensus",
+    "CuratedCandidate",
+    "CuratedItem",
     "Dataset",
     "DatasetAssignment",
     "DatasetReview",
@@ -103,8 +104,6 @@ __all__ = [
     "MeetingEvent",
     "MeetingOutcome",
     "new_spec_id",
-    "ProgrammaticItem",
-    "ProgrammaticTask",
     "ProposerDisplay",
     "ReleaseRecord",
     "ReproducibilityOverride",

@@ -1,5 +1,9 @@
-"""Task tables of the kinds beyond BLADE analyses: DiscoveryBench hypothesis tasks and the analysts'
-proposals, programmatic tasks and their checks and artifacts."""
+"""Task tables of the kinds beyond BLADE analyses: DiscoveryBench hypothesis tasks and the analysts' proposals.
+
+Hypothesis tasks keep a table of their own rather than the generic curated tables
+(:mod:`curation.models.curated`): their services and pages filter, sort and count by many of their fields
+(split, question type, difficulty, gold source, status), so these are real columns. Programmatic tasks and their
+candidate checks and artifacts are curated items (migration 0032)."""
 
 from __future__ import annotations
 
@@ -16,8 +20,6 @@ __all__ = [
     "HypothesisTaskStatus",
     "HypothesisTask",
     "HypothesisProposal",
-    "ProgrammaticTask",
-    "ProgrammaticItem",
 ]
 
 
@@ -90,41 +92,3 @@ class HypothesisProposal(SQLModel, table=True):
     check: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = utc_now_field()
     updated_at: datetime = utc_now_field()
-
-
-class ProgrammaticTask(SQLModel, table=True):
-    """A programmatic task over a registered dataset (DataSciBench style): a prompt, the dataset files it reads;
-    its checks and ground-truth artifacts are :class:`ProgrammaticItem` rows, reviewed like any decision."""
-
-    __tablename__ = "programmatic_task"
-
-    id: int | None = Field(default=None, primary_key=True)
-    dataset_id: int = Field(foreign_key="dataset.id", index=True)
-    key: str = Field(unique=True, index=True, max_length=128, description="the task id, also its outputs folder")
-    prompt: str
-    input_files: list[str] = json_field()
-    data_source_type: str = ""
-    extra: dict[str, Any] = json_field(dict)
-    created_at: datetime = utc_now_field()
-    created_by_id: int | None = Field(default=None, foreign_key="user.id")
-
-
-class ProgrammaticItem(SQLModel, table=True):
-    """A candidate check or ground-truth artifact of a programmatic task. Votes and consensus are the usual
-    :class:`Vote` / :class:`Consensus` rows with ``target_kind`` ``prog_check`` or ``prog_artifact``."""
-
-    __tablename__ = "programmatic_item"
-
-    id: str = Field(default_factory=new_spec_id, primary_key=True, max_length=64)
-    task_id: int = Field(foreign_key="programmatic_task.id", index=True)
-    dataset_id: int = Field(foreign_key="dataset.id", index=True)
-    kind: str = Field(max_length=16, description="check | artifact")
-    source: str = Field(max_length=16, description="llm | peer | imported | agreement")
-    proposed_by_id: int | None = Field(default=None, foreign_key="user.id")
-    seed_id: str | None = Field(default=None, max_length=64, description="the item it is an edit of")
-    payload: dict[str, Any] = json_field(dict)
-    gate: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
-    extra: dict[str, Any] = json_field(dict)
-    position: int = 0
-    created_at: datetime = utc_now_field()
-

@@ -41,13 +41,13 @@ from curation.models import (
     MCQ,
     Alternative,
     Consensus,
+    CuratedItem,
     Dataset,
     DatasetReview,
     HypothesisProposal,
     HypothesisTask,
     HypothesisTaskStatus,
     Meeting,
-    ProgrammaticTask,
     Role,
     Stage,
     User,
@@ -318,7 +318,7 @@ _WORK = (  # what curated work rests on a dataset: (table, one, many); an analys
     (Consensus, "consensus decision", "consensus decisions"),
     (Meeting, "meeting", "meetings"),
     (MCQ, "MCQ", "MCQs"),
-    (ProgrammaticTask, "programmatic task", "programmatic tasks"),
+    (CuratedItem, "curated task", "curated tasks"),
 )
 
 

@@ -1,7 +1,9 @@
 """Programmatic tasks (issue 20): import them, propose candidate checks and artifacts (by an LLM or a peer), vote
 on them like any decision, run the release gate, and put what passed into releases.
 
-Candidates are :class:`ProgrammaticItem` rows; votes are the usual :class:`Vote` rows (``target_kind``
+Tasks are curated items (:class:`CuratedItem` rows of this kind, their payload a
+:class:`evaluation.tasks.programmatic.TaskPayload`) and candidates are :class:`CuratedCandidate` rows of role
+``check`` or ``artifact`` (written through :mod:`curation.services.curated`, which validates their payloads); votes are the usual :class:`Vote` rows (``target_kind``
 ``prog_check`` / ``prog_artifact``, cast with :func:`curation.services.votes.cast_vote`, in stage 2, by analysts
 who submitted stage 1), and their status comes from the dataset's decision rule (:mod:`curation.ground_truth`),
 a stage-3 meeting outcome, or an import (a :class:`Consensus` row with the basis "imported").
@@ -36,10 +38,10 @@ from curation.errors import (
 from curation.ground_truth import apply_rule, verdicts_by_voter
 from curation.models import (
     Consensus,
+    CuratedCandidate,
+    CuratedItem,
     Dataset,
     MeetingOutcome,
-    ProgrammaticItem,
-    ProgrammaticTask,
     ReleaseRecord,
     Role,
     User,
@@ -49,6 +51,14 @@ from curation.models import (
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import withheld_ground_truth
+from curation.services.curated import (
+    add_candidate,
+    add_item,
+    candidates_of,
+    item_by_key,
+    items_of,
+    set_item_payload,
+)
 from curation.services.ground_truth import GroundTruthItem, dataset_rule, latest_outcomes
 from curation.services.kind_curation import KindCuration
 from curation.services.release_records import release_record, semver_key
@@ -76,6 +86,7 @@ __all__ = [
     "agenda_items",
     "CandidateView",
     "ProgrammaticError",
+    "Task",
     "TaskView",
     "GenerationPlan",
     "GenerationWork",
@@ -99,6 +110,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 MAX_ARTIFACT_BYTES = 20 * 1024 * 1024
 CURATING = (Role.CURATOR, Role.ADMIN)
+KIND = ProgrammaticPart.kind  # the curated items and candidates of this kind are its tasks and their candidates
 
 
 class ProgrammaticError(CurationError):
@@ -115,29 +127,51 @@ def code_hash(payload: Mapping[str, Any]) -> str:
 class CandidateView:
     """A candidate check or artifact with its status (from votes, a meeting, or an import) and its gate."""
 
-    item: ProgrammaticItem
+    item: CuratedCandidate
     status: str
     why: str
     votes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def released(self) -> bool:
-        if self.item.kind == "artifact":
+        if self.item.role == "artifact":
             return self.status == "justifiable"
         g = self.item.gate or {}
         return self.status == "justifiable" and bool(g.get("released")) and \
             g.get("code_hash") == code_hash(self.item.payload)
 
 
+@dataclass(frozen=True)
+class Task:
+    """A programmatic task: its curated item's columns and its payload's fields."""
+
+    id: int
+    dataset_id: int
+    key: str
+    prompt: str
+    input_files: list[str]
+    data_source_type: str
+    extra: dict[str, Any]
+    created_by_id: int | None = None
+    row: CuratedItem | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, row: CuratedItem) -> Task:
+        p = row.payload
+        return cls(id=row.id or 0, dataset_id=row.dataset_id, key=row.key, prompt=p["prompt"],
+                   input_files=list(p.get("input_files") or []), data_source_type=p.get("data_source_type") or "",
+                   extra=dict(p.get("extra") or {}), created_by_id=row.created_by_id, row=row)
+
+
 @dataclass
 class TaskView:
-    task: ProgrammaticTask
+    task: Task
     dataset: str
     checks: list[CandidateView]
     artifacts: list[CandidateView]
 
 
-def _status(session: Session, items: Sequence[ProgrammaticItem], dataset_id: int) -> list[CandidateView]:
+def _status(session: Session, items: Sequence[CuratedCandidate], dataset_id: int) -> list[CandidateView]:
     rule = dataset_rule(session=session, dataset_id=dataset_id)
     ids = [i.id for i in items]
     votes: dict[str, list[Vote]] = {}
@@ -166,29 +200,28 @@ def _status(session: Session, items: Sequence[ProgrammaticItem], dataset_id: int
         if not vs and record is not None and record.rule == "imported":
             out.append(CandidateView(item, record.status, record.note or "imported as accepted ground truth", rows))
             continue
-        verdicts = verdicts_by_voter(item.kind, ((str(v.annotator_id), v.question, v.answer) for v in vs))
+        verdicts = verdicts_by_voter(item.role, ((str(v.annotator_id), v.question, v.answer) for v in vs))
         result = apply_rule(rule, list(verdicts.values()))
         out.append(CandidateView(item, result.status, result.why, rows))
     return out
 
 
-def _task(session: Session, task_id: int) -> ProgrammaticTask:
-    task = session.get(ProgrammaticTask, task_id)
-    if task is None:
+def _task(session: Session, task_id: int) -> Task:
+    row = session.get(CuratedItem, task_id)
+    if row is None or row.kind != KIND:
         raise NotFoundError(f"There is no programmatic task {task_id}.")
-    return task
+    return Task.of(row)
 
 
-def _items(session: Session, task_id: int) -> list[ProgrammaticItem]:
-    return list(session.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == task_id)
-                             .order_by(col(ProgrammaticItem.position), col(ProgrammaticItem.created_at))).all())
+def _items(session: Session, task_id: int) -> list[CuratedCandidate]:
+    return candidates_of(session=session, kind=KIND, item_id=task_id)
 
 
-def _view(session: Session, task: ProgrammaticTask) -> TaskView:
+def _view(session: Session, task: Task) -> TaskView:
     dataset = session.get(Dataset, task.dataset_id)
-    views = _status(session, _items(session, task.id or 0), task.dataset_id)
-    return TaskView(task, dataset.name if dataset else "?", [v for v in views if v.item.kind == "check"],
-                    [v for v in views if v.item.kind == "artifact"])
+    views = _status(session, _items(session, task.id), task.dataset_id)
+    return TaskView(task, dataset.name if dataset else "?", [v for v in views if v.item.role == "check"],
+                    [v for v in views if v.item.role == "artifact"])
 
 
 def agenda_items(*, session: Session, dataset_id: int) -> list[GroundTruthItem]:
@@ -197,11 +230,10 @@ def agenda_items(*, session: Session, dataset_id: int) -> list[GroundTruthItem]:
     what a stage-3 meeting puts on its agenda when they are contested or split, and decides. Items imported as
     accepted ground truth that nobody voted on have the basis "imported" (never on an agenda)."""
     rule = dataset_rule(session=session, dataset_id=dataset_id)
-    tasks = {t.id: t for t in session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id))}
+    tasks = {t.id: Task.of(t) for t in items_of(session=session, kind=KIND, dataset_id=dataset_id)}
     if not tasks:
         return []
-    items = session.exec(select(ProgrammaticItem).where(ProgrammaticItem.dataset_id == dataset_id)
-                         .order_by(col(ProgrammaticItem.task_id), col(ProgrammaticItem.position))).all()
+    items = candidates_of(session=session, kind=KIND, dataset_id=dataset_id)
     ids = [i.id for i in items]
     votes: dict[str, list[dict[str, Any]]] = {}
     for v in session.exec(select(Vote).where(col(Vote.target_id).in_(ids),
@@ -214,21 +246,21 @@ def agenda_items(*, session: Session, dataset_id: int) -> list[GroundTruthItem]:
     outcomes = latest_outcomes(session=session, dataset_id=dataset_id)
     out = []
     for item in items:
-        task = tasks.get(item.task_id)
+        task = tasks.get(item.item_id)
         p = item.payload
-        kind = f"prog_{item.kind}"
+        kind = f"prog_{item.role}"
         gt = GroundTruthItem(
-            kind, item.id, item.kind, item.source, item.proposed_by_id,
-            f"{task.key}: {task.prompt}" if task else "", task_id=item.task_id,
-            label=f"{p.get('function')} / {p.get('metric')}" if item.kind == "check" else str(p.get("path")),
-            code=str(p.get("code") or "") if item.kind == "check" else "",
+            kind, item.id, item.role, item.source, item.proposed_by_id,
+            f"{task.key}: {task.prompt}" if task else "", task_id=item.item_id,
+            label=f"{p.get('function')} / {p.get('metric')}" if item.role == "check" else str(p.get("path")),
+            code=str(p.get("code") or "") if item.role == "check" else "",
             rationale=f"Rule: {p['rule']}" if p.get("rule") else "",
             votes=votes.get(item.id, []),
             detail={"gate": item.gate or {}, "task_type": p.get("task_type"), "ground_truth": p.get("ground_truth")}
-            if item.kind == "check" else {"path": p.get("path"), "content_b64": p.get("content_b64"),
+            if item.role == "check" else {"path": p.get("path"), "content_b64": p.get("content_b64"),
                                           "support": (item.extra or {}).get("support"),
                                           "ok_samples": (item.extra or {}).get("ok_samples")})
-        verdicts = verdicts_by_voter(item.kind, ((str(v["annotator_id"]), v["question"], v["answer"])
+        verdicts = verdicts_by_voter(item.role, ((str(v["annotator_id"]), v["question"], v["answer"])
                                                  for v in gt.votes))
         gt.result = apply_rule(rule, list(verdicts.values()))
         if not gt.votes and item.id in imported:
@@ -248,14 +280,12 @@ def list_programmatic_tasks(*, session: Session, actor: User, dataset_id: int | 
     ``review``: the analyst's view of one dataset's candidates, which shows peers' proposals: the same blinding
     as reviewing any decision applies (stage 2 open, own stage 1 submitted)."""
     require_role(actor, Role.ANALYST, Role.CURATOR, Role.ADMIN, Role.EVALUATOR)
-    stmt = select(ProgrammaticTask).order_by(col(ProgrammaticTask.key))
     if dataset_id is not None:
-        stmt = stmt.where(ProgrammaticTask.dataset_id == dataset_id)
         if review or actor.role == Role.ANALYST.value:
             require_reviewer(session=session, actor=actor, dataset_id=dataset_id)
     elif actor.role == Role.ANALYST.value:
         raise PermissionDenied("Analysts see the programmatic tasks of one dataset they review at a time.")
-    return [_view(session, t) for t in session.exec(stmt).all()]
+    return [_view(session, Task.of(t)) for t in items_of(session=session, kind=KIND, dataset_id=dataset_id)]
 
 
 def _artifact_payload(path: str, data: bytes) -> dict[str, Any]:
@@ -302,7 +332,7 @@ def _next_position(session: Session, task_id: int) -> int:
 def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_id: int,
                               tasks: Sequence[ProgrammaticTaskRelease], accept: bool = True,
                               run_gate: bool = True, limits: CheckLimits | None = None,
-                              inputs: Mapping[str, Mapping[str, bytes]] | None = None) -> list[ProgrammaticTask]:
+                              inputs: Mapping[str, Mapping[str, bytes]] | None = None) -> list[Task]:
     """Store tasks (read from a DataSciBench tree or a release) on a dataset, with their checks and artifacts.
 
     ``accept``: their artifacts and checks count as accepted ground truth (basis "imported"), like BLADE's
@@ -321,44 +351,41 @@ def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_i
     have = {"data.csv", Path(dataset.data_relpath).name, *(f.get("name", "") for f in dataset.files)}
     stored = []
     for t in tasks:
-        if session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == t.key)).first() is not None:
+        if item_by_key(session=session, kind=KIND, key=t.key) is not None:
             raise ProgrammaticError(f"A programmatic task named {t.key!r} exists already; nothing was imported.")
         mapped = t.extra.get("input_map") or {}
         missing = [f for f in t.input_files if mapped.get(f, f) not in have]
         if missing:
             raise ProgrammaticError(f"Task {t.key} reads {', '.join(missing)}, which dataset {dataset.name} does not "
                                     f"have (it has {', '.join(sorted(have))}); nothing was imported.")
-        task = ProgrammaticTask(dataset_id=dataset_id, key=t.key, prompt=t.prompt, input_files=list(t.input_files),
-                                data_source_type=t.data_source_type, extra=dict(t.extra),
-                                created_by_id=actor.id if actor else None)
-        session.add(task)
-        session.flush()
+        row = add_item(session=session, kind=KIND, dataset_id=dataset_id, key=t.key,
+                       payload={"prompt": t.prompt, "input_files": list(t.input_files),
+                                "data_source_type": t.data_source_type, "extra": dict(t.extra)},
+                       created_by_id=actor.id if actor else None)
         items = []
         for pos, a in enumerate(t.artifacts):
-            items.append(ProgrammaticItem(task_id=task.id or 0, dataset_id=dataset_id, kind="artifact",
-                                          source="imported", payload=a.model_dump(), position=pos))
+            items.append(add_candidate(session=session, item=row, role="artifact", source="imported",
+                                       payload=a.model_dump(), position=pos))
         for pos, c in enumerate(t.checks):
             payload = _check_payload(c.model_dump())
             # evidence the gate left with the task (a release, the starter tree): about exactly this code
             kept = {**c.gate, "code_hash": code_hash(payload)} if c.gate and not run_gate else None
-            items.append(ProgrammaticItem(task_id=task.id or 0, dataset_id=dataset_id, kind="check",
-                                          source="imported", payload=payload, position=len(t.artifacts) + pos,
-                                          gate=kept, extra={"imported_id": c.id, "provenance": c.provenance}))
-        for item in items:
-            session.add(item)
+            items.append(add_candidate(session=session, item=row, role="check", source="imported", payload=payload,
+                                       position=len(t.artifacts) + pos, gate=kept,
+                                       extra={"imported_id": c.id, "provenance": c.provenance}))
         session.flush()
         if accept:
             for item in items:
-                session.add(Consensus(dataset_id=dataset_id, target_kind=f"prog_{item.kind}", target_id=item.id,
+                session.add(Consensus(dataset_id=dataset_id, target_kind=f"prog_{item.role}", target_id=item.id,
                                       status="justifiable", rule="imported",
                                       note="imported with the task as accepted ground truth"))
         if accept and run_gate:
             accepted = {a.path: base64.b64decode(a.content_b64) for a in t.artifacts}
-            for item in (i for i in items if i.kind == "check"):
+            for item in (i for i in items if i.role == "check"):
                 item.gate = {**_gate_record(_gate(t, item, accepted, None, limits, (inputs or {}).get(t.key))),
                              "code_hash": code_hash(item.payload)}
                 session.add(item)
-        stored.append(task)
+        stored.append(Task.of(row))
     session.flush()
     return stored
 
@@ -418,7 +445,7 @@ def _task_dataset(session: Session, actor: User, key: str, prompt: str, inputs: 
 @judges_actor
 def import_datascibench_tasks(*, session: Session, actor: User, tasks: Sequence[Any], store: Path,
                               datasets: Mapping[str, str] | None = None, accept: bool = True,
-                              run_gate: bool = True, limits: CheckLimits | None = None) -> list[ProgrammaticTask]:
+                              run_gate: bool = True, limits: CheckLimits | None = None) -> list[Task]:
     """Store the tasks of a DataSciBench tree (:class:`exports.datascibench.DataSciBenchTask`), each with its own
     input files (curators and admins; one action: all or nothing).
 
@@ -438,12 +465,13 @@ def import_datascibench_tasks(*, session: Session, actor: User, tasks: Sequence[
 
     require_role(actor, *CURATING)
     chosen = dict(datasets or {})
-    existing = sorted(set(session.exec(select(ProgrammaticTask.key)).all()) & {r.task.key for r in tasks})
+    existing = sorted(set(session.exec(select(CuratedItem.key).where(CuratedItem.kind == KIND)).all())
+                      & {r.task.key for r in tasks})
     if existing:
         raise ProgrammaticError(f"A programmatic task named {existing[0]!r} exists already"
                                 f"{' (and ' + ', '.join(existing[1:]) + ')' if existing[1:] else ''}; nothing was "
                                 "imported.")
-    stored: list[ProgrammaticTask] = []
+    stored: list[Task] = []
     for read in tasks:
         t: ProgrammaticTaskRelease = read.task
         inputs: dict[str, bytes] = dict(read.inputs)
@@ -483,7 +511,7 @@ def import_datascibench_tasks(*, session: Session, actor: User, tasks: Sequence[
     return stored
 
 
-def _as_check(item: ProgrammaticItem, status: str = "accepted") -> ProgrammaticCheck:
+def _as_check(item: CuratedCandidate, status: str = "accepted") -> ProgrammaticCheck:
     p = item.payload
     return ProgrammaticCheck(id=item.id, task_type=p["task_type"], function=p["function"], metric=p["metric"],
                              code=p["code"], rule=p.get("rule"), ground_truth=p.get("ground_truth") or "",
@@ -491,7 +519,7 @@ def _as_check(item: ProgrammaticItem, status: str = "accepted") -> ProgrammaticC
                              provenance={"source": item.source, "seed_id": item.seed_id, **(item.extra or {})})
 
 
-def _gate(task: ProgrammaticTaskRelease, item: ProgrammaticItem, accepted: Mapping[str, bytes],
+def _gate(task: ProgrammaticTaskRelease, item: CuratedCandidate, accepted: Mapping[str, bytes],
           wrong: Mapping[str, Mapping[str, bytes]] | None, limits: CheckLimits | None,
           inputs: Mapping[str, bytes] | None = None) -> GateResult:
     return gate(task, _as_check(item), accepted, wrong=wrong, limits=limits or CheckLimits(), inputs=inputs)
@@ -501,7 +529,7 @@ def _gate_record(result: GateResult) -> dict[str, Any]:
     return {**result.model_dump(mode="json"), "at": utcnow().isoformat()}
 
 
-def _release_task(session: Session, task: ProgrammaticTask, *, released_only: bool = True) -> ProgrammaticTaskRelease:
+def _release_task(session: Session, task: Task, *, released_only: bool = True) -> ProgrammaticTaskRelease:
     view = _view(session, task)
     artifacts = [ProgrammaticArtifact.model_validate({k: v.item.payload[k] for k in
                                                       ("path", "sha256", "size", "content_b64")})
@@ -515,7 +543,7 @@ def _release_task(session: Session, task: ProgrammaticTask, *, released_only: bo
 @judges_actor
 def run_release_gate(*, session: Session, actor: User, item_id: str,
                      wrong: Mapping[str, Mapping[str, bytes]] | None = None,
-                     limits: CheckLimits | None = None, store: Path | None = None) -> ProgrammaticItem:
+                     limits: CheckLimits | None = None, store: Path | None = None) -> CuratedCandidate:
     """Run the release gate for a candidate check and store its evidence on it (curators and admins).
 
     ``wrong``: known wrong outputs (label → files) besides the ones made from the accepted artifacts.
@@ -526,10 +554,10 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
         ProgrammaticError: the item is not a check, or the task has no accepted artifact and no wrong output.
     """
     require_role(actor, *CURATING)
-    item = session.get(ProgrammaticItem, item_id)
-    if item is None or item.kind != "check":
+    item = session.get(CuratedCandidate, item_id)
+    if item is None or item.kind != KIND or item.role != "check":
         raise NotFoundError(f"There is no candidate check {item_id}.")
-    task = _task(session, item.task_id)
+    task = _task(session, item.item_id)
     release_task = _release_task(session, task)
     accepted = {a.path: base64.b64decode(a.content_b64) for a in release_task.artifacts}
     if not accepted:
@@ -545,11 +573,11 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
     return item
 
 
-def _unchanged_gate(session: Session, item: ProgrammaticItem, seen: dict[str, Any], dataset_id: int) -> None:
+def _unchanged_gate(session: Session, item: CuratedCandidate, seen: dict[str, Any], dataset_id: int) -> None:
     """The gate's record is written only over the one this run started from (the row locked, read again):
     of two curators gating one check at once, the later is told, and the first's evidence is kept."""
     lock_for_review_write(session=session, dataset_id=dataset_id)
-    session.exec(select(ProgrammaticItem).where(ProgrammaticItem.id == item.id).with_for_update()
+    session.exec(select(CuratedCandidate).where(CuratedCandidate.id == item.id).with_for_update()
                  .execution_options(populate_existing=True)).one()
     now = dict(item.gate or {})
     if now != seen:
@@ -563,7 +591,7 @@ def _unchanged_gate(session: Session, item: ProgrammaticItem, seen: dict[str, An
 
 @judges_actor
 def propose_check(*, session: Session, actor: User, task_id: int, fields: Mapping[str, Any],
-                  seed_id: str | None = None) -> ProgrammaticItem:
+                  seed_id: str | None = None) -> CuratedCandidate:
     """A peer's check (a new one, or an edit of ``seed_id``), checked for shape (never run here).
 
     Raises:
@@ -572,13 +600,11 @@ def propose_check(*, session: Session, actor: User, task_id: int, fields: Mappin
     task = _task(session, task_id)
     require_reviewer(session=session, actor=actor, dataset_id=task.dataset_id)
     if seed_id is not None:
-        seed = session.get(ProgrammaticItem, seed_id)
-        if seed is None or seed.task_id != task_id or seed.kind != "check":
+        seed = session.get(CuratedCandidate, seed_id)
+        if seed is None or seed.item_id != task_id or seed.role != "check":
             raise NotFoundError(f"There is no check {seed_id} of task {task.key} to edit.")
-    item = ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="check", source="peer",
-                            proposed_by_id=actor.id, seed_id=seed_id, payload=_check_payload(fields),
-                            position=_next_position(session, task_id))
-    session.add(item)
+    item = add_candidate(session=session, item=_row(task), role="check", source="peer", proposed_by_id=actor.id,
+                         seed_id=seed_id, payload=_check_payload(fields), position=_next_position(session, task_id))
     session.flush()
     if item.payload.get("code") and seed_id is None:
         log.info("check %s proposed for %s by %s", item.id, task.key, actor.username)
@@ -587,23 +613,29 @@ def propose_check(*, session: Session, actor: User, task_id: int, fields: Mappin
 
 @judges_actor
 def propose_artifact(*, session: Session, actor: User, task_id: int, path: str, data: bytes,
-                     seed_id: str | None = None) -> ProgrammaticItem:
+                     seed_id: str | None = None) -> CuratedCandidate:
     """A peer's ground-truth artifact (a file the correct solution writes)."""
     task = _task(session, task_id)
     require_reviewer(session=session, actor=actor, dataset_id=task.dataset_id)
-    item = ProgrammaticItem(task_id=task_id, dataset_id=task.dataset_id, kind="artifact", source="peer",
-                            proposed_by_id=actor.id, seed_id=seed_id, payload=_artifact_payload(path, data),
-                            position=_next_position(session, task_id))
-    session.add(item)
+    item = add_candidate(session=session, item=_row(task), role="artifact", source="peer", proposed_by_id=actor.id,
+                         seed_id=seed_id, payload=_artifact_payload(path, data),
+                         position=_next_position(session, task_id))
     session.flush()
     return item
 
 
-def task_inputs(*, session: Session, task: ProgrammaticTask, store: Path) -> dict[str, bytes]:
+def _row(task: Task) -> CuratedItem:
+    assert task.row is not None  # every Task the services make comes from its row
+    return task.row
+
+
+def task_inputs(*, session: Session, task: Task | CuratedItem, store: Path) -> dict[str, bytes]:
     """The bytes of the task's input files, from the dataset's stored folder (or its staging folder, before the
     transaction that registered it commits)."""
     from curation.services.datasets import stored_file
 
+    if isinstance(task, CuratedItem):
+        task = Task.of(task)
     dataset = session.get(Dataset, task.dataset_id)
     if dataset is None:
         raise NotFoundError(f"Task {task.key}'s dataset is gone.")
@@ -728,11 +760,10 @@ def store_generation(*, session: Session, plan: GenerationPlan, work: Generation
     position = _next_position(session, plan.task_id)
     created = {"artifacts": 0, "checks": 0}
     for path, data in agreement.artifact_bytes().items():
-        session.add(ProgrammaticItem(task_id=plan.task_id, dataset_id=task.dataset_id, kind="artifact",
-                                     source="agreement", payload=_artifact_payload(path, data), position=position,
-                                     extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
-                                            "samples": agreement.samples, "rule": agreement.rule,
-                                            "llm": work.llm}))
+        add_candidate(session=session, item=_row(task), role="artifact", source="agreement",
+                      payload=_artifact_payload(path, data), position=position,
+                      extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
+                             "samples": agreement.samples, "rule": agreement.rule, "llm": work.llm})
         position += 1
         created["artifacts"] += 1
     for c in work.proposed:
@@ -740,17 +771,18 @@ def store_generation(*, session: Session, plan: GenerationPlan, work: Generation
             payload = _check_payload(c.model_dump())
         except ProgrammaticError as exc:
             raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
-        session.add(ProgrammaticItem(task_id=plan.task_id, dataset_id=task.dataset_id, kind="check", source="llm",
-                                     payload=payload, position=position, extra={"llm": work.llm}))
+        add_candidate(session=session, item=_row(task), role="check", source="llm", payload=payload,
+                      position=position, extra={"llm": work.llm})
         position += 1
         created["checks"] += 1
     summary = {"task": plan.key, "samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
                "disagreeing": agreement.disagreeing, "errors": [r.error for r in work.runs if not r.ok], **created,
                "solutions": work.codes,
                "runs": [{"ok": r.ok, "error": r.error, "files": sorted(r.files)} for r in work.runs]}
-    task.extra = {**task.extra, "last_generation": {k: v for k, v in summary.items()
-                                                    if k not in ("solutions", "runs")}}
-    session.add(task)
+    row = _row(task)
+    set_item_payload(session=session, item=row, payload={
+        **row.payload, "extra": {**task.extra, "last_generation": {k: v for k, v in summary.items()
+                                                                   if k not in ("solutions", "runs")}}})
     session.flush()
     return summary
 
@@ -778,9 +810,7 @@ def generate_candidates(*, session: Session, actor: User, task_id: int, client: 
 def release_programmatic_tasks(*, session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
     """What a release carries for a dataset: each task with its accepted artifacts and its released checks
     (tasks with no released check are left out: there is nothing to score them with)."""
-    tasks = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.dataset_id == dataset_id)
-                         .order_by(col(ProgrammaticTask.key))).all()
-    out = [_release_task(session, t) for t in tasks]
+    out = [_release_task(session, Task.of(t)) for t in items_of(session=session, kind=KIND, dataset_id=dataset_id)]
     return [t for t in out if t.checks]
 
 
@@ -788,11 +818,11 @@ def release_programmatic_tasks(*, session: Session, dataset_id: int) -> list[Pro
 def task_for_scoring(*, session: Session, actor: User, key: str) -> ProgrammaticTaskRelease:
     """The current released form of one task (for ``forkpaths checks run`` against the database)."""
     require_role(actor, Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
-    task = session.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == key)).first()
-    if task is None:
-        known = session.exec(select(ProgrammaticTask.key)).all()
+    row = item_by_key(session=session, kind=KIND, key=key)
+    if row is None:
+        known = [t.key for t in items_of(session=session, kind=KIND)]
         raise NotFoundError(f"There is no programmatic task {key!r} (known: {', '.join(known) or 'none'}).")
-    return _release_task(session, task)
+    return _release_task(session, Task.of(row))
 
 
 @judges_actor

@@ -140,12 +140,12 @@ def resolve_item(*, session: Session, target_kind: str, target_id: str) -> Resol
         return ResolvedItem("alternative", alt.id, alt.kind, alt.dataset_id, alt.proposed_by_id,
                             (alt.extra or {}).get("merged_into"))
     if target_kind in ("prog_check", "prog_artifact"):
-        from curation.models import ProgrammaticItem
+        from curation.models import CuratedCandidate
 
-        item = session.get(ProgrammaticItem, target_id)
-        if item is None or f"prog_{item.kind}" != target_kind:
+        item = session.get(CuratedCandidate, target_id)
+        if item is None or f"prog_{item.role}" != target_kind:
             raise NotFoundError(f"There is no candidate {target_kind.removeprefix('prog_')} {target_id}.")
-        return ResolvedItem(target_kind, item.id, item.kind, item.dataset_id, item.proposed_by_id,
+        return ResolvedItem(target_kind, item.id, item.role, item.dataset_id, item.proposed_by_id,
                             (item.extra or {}).get("merged_into"))
     model: Any = STAGE1_ROWS.get(target_kind)
     if model is None:

@@ -34,6 +34,7 @@ __all__ = [
     "AIReprAccuracy",
     "CheckedFile",
     "Column",
+    "CuratedShape",
     "FacetJudging",
     "FanOutParts",
     "ImportedDataset",
@@ -183,6 +184,18 @@ class ItemKind:
     subject: str = "Variable"
     rationale: str = "Rationale"
     agenda_view: str | None = None
+
+
+@dataclass(frozen=True)
+class CuratedShape:
+    """What a kind keeps in the generic curated tables (``curated_item`` and ``curated_candidate``, see
+    :mod:`curation.models.curated`): the pydantic model of its items' payload and, by role, of its candidates'
+    payloads (``{"check": CheckPayload, ...}``). The curation service validates every write through them and
+    refuses a payload that does not fit with a sentence naming the field, so a kind that curates items needs no
+    table and no migration of its own."""
+
+    item: type[BaseModel]
+    candidates: Mapping[str, type[BaseModel]] = field(default_factory=dict)
 
 
 class RunView(Protocol):
@@ -348,6 +361,7 @@ class TaskKind:
     # the module that curates its items in the database (a dotted name; it defines CURATION, a
     # curation.services.kind_curation.KindCuration): the release builder and the meetings ask it for its part
     curation: str | None = None
+    curated: CuratedShape | None = None  # its curated items live in the generic curated tables, with these payloads
 
 
 def kind_problems(kind: TaskKind) -> list[str]:
@@ -366,6 +380,13 @@ def kind_problems(kind: TaskKind) -> list[str]:
     if kind.release_part is not None and not (isinstance(kind.release_part.model, type)
                                               and issubclass(kind.release_part.model, BaseModel)):
         problems.append("its release part's model is not a pydantic model")
+    if kind.curated is not None:
+        models = [kind.curated.item, *kind.curated.candidates.values()]
+        if not all(isinstance(m, type) and issubclass(m, BaseModel) for m in models):
+            problems.append("its curated payloads are not all pydantic models")
+        for role in kind.curated.candidates:
+            if not role or len(role) > KIND_NAME_MAX:
+                problems.append(f"its curated candidate role {role!r} must have 1 to {KIND_NAME_MAX} characters")
     if bool(kind.facets) != (kind.facet_judging is not None):
         problems.append("it declares facets without the functions that judge them, or the other way round")
     if kind.importer is not None and kind.release_part is None:

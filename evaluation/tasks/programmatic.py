@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evaluation.programmatic.metrics import aggregate
 from evaluation.programmatic.outputs import OutputLimits, OutputsError, read_outputs_zip, split_by_task
@@ -22,6 +22,7 @@ from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_many
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    CuratedShape,
     ItemKind,
     LeaderboardSpec,
     RunView,
@@ -32,9 +33,15 @@ from evaluation.tasks.base import (
     fmt_score,
 )
 from exports.programmatic_part import RELEASE_PART
-from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticPart, ProgrammaticTaskRelease, Release
+from exports.schema import (
+    PROGRAMMATIC_TASK_TYPES,
+    ProgrammaticArtifact,
+    ProgrammaticPart,
+    ProgrammaticTaskRelease,
+    Release,
+)
 
-__all__ = ["ARTIFACT", "CHECK", "RESULT_FORMAT", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
+__all__ = ["ARTIFACT", "CHECK", "CURATED", "CheckPayload", "RESULT_FORMAT", "TaskPayload", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
            "read_result", "release_tasks", "score", "summary_line"]
 
 name = ProgrammaticPart.kind
@@ -49,6 +56,42 @@ modes = ("default", "datascibench")
 CHECK = ItemKind("check", subject="Task", agenda_view="programmatic")
 ARTIFACT = ItemKind("artifact", subject="Task", agenda_view="programmatic")
 item_kinds = (CHECK, ARTIFACT)
+
+
+class TaskPayload(BaseModel):
+    """A programmatic task as a curated item keeps it (its key is the item's ``key``): what a release carries of it
+    besides its checks and artifacts, which are its candidates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str
+    input_files: list[str] = Field(default_factory=list)
+    data_source_type: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class CheckPayload(BaseModel):
+    """A candidate check as a curated candidate keeps it (its id, gate and provenance are the candidate's)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_type: str
+    function: str
+    metric: str
+    code: str
+    rule: str | None = None
+    ground_truth: str = ""
+
+    @field_validator("task_type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in PROGRAMMATIC_TASK_TYPES:
+            raise ValueError(f"{value!r} is none of DataSciBench's six task types")
+        return value
+
+
+#: its tasks are curated items; their candidates are checks and ground-truth artifacts (carried as a release does)
+CURATED = CuratedShape(item=TaskPayload, candidates={CHECK.name: CheckPayload, ARTIFACT.name: ProgrammaticArtifact})
 
 _TYPE_LABELS = {"data cleaning & preprocessing": "cleaning", "data exploration & statistics understanding":
                 "exploration", "data visualization": "visualization", "predictive modeling": "modeling",
@@ -217,4 +260,4 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes, planned_items=planned_items,
-                curation="curation.services.programmatic")
+                curation="curation.services.programmatic", curated=CURATED)

@@ -14,7 +14,7 @@ import pytest
 from sqlmodel import select
 
 from curation.db import make_engine, session_scope
-from curation.models import ProgrammaticItem, Role, Stage
+from curation.models import CuratedCandidate, Role, Stage
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.programmatic import import_programmatic_tasks, propose_artifact
@@ -76,7 +76,7 @@ def test_propose_verify_release_a_check_then_score_an_output_folder(browser, liv
         click(page, "Propose this check")
         page.get_by_text("No missing deaths").first.wait_for(timeout=60_000)
         with session_scope(engine) as s:
-            check = s.exec(select(ProgrammaticItem).where(ProgrammaticItem.kind == "check")).one().id
+            check = s.exec(select(CuratedCandidate).where(CuratedCandidate.role == "check")).one().id
         shot(page, shots / "02-proposed.png", page.locator(f".st-key-prog-item-{check}"))
         sign_out(page)
 

@@ -196,20 +196,20 @@ def hypotheses_sample(world: World, shared: Path) -> Sample:
 
 
 def programmatic_sample(world: World, shared: Path) -> Sample:
-    from curation.models import ProgrammaticItem, ProgrammaticTask
+    from curation.models import CuratedCandidate, CuratedItem
 
     tree = REPO / "datasets" / "programmatic" / "data"
     with session_scope(world.engine) as s:
         keys = sorted(s.exec(select(Dataset.name)).all())
     world.cut("1.0.0")
     with session_scope(world.engine) as s:
-        tasks = sorted(t.key for t in s.exec(select(ProgrammaticTask)).all())
+        tasks = sorted(t.key for t in s.exec(select(CuratedItem)).all())
     folders = {k: {p.name: p.read_bytes() for p in (tree / k / "gt").iterdir() if not p.name.endswith(".txt")}
                for k in tasks}
 
     def regold() -> str:
         with session_scope(world.engine) as s:
-            item = s.exec(select(ProgrammaticItem).where(ProgrammaticItem.kind == "check")).first()
+            item = s.exec(select(CuratedCandidate).where(CuratedCandidate.role == "check")).first()
             assert item is not None
             item.payload = {**item.payload, "code": item.payload.get("code", "") + "\n# revised"}
             s.add(item)

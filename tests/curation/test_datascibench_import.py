@@ -22,7 +22,7 @@ from sqlmodel import select
 from curation.bootstrap import initialise
 from curation.cli import main
 from curation.db import session_scope
-from curation.models import Dataset, ProgrammaticTask, Role, User
+from curation.models import CuratedItem, Dataset, Role, User
 from curation.services import releases as rel
 from curation.services.programmatic import list_programmatic_tasks, task_inputs
 from curation.settings import Settings
@@ -62,7 +62,7 @@ def test_a_tree_imports_with_its_own_inputs_scores_like_upstream_and_exports_the
     assert "imported 4 programmatic tasks" in printed and "dl_0: dataset datascibench_dl_0 (2 input files)" in printed
     engine = initialise(settings).engine
     with session_scope(engine) as s:
-        tasks = {t.key: t for t in s.exec(select(ProgrammaticTask)).all()}
+        tasks = {t.key: t for t in s.exec(select(CuratedItem)).all()}
         datasets = {d.name: d for d in s.exec(select(Dataset)).all()}
         assert sorted(datasets) == ["datascibench_csv_excel_0", "datascibench_csv_excel_1", "datascibench_dl_0",
                                     "datascibench_human_0"]  # one per task, never matched by file name
@@ -154,7 +154,7 @@ def test_a_named_dataset_is_used_only_when_its_files_are_byte_identical(settings
     engine = initialise(settings).engine
     with session_scope(engine) as s:
         assert len(s.exec(select(Dataset)).all()) == 4  # no new dataset
-        task = s.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == "human_0_again")).one()
+        task = s.exec(select(CuratedItem).where(CuratedItem.key == "human_0_again")).one()
         assert task_inputs(session=s, task=task, store=settings.datasets_store) == {
             "data.csv": (TREE / "data/human_0/data.csv").read_bytes()}
 
@@ -178,7 +178,7 @@ def test_each_task_gets_its_own_dataset_and_a_named_one_only_by_bytes_on_both_da
         import_datascibench_tasks(session=s, actor=curator, tasks=[tree["human_0"]], store=store,
                                   datasets={"human_0": "nope"}, accept=False, run_gate=False)
     with session_scope(engine) as s:
-        assert s.exec(select(ProgrammaticTask)).all() == [] and len(s.exec(select(Dataset)).all()) == 1
+        assert s.exec(select(CuratedItem)).all() == [] and len(s.exec(select(Dataset)).all()) == 1
         stored = import_datascibench_tasks(session=s, actor=curator, tasks=list(tree.values()), store=store,
                                            accept=False, run_gate=False)
         names = {t.key: s.get(Dataset, t.dataset_id).name for t in stored}

@@ -109,7 +109,7 @@ def test_two_curators_reviewing_one_mcq_at_once(judged):  # noqa: F811 - the fix
 
 
 def test_two_curators_gating_one_check_at_once(engine, store, tmp_path, os_sandbox):
-    from curation.models import ProgrammaticItem
+    from curation.models import CuratedCandidate
     from curation.services.programmatic import propose_artifact, propose_check, run_release_gate
     from curation.services.stages import set_stage
     from tests.curation.test_programmatic import FAST, GOOD
@@ -133,7 +133,7 @@ def test_two_curators_gating_one_check_at_once(engine, store, tmp_path, os_sandb
     assert f"{winner.username} ran the release gate of this check while yours ran" in str(exc)
     assert "released it; their evidence is kept and yours was not stored" in str(exc)
     with session_scope(engine) as s:
-        gate = s.get(ProgrammaticItem, check).gate
+        gate = s.get(CuratedCandidate, check).gate
         assert gate["released"] and gate["by"] == winner.id
 
 

@@ -17,7 +17,7 @@ from curation.bootstrap import initialise
 from curation.cli import main
 from curation.db import session_scope
 from curation.errors import BlindingViolation, PermissionDenied, ScoringError, StageError, VoteError
-from curation.models import ProgrammaticItem, ProgrammaticTask, Role, RunStatus, ScoringRun, Stage, User, Vote
+from curation.models import CuratedCandidate, CuratedItem, Role, RunStatus, ScoringRun, Stage, User, Vote
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.leaderboard import leaderboard
@@ -200,7 +200,7 @@ def test_imports_are_all_or_nothing_and_name_what_is_wrong(team) -> None:
         import_programmatic_tasks(session=s, actor=t["cur"], dataset_id=t["ds"].id,
                                   tasks=[tree[0].task, tree[0].task], run_gate=False)
     with session_scope(t["engine"]) as s:
-        assert s.exec(select(ProgrammaticTask).where(ProgrammaticTask.key == tree[0].task.key)).first() is None
+        assert s.exec(select(CuratedItem).where(CuratedItem.key == tree[0].task.key)).first() is None
     odd = tree[0].task.model_copy(update={"key": "odd", "input_files": ["sales.xlsx"]})
     with pytest.raises(ProgrammaticError, match="reads sales.xlsx, which dataset"), session_scope(t["engine"]) as s:
         import_programmatic_tasks(session=s, actor=t["cur"], dataset_id=t["ds"].id, tasks=[odd], run_gate=False)
@@ -214,15 +214,15 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     settings = Settings()
     engine = initialise(settings).engine
     with session_scope(engine) as s:
-        tasks = s.exec(select(ProgrammaticTask).order_by(ProgrammaticTask.key)).all()
+        tasks = s.exec(select(CuratedItem).order_by(CuratedItem.key)).all()
         assert len(tasks) == 6
-        items = s.exec(select(ProgrammaticItem)).all()
+        items = s.exec(select(CuratedCandidate)).all()
         admin = s.exec(select(User).where(User.role == Role.ADMIN.value)).first()
         views = list_programmatic_tasks(session=s, actor=admin)
     assert all(c.released for v in views for c in v.checks) and sum(len(v.checks) for v in views) == 13
     assert {t.key for t in tasks} == {"affairs_clean", "affairs_predict", "anes_age_histogram",
                                       "anes_ideology_clusters", "randhie_report", "randhie_visits_by_coinsurance"}
-    assert {i.payload["task_type"] for i in items if i.kind == "check"} == {
+    assert {i.payload["task_type"] for i in items if i.role == "check"} == {
         "data cleaning & preprocessing", "data exploration & statistics understanding", "data visualization",
         "predictive modeling", "data mining & pattern recognition", "interpretability & report generation"}
     # headless: the reference outputs pass every check of their task; a wrong folder does not
@@ -266,7 +266,7 @@ def test_starter_tasks_are_registered_at_first_start_and_score_their_reference_o
     with session_scope(engine) as s:
         last = s.exec(select(ScoringRun).order_by(col(ScoringRun.id).desc())).first()
         assert last.progress_total == last.progress_done == 6
-    assert set(scores["task_types"]) == {i.payload["task_type"] for i in items if i.kind == "check"}
+    assert set(scores["task_types"]) == {i.payload["task_type"] for i in items if i.role == "check"}
 
 
 def test_the_llm_proposes_candidates_by_self_consistency_and_garbage_stores_nothing(team) -> None:
@@ -293,17 +293,17 @@ def test_the_llm_proposes_candidates_by_self_consistency_and_garbage_stores_noth
                                           store=t["store"])
         assert summary["ran"] == 3 and summary["agreed"] == {"clean.csv": 2} and summary["checks"] == 1
         with session_scope(t["engine"]) as s:
-            items = s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == t["task_id"])).all()
-            art = next(i for i in items if i.kind == "artifact")
+            items = s.exec(select(CuratedCandidate).where(CuratedCandidate.item_id == t["task_id"])).all()
+            art = next(i for i in items if i.role == "artifact")
             assert art.source == "agreement" and art.extra["support"] == 2 and art.extra["ok_samples"] == 3
-            assert next(i for i in items if i.kind == "check").source == "llm"
+            assert next(i for i in items if i.role == "check").source == "llm"
             before = len(items)
         server.script += [{"content": json.dumps({"code": keep})}] * 2 + [{"content": "no idea, sorry"}]
         with pytest.raises(LLMAnswerError), session_scope(t["engine"]) as s:
             generate_candidates(session=s, actor=t["cur"], task_id=t["task_id"], client=llm, samples=2,
                                 store=t["store"])
         with session_scope(t["engine"]) as s:
-            assert len(s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == t["task_id"])).all()) == before
+            assert len(s.exec(select(CuratedCandidate).where(CuratedCandidate.item_id == t["task_id"])).all()) == before
 
 
 def test_checks_run_against_a_given_release_reads_its_checks_from_its_files(team) -> None:

@@ -20,7 +20,7 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.errors import JobError, PermissionDenied
-from curation.models import BackgroundJob, ProgrammaticItem, Role, RunStatus
+from curation.models import BackgroundJob, CuratedCandidate, Role, RunStatus
 from curation.services.background_jobs import InProcessJobs, cancel_job
 from curation.services.jobs import make_job_submitter
 from curation.services.programmatic import ProgrammaticError, import_programmatic_tasks
@@ -69,9 +69,9 @@ def _settings(w: dict, url: str) -> Callable[[], Settings]:
                             llm_base_url=url, llm_model="scripted", admin_password="admin password 1")
 
 
-def _items(w: dict) -> list[ProgrammaticItem]:
+def _items(w: dict) -> list[CuratedCandidate]:
     with session_scope(w["engine"]) as s:
-        return list(s.exec(select(ProgrammaticItem).where(ProgrammaticItem.task_id == w["task_id"])).all())
+        return list(s.exec(select(CuratedCandidate).where(CuratedCandidate.item_id == w["task_id"])).all())
 
 
 def _job(w: dict, job_id: int) -> BackgroundJob:
@@ -120,8 +120,8 @@ def test_generation_runs_in_the_apps_process_with_progress_one_per_task(world):
     assert [run["files"] for run in r["runs"]] == [["clean.csv"]] * 3 and r["solutions"][2] == OTHER
     assert "3 of 3 solutions ran in the sandbox; 1 artifact agreed and 1 check was proposed" in job.message
     items = _items(w)
-    assert sorted((i.kind, i.source) for i in items) == [("artifact", "agreement"), ("check", "llm")]
-    art = next(i for i in items if i.kind == "artifact")
+    assert sorted((i.role, i.source) for i in items) == [("artifact", "agreement"), ("check", "llm")]
+    art = next(i for i in items if i.role == "artifact")
     assert art.extra["support"] == 2 and art.extra["ok_samples"] == 3
     assert len(server.requests) == 4  # 3 solutions + the checks
 
@@ -184,7 +184,7 @@ def test_on_postgresql_a_worker_process_runs_the_generation(world, tmp_path):
     assert job.status == RunStatus.SUCCEEDED.value, (job.message, log_path.read_text()[-3000:])
     assert job.executor.split("/")[1] == str(worker.pid)  # the worker ran it, not this process
     assert job.result["artifacts"] == 1 and job.result["checks"] == 1
-    assert sorted(i.kind for i in _items(w)) == ["artifact", "check"]
+    assert sorted(i.role for i in _items(w)) == ["artifact", "check"]
 
 
 def test_checks_generate_runs_the_same_job_from_a_terminal(tmp_path, monkeypatch, capsys):
