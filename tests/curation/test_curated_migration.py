@@ -244,12 +244,12 @@ def test_moving_programmatic_tasks_onto_the_curated_tables_loses_nothing(old_eng
             "e" * 32: ("contested", False)}  # its two votes (yes, no) still count
         assert {a.item.id: a.status for a in storms.artifacts} == {"a" * 32: "justifiable",
                                                                    "f" * 32: "unjustifiable"}  # the meeting's
-        shipped = release_programmatic_tasks(s, made["dataset_id"])
+        shipped = release_programmatic_tasks(session=s, dataset_id=made["dataset_id"])
         assert [(t.key, [c.id for c in t.checks], [a.path for a in t.artifacts]) for t in shipped] == [
             ("storms_clean", ["c" * 32], ["clean.csv"])]
         assert shipped[0].checks[0].provenance == {"source": "imported", "seed_id": None, "imported_id": "c1",
                                                    "provenance": {"from": "tree"}}
-        assert resolve_item(s, "prog_check", "e" * 32).dataset_id == made["dataset_id"]  # votes still find it
+        assert resolve_item(session=s, target_kind="prog_check", target_id="e" * 32).dataset_id == made["dataset_id"]  # votes still find it
         # new items get new ids (PostgreSQL's sequence continues after the copied ones)
         new = add_item(session=s, kind="programmatic", dataset_id=made["dataset_id"], key="later",
                        payload={"prompt": "later"})
