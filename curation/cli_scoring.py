@@ -246,12 +246,20 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _schema(args: argparse.Namespace, settings: Settings) -> int:
-    """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission."""
+    """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission; without KIND, the
+    kinds that publish one (the registry says which)."""
     from curation.services.scoring import kind_of
+    from evaluation.tasks import kinds_with
 
+    documented = kinds_with("submission_schema")
+    if args.kind is None:
+        for kind in documented:
+            print(f"{kind.name:<16} {kind.label}")
+        return 0
     path = kind_of(args.kind).submission_schema
     if path is None:
-        raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help).")
+        raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help); "
+                           f"these kinds publish a JSON schema: {', '.join(k.name for k in documented)}.")
     print(Path(path).read_text(encoding="utf-8"), end="")
     return 0
 
@@ -399,9 +407,12 @@ def add_scoring_commands(sub: Any) -> None:
     # (not with argparse choices, which would import the judges for every command)
     sc.add_argument("--judge", default=None, help="a registered judge: offline (no LLM, the default for analyses) or "
                                                "llm; hms for hypotheses (its default)")
-    sc.add_argument("--mode", choices=["default", "blade", "discoverybench", "datascibench"], default="default",
-                    help="blade: BLADE's definitions (analyses); discoverybench: upstream's HMS step by step "
-                         "(hypotheses); datascibench: upstream's scoring rule for checks (programmatic)")
+    # a kind may declare modes of its own (TaskKind.modes): an unknown one is refused at registration with the
+    # kind's list, as a judge is
+    sc.add_argument("--mode", default="default",
+                    help="the scoring mode: default, or one the kind declares, e.g. blade: BLADE's definitions "
+                         "(analyses); discoverybench: upstream's HMS step by step (hypotheses); datascibench: "
+                         "upstream's scoring rule for checks (programmatic)")
     sc.add_argument("--k", type=int, default=10, help="analyses: k of coverage@k (default 10)")
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
     sc.add_argument("--model", help="the agent's language model")
@@ -419,7 +430,8 @@ def add_scoring_commands(sub: Any) -> None:
     sc.set_defaults(func=lambda a, s: score_files(a, s, a.kind) if a.enqueue or a.out else sc.error(
         "--out is required (where to copy the result file), unless --enqueue"))
     sch = sub.add_parser("score-schema", help="print the JSON schema of a kind's submission file")
-    sch.add_argument("kind", help="a registered task kind with a documented submission (hypotheses)")
+    sch.add_argument("kind", nargs="?", help="a registered task kind that publishes a schema of its submission "
+                                             "(without it: the list of those kinds)")
     sch.set_defaults(func=_schema)
     runs = sub.add_parser("runs", help="list, show, compare and export scoring runs")
     runs.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")

@@ -39,3 +39,23 @@ def test_a_new_kinds_module_adds_its_commands_without_touching_the_router(tmp_pa
     finally:
         sys.modules.pop("curation.cli_kinds.toy", None)
     assert "toy-stats" not in _commands(build_parser(kind_imports=False))  # gone with its module
+
+
+def test_score_schema_lists_the_kinds_that_publish_one_and_score_refuses_a_mode_no_kind_declares(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What ``score-schema`` and ``score --mode`` accept comes from the registry, not from lists in the parser."""
+    from curation.settings import PROJECT_ROOT
+    from evaluation.tasks import kinds_with
+    from tests.cli_runner import forkpaths
+
+    listed = forkpaths(tmp_path, "score-schema", cwd=PROJECT_ROOT)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == [k.name for k in kinds_with("submission_schema")]
+    undocumented = next(k.name for k in KINDS.values() if k.submission_schema is None)
+    refused = forkpaths(tmp_path, "score-schema", undocumented, cwd=PROJECT_ROOT)
+    assert refused.returncode == 2 and "publish a JSON schema: " in refused.stderr
+
+    answers = tmp_path / "answers.json"
+    answers.write_text("{}")
+    bad = forkpaths(tmp_path, "score", "--release", "1.0.0", "--submission", str(answers), "--mode", "no-such-mode",
+                    "--out", str(tmp_path / "out.json"), cwd=PROJECT_ROOT)
+    assert bad.returncode == 2 and "Unknown mode 'no-such-mode'" in bad.stderr, bad.stderr
