@@ -99,8 +99,6 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
         "debt: to move into its kind (mcq_release: the MCQ kind's release check)"),
     "curation/services/votes.py": (frozenset({"artifact", "check", "hypothesis", "transform", "variable"}),
         "debt: to move into its kind"),
-    "curation/starter_tasks.py": (frozenset({"programmatic"}),
-        "debt: to move into its kind"),
     "evaluation/agreement.py": (frozenset({"variable"}),
         "debt: to move into its kind"),
     "evaluation/groundtruth/build.py": (frozenset({"transform"}),
