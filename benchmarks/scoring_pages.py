@@ -98,7 +98,7 @@ def bench_leaderboard(tmp: Path) -> None:
         s.add(ReleaseRecord(version="1.0.0", format_version="1", path="1.0.0", manifest_sha256="0" * 64,
                             summary={f"dataset{d:02d}": {} for d in range(12)}))
         for i in range(50):
-            s.add(ScoringRun(agent=f"agent-{i % 7}", model_name=f"model-{i % 3}", release_version="1.0.0",
+            s.add(ScoringRun(kind="analyses", agent=f"agent-{i % 7}", model_name=f"model-{i % 3}", release_version="1.0.0",
                              ground_truth_hash="h" * 64, dataset_hashes={f"dataset{d:02d}": "x" for d in range(12)},
                              submission_sha256="s" * 64, evaluator_version="0.1.0", judge={"name": "offline"},
                              status=RunStatus.SUCCEEDED.value, scores=summaries[i % 5],

@@ -66,7 +66,7 @@ def _register_starters(engine: Engine, settings: Settings, admin_id: int | None)
         except CurationError as exc:
             log.error("starter dataset %s was not registered: %s", folder, exc)
     if names:  # the starter programmatic tasks (issue 20) go with the starter datasets they read
-        from curation.starter_tasks import register_starter_tasks
+        from curation.programmatic_starters import register_starter_tasks
 
         try:
             with session_scope(engine) as session:

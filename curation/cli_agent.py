@@ -96,10 +96,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
             workflow=args.workflow, temperature=args.temperature, seed=args.seed, only=args.dataset or [],
             agent=args.agent or "", settings=limits, prices=settings.agent_prices,
             artifacts=settings.artifact_store())
-        run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
+        run_id, job_id, total, run_kind = int(run.id or 0), int(run.job_id or 0), run.tasks_total, run.kind
     from evaluation.tasks import task_kind
 
-    advice = task_kind(args.kind).min_runs_per_task  # (runs, why), declared by the kind
+    advice = task_kind(run_kind).min_runs_per_task  # (runs, why), declared by the kind
     if advice is not None and args.runs < advice[0]:
         print(f"note: {advice[1]} (--runs {advice[0]}); with {args.runs} it is not defined.", file=sys.stderr)
     if args.enqueue:
@@ -177,10 +177,10 @@ def add_agent_commands(sub: Any) -> None:
                                                         "forkpaths reproduce RUN then checks it on the scored run")
     r.add_argument("--runs", type=int, default=1, help="runs per task (BLADE's coverage@10 needs 11)")
     r.add_argument("--dataset", action="append", help="only this dataset (or task key); repeatable")
-    r.add_argument("--kind", default="analyses",
-                   help="the kind of task to answer: analyses (BLADE, the default), hypotheses (DiscoveryBench) "
-                        "or mcq; the run is scored by that kind, with its own judge (hypotheses: hms, at "
-                        "FORKPATHS_LLM_BASE_URL)")
+    r.add_argument("--kind", default=None,
+                   help="the kind of task to answer, as registered in evaluation.tasks: analyses (BLADE, the "
+                        "default: the first kind agents answer), hypotheses (DiscoveryBench), mcq, ...; the run "
+                        "is scored by that kind, with its own judge (hypotheses: hms, at FORKPATHS_LLM_BASE_URL)")
     r.add_argument("--temperature", type=float, default=0.0, help="recorded with the run (default 0)")
     r.add_argument("--seed", type=int, default=0, help="run i is asked with seed + i")
     r.add_argument("--agent", help="its name on the leaderboard (default: '<strategy> agent #<run>', this run's own; "

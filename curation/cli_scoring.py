@@ -1,4 +1,6 @@
-"""``forkpaths score``, ``score-mcq`` and ``runs``: scoring from a terminal, registered like runs from the browser."""
+"""``forkpaths score``, ``score-schema``, ``runs``, ``reproduce``, ``import-airepr``, ``worker`` and ``artifacts``:
+scoring from a terminal, registered like runs from the browser (a kind's own scoring commands are in
+:mod:`curation.cli_kinds`)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,8 @@ if TYPE_CHECKING:
 
 # The database, the tables and the scoring engine are imported inside the commands (see curation/cli.py).
 
-__all__ = ["add_scoring_commands", "judge_settings", "scoring_limits"]
+__all__ = ["add_scoring_commands", "check_enqueue", "judge_settings", "queue_for_workers", "report_run",
+           "score_files", "score_in_foreground", "scoring_limits"]
 
 
 def judge_settings(settings: Settings) -> Any:
@@ -34,25 +38,25 @@ def scoring_limits(settings: Settings) -> Any:
     return ScoringLimits.from_settings(settings)
 
 
-_Bar = ProgressBar  # one line redrawn on a terminal; elsewhere only the final summary
-
-
-
-def _score(args: argparse.Namespace, settings: Settings, kind: str) -> int:
-    """Score the files a command names (``--submission`` or ``--answers``; ``--ask-model`` makes the answers
-    file first) as a run of ``kind``, in the foreground."""
+def score_files(args: argparse.Namespace, settings: Settings, kind: str | None,
+                ask: Callable[[argparse.Namespace, Settings, Any], int] | None = None) -> int:
+    """Score the files a command names (``--submission`` or ``--answers``) as a run of ``kind`` (None: the first
+    ranked kind of the registry), in the foreground; or, with ``ask``, the command's own way of making the answers
+    (a kind's command that asks a model, e.g. ``score-mcq --ask-model``), once the database is ready."""
     from curation.bootstrap import initialise
     from curation.db import session_scope
     from curation.services.scoring import default_judge, kind_of, register_run
     from evaluation.submissions import printable
+    from evaluation.tasks import ranked_kinds
     from evaluation.tasks.base import count_of
 
     check_enqueue(args, settings)
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
         raise ScoringError(f"--out {printable(args.out)} is a directory; name the file to write the result to.")
     report = initialise(settings)
-    if getattr(args, "ask_model", None):
-        return _ask_model(args, settings, report.engine)
+    if ask is not None:
+        return ask(args, settings, report.engine)
+    kind = kind or ranked_kinds()[0].name
     files = []
     paths = [Path(p) for p in (getattr(args, "submission", None) or [args.answers])]
     for p in paths:
@@ -111,7 +115,7 @@ def _wait(args: argparse.Namespace, settings: Settings) -> int:
     from curation.services.scoring import get_run
 
     report = initialise(settings)
-    bar = _Bar()
+    bar = ProgressBar()
     seen: tuple[int, int, str] | None = None
     while True:
         with session_scope(report.engine) as s:
@@ -182,13 +186,13 @@ def score_in_foreground(engine: Any, run_id: int, settings: Settings, out_path: 
     """Score a registered run in this process, with a progress bar; its result copied to ``out_path``."""
     from curation.services.scoring import execute_run
 
-    with frozen_heap_after_first_item(_Bar()) as progress:
+    with frozen_heap_after_first_item(ProgressBar()) as progress:
         done = execute_run(engine, run_id, artifacts=settings.artifact_store(),
                            judges=judge_settings(settings), on_progress=progress, limits=scoring_limits(settings))
-    return _report(done, settings, out_path)
+    return report_run(done, settings, out_path)
 
 
-def _report(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
+def report_run(done: ScoringRun, settings: Settings, out_path: str | None) -> int:
     """How a scored run ended: its summary line, its result copied to ``out_path``."""
     from curation.models import RunStatus
 
@@ -241,67 +245,21 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     return score_in_foreground(report.engine, run.id or 0, settings, args.out)
 
 
-def _ask_model(args: argparse.Namespace, settings: Settings, engine: Any) -> int:
-    """Ask the model under test every MCQ of the release, as an agent run (kind mcq, one-shot in BLADE's strict
-    protocol, temperature 0, every call cached; tokens, cost and transcripts kept, on the Agent runs page too),
-    then print and write its scored run like any other.
-
-    The answers file the run writes keeps the raw answers and where they came from; it is scored like any answers
-    file, so an unparseable answer counts as unparseable, never guessed.
-    """
-    from curation.db import session_scope
-    from curation.services import agent_runs as ar
-    from curation.services.background_jobs import execute_job
-    from curation.services.scoring import get_run, mcq_release
-    from evaluation.submissions import printable
-
-    base_url = args.base_url or settings.llm_base_url
-    if not base_url:
-        raise ScoringError("Say where the model under test answers: --base-url URL (an OpenAI-compatible "
-                           "endpoint) or FORKPATHS_LLM_BASE_URL.")
-    if args.model and args.model != args.ask_model:
-        raise ScoringError(f"--model {printable(args.model)} names the model of an answers file; with --ask-model "
-                           "the model asked is the run's model. Drop --model (or use --agent to name the run).")
-    with session_scope(engine) as s:
-        actor = acting_operator(session=s, username=args.as_user)
-        release = mcq_release(session=s, actor=actor, release_version=args.release,
-                              artifacts=settings.artifact_store())
-        run = ar.start_agent_run(session=s, actor=actor, release_version=release.version, model=args.ask_model,
-                                 base_url=base_url, strategy="oneshot", kind="mcq", runs_per_task=1,
-                                 temperature=0.0, seed=0, agent=args.agent or args.ask_model,
-                                 prices=settings.agent_prices, artifacts=settings.artifact_store())
-        run_id, job_id, total = int(run.id or 0), int(run.job_id or 0), run.tasks_total
-    print(f"Asking {args.ask_model} at {base_url} the {total} MCQs of release {release.version} "
-          f"(temperature 0; answers are cached) as agent run {run_id}.", file=sys.stderr)
-    with frozen_heap_after_first_item(_Bar()) as progress:
-        execute_job(engine, job_id, settings, on_progress=progress)
-    with session_scope(engine) as s:
-        actor = acting_operator(session=s, username=args.as_user)
-        done = ar.get_agent_run(session=s, actor=actor, run_id=run_id)
-        rows = ar.task_runs(session=s, actor=actor, run_id=run_id)
-        scored = next((i for i in done.scoring_run_ids if i), None)
-        scoring = get_run(session=s, actor=actor, run_id=scored) if scored else None
-        s.expunge_all()
-    failed = [r for r in rows if r.status not in ("answered", "invalid_answer")]
-    if failed:
-        print(f"warning: {len(failed)} question(s) got no answer (they count as unanswered); first: "
-              f"{failed[0].task_key}: {failed[0].message}", file=sys.stderr)
-    cost = "no price set (FORKPATHS_AGENT_PRICES)" if done.cost is None else f"${done.cost:.4f}"
-    print(f"Agent run {run_id}: {done.prompt_tokens} tokens in, {done.completion_tokens} out; cost {cost}; "
-          f"{done.calls} requests sent, {done.cache_hits} answers from the cache.", file=sys.stderr)
-    if scoring is None:
-        print(f"error: agent run {run_id} {done.status}: {done.message}", file=sys.stderr)
-        return 1
-    return _report(scoring, settings, args.out)
-
-
 def _schema(args: argparse.Namespace, settings: Settings) -> int:
-    """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission."""
+    """``forkpaths score-schema KIND``: the JSON schema file documenting a kind's submission; without KIND, the
+    kinds that publish one (the registry says which)."""
     from curation.services.scoring import kind_of
+    from evaluation.tasks import kinds_with
 
+    documented = kinds_with("submission_schema")
+    if args.kind is None:
+        for kind in documented:
+            print(f"{kind.name:<16} {kind.label}")
+        return 0
     path = kind_of(args.kind).submission_schema
     if path is None:
-        raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help).")
+        raise ScoringError(f"The {args.kind} kind documents its submission elsewhere (see forkpaths score --help); "
+                           f"these kinds publish a JSON schema: {', '.join(k.name for k in documented)}.")
     print(Path(path).read_text(encoding="utf-8"), end="")
     return 0
 
@@ -449,9 +407,12 @@ def add_scoring_commands(sub: Any) -> None:
     # (not with argparse choices, which would import the judges for every command)
     sc.add_argument("--judge", default=None, help="a registered judge: offline (no LLM, the default for analyses) or "
                                                "llm; hms for hypotheses (its default)")
-    sc.add_argument("--mode", choices=["default", "blade", "discoverybench", "datascibench"], default="default",
-                    help="blade: BLADE's definitions (analyses); discoverybench: upstream's HMS step by step "
-                         "(hypotheses); datascibench: upstream's scoring rule for checks (programmatic)")
+    # a kind may declare modes of its own (TaskKind.modes): an unknown one is refused at registration with the
+    # kind's list, as a judge is
+    sc.add_argument("--mode", default="default",
+                    help="the scoring mode: default, or one the kind declares, e.g. blade: BLADE's definitions "
+                         "(analyses); discoverybench: upstream's HMS step by step (hypotheses); datascibench: "
+                         "upstream's scoring rule for checks (programmatic)")
     sc.add_argument("--k", type=int, default=10, help="analyses: k of coverage@k (default 10)")
     sc.add_argument("--agent", help="agent name (default: the submission file's name)")
     sc.add_argument("--model", help="the agent's language model")
@@ -459,32 +420,19 @@ def add_scoring_commands(sub: Any) -> None:
     sc.add_argument("--enqueue", action="store_true",
                     help="queue the run for the workers (PostgreSQL), print its id and return")
     sc.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
-    sc.add_argument("--kind", default="analyses",
-                    help="the task kind of the submission, as registered in evaluation.tasks (analyses by default); "
+    sc.add_argument("--kind", default=None,
+                    help="the task kind of the submission, as registered in evaluation.tasks (default: the first "
+                         "ranked kind, analyses); "
                          "an unknown kind is refused with the list of known ones, and 'forkpaths score-schema KIND' "
                          "documents each kind's format")
     sc.add_argument("--llm-model", help="for a kind that asks a model of its own (reproducibility: the "
                                         "inspector): which model (default FORKPATHS_LLM_MODEL)")
-    sc.set_defaults(func=lambda a, s: _score(a, s, a.kind) if a.enqueue or a.out else sc.error(
+    sc.set_defaults(func=lambda a, s: score_files(a, s, a.kind) if a.enqueue or a.out else sc.error(
         "--out is required (where to copy the result file), unless --enqueue"))
     sch = sub.add_parser("score-schema", help="print the JSON schema of a kind's submission file")
-    sch.add_argument("kind", help="a registered task kind with a documented submission (hypotheses)")
+    sch.add_argument("kind", nargs="?", help="a registered task kind that publishes a schema of its submission "
+                                             "(without it: the list of those kinds)")
     sch.set_defaults(func=_schema)
-    mcq = sub.add_parser("score-mcq", help="score an MCQ answers file (question id → letter), or a model asked "
-                                           "every MCQ, against a release")
-    mcq.add_argument("--release", required=True)
-    given = mcq.add_mutually_exclusive_group(required=True)
-    given.add_argument("--answers", help="a JSON object {question id: letter} (or {'answers': {...}})")
-    given.add_argument("--ask-model", metavar="MODEL", help="ask this model under test every MCQ, at temperature 0")
-    mcq.add_argument("--base-url", help="its OpenAI-compatible endpoint (default: FORKPATHS_LLM_BASE_URL, which "
-                                        "alone gets FORKPATHS_AGENT_API_KEY or FORKPATHS_LLM_API_KEY; another URL "
-                                        "gets its key from FORKPATHS_AGENT_ENDPOINT_KEYS, or none); asked as an "
-                                        "agent run (forkpaths agent show N)")
-    mcq.add_argument("--agent")
-    mcq.add_argument("--model")
-    mcq.add_argument("--out", required=True)
-    mcq.add_argument("--as", dest="as_user")
-    mcq.set_defaults(func=lambda a, s: _score(a, s, "mcq"))
     runs = sub.add_parser("runs", help="list, show, compare and export scoring runs")
     runs.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     rs = runs.add_subparsers(dest="runs_command", required=True)

@@ -40,7 +40,7 @@ from curation.models.jobs import (
     BackgroundJob,
     RunStatus,
 )
-from curation.models.mcqs import (
+from curation.models.mcq import (
     MCQ,
     MCQReview,
 )

@@ -27,7 +27,7 @@ class ScoringRun(SQLModel, table=True):
     __tablename__ = "scoring_run"
 
     id: int | None = Field(default=None, primary_key=True)
-    kind: str = Field(default="analyses", max_length=16, description="analyses | mcq")
+    kind: str = Field(max_length=16, description="the task kind of its submission (a name in evaluation.tasks.KINDS)")
     agent: str = Field(max_length=128, index=True)
     model_name: str = Field(default="", max_length=128)
     release_version: str = Field(max_length=32, index=True)

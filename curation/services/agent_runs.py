@@ -102,11 +102,13 @@ def _scope(run_id: int) -> str:
 
 @judges_actor
 def start_agent_run(*, session: Session, actor: User, release_version: str, model: str, base_url: str,
-                    strategy: str, runs_per_task: int = 1, kind: str = "analyses", workflow: bool = False,
+                    strategy: str, runs_per_task: int = 1, kind: str | None = None, workflow: bool = False,
                     temperature: float = 0.0, seed: int = 0, only: Sequence[str] = (), agent: str = "",
                     settings: AgentSettings | None = None, prices: dict[str, tuple[float, float]] | None = None,
                     artifacts: ArtifactStore) -> AgentRun:
     """Record an agent run and its queued job (one transaction; the caller hands ``run.job_id`` to a worker).
+
+    ``kind``: the kind of task the agent answers (None: the first kind agents can answer, in the registry's order).
 
     Raises:
         PermissionDenied: not an evaluator, curator or admin.
@@ -116,6 +118,7 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
     """
     require_role(actor, *SCORING_ROLES)
     model, base_url = model.strip(), base_url.strip().rstrip("/")
+    kind = kind or next(iter(agent_kind_names()), "")  # none: refused below with the list
     try:
         hook = agent_kind(kind)
     except UnknownAgentKind as exc:

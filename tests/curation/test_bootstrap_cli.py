@@ -160,7 +160,7 @@ def test_run_says_when_its_port_is_taken_and_takes_the_next_free_one(tmp_path):
     import subprocess
     import sys
 
-    from curation.cli import port_taken
+    from curation.cli_app import port_taken
 
     with socket.socket() as holder:  # someone else's app on the asked port
         holder.bind(("127.0.0.1", 0))

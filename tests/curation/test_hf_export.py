@@ -30,13 +30,13 @@ from curation.dataset_files import read_blade_folder
 from curation.db import session_scope
 from curation.errors import BlindingViolation, ReleaseError
 from curation.models import Role
+from curation.programmatic_starters import register_starter_tasks
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.blade_import import import_blade
 from curation.services.datasets import register_dataset
 from curation.services.discoverybench_import import import_discoverybench
 from curation.settings import Settings
-from curation.starter_tasks import register_starter_tasks
 from curation.starters import list_starter_dirs
 from exports.hf import CONFIGS
 from exports.manifest import parse_manifest, sha256_file

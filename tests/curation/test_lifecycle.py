@@ -34,7 +34,8 @@ def _new(engine: Engine, which: str) -> int:
             return start_job(session=s, kind="llm_alternatives", params={}, scope=f"test:{time.monotonic_ns()}",
                              requester=None, total=4)
     with session_scope(engine) as s:
-        run = ScoringRun(agent="a", release_version="1.0.0", ground_truth_hash="0" * 64, submission_sha256="0" * 64,
+        run = ScoringRun(kind="analyses", agent="a", release_version="1.0.0", ground_truth_hash="0" * 64,
+                         submission_sha256="0" * 64,
                          submission_files=[], evaluator_version="t", progress_total=4)
         s.add(run)
         s.flush()

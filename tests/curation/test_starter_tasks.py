@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.starter_tasks import STARTER_TASKS, build_starter_tasks
+from curation.programmatic_starters import STARTER_TASKS, build_starter_tasks
 from exports.schema import PROGRAMMATIC_TASK_TYPES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,4 +26,4 @@ def test_the_committed_tree_is_what_the_definitions_build(tmp_path: Path) -> Non
     files = sorted(p.relative_to(built) for p in built.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
     different = [str(f) for f in files if not filecmp.cmp(built / f, committed / f, shallow=False)]
-    assert different == [], f"regenerate with python -m curation.starter_tasks datasets: {different}"
+    assert different == [], f"regenerate with python -m curation.programmatic_starters datasets: {different}"

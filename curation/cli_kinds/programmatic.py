@@ -1,4 +1,4 @@
-"""``forkpaths checks``: programmatic tasks from a terminal.
+"""The programmatic kind's commands, ``forkpaths checks``: programmatic tasks from a terminal.
 
 * ``checks run TASK --outputs DIR [--release V] [--json]`` scores one output folder headless and prints each
   check's outcome and which release's checks ran (release V's, read from its files; default the newest release
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from curation.settings import Settings
 
-__all__ = ["add_checks_commands", "format_outcome"]
+__all__ = ["add_commands", "format_outcome"]
 
 
 def format_outcome(outcome: Any) -> str:
@@ -216,7 +216,7 @@ def _export(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def add_checks_commands(sub: Any) -> None:
+def add_commands(sub: Any) -> None:
     ck = sub.add_parser("checks", help="programmatic tasks: run checks on an output folder, list, import, export")
     csub = ck.add_subparsers(dest="checks_command", required=True)
     run = csub.add_parser("run", help="score one output folder against a task's checks (in the sandbox)")

@@ -1,4 +1,4 @@
-"""``forkpaths hypotheses ...``: the command-line side of curating DiscoveryBench hypothesis tasks.
+"""The DiscoveryBench hypotheses kind's commands, ``forkpaths hypotheses ...``: curating its hypothesis tasks.
 
 * ``hypotheses generate DATASET``: LLM hypotheses for the queries still to curate (stage 2 open), as the
   background job the Review page starts, run here in the foreground;
@@ -13,32 +13,19 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from curation.cli_actor import acting_operator, dataset_named
 from curation.cli_progress import ProgressBar
-from curation.errors import CurationError
 
 if TYPE_CHECKING:
-    from curation.models import Dataset
     from curation.settings import Settings
 
 # The database, the tables and the services are imported inside the commands (see curation/cli.py).
 
-__all__ = ["add_hypothesis_commands"]
-
-
-def _dataset(session: Any, name: str) -> Dataset:
-    from sqlmodel import select
-
-    from curation.models import Dataset
-
-    ds = session.exec(select(Dataset).where(Dataset.name == name)).first()
-    if ds is None:
-        raise CurationError(f"There is no dataset called '{name}'.")
-    return ds  # type: ignore[no-any-return]
+__all__ = ["add_commands"]
 
 
 def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
-    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.models import RunStatus
     from curation.services.background_jobs import execute_job
@@ -50,7 +37,7 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=args.as_user)
         job_id = start_hypothesis_generation(session=session, actor=actor,
-                                             dataset_id=_dataset(session, args.dataset).id or 0)
+                                             dataset_id=dataset_named(session, args.dataset).id or 0)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
     if job.result is None:
         print(f"The generation {job.status}: {job.message}", file=sys.stderr)
@@ -68,14 +55,13 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
 
 def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
-    from curation.cli_actor import acting_operator
     from curation.db import session_scope
     from curation.services.hypotheses import gold_board
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=args.as_user)
-        board = gold_board(session=session, actor=actor, dataset_id=_dataset(session, args.dataset).id or 0)
+        board = gold_board(session=session, actor=actor, dataset_id=dataset_named(session, args.dataset).id or 0)
         rows: list[dict[str, Any]] = [{"task": tg.task.key, "question": tg.task.question, "status": tg.task.status,
                  "gold": tg.task.gold_hypothesis if tg.decided else None,
                  "provenance": tg.task.gold_provenance if tg.decided else None,
@@ -96,7 +82,7 @@ def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def add_hypothesis_commands(sub: Any) -> None:
+def add_commands(sub: Any) -> None:
     hyp = sub.add_parser("hypotheses", help="curating DiscoveryBench hypothesis tasks (LLM hypotheses, gold)")
     hyp.add_argument("--as", dest="as_user", help="act as this user (default: the first active admin)")
     hsub = hyp.add_subparsers(dest="hypotheses_command", required=True)

@@ -6,7 +6,7 @@ holds no Python files), each ``prompt.json`` naming the starter dataset it reads
 (``"dataset"``) and the files (``"input_files": ["data.csv"]``). The artifacts in ``gt/`` are what the reference
 solution (``gt/test_gt.py``) writes, run in the sandbox; every check carries the release gate's evidence (its
 outcome on the artifacts and on the known wrong outputs made from them). :func:`build_starter_tasks` makes the
-whole tree from the definitions below, deterministically (``python -m curation.starter_tasks datasets``); a test
+whole tree from the definitions below, deterministically (``python -m curation.programmatic_starters datasets``); a test
 checks the committed tree is what it produces. At first start they are registered with their datasets, their
 artifacts and checks accepted ("imported"), so the programmatic kind works at once.
 
