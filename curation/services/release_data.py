@@ -36,9 +36,10 @@ from curation.models import (
     utcnow,
 )
 from exports.blade_convert import BLADE_ANNOTATOR
-from exports.schema import (
-    MCQ as ReleaseMCQ,
-)
+from exports.hypotheses_part import HypothesesPart, HypothesisCandidate, HypothesisGold, HypothesisTaskRelease
+from exports.mcq_part import MCQ as ReleaseMCQ
+from exports.mcq_part import MCQPart
+from exports.programmatic_part import ProgrammaticPart
 from exports.schema import (
     Alternative as ReleaseAlternative,
 )
@@ -46,15 +47,9 @@ from exports.schema import (
     Annotator,
     ConsensusRecord,
     DatasetRelease,
-    HypothesesPart,
-    HypothesisCandidate,
-    HypothesisGold,
-    HypothesisTaskRelease,
     KindPart,
     LLMProvenance,
-    MCQPart,
     MeetingRecord,
-    ProgrammaticPart,
     ReleaseFile,
     ReleaseModel,
     ReleaseTransform,

@@ -10,6 +10,7 @@ component in ``annotate_app/components/kinds/``. Kinds are found by a scan of th
 from __future__ import annotations
 
 from evaluation.tasks.base import (
+    JOB_KIND_MAX,
     KIND_NAME_MAX,
     AIReprAccuracy,
     CheckedFile,
@@ -20,6 +21,8 @@ from evaluation.tasks.base import (
     ImportedFile,
     Importer,
     ItemKind,
+    JobKind,
+    KindJudge,
     LeaderboardSpec,
     ReleasePart,
     RunView,
@@ -58,6 +61,9 @@ __all__ = [
     "ImportedFile",
     "Importer",
     "ItemKind",
+    "JOB_KIND_MAX",
+    "JobKind",
+    "KindJudge",
     "KindDeclarationError",
     "LeaderboardSpec",
     "ReleasePart",

@@ -44,7 +44,7 @@ from curation.services.meetings import display_names, open_meeting
 from curation.services.release_data import pseudonym
 from curation.services.stages import get_review_settings, lock_for_review_write
 from evaluation.tasks.hypotheses import HYPOTHESIS
-from exports.schema import HypothesisCandidate, HypothesisGold, HypothesisVariable
+from exports.hypotheses_part import HypothesisCandidate, HypothesisGold, HypothesisVariable
 
 __all__ = ["GoldBoard", "TaskGold", "decide_gold", "gold_board", "hypothesis_release_parts", "task_release_parts"]
 
