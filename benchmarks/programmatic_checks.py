@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from evaluation.programmatic.runner import CheckLimits, run_checks, run_many  # noqa: E402
 from evaluation.sandbox import prewarm  # noqa: E402
-from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease  # noqa: E402
+from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease  # noqa: E402
 
 CODE = ("import pandas as pd\n\ndef check(ground_truth):\n"
         "    df = pd.read_csv('clean.csv')\n    return bool(df['b'].notna().all()) and len(df) == {n}\n")

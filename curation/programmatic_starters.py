@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exports.schema import ProgrammaticArtifact, ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticArtifact, ProgrammaticCheck, ProgrammaticTaskRelease
 
 __all__ = ["STARTER_TASKS", "StarterTask", "build_starter_tasks", "register_starter_tasks", "starter_task_tree"]
 

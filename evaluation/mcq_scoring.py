@@ -30,7 +30,8 @@ from evaluation.errors import EvaluationError
 from evaluation.llm import DATA_NOTICE, quote
 from evaluation.llm.quoting import CODE_CHARS
 from exports.jsontext import JsonTextError, load_json
-from exports.schema import MCQ, DatasetRelease, MCQPart
+from exports.mcq_part import MCQ, MCQPart
+from exports.schema import DatasetRelease
 
 __all__ = [
     "MCQ_REPORT_VERSION",

@@ -20,14 +20,12 @@ from exports.blade_annotations import (
     ROOT_SPEC_ID,
     spec_name_from_specification,
 )
+from exports.mcq_part import MCQ, MCQOption, MCQPart
 from exports.schema import (
-    MCQ,
     Alternative,
     Annotator,
     DatasetRelease,
     LLMProvenance,
-    MCQOption,
-    MCQPart,
     ReleaseBranch,
     ReleaseColumn,
     ReleaseMapping,

@@ -37,8 +37,8 @@ from exports.discoverybench import (
     write_discoverybench,
 )
 from exports.errors import DiscoveryBenchFormatError, FormatError
-from exports.hypotheses_part import is_hypothesis_dataset
-from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
+from exports.hypotheses_part import HypothesesPart, HypothesisTaskRelease, is_hypothesis_dataset
+from exports.schema import DatasetRelease, Release
 
 __all__ = [
     "ATTRIBUTION_NAME",

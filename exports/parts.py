@@ -49,7 +49,11 @@ class ReleasePart:
       datasets get a contents table of their own in the dataset card (None: they sit in the table of decisions,
       with a column of its count);
     * ``card_section(ds, part)``: the lines of the dataset's section of the card (None: the section of decisions,
-      with a line of its counts).
+      with a line of its counts);
+    * ``hf_tables()``: the configurations (:class:`exports.hf.tables.HFConfig`) its items bring to a Hugging Face
+      export, built when called (so that pyarrow loads with the export, not with the kind); None: it brings none;
+    * ``owns(ds)``: the dataset is one of this kind's own (its tasks are the dataset's reason to be), not a dataset
+      of BLADE's decisions, whatever decisions it also holds (None: it owns none).
     """
 
     model: type[BaseModel]
@@ -65,6 +69,8 @@ class ReleasePart:
     about: str = ""
     card_table: tuple[str, tuple[str, ...], Callable[[DatasetRelease, Any], list[str]]] | None = None
     card_section: Callable[[DatasetRelease, Any], list[str]] | None = None
+    hf_tables: Callable[[], tuple[Any, ...]] | None = None
+    owns: Callable[[DatasetRelease], bool] | None = None
 
     @property
     def singular(self) -> str:

@@ -23,21 +23,8 @@ __all__ = [
     "Annotator",
     "ConsensusRecord",
     "DatasetRelease",
-    "HypothesisCandidate",
-    "HypothesisGold",
-    "HypothesisTaskRelease",
-    "HypothesisVariable",
     "LLMProvenance",
-    "MCQ",
-    "MCQOption",
-    "MCQPart",
-    "HypothesesPart",
-    "ProgrammaticPart",
     "MeetingRecord",
-    "PROGRAMMATIC_TASK_TYPES",
-    "ProgrammaticArtifact",
-    "ProgrammaticCheck",
-    "ProgrammaticTaskRelease",
     "Release",
     "ReleaseColumn",
     "ReleaseFile",
@@ -46,6 +33,7 @@ __all__ = [
     "ReleaseModel",
     "ReleaseTransform",
     "ReleaseVariable",
+    "StrictModel",
     "Vote",
 ]
 
@@ -63,11 +51,13 @@ FORMAT_VERSION = "2.0"
 Answer = Literal["yes", "no", "unsure"]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A model of the release format: unknown fields are refused (a kind's part models derive from it)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class Annotator(_Strict):
+class Annotator(StrictModel):
     """A pseudonymous annotator: releases never carry user names."""
 
     id: str = Field(description="stable pseudonym within the release, e.g. 'A3'")
@@ -75,24 +65,24 @@ class Annotator(_Strict):
     label: str = Field(default="", description="e.g. 'BLADE experts (imported)'; empty for humans")
 
 
-class ReleaseColumn(_Strict):
+class ReleaseColumn(StrictModel):
     name: str
     origin: Literal["original", "derived"] = "original"
     producer_id: str | None = None
     rationale: str = ""
 
 
-class ReleaseMapping(_Strict):
+class ReleaseMapping(StrictModel):
     inputs: list[str] = Field(default_factory=list)
     output: str = ""
 
 
-class ReleaseBranch(_Strict):
+class ReleaseBranch(StrictModel):
     dependencies: list[str] = Field(default_factory=list)
     condition: str = ""
 
 
-class ReleaseVariable(_Strict):
+class ReleaseVariable(StrictModel):
     id: str
     annotator: str
     variable_type: Literal["IV", "DV", "Control"]
@@ -106,7 +96,7 @@ class ReleaseVariable(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class ReleaseTransform(_Strict):
+class ReleaseTransform(StrictModel):
     id: str
     annotator: str
     spec_name: str
@@ -120,7 +110,7 @@ class ReleaseTransform(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class ReleaseModel(_Strict):
+class ReleaseModel(StrictModel):
     id: str
     annotator: str
     family: str = ""
@@ -135,7 +125,7 @@ class ReleaseModel(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class LLMProvenance(_Strict):
+class LLMProvenance(StrictModel):
     model: str
     base_url: str = ""
     prompt_template: str = Field(default="", description="name@version of the prompt template")
@@ -144,7 +134,7 @@ class LLMProvenance(_Strict):
     created_at: datetime | None = None
 
 
-class Alternative(_Strict):
+class Alternative(StrictModel):
     """A decision proposed for review: by an LLM seeded from a decision, or by a peer."""
 
     id: str
@@ -157,7 +147,7 @@ class Alternative(_Strict):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class Vote(_Strict):
+class Vote(StrictModel):
     target_kind: Literal["alternative", "variable", "transform", "model", "hypothesis", "prog_check", "prog_artifact"]
     target_id: str
     annotator: str
@@ -168,7 +158,7 @@ class Vote(_Strict):
     created_at: datetime | None = None
 
 
-class ConsensusRecord(_Strict):
+class ConsensusRecord(StrictModel):
     """An item's ground-truth status. ``contested`` is a final state (voters heard, no rule threshold met, or a
     meeting left it open); ``unjudged``: nobody voted. ``split``/``unresolved`` are format-1.0 values."""
 
@@ -184,27 +174,7 @@ class ConsensusRecord(_Strict):
     votes: list[Vote] = Field(default_factory=list, description="the votes as they stood when decided")
 
 
-class MCQOption(_Strict):
-    text: str = Field(description="a conceptual-variable string, or transform code")
-    rationale: str = ""
-    is_llm_generated: bool = False
-    source_kind: Literal["variable", "transform", "path", "alternative", "unknown"] = "unknown"
-    source_ids: list[str] = Field(default_factory=list)
-    negative_reason: Literal["", "wrong_variable", "voted_unjustifiable", "not_derivable"] = ""
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class MCQ(_Strict):
-    id: str
-    kind: Literal["variable", "transform"]
-    mc_type: Literal["select_pos", "select_neg"]
-    concept: str = Field(default="", description="for transform MCQs: the conceptual variable string")
-    options: list[MCQOption]
-    correct_index: int
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class MeetingRecord(_Strict):
+class MeetingRecord(StrictModel):
     """A stage-3 consensus meeting: agenda with outcomes, reasons and dissent; attendance; the votes before and
     after; the audit trail. People appear only as pseudonyms."""
 
@@ -223,7 +193,7 @@ class MeetingRecord(_Strict):
     events: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class ReleaseFile(_Strict):
+class ReleaseFile(StrictModel):
     """One file of a dataset with more than one table (a DiscoveryBench folder), copied into the release."""
 
     name: str = Field(description="its name inside the dataset folder, e.g. metadata_0.json or data/x.csv")
@@ -235,119 +205,7 @@ class ReleaseFile(_Strict):
     columns: list[dict[str, Any]] = Field(default_factory=list, description="column descriptions, as imported")
 
 
-class HypothesisVariable(_Strict):
-    """One variable of a hypothesis, grounded in the data dictionary (``column``) or a derived column."""
-
-    name: str
-    column: str | None = Field(default=None, description="the data column it is, when it is one")
-    derived: str = Field(default="", description="how it is derived, when it is not a column as is")
-    description: str = ""
-
-
-class HypothesisCandidate(_Strict):
-    """A stage-1 hypothesis an analyst wrote for a query (blind), decomposed, with its workflow and code."""
-
-    id: str
-    author: str | None = Field(default=None, description="annotator pseudonym")
-    hypothesis: str
-    context: str = ""
-    variables: list[HypothesisVariable] = Field(default_factory=list)
-    relationship: str = ""
-    workflow: str = ""
-    code: str = ""
-    check: dict[str, Any] | None = Field(default=None, description="the sandbox run of its code, as kept")
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class HypothesisGold(_Strict):
-    """A query's gold hypothesis: imported, or what the decision rule made justifiable (with provenance)."""
-
-    hypothesis: str
-    context: str | None = None
-    variables: list[str] | None = None
-    relationship: str | None = None
-    workflow: str | None = None
-    source: Literal["metadata", "answer_key", "consensus"]
-    candidate_id: str | None = Field(default=None, description="consensus: the candidate or alternative chosen")
-    provenance: dict[str, Any] = Field(default_factory=dict, description="rule, tally, meeting, decided_by/at")
-
-
-class HypothesisTaskRelease(_Strict):
-    """One DiscoveryBench query over the dataset, with everything needed to write the folder back."""
-
-    key: str = Field(description="real/test/<folder>/metadata_<k>/q<qid>")
-    source: Literal["real", "synth"]
-    split: str
-    metadata_k: int
-    qid: int
-    query_field: str = ""
-    question: str
-    question_type: str | None = None
-    question_type_raw: str | None = None
-    difficulty: int | None = None
-    domain: str | None = None
-    domain_knowledge: str | None = None
-    workflow_tags: str | None = None
-    data_files: list[str] = Field(default_factory=list)
-    true_hypothesis_expr: str | None = None
-    target_col: str | None = None
-    relevant_cols: list[str] | None = None
-    gold: HypothesisGold | None = None
-    candidates: list[HypothesisCandidate] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-
-PROGRAMMATIC_TASK_TYPES: tuple[str, ...] = (
-    "data cleaning & preprocessing",
-    "data exploration & statistics understanding",
-    "data visualization",
-    "predictive modeling",
-    "data mining & pattern recognition",
-    "interpretability & report generation",
-)
-"""DataSciBench's six task types (evaluation-seeds-reference §2.1), in its order."""
-
-
-class ProgrammaticArtifact(_Strict):
-    """A ground-truth artifact of a programmatic task (a table, a figure, a number), carried inline so that a
-    release alone rescores a run. ``path`` is relative to the task's ``gt/`` folder."""
-
-    path: str
-    sha256: str
-    size: int
-    content_b64: str = Field(description="the file's bytes, base64")
-
-
-class ProgrammaticCheck(_Strict):
-    """One task-function-code check (DataSciBench's TFC entry): a function ``f(ground_truth)`` run in the agent's
-    output folder (its working directory, read-only) that returns a boolean, optionally through ``rule``."""
-
-    id: str
-    task_type: str = Field(description="one of PROGRAMMATIC_TASK_TYPES")
-    function: str = Field(description="the aggregate-function label, e.g. 'Data Completeness'")
-    metric: str = Field(description="the metric's name, e.g. 'Data Completeness Ratio'")
-    code: str = Field(description="Python source defining one function of the ground-truth path")
-    rule: str | None = Field(default=None, description="optional lambda (as text) applied to the result")
-    ground_truth: str = Field(default="", description="path inside gt/ handed to the function ('' = gt/ itself)")
-    status: str = Field(default="accepted", description="accepted (scored) | proposed | refused")
-    gate: dict[str, Any] = Field(default_factory=dict, description="the release gate's evidence: its outcome on "
-                                 "the accepted artifact and on a known wrong output")
-    provenance: dict[str, Any] = Field(default_factory=dict)
-
-
-class ProgrammaticTaskRelease(_Strict):
-    """A programmatic task: a prompt, its input files (the dataset's), ground-truth artifacts and checks."""
-
-    key: str = Field(description="the task's id, also its folder name in an outputs zip")
-    prompt: str
-    input_files: list[str] = Field(default_factory=list, description="names of the dataset files it reads")
-    data_source_type: str = ""
-    artifacts: list[ProgrammaticArtifact] = Field(default_factory=list)
-    checks: list[ProgrammaticCheck] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class KindPart(_Strict):
+class KindPart(StrictModel):
     """A kind's part of a dataset (``DatasetRelease.parts[kind]``) whose model knows its kind's name, so that the
     kind's own modules read it with ``Model.of(ds)`` (an empty part where the dataset has none)."""
 
@@ -374,29 +232,7 @@ class KindPart(_Strict):
         return ds.model_copy(update={"parts": {**ds.parts, self.kind: self.model_dump(mode="json")}})
 
 
-class MCQPart(KindPart):
-    """The MCQ kind's part of a dataset (format 2.0; format 1.x: the dataset's ``mcqs``)."""
-
-    kind: ClassVar[str] = "mcq"
-    items: list[MCQ] = Field(default_factory=list)
-
-
-class HypothesesPart(KindPart):
-    """The hypotheses kind's part of a dataset: its DiscoveryBench queries (format 1.x: ``hypothesis_tasks``)."""
-
-    kind: ClassVar[str] = "hypotheses"
-    tasks: list[HypothesisTaskRelease] = Field(default_factory=list)
-
-
-class ProgrammaticPart(KindPart):
-    """The programmatic kind's part of a dataset: DataSciBench-style checked tasks (format 1.x:
-    ``programmatic_tasks``)."""
-
-    kind: ClassVar[str] = "programmatic"
-    tasks: list[ProgrammaticTaskRelease] = Field(default_factory=list)
-
-
-class DatasetRelease(_Strict):
+class DatasetRelease(StrictModel):
     name: str
     title: str = ""
     research_question: str
@@ -441,7 +277,7 @@ class DatasetRelease(_Strict):
         return self.model_copy(update={"parts": dict(sorted(kept.items()))})
 
 
-class Release(_Strict):
+class Release(StrictModel):
     format_version: str = FORMAT_VERSION
     version: str = Field(description="semantic version X.Y.Z")
     created_at: datetime

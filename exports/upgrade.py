@@ -16,8 +16,11 @@ from pydantic import BaseModel, ValidationError
 
 from exports import hypotheses_part, mcq_part, programmatic_part
 from exports.errors import FormatError
+from exports.hypotheses_part import HypothesesPart
+from exports.mcq_part import MCQPart
 from exports.parts import declare_part, declared_parts
-from exports.schema import FORMAT_VERSION, HypothesesPart, MCQPart, ProgrammaticPart
+from exports.programmatic_part import ProgrammaticPart
+from exports.schema import FORMAT_VERSION
 
 __all__ = ["LEGACY_PARTS", "upgrade_release_document", "upgrade_summary"]
 

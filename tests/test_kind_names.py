@@ -137,11 +137,15 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
         "debt: to move into its kind"),
     "exports/discoverybench/models.py": (frozenset({"hypotheses", "variable"}),
         "debt: to move into its kind"),
-    "exports/hf/tables.py": (frozenset({"analyses", "hypotheses", "programmatic", "transform", "variable"}),
-        "debt: to move into its kind"),
-    "exports/schema.py": (frozenset({"hypothesis", "hypotheses", "mcq", "programmatic", "transform", "variable"}),
-        "the release format's models and 1.x field names; debt: the part models of the kinds format 1.x had "
-        "(MCQPart, HypothesesPart, ProgrammaticPart, which name their kind) to move into exports/<kind>_part.py"),
+    "exports/hf/tables.py": (frozenset({"analyses", "transform", "variable"}),
+        "the tables of the fields every dataset shares: BLADE's decisions (variables, transforms) and their "
+        "datasets; the kinds' tables come from their release parts"),
+    "exports/mcq_part.py": (frozenset({"transform", "variable"}),
+        "an MCQ asks about one of BLADE's decisions (a variable or a transform): its item model says which; moved "
+        "here from exports/schema.py with the model"),
+    "exports/schema.py": (frozenset({"hypothesis", "transform", "variable"}),
+        "the release format's shared models: the kinds of alternatives, votes and consensus records (debt: to "
+        "become the decision-item kinds the registry declares)"),
     "exports/upgrade.py": (frozenset({"hypotheses", "mcq", "programmatic"}),
         "format 1.x → 2.0: the one place that knows which 1.x fields became which kind's part (by design)"),
 }

@@ -20,7 +20,7 @@ from curation.services.programmatic import (
     run_release_gate,
 )
 from curation.services.votes import QUESTIONS, VERDICT, cast_vote
-from exports.schema import PROGRAMMATIC_TASK_TYPES
+from exports.programmatic_part import PROGRAMMATIC_TASK_TYPES
 
 __all__ = ["gate_frame", "render_agenda_candidate", "render_artifact", "render_check", "render_propose_check"]
 

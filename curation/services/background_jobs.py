@@ -10,8 +10,9 @@ outcome. Claiming, the heartbeat, interruption and take-over are :mod:`curation.
 with scoring runs; where a job is handed to (the queue or these threads) is
 :func:`curation.services.jobs.make_job_submitter`'s.
 
-A kind is one entry of :data:`KINDS` (``"module:function"``, imported when a job of that kind runs); its function
-gets the engine, the job row, a :class:`JobControl` (progress, cancel) and the settings, and returns a
+A kind of job is one of :func:`job_kinds`: those every task kind shares (:data:`KINDS`) and those the task kinds
+bring (``TaskKind.jobs``), each a ``"module:function"`` imported when a job of that kind runs; its function gets
+the engine, the job row, a :class:`JobControl` (progress, cancel) and the settings, and returns a
 :class:`JobOutcome`.
 """
 
@@ -36,20 +37,19 @@ from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
 from curation.services import lifecycle
 from curation.services.actor import hold_actor, judges_actor
 from curation.services.lifecycle import Heartbeat, ScoringHere, held, this_executor
+from evaluation import tasks as task_kinds
 
 if TYPE_CHECKING:
     from curation.settings import Settings
 
 __all__ = ["ACTIVE", "KINDS", "InProcessJobs", "JobControl", "JobOutcome", "JobSubmitter", "cancel_job",
-           "claim_job", "dismiss_job", "execute_job", "interrupt_dead_jobs", "latest_job", "start_job",
+           "claim_job", "dismiss_job", "execute_job", "interrupt_dead_jobs", "job_kinds", "latest_job", "start_job",
            "take_over_if_dead"]
 
 log = logging.getLogger(__name__)
 
-KINDS: dict[str, str] = {"llm_alternatives": "curation.services.llm_alternatives:run_generation_job",
-                         "llm_hypotheses": "curation.services.hypotheses.llm:run_hypothesis_job",
-                         "agent_run": "curation.services.agent_runs:run_agent_job",
-                         "prog_generation": "curation.services.programmatic_generation:run_candidate_job"}
+KINDS: dict[str, str] = {"agent_run": "curation.services.agent_runs:run_agent_job"}
+"""The kinds of job every task kind shares; a task kind's own (its curation's LLM generation) it declares."""
 ACTIVE = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 _DB_AWAY = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError)
 
@@ -79,8 +79,8 @@ def start_job(*, session: Session, kind: str, params: dict[str, Any], scope: str
     and held until the commit (:func:`curation.services.actor.hold_actor`), so the permission a starter checked
     still holds when its job is written. One job per scope: a second one while the first is queued or running is
     refused with :class:`JobError` (the unique ``active_scope`` settles a race between two machines)."""
-    if kind not in KINDS:
-        raise JobError(f"There is no kind of job called '{kind}' (known: {', '.join(sorted(KINDS))}).")
+    if kind not in job_kinds():
+        raise JobError(f"There is no kind of job called '{kind}' (known: {', '.join(sorted(job_kinds()))}).")
     if requester is not None:
         requester = hold_actor(session=session, actor=requester)
     busy = f"{what} is already running here; wait for it to end or cancel it."
@@ -191,8 +191,13 @@ def _finish(engine: Engine, job_id: int, outcome: JobOutcome) -> None:
             active_scope=None, stage="done" if outcome.status == RunStatus.SUCCEEDED.value else outcome.status))
 
 
+def job_kinds() -> dict[str, str]:
+    """Every kind of job → its ``"module:function"``: the shared ones, then those the task kinds bring."""
+    return {**KINDS, **{job.name: job.runner for kind in task_kinds.KINDS.values() for job in kind.jobs}}
+
+
 def _runner(kind: str) -> Callable[[Engine, BackgroundJob, JobControl, Settings], JobOutcome]:
-    module, _, name = KINDS[kind].partition(":")
+    module, _, name = job_kinds()[kind].partition(":")
     fn: Callable[[Engine, BackgroundJob, JobControl, Settings], JobOutcome] = getattr(
         importlib.import_module(module), name)
     return fn

@@ -44,7 +44,8 @@ from exports.blade_info import dump_info_json
 from exports.blade_layout import find_blade_datasets, read_blade_dataset
 from exports.errors import FormatError
 from exports.jsontext import load_json
-from exports.schema import DatasetRelease, MCQPart
+from exports.mcq_part import MCQPart
+from exports.schema import DatasetRelease
 
 __all__ = ["ImportReport", "UploadOutcome", "import_blade", "register_blade_upload"]
 

@@ -74,7 +74,7 @@ from evaluation.programmatic.groundtruth import (
     run_solution,
 )
 from evaluation.programmatic.runner import CheckLimits, check_code_problem, clean_ground_truth
-from exports.schema import (
+from exports.programmatic_part import (
     PROGRAMMATIC_TASK_TYPES,
     ProgrammaticArtifact,
     ProgrammaticCheck,

@@ -39,9 +39,8 @@ from curation.services.ground_truth import ground_truth
 from curation.services.kind_curation import kind_curations
 from curation.services.meetings import meeting_summary
 from exports.blade_convert import BLADE_ANNOTATOR
-from exports.schema import (
-    MCQ as ReleaseMCQ,
-)
+from exports.mcq_part import MCQ as ReleaseMCQ
+from exports.mcq_part import MCQPart
 from exports.schema import (
     Alternative as ReleaseAlternative,
 )
@@ -51,7 +50,6 @@ from exports.schema import (
     DatasetRelease,
     KindPart,
     LLMProvenance,
-    MCQPart,
     MeetingRecord,
     ReleaseFile,
     ReleaseModel,

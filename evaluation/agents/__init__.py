@@ -3,14 +3,10 @@ task kind's own submission, scored like an uploaded one.
 
 * :mod:`evaluation.agents.strategies`: one-shot and ReAct (:func:`run_task`);
 * :mod:`evaluation.agents.prompts`: the versioned prompt templates and the one tool;
-* one hook per task kind (:mod:`~evaluation.agents.analyses`, :mod:`~evaluation.agents.hypotheses`,
-  :mod:`~evaluation.agents.mcq`), found by the kind's name (:func:`agent_kind`).
+* one hook per task kind, which the kind declares (``TaskKind.agent``: a module here, or the kind's own), found by
+  the kind's name (:func:`agent_kind`, which reads the registry of kinds).
 """
 
-from evaluation.agents import analyses as _analyses  # noqa: F401 - registers the hook
-from evaluation.agents import hypotheses as _hypotheses  # noqa: F401 - registers the hook
-from evaluation.agents import mcq as _mcq  # noqa: F401 - registers the hook
-from evaluation.agents import programmatic as _programmatic  # noqa: F401 - registers the hook
 from evaluation.agents.base import (
     ANSWERED,
     CANCELLED,
@@ -25,11 +21,10 @@ from evaluation.agents.base import (
     UnknownAgentKind,
     agent_kind,
     agent_kind_names,
-    register_agent_kind,
 )
 from evaluation.agents.prompts import TEMPLATES
 from evaluation.agents.strategies import run_task
 
 __all__ = ["ANSWERED", "CANCELLED", "STRATEGIES", "TEMPLATES", "AgentKind", "AgentSettings", "AgentTask", "Submission",
-           "TaskAnswer", "TaskFile", "TaskOutcome", "UnknownAgentKind", "agent_kind", "agent_kind_names", "register_agent_kind",
+           "TaskAnswer", "TaskFile", "TaskOutcome", "UnknownAgentKind", "agent_kind", "agent_kind_names",
            "run_task"]

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
+from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.agents.briefs import dictionary_text, sample_text
 from evaluation.llm.quoting import quote
 from evaluation.submissions import AgentVariables
@@ -108,6 +107,3 @@ def submissions(release: Release, answers: Sequence[TaskAnswer], *, source: dict
         body = {"dataset_name": ds.name, "n": len(mine), "analyses": runs, "agent": source}
         files.append((f"{ds.name}.json", json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8")))
     return [Submission("all runs", files)] if files else []
-
-
-register_agent_kind(sys.modules[__name__])

@@ -2,7 +2,7 @@
 
 A *task* is what one agent answers in one go: a release dataset for BLADE analyses, one hypothesis task for
 DiscoveryBench, one question for MCQs. Each task kind that agents can answer has an :class:`AgentKind` hook
-(registered by the kind's name, :func:`register_agent_kind`): it lists a release's tasks, tells the model the
+(the kind declares it, ``TaskKind.agent``; :func:`agent_kind` finds it by the kind's name): it lists a release's tasks, tells the model the
 JSON shape of one answer, validates an answer (pydantic), and assembles the answers of every task and run into
 the kind's own submission files, which the kind then scores like any uploaded submission. Nothing here touches a
 database.
@@ -33,7 +33,6 @@ __all__ = [
     "UnknownAgentKind",
     "agent_kind",
     "agent_kind_names",
-    "register_agent_kind",
 ]
 
 Strategy = Literal["oneshot", "react"]
@@ -177,23 +176,14 @@ class AgentKind(Protocol):
         ...
 
 
-_AGENT_KINDS: dict[str, AgentKind] = {}
-
-
-def register_agent_kind(kind: Any) -> Any:
-    if not isinstance(kind, AgentKind):
-        raise TypeError(f"{kind!r} does not implement the AgentKind protocol")
-    _AGENT_KINDS[kind.name] = kind
-    return kind
-
-
 def _declared() -> dict[str, AgentKind]:
-    """The hooks registered here, then those the task kinds declare (``TaskKind.agent``), in the kinds' order."""
+    """The hooks the task kinds declare (``TaskKind.agent``), by kind name, in the kinds' order: the registry of
+    kinds is the one list of what agents can answer."""
     from evaluation.tasks import KINDS
 
-    hooks = dict(_AGENT_KINDS)
+    hooks = {}
     for kind in KINDS.values():
-        if kind.agent is not None and kind.name not in hooks:
+        if kind.agent is not None:
             if not isinstance(kind.agent, AgentKind):
                 raise TypeError(f"the agent hook of the task kind {kind.name!r} does not implement AgentKind")
             hooks[kind.name] = kind.agent

@@ -7,17 +7,17 @@ since the format holds one answer per task. A task that got no usable answer is 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
+from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.agents.briefs import dictionary_text, file_preview, task_file
 from evaluation.llm.quoting import quote
-from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
+from exports.hypotheses_part import HypothesesPart, HypothesisTaskRelease
+from exports.schema import DatasetRelease, Release
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "HypothesisReply", "answer_shape", "data_files", "narrow", "submissions",
            "tasks", "validate"]
@@ -120,6 +120,3 @@ def submissions(release: Release, answers: Sequence[TaskAnswer], *, source: dict
         out.append(Submission(f"run {r}", [(f"hypotheses-run{r}.json",
                                             json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8"))]))
     return out
-
-
-register_agent_kind(sys.modules[__name__])

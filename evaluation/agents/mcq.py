@@ -8,14 +8,14 @@ bare letter counts and an answer without a valid letter is never guessed: it goe
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
+from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.mcq_scoring import LETTERS, MCQ_TEMPLATE_VERSION, mcq_messages, parse_answer
-from exports.schema import MCQPart, Release
+from exports.mcq_part import MCQPart
+from exports.schema import Release
 
 __all__ = ["answer_shape", "narrow", "submissions", "tasks", "validate", "validate_text"]
 
@@ -89,6 +89,3 @@ def submissions(release: Release, answers: Sequence[TaskAnswer], *, source: dict
         out.append(Submission(f"run {r}", [(f"mcq-answers-run{r}.json",
                                             json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8"))]))
     return out
-
-
-register_agent_kind(sys.modules[__name__])

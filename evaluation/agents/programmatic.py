@@ -11,7 +11,6 @@ import base64
 import binascii
 import io
 import json
-import sys
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
@@ -19,11 +18,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, register_agent_kind
+from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.agents.briefs import file_preview, task_file
 from evaluation.llm.quoting import quote
-from evaluation.tasks.programmatic import task_input_paths
-from exports.schema import ProgrammaticPart, Release
+from exports.programmatic_part import ProgrammaticPart, task_input_paths
+from exports.schema import Release
 
 __all__ = ["OutputsAnswer", "answer_shape", "narrow", "submissions", "tasks", "validate"]
 
@@ -128,6 +127,3 @@ def submissions(release: Release, answers: Sequence[TaskAnswer], *, source: dict
                 continue
         files.append((f"outputs-run{r}.zip", buf.getvalue()))
     return [Submission("all runs", files)] if files else []
-
-
-register_agent_kind(sys.modules[__name__])

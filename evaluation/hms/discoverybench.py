@@ -86,7 +86,8 @@ from evaluation.llm import DATA_NOTICE, Answer, LLMAnswerError, LLMCallError, Pa
 
 if TYPE_CHECKING:
     from evaluation.hms.judge import HMSJudge
-    from exports.schema import DatasetRelease, HypothesisTaskRelease
+    from exports.hypotheses_part import HypothesisTaskRelease
+    from exports.schema import DatasetRelease
 
 log = logging.getLogger(__name__)
 

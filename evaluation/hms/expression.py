@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from evaluation.sandbox import SandboxLimits
     from evaluation.sandbox.runtime import JobContext
     from evaluation.tasks.base import ScoringContext
-    from exports.schema import DatasetRelease, HypothesisTaskRelease
+    from exports.hypotheses_part import HypothesisTaskRelease
+    from exports.schema import DatasetRelease
 
 __all__ = ["EXPRESSION_BUILTINS", "EXPRESSION_JOB", "GOLD_JOB", "PASS_AGREEMENT", "check_expression",
            "compare_values", "expression_facet"]

@@ -32,7 +32,6 @@ from evaluation.judges.base import (
     JudgeError,
     ModelJudgement,
     VariableJudgement,
-    register_judge,
 )
 from evaluation.judges.model_code import AgentModel
 from evaluation.llm import DATA_NOTICE, Answer, LLMClient, ParseError, quote, quote_json
@@ -304,7 +303,3 @@ class HMSJudge:
                      context: JudgeContext) -> list[ModelJudgement]:
         raise self._not_blade()
 
-
-@register_judge("hms", needs_llm=True)
-def _make(client: LLMClient) -> HMSJudge:
-    return HMSJudge(client)

@@ -1,5 +1,6 @@
 """Variable and model matching behind one :class:`~evaluation.judges.base.Judge` interface: ``offline``
-(default, no LLM) and ``llm`` (BLADE's prompts through an OpenAI-compatible endpoint)."""
+(default, no LLM) and ``llm`` (BLADE's prompts through an OpenAI-compatible endpoint). A kind that brings a judge of
+its own declares it (``TaskKind.own_judges``) and the registry of kinds registers it here."""
 
 from evaluation.judges import llm_judge as _llm_judge  # noqa: F401 - registers the llm judge
 from evaluation.judges import offline as _offline  # noqa: F401 - registers the offline judge
@@ -30,4 +31,3 @@ __all__ = [
     "judge_needs_llm",
     "make_judge",
 ]
-from evaluation.hms import judge as _hms_judge  # noqa: F401,E402 - registers the hms judge

@@ -147,6 +147,12 @@ def register_judge(name: str, *, needs_llm: bool = False) -> Callable[[Callable[
     return deco
 
 
+def forget_judge(name: str) -> None:
+    """Remove the judge ``name`` (a kind's own judge, when its kind is removed)."""
+    JUDGES.pop(name, None)
+    _NEEDS_LLM.pop(name, None)
+
+
 def judge_names() -> list[str]:
     """The registered judges, those that need no LLM first (the default is the first)."""
     return sorted(JUDGES, key=lambda n: (_NEEDS_LLM.get(n, False), n))

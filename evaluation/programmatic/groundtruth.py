@@ -49,7 +49,7 @@ from evaluation.programmatic.runner import (
     clean_ground_truth,
     run_checks,
 )
-from exports.schema import PROGRAMMATIC_TASK_TYPES, ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import PROGRAMMATIC_TASK_TYPES, ProgrammaticCheck, ProgrammaticTaskRelease
 
 __all__ = ["Agreement", "GateResult", "ProposedCheck", "SolutionRun", "agree", "ask_checks", "ask_solution", "ask_solutions",
            "fingerprint", "gate", "run_solution", "wrong_outputs"]

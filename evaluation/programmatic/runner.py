@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 
 log = logging.getLogger(__name__)
 

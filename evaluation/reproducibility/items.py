@@ -23,8 +23,9 @@ from evaluation.errors import EvaluationError
 from evaluation.reproducibility.airepr import AIReprError, is_airepr_name, read_airepr_files
 from evaluation.reproducibility.models import DataFile, ReproItem
 from evaluation.submissions import parse_submission, printable
+from exports.hypotheses_part import HypothesesPart, HypothesisTaskRelease
 from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
-from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
+from exports.schema import DatasetRelease, Release
 
 __all__ = ["FileItems", "ItemsError", "blade_script", "items_of_file", "items_of_files"]
 

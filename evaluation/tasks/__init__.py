@@ -10,6 +10,7 @@ component in ``annotate_app/components/kinds/``. Kinds are found by a scan of th
 from __future__ import annotations
 
 from evaluation.tasks.base import (
+    JOB_KIND_MAX,
     KIND_NAME_MAX,
     AIReprAccuracy,
     CheckedFile,
@@ -21,6 +22,8 @@ from evaluation.tasks.base import (
     ImportedFile,
     Importer,
     ItemKind,
+    JobKind,
+    KindJudge,
     LeaderboardSpec,
     ReleasePart,
     RunView,
@@ -60,6 +63,9 @@ __all__ = [
     "ImportedFile",
     "Importer",
     "ItemKind",
+    "JOB_KIND_MAX",
+    "JobKind",
+    "KindJudge",
     "KindDeclarationError",
     "LeaderboardSpec",
     "ReleasePart",

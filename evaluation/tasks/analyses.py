@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluation.agents import analyses as agent_hook
 from evaluation.groundtruth.runner import GroundTruthLimits
 from evaluation.metrics import DECISION_TYPES, DatasetRuns, score_runs
 from evaluation.records import UnitRef
@@ -25,6 +26,7 @@ from evaluation.tasks.base import (
     Column,
     FanOutParts,
     ItemKind,
+    JobKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -322,4 +324,5 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=10, stages="analyses_stages",
                 min_runs_per_task=min_runs_per_task, item_kinds=item_kinds,
-                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine))
+                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine), agent=agent_hook,
+                jobs=(JobKind("llm_alternatives", "curation.services.llm_alternatives:run_generation_job"),))

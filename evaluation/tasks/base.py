@@ -41,6 +41,9 @@ __all__ = [
     "ImportedFile",
     "Importer",
     "ItemKind",
+    "JOB_KIND_MAX",
+    "JobKind",
+    "KindJudge",
     "LeaderboardSpec",
     "ReleasePart",
     "RunView",
@@ -277,6 +280,32 @@ class FacetJudging:
 
 
 @dataclass(frozen=True)
+class JobKind:
+    """A kind of background job a task kind brings to curation (an LLM generation of its items): ``name`` is the
+    job's kind as recorded (``BackgroundJob.kind``, at most 32 characters), ``runner`` the ``"module:function"``
+    that runs one (a curation service: named here, imported by the jobs when a job of it runs, since evaluation
+    never imports curation)."""
+
+    name: str
+    runner: str
+
+
+#: A background job's kind is stored in a column of ``varchar(32)``.
+JOB_KIND_MAX = 32
+
+
+@dataclass(frozen=True)
+class KindJudge:
+    """A judge a kind brings (beside the shared ones): the registry of kinds registers it with the judges
+    (:func:`evaluation.judges.make_judge` builds it by ``name``) when it registers the kind. ``build(**params)``
+    makes one; one that ``needs_llm`` is built with ``client=`` an LLM client and needs an endpoint configured."""
+
+    name: str
+    build: Callable[..., Judge]
+    needs_llm: bool = False
+
+
+@dataclass(frozen=True)
 class AIReprAccuracy:
     """A benchmark AIRepr evaluates on: an imported AIRepr run of it (``forkpaths import-airepr``) gets the accuracy
     of its final answers against the release's gold, scored by this kind's own rules (not by AIRepr's LLM
@@ -345,6 +374,7 @@ class TaskKind:
     llm_role: str = ""
     modes: tuple[str, ...] = ()  # scoring modes of its own (empty: the shared ones)
     judges: tuple[str, ...] = ()  # judges of its own (only these may score it)
+    own_judges: tuple[KindJudge, ...] = ()  # the judges it brings (each one of ``judges``), registered with it
     default_judge: str = "offline"
     facets: tuple[str, ...] = ()  # the facets of its judge's verdict that evaluators may label
     facet_judging: FacetJudging | None = None  # how its facets are read and labelled (with ``facets``)
@@ -362,6 +392,7 @@ class TaskKind:
     # curation.services.kind_curation.KindCuration): the release builder and the meetings ask it for its part
     curation: str | None = None
     curated: CuratedShape | None = None  # its curated items live in the generic curated tables, with these payloads
+    jobs: tuple[JobKind, ...] = ()  # the kinds of background job its curation runs (curation.services.background_jobs)
 
 
 def kind_problems(kind: TaskKind) -> list[str]:
@@ -389,6 +420,15 @@ def kind_problems(kind: TaskKind) -> list[str]:
                 problems.append(f"its curated candidate role {role!r} must have 1 to {KIND_NAME_MAX} characters")
     if bool(kind.facets) != (kind.facet_judging is not None):
         problems.append("it declares facets without the functions that judge them, or the other way round")
+    for judge in kind.own_judges:
+        if judge.name not in kind.judges:
+            problems.append(f"it brings the judge {judge.name!r} without naming it among its judges")
+    for job in kind.jobs:
+        module, sep, function = job.runner.partition(":")
+        if not job.name or len(job.name) > JOB_KIND_MAX:
+            problems.append(f"its background job kind {job.name!r} must have 1 to {JOB_KIND_MAX} characters")
+        if not (module and sep and function):
+            problems.append(f"its background job {job.name!r} runs {job.runner!r}, which is not 'module:function'")
     if kind.importer is not None and kind.release_part is None:
         problems.append("it imports datasets but keeps no release part to hold their items")
     if kind.submission_schema is not None and not Path(kind.submission_schema).is_file():

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evaluation.agents import hypotheses as agent_hook
 from evaluation.hms import (
     FacetOverride,
     GoldHypothesis,
@@ -46,6 +47,8 @@ from evaluation.tasks.base import (
     FacetJudging,
     FanOutParts,
     ItemKind,
+    JobKind,
+    KindJudge,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -54,8 +57,8 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.hypotheses_part import RELEASE_PART
-from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release
+from exports.hypotheses_part import RELEASE_PART, HypothesesPart, HypothesisTaskRelease
+from exports.schema import DatasetRelease, Release
 
 __all__ = [
     "FORMAT",
@@ -733,4 +736,6 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 submission_schema=SCHEMA_PATH, planned_items=planned_items,
                 facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,
                                            check_facet=check_facet, facet_value=facet_value, facet_label=facet_label),
-                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels))
+                fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels),
+                agent=agent_hook, own_judges=(KindJudge(default_judge, build=HMSJudge, needs_llm=True),),
+                jobs=(JobKind("llm_hypotheses", "curation.services.hypotheses.llm:run_hypothesis_job"),))

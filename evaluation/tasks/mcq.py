@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evaluation.agents import mcq as agent_hook
 from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
 from evaluation.tasks.base import (
     CheckedFile,
@@ -21,8 +22,8 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.mcq_part import RELEASE_PART
-from exports.schema import MCQPart, Release
+from exports.mcq_part import RELEASE_PART, MCQPart
+from exports.schema import Release
 
 __all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary_line"]
 
@@ -87,4 +88,4 @@ def summary_line(scores: Mapping[str, Any]) -> str:
 KIND = TaskKind(name=MCQPart.kind, label=label, item_noun=item_noun, leaderboard=leaderboard,
                 check_files=check_files, score=score, leaderboard_values=leaderboard_values, summary_line=summary_line,
                 uses_judge=uses_judge, accepts_overrides=accepts_overrides, view=view, order=20,
-                release_part=RELEASE_PART)
+                release_part=RELEASE_PART, agent=agent_hook)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evaluation.agents import programmatic as agent_hook
 from evaluation.programmatic.metrics import aggregate
 from evaluation.programmatic.outputs import OutputLimits, OutputsError, read_outputs_zip, split_by_task
 from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_many
@@ -24,6 +25,7 @@ from evaluation.tasks.base import (
     Column,
     CuratedShape,
     ItemKind,
+    JobKind,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -32,14 +34,15 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.programmatic_part import RELEASE_PART
-from exports.schema import (
+from exports.programmatic_part import (
     PROGRAMMATIC_TASK_TYPES,
+    RELEASE_PART,
     ProgrammaticArtifact,
     ProgrammaticPart,
     ProgrammaticTaskRelease,
-    Release,
+    task_input_paths,
 )
+from exports.schema import Release
 
 __all__ = ["ARTIFACT", "CHECK", "CURATED", "CheckPayload", "RESULT_FORMAT", "TaskPayload", "ProgrammaticResult", "check_files", "dump_result", "leaderboard_values",
            "read_result", "release_tasks", "score", "summary_line"]
@@ -171,27 +174,6 @@ def _limits(ctx: ScoringContext) -> CheckLimits:
                        memory_mb=min(ctx.limits.memory_mb, 4096), workers=2)
 
 
-def task_input_paths(release: Release, release_folder: Path) -> dict[str, dict[str, Path]]:
-    """Where each task's input files are in the release's folder: {task key: {path in the task's folder: file}}
-    (a task may read a dataset file under another name, ``extra["input_map"]``). A file the release lacks is
-    left out (a check that reads it fails with the missing file)."""
-    out: dict[str, dict[str, Path]] = {}
-    for ds in release.datasets:
-        by_name = {f.name: f.path for f in ds.files}
-        for t in ProgrammaticPart.of(ds).tasks:
-            mapped = t.extra.get("input_map") or {}
-            files: dict[str, Path] = {}
-            for name in t.input_files:
-                source = str(mapped.get(name, name))
-                rel = by_name.get(source) or (ds.data_file if source in ("data.csv", ds.data_file.rsplit("/", 1)[-1])
-                                              else None)
-                path = release_folder / rel if rel else None
-                if path is not None and path.is_file():
-                    files[name] = path
-            out[t.key] = files
-    return out
-
-
 def task_inputs(release: Release, release_folder: Path) -> dict[str, dict[str, bytes]]:
     """Each task's input files, read from the release's folder: {task key: {path in the task's folder: bytes}}
     (:func:`task_input_paths`)."""
@@ -259,5 +241,6 @@ def planned_items(checked: Sequence[CheckedFile], release: Release) -> int:
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
-                item_kinds=item_kinds, modes=modes, planned_items=planned_items,
+                item_kinds=item_kinds, modes=modes, planned_items=planned_items, agent=agent_hook,
+                jobs=(JobKind("prog_generation", "curation.services.programmatic_generation:run_candidate_job"),),
                 curation="curation.services.programmatic", curated=CURATED)

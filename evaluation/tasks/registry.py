@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.errors import EvaluationError
+from evaluation.judges.base import JUDGES, forget_judge, register_judge
 from evaluation.tasks.base import ItemKind, TaskKind, kind_problems
 from exports.parts import declare_part, forget_part
 
@@ -78,8 +79,20 @@ def register_kind(kind: Any, *, source: str = "") -> TaskKind:
         if owner != kind.name:
             raise KindDeclarationError(f"The decision-item kind {item.name!r} of the task kind {kind.name!r}{where} "
                                        f"already belongs to the task kind {owner!r}.")
+    for job in kind.jobs:
+        holder = next((k.name for k in KINDS.values() if k.name != kind.name and any(j.name == job.name for j in k.jobs)),
+                      None)
+        if holder is not None:
+            raise KindDeclarationError(f"The background job kind {job.name!r} of the task kind {kind.name!r}{where} "
+                                       f"already belongs to the task kind {holder!r}.")
+    for judge in kind.own_judges:
+        if judge.name in JUDGES and JUDGES[judge.name] is not judge.build:
+            raise KindDeclarationError(f"The judge {judge.name!r} of the task kind {kind.name!r}{where} is already "
+                                       "registered by another kind or module: each judge needs its own name.")
     KINDS[kind.name] = kind
     _sort()
+    for judge in kind.own_judges:  # the judges look its judges up by name, like the shared ones
+        register_judge(judge.name, needs_llm=judge.needs_llm)(judge.build)
     for known in KINDS.values():  # the release format's readers and writers loop over the parts, in this order
         forget_part(known.name)
         if known.release_part is not None:
@@ -96,6 +109,8 @@ def registered(kind: TaskKind) -> Iterator[TaskKind]:
     finally:
         KINDS.pop(kind.name, None)
         forget_part(kind.name)
+        for judge in kind.own_judges:
+            forget_judge(judge.name)
 
 
 def discover_kinds() -> list[TaskKind]:

@@ -46,7 +46,7 @@ import yaml
 
 from exports.control_chars import ESCAPED_CONTROL, describe_control, first_control, line_of
 from exports.errors import FormatError
-from exports.schema import (
+from exports.programmatic_part import (
     PROGRAMMATIC_TASK_TYPES,
     ProgrammaticArtifact,
     ProgrammaticCheck,

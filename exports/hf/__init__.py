@@ -21,9 +21,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+import exports.upgrade  # noqa: F401 - declares the parts every reader of a release knows (its kinds' tables)
 from exports.errors import FormatError
 from exports.hf.card import LICENCE_NAME, parquet_path, render_hf_card, render_licence
-from exports.hf.tables import CONFIGS, config_rows
+from exports.hf.tables import CONFIGS, config_rows, hf_configs
 from exports.manifest import MANIFEST_NAME, parse_manifest, render_manifest, sha256_file
 from exports.schema import Release
 
@@ -78,16 +79,17 @@ def write_hf_release(release: Release, release_dir: Path, dest: Path, *, manifes
     digests, problems = parse_manifest((release_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
     if problems:
         raise FormatError(f"the release's MANIFEST cannot be read: {'; '.join(problems)}")
+    configs = hf_configs()
     rows = config_rows(release)
     if not rows:
-        raise FormatError(f"release {release.version} holds no item of any kind ({', '.join(c.name for c in CONFIGS)}),"
+        raise FormatError(f"release {release.version} holds no item of any kind ({', '.join(c.name for c in configs)}),"
                           " only data tables, so a Hugging Face dataset of it would have no configuration to load; "
                           "export it with --format native")
     partial = dest.parent / f".{dest.name}.partial-{secrets.token_hex(4)}"
     try:
         sums: dict[str, str] = {}
         splits: dict[str, dict[str, int]] = {}
-        for config in CONFIGS:
+        for config in configs:
             for split, items in rows.get(config.name, {}).items():
                 where = parquet_path(config.name, split)
                 sums[where] = _write(partial / where, _parquet_bytes(pa.Table.from_pylist(items, schema=config.schema)))
@@ -110,4 +112,4 @@ def write_hf_release(release: Release, release_dir: Path, dest: Path, *, manifes
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return HFExport(path=dest, splits=splits, left_out=[c.name for c in CONFIGS if c.name not in splits])
+    return HFExport(path=dest, splits=splits, left_out=[c.name for c in configs if c.name not in splits])

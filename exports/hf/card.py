@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from exports.card import attribution_lines, licence_lines
-from exports.hf.tables import CONFIGS, HFConfig
+from exports.hf.tables import HFConfig, hf_configs
 from exports.schema import Release
 
 __all__ = ["HF_LAYOUT_VERSION", "LICENCE_NAME", "parquet_path", "render_hf_card", "render_licence", "size_category"]
@@ -36,7 +36,7 @@ def parquet_path(config: str, split: str) -> str:
 
 
 def _header(release: Release, splits: Mapping[str, Mapping[str, int]]) -> str:
-    present = [c for c in CONFIGS if c.name in splits]
+    present = [c for c in hf_configs() if c.name in splits]
     categories = sorted({cat for c in present for cat in c.task_categories})
     meta: dict[str, Any] = {
         "pretty_name": f"forkpaths release {release.version}",
@@ -82,8 +82,8 @@ def render_hf_card(release: Release, splits: Mapping[str, Mapping[str, int]], *,
         data_files: (path, SHA-256) of the release files copied into the export, as its MANIFEST lists them.
         parquet_files: (path, SHA-256) of the Parquet files written.
     """
-    present = [c for c in CONFIGS if c.name in splits]
-    missing = [c for c in CONFIGS if c.name not in splits]
+    present = [c for c in hf_configs() if c.name in splits]
+    missing = [c for c in hf_configs() if c.name not in splits]
     first = present[0].name if present else ""
     out = [_header(release, splits), f"# forkpaths release {release.version}", "",
            "Expert ground truth about data-analysis decisions and data-science tasks, curated with "

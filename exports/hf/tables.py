@@ -8,19 +8,19 @@ schema, also when a column is empty in every row.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 
-from exports.hypotheses_part import is_hypothesis_dataset
-from exports.schema import DatasetRelease, HypothesesPart, MCQPart, ProgrammaticPart, Release
+from exports.parts import declared_parts
+from exports.schema import DatasetRelease, Release
 
-__all__ = ["CONFIGS", "DEFAULT_SPLIT", "HFConfig", "config_rows", "split_name"]
+__all__ = ["CONFIGS", "DATASET_FIELD", "DEFAULT_SPLIT", "SHARED_CONFIGS", "HFConfig", "config_rows", "file_path",
+           "hf_configs", "json_text", "split_name"]
 
 #: The split of configurations that are not split upstream: a benchmark is a test set.
 DEFAULT_SPLIT = "test"
@@ -55,7 +55,8 @@ class HFConfig:
         return pa.schema([pa.field(name, kind) for name, (kind, _) in self.fields.items()])
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A value as JSON text in a row (keys sorted, non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
@@ -65,11 +66,13 @@ def _status(ds: DatasetRelease) -> dict[tuple[str, str], str]:
 
 
 def _analysis_datasets(release: Release) -> Iterable[DatasetRelease]:
+    """The datasets of BLADE's decisions: those holding decisions that no kind's part owns."""
+    owners = [p.owns for p in declared_parts().values() if p.owns is not None]
     return (d for d in release.datasets
-            if not is_hypothesis_dataset(d) and (d.variables or d.transforms or d.models))
+            if not any(owns(d) for owns in owners) and (d.variables or d.transforms or d.models))
 
 
-def _file_path(ds: DatasetRelease, name: str) -> str:
+def file_path(ds: DatasetRelease, name: str) -> str:
     """A dataset file's path in the export (the release's own path), given its name inside the dataset."""
     for f in ds.files:
         if f.name == name:
@@ -83,7 +86,7 @@ def _analyses(release: Release) -> Rows:
     return {DEFAULT_SPLIT: [{
         "dataset": d.name, "title": d.title, "research_question": d.research_question, "description": d.description,
         "data_file": d.data_file, "data_sha256": d.data_sha256, "num_rows": d.num_rows, "num_columns": d.num_columns,
-        "dictionary_json": _json(d.dictionary), "variables": len(d.variables), "transforms": len(d.transforms),
+        "dictionary_json": json_text(d.dictionary), "variables": len(d.variables), "transforms": len(d.transforms),
         "models": len(d.models)} for d in _analysis_datasets(release)]}
 
 
@@ -101,7 +104,7 @@ def _decisions(release: Release) -> Rows:
                     "family": full.get("family") or None, "specification": full.get("specification") or None,
                     "code": full.get("code") or None, "rationale": item.rationale,
                     "columns": [c["name"] for c in full.get("columns", [])], "tags": list(item.tags),
-                    "record_json": _json(full)})
+                    "record_json": json_text(full)})
     return {DEFAULT_SPLIT: rows}
 
 
@@ -113,8 +116,8 @@ def _alternatives(release: Release) -> Rows:
             rows.append({
                 "dataset": d.name, "id": a.id, "kind": a.kind, "source": a.source, "proposed_by": a.proposed_by,
                 "llm_model": a.llm.model if a.llm else None, "seed_id": a.seed_id,
-                "consensus": status.get(("alternative", a.id)), "payload_json": _json(a.payload),
-                "record_json": _json(a.model_dump(mode="json"))})
+                "consensus": status.get(("alternative", a.id)), "payload_json": json_text(a.payload),
+                "record_json": json_text(a.model_dump(mode="json"))})
     return {DEFAULT_SPLIT: rows}
 
 
@@ -125,62 +128,21 @@ def _votes(release: Release) -> Rows:
         "created_at": v.created_at.isoformat() if v.created_at else None} for d in release.datasets for v in d.votes]}
 
 
-def _mcqs(release: Release) -> Rows:
-    return {DEFAULT_SPLIT: [{
-        "dataset": d.name, "id": q.id, "research_question": d.research_question, "kind": q.kind,
-        "mc_type": q.mc_type, "concept": q.concept, "options": [o.text for o in q.options],
-        "correct_index": q.correct_index,
-        "answer": q.options[q.correct_index].text if 0 <= q.correct_index < len(q.options) else None,
-        "options_json": _json([o.model_dump(mode="json") for o in q.options])}
-        for d in release.datasets for q in MCQPart.of(d).items]}
-
-
 def split_name(split: str) -> str:
     """A split name the Hub accepts (word characters and dots), ``test`` when there is none."""
     name = re.sub(r"\W+", "_", split.strip()).strip("_")
     return name or DEFAULT_SPLIT
 
 
-def _hypotheses(release: Release) -> Rows:
-    rows: Rows = {}
-    for d in release.datasets:
-        for t in HypothesesPart.of(d).tasks:
-            g = t.gold
-            rows.setdefault(split_name(t.split), []).append({
-                "dataset": d.name, "key": t.key, "source": t.source, "question": t.question,
-                "question_type": t.question_type, "difficulty": t.difficulty, "domain": t.domain,
-                "domain_knowledge": t.domain_knowledge, "workflow_tags": t.workflow_tags,
-                "data_files": [_file_path(d, n) for n in t.data_files], "target_col": t.target_col,
-                "relevant_cols": t.relevant_cols, "true_hypothesis_expr": t.true_hypothesis_expr,
-                "gold_hypothesis": g.hypothesis if g else None, "gold_source": g.source if g else None,
-                "gold_context": g.context if g else None, "gold_variables": g.variables if g else None,
-                "gold_relationship": g.relationship if g else None, "gold_workflow": g.workflow if g else None,
-                "candidates_json": _json([c.model_dump(mode="json") for c in t.candidates])})
-    return rows
-
-
-def _programmatic(release: Release) -> Rows:
-    return {DEFAULT_SPLIT: [{
-        "dataset": d.name, "key": t.key, "prompt": t.prompt, "input_files": [_file_path(d, n) for n in t.input_files],
-        "data_source_type": t.data_source_type,
-        "task_types": sorted({c.task_type for c in t.checks}),
-        "checks": [{"id": c.id, "task_type": c.task_type, "function": c.function, "metric": c.metric, "code": c.code,
-                    "rule": c.rule, "ground_truth": c.ground_truth, "status": c.status} for c in t.checks],
-        "artifacts": [{"path": a.path, "sha256": a.sha256, "size": a.size, "content": base64.b64decode(a.content_b64)}
-                      for a in t.artifacts],
-        "record_json": _json({k: v for k, v in t.model_dump(mode="json").items() if k != "artifacts"})}
-        for d in release.datasets for t in ProgrammaticPart.of(d).tasks]}
-
-
 _S, _I, _B = pa.string(), pa.int64(), pa.bool_()
 _STRINGS = pa.list_(pa.string())
-_DATASET = (_S, "the release dataset it belongs to (`data/<dataset>/` holds its files)")
+DATASET_FIELD = (_S, "the release dataset it belongs to (`data/<dataset>/` holds its files)")
 
-CONFIGS: tuple[HFConfig, ...] = (
+SHARED_CONFIGS: tuple[HFConfig, ...] = (
     HFConfig(
         "analyses", "BLADE analysis tasks", "a dataset and its research question, to be answered by an analysis",
         "no dataset of analysis decisions (BLADE)", ("text-generation",), {
-            "dataset": _DATASET, "title": (_S, "the dataset's title"),
+            "dataset": DATASET_FIELD, "title": (_S, "the dataset's title"),
             "research_question": (_S, "the question an analysis answers"),
             "description": (_S, "what the data is"),
             "data_file": (_S, "path of the data table in this repository"),
@@ -192,7 +154,7 @@ CONFIGS: tuple[HFConfig, ...] = (
     HFConfig(
         "decisions", "Analysis decisions (ground truth)", "one decision of an expert analysis (a conceptual "
         "variable, a transform or a model) with its consensus status", "no analysis decision", (), {
-            "dataset": _DATASET, "id": (_S, "the decision's id in the release"),
+            "dataset": DATASET_FIELD, "id": (_S, "the decision's id in the release"),
             "kind": (_S, "variable | transform | model"), "annotator": (_S, "the annotator's pseudonym"),
             "consensus": (_S, "justifiable | unjustifiable | contested | unjudged, or null without a record"),
             "concept": (_S, "variables: the conceptual variable"),
@@ -205,7 +167,7 @@ CONFIGS: tuple[HFConfig, ...] = (
     HFConfig(
         "alternatives", "Alternative decisions", "a decision proposed for review by a peer or an LLM, with its "
         "consensus status", "no alternative decision", (), {
-            "dataset": _DATASET, "id": (_S, "the alternative's id"),
+            "dataset": DATASET_FIELD, "id": (_S, "the alternative's id"),
             "kind": (_S, "variable | transform | hypothesis"), "source": (_S, "llm | peer"),
             "proposed_by": (_S, "the peer's pseudonym"), "llm_model": (_S, "the LLM that proposed it"),
             "seed_id": (_S, "the decision it was generated from"),
@@ -214,61 +176,58 @@ CONFIGS: tuple[HFConfig, ...] = (
             "record_json": (_S, "the full alternative, with the LLM's provenance")}, _alternatives),
     HFConfig(
         "votes", "Votes", "one annotator's answer to one question about one item", "no vote", (), {
-            "dataset": _DATASET, "target_kind": (_S, "the kind of item voted on"),
+            "dataset": DATASET_FIELD, "target_kind": (_S, "the kind of item voted on"),
             "target_id": (_S, "the item's id"), "annotator": (_S, "the voter's pseudonym"),
             "question": (_S, "e.g. justifiable, can_derive_from_data"),
             "answer": (_S, "yes | no | unsure, or null when skipped"), "skipped_reason": (_S, "why it was skipped"),
             "explanation": (_S, "the voter's explanation"), "created_at": (_S, "when (ISO 8601, UTC)")}, _votes),
-    HFConfig(
-        "mcqs", "Multiple-choice questions", "a question on a dataset's analysis: which conceptual variable "
-        "or transform fits its research question", "no multiple-choice question", ("multiple-choice",), {
-            "dataset": _DATASET, "id": (_S, "the question's id"),
-            "research_question": (_S, "the dataset's research question"),
-            "kind": (_S, "variable | transform"),
-            "mc_type": (_S, "select_pos: pick the justifiable option; select_neg: pick the unjustifiable one"),
-            "concept": (_S, "transform questions: the conceptual variable"),
-            "options": (_STRINGS, "the options' texts"), "correct_index": (_I, "the correct option (0-based)"),
-            "answer": (_S, "the correct option's text"),
-            "options_json": (_S, "the options with their rationale and provenance")}, _mcqs),
-    HFConfig(
-        "hypotheses", "Hypothesis tasks (DiscoveryBench)", "a data-driven discovery query over a dataset's "
-        "files, with its gold hypothesis when it has one", "no hypothesis task (DiscoveryBench)",
-        ("table-question-answering",), {
-            "dataset": _DATASET, "key": (_S, "the task's key, `<source>/<split>/<folder>/metadata_<k>/q<qid>`"),
-            "source": (_S, "real | synth"), "question": (_S, "the query"),
-            "question_type": (_S, "e.g. relationship, variables, context"), "difficulty": (_I, "synth: 1-4"),
-            "domain": (_S, "the domain"), "domain_knowledge": (_S, "hints given with the query"),
-            "workflow_tags": (_S, "the analysis steps it needs"),
-            "data_files": (_STRINGS, "paths of the data files it reads, in this repository"),
-            "target_col": (_S, "synth: the target column"), "relevant_cols": (_STRINGS, "synth: relevant columns"),
-            "true_hypothesis_expr": (_S, "synth: the hypothesis as a pandas expression"),
-            "gold_hypothesis": (_S, "the gold hypothesis; null: still to curate"),
-            "gold_source": (_S, "metadata | answer_key | consensus"), "gold_context": (_S, "the gold's context"),
-            "gold_variables": (_STRINGS, "the gold's variables"), "gold_relationship": (_S, "the gold's relationship"),
-            "gold_workflow": (_S, "the gold's workflow"),
-            "candidates_json": (_S, "stage-1 candidate hypotheses written by analysts (JSON)")}, _hypotheses),
-    HFConfig(
-        "programmatic", "Programmatic tasks (DataSciBench-style)", "a data-science task whose output files are "
-        "checked by code, with its checks and ground-truth artifacts", "no programmatic task",
-        ("text-generation",), {
-            "dataset": _DATASET, "key": (_S, "the task's id (its folder in an outputs zip)"),
-            "prompt": (_S, "the task's prompt"),
-            "input_files": (_STRINGS, "paths of the files it reads, in this repository"),
-            "data_source_type": (_S, "where its data comes from"),
-            "task_types": (_STRINGS, "DataSciBench task types its checks cover"),
-            "checks": (pa.list_(pa.struct([("id", _S), ("task_type", _S), ("function", _S), ("metric", _S),
-                                           ("code", _S), ("rule", _S), ("ground_truth", _S), ("status", _S)])),
-                       "its checks: a Python function of the ground-truth path, run in the output folder"),
-            "artifacts": (pa.list_(pa.struct([("path", _S), ("sha256", _S), ("size", _I), ("content", pa.binary())])),
-                          "ground-truth artifacts (path under gt/, SHA-256, bytes)"),
-            "record_json": (_S, "the task as in `release.json`, without the artifacts' bytes")}, _programmatic),
 )
+"""The configurations of the fields every dataset shares (BLADE's decisions and the curation record)."""
+
+
+def hf_configs() -> tuple[HFConfig, ...]:
+    """Every configuration of an export: the shared ones, then those of each kind whose release part brings some
+    (:attr:`exports.parts.ReleasePart.hf_tables`), in the kinds' order.
+
+    Raises:
+        ValueError: two configurations have the same name.
+    """
+    configs = list(SHARED_CONFIGS)
+    for part in declared_parts().values():
+        if part.hf_tables is not None:
+            configs += part.hf_tables()
+    names = [c.name for c in configs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"two Hugging Face configurations are named {', '.join(twice)}: each needs its own name")
+    return tuple(configs)
+
+
+class _Configs(Sequence[HFConfig]):
+    """:func:`hf_configs` as a sequence read when used (the kinds registered by then), not when imported."""
+
+    @overload
+    def __getitem__(self, index: int) -> HFConfig: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[HFConfig]: ...
+    def __getitem__(self, index: int | slice) -> HFConfig | Sequence[HFConfig]:
+        return hf_configs()[index]
+
+    def __len__(self) -> int:
+        return len(hf_configs())
+
+    def __iter__(self) -> Iterator[HFConfig]:
+        return iter(hf_configs())
+
+
+CONFIGS: Sequence[HFConfig] = _Configs()
+"""Every configuration of an export, as :func:`hf_configs` gives them when read."""
 
 
 def config_rows(release: Release) -> dict[str, Rows]:
     """Configuration name → split → rows, for the configurations with at least one row."""
     out = {}
-    for config in CONFIGS:
+    for config in hf_configs():
         rows = {split: items for split, items in sorted(config.rows(release).items()) if items}
         if rows:
             out[config.name] = rows

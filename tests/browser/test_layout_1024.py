@@ -208,7 +208,7 @@ def test_issue_29_pages_fit_at_1024_and_say_what_they_do(browser, live_app, shot
     from curation.services.programmatic import import_programmatic_tasks, propose_check
     from curation.services.stages import set_stage
     from curation.services.votes import cast_vote
-    from exports.schema import ProgrammaticTaskRelease
+    from exports.programmatic_part import ProgrammaticTaskRelease
 
     cfg = live_app.settings
     engine = make_engine(cfg.resolved_database_url)

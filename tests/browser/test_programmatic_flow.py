@@ -19,7 +19,7 @@ from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.programmatic import import_programmatic_tasks, propose_artifact
 from curation.services.stages import set_stage
-from exports.schema import ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticTaskRelease
 from tests import factories as f
 from tests.browser.helpers import click, idle, shot, sign_in, sign_out
 
@@ -158,7 +158,7 @@ def test_run_details_say_the_checks_line_never_a_server_traceback_and_why_a_pick
 
     from curation.models import RunStatus
     from curation.services.scoring import execute_run, register_run
-    from exports.schema import ProgrammaticArtifact, ProgrammaticCheck
+    from exports.programmatic_part import ProgrammaticArtifact, ProgrammaticCheck
 
     cfg = live_app.settings
     engine = make_engine(cfg.resolved_database_url)

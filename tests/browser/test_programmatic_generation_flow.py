@@ -13,7 +13,7 @@ import pytest
 from curation.db import make_engine, session_scope
 from curation.models import Role
 from curation.services.programmatic import import_programmatic_tasks
-from exports.schema import ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticTaskRelease
 from tests import factories as f
 from tests.browser.helpers import click, idle, llm_env, serving, shot, sign_in
 from tests.curation.test_programmatic_generation import KEEP, responder

@@ -27,8 +27,9 @@ from curation.services.kind_import import import_kind
 from curation.services.scoring import JudgeSettings
 from curation.settings import Settings
 from evaluation.llm import LLMConfig
+from exports.hypotheses_part import HypothesesPart
 from exports.native import MANIFEST_NAME, write_release
-from exports.schema import HypothesesPart, Release
+from exports.schema import Release
 from tests import factories as f
 from tests.conformance import toy_kind
 from tests.llm_server import ScriptedLLM

@@ -9,11 +9,14 @@ Parametrised over the registry: a new kind is tested by registering it, and fail
 * its release part survives the round trip through a cut, written and read, and a blind reader gets no gold;
 * the ground-truth hash changes when the gold changes, and a run is flagged stale after such a re-release;
 * Run details draws its component for every scoring role, and refuses an analyst;
-* an agent run answers it (through the kind's hook) and is scored, or the kind says agents cannot.
+* an agent run answers it (through the kind's hook) and is scored, or the kind says agents cannot;
+* the shared registries find what it brings by name, with no edit to them: its agent hook, its judges, its kinds
+  of background job and its tables in a Hugging Face export (and the toy kind's job runs through the shared jobs).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,18 +26,20 @@ import pytest
 from sqlmodel import select
 
 from curation.db import session_scope
-from curation.errors import ScoringError
+from curation.errors import JobError, ScoringError
 from curation.models import RunStatus, ScoringRun
 from curation.services import agent_runs as ar
-from curation.services.background_jobs import execute_job
+from curation.services.background_jobs import execute_job, job_kinds, start_job
 from curation.services.leaderboard import stale_scores
 from curation.services.releases import stored_release
 from curation.services.scoring import dataset_gt_hash, execute_run, register_run
 from evaluation.agents import UnknownAgentKind, agent_kind
 from evaluation.errors import EvaluationError
+from evaluation.judges.base import JUDGES, judge_names, judge_needs_llm
 from evaluation.tasks import kind_names, registered, task_kind
 from evaluation.tasks.base import kind_problems
 from evaluation.tasks.parts import part_of
+from exports.hf.tables import config_rows, hf_configs
 from exports.schema import Release
 from tests.conformance import toy_kind
 from tests.conformance.samples import SAMPLES, Sample, World, make_world
@@ -227,3 +232,48 @@ def test_an_agent_run_answers_it(kind_world):
         assert done.status == RunStatus.SUCCEEDED.value, done.message
         scored = [s.get(ScoringRun, i) for i in done.scoring_run_ids]
     assert scored and all(r is not None and r.kind == kind.name for r in scored)
+
+
+def test_the_shared_registries_find_what_it_brings(kind_world):
+    """The agents, the judges, the background jobs and the Hugging Face export read the registry of kinds: what a
+    kind declares is found by its name there, and its tables hold the items of its release."""
+    import pyarrow as pa
+
+    kind, world, sample = kind_world
+    assert kind.agent is None or agent_kind(kind.name) is kind.agent
+    for judge in kind.own_judges:
+        assert judge.name in kind.judges and judge.name in judge_names()
+        assert JUDGES[judge.name] is judge.build and judge_needs_llm(judge.name) == judge.needs_llm
+    for job in kind.jobs:
+        assert job_kinds()[job.name] == job.runner
+        module, _, function = job.runner.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), f"{job.runner} is not a function"
+    part = kind.release_part
+    tables = part.hf_tables() if part is not None and part.hf_tables is not None else ()
+    if not tables:
+        pytest.skip(f"the {kind.name} kind brings no table to a Hugging Face export")
+    assert {c.name for c in tables} <= {c.name for c in hf_configs()}
+    rows = config_rows(_release(world, sample.version))
+    assert any(c.name in rows for c in tables), f"the {kind.name} sample's release fills none of its tables"
+    for config in tables:
+        for split, items in rows.get(config.name, {}).items():
+            assert pa.Table.from_pylist(items, schema=config.schema).num_rows == len(items) > 0, split
+
+
+def test_a_new_kinds_background_job_runs_through_the_shared_jobs(tmp_path):
+    """The toy kind's job is started and run by the shared jobs by its name alone; without the kind it is unknown."""
+    with registered(toy_kind.KIND):
+        world, mp = make_world(tmp_path, starters=False)
+        try:
+            with session_scope(world.engine) as s:
+                job_id = start_job(session=s, kind=toy_kind.JOB, params={"words": ["sky", "blue", "down"]},
+                                   scope="toy-tally", requester=world.evaluator)
+            done = execute_job(world.engine, job_id, world.settings)
+            assert (done.status, done.message, done.result) == (RunStatus.SUCCEEDED.value, "3 word(s) tallied",
+                                                                {"words": 3})
+        finally:
+            world.engine.dispose()
+            mp.undo()
+    assert toy_kind.JOB not in job_kinds()
+    with pytest.raises(JobError, match=f"There is no kind of job called '{toy_kind.JOB}'"):
+        start_job(session=None, kind=toy_kind.JOB, params={}, scope="toy-tally", requester=None)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """A whole new kind, declared in a test: short questions over a CSV with a one-word gold answer, imported from a
-folder (``questions.json`` and ``table.csv``). It uses only the shared machinery (release part, importer, agent
-hook, scoring) and so proves a kind is one declaration; the conformance suite runs it beside the real kinds."""
+folder (``questions.json`` and ``table.csv``). It uses only the shared machinery (release part with its Hugging Face
+table, importer, agent hook, a background job, scoring) and so proves a kind is one declaration; the conformance
+suite runs it beside the real kinds."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from evaluation.tasks import (
     ImportedDataset,
     ImportedFile,
     Importer,
+    JobKind,
     LeaderboardSpec,
     ReleasePart,
     ScoredRun,
@@ -30,6 +32,7 @@ from evaluation.tasks.parts import part_of
 from exports.schema import Release
 
 NAME = "toyquiz"
+JOB = "toy_tally"  # its background job: counts the words it is given
 
 
 class ToyQuestion(BaseModel):
@@ -153,6 +156,32 @@ class _Agent:
         return out
 
 
+def run_tally_job(engine: Any, job: Any, control: Any, settings: Any) -> Any:
+    """The toy kind's background job, run by the shared jobs (curation.services.background_jobs) by its name."""
+    from curation.services.background_jobs import JobOutcome
+
+    words = list(job.params.get("words", []))
+    return JobOutcome(status="succeeded", message=f"{len(words)} word(s) tallied", result={"words": len(words)})
+
+
+def _hf_rows(release: Release) -> dict[str, list[dict[str, Any]]]:
+    from exports.hf.tables import DEFAULT_SPLIT
+
+    return {DEFAULT_SPLIT: [{"dataset": d.name, "id": q.id, "text": q.text, "gold": q.gold}
+                            for d in release.datasets if (p := part_of(d, KIND)) is not None for q in p.questions]}
+
+
+def _hf_tables() -> tuple[Any, ...]:
+    import pyarrow as pa
+
+    from exports.hf.tables import DATASET_FIELD, HFConfig
+
+    text = pa.string()
+    return (HFConfig("toyquiz", "Toy questions", "a short question with its one-word gold", "no toy question", (),
+                     {"dataset": DATASET_FIELD, "id": (text, "the question's id"), "text": (text, "the question"),
+                      "gold": (text, "its one-word gold")}, _hf_rows),)
+
+
 KIND = TaskKind(
     name=NAME, label="Toy questions (question id → one word)", item_noun="questions",
     leaderboard=LeaderboardSpec(role="companion", columns=(Column("toyquiz_accuracy", "toy accuracy"),)),
@@ -160,9 +189,10 @@ KIND = TaskKind(
     order=900, view="tests.conformance.toy_view",
     release_part=ReleasePart(model=ToyPart, noun="toy questions", counts=_counts,
                              hash_input=lambda p: [(q.id, q.gold) for q in p.questions], blind=_blind,
-                             work=("with gold",)),
+                             work=("with gold",), hf_tables=_hf_tables),
     importer=Importer(source="a toy folder (questions.json and table.csv)", read=read_folder),
     agent=_Agent(),
+    jobs=(JobKind(JOB, f"{__name__}:run_tally_job"),),
 )
 
 

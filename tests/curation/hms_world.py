@@ -18,8 +18,9 @@ from curation.db import session_scope
 from curation.models import ReleaseRecord, Role, ScoringRun, User
 from curation.services.scoring import JudgeSettings, execute_run, register_run
 from evaluation.llm import LLMConfig
+from exports.hypotheses_part import HypothesesPart, HypothesisGold, HypothesisTaskRelease
 from exports.native import MANIFEST_NAME, write_release
-from exports.schema import DatasetRelease, HypothesesPart, HypothesisGold, HypothesisTaskRelease, Release
+from exports.schema import DatasetRelease, Release
 from tests import factories as f
 from tests.evaluation.hms_script import HMSScript, sub
 from tests.factories import artifacts_for

@@ -29,7 +29,7 @@ from curation.services.blade_import import import_blade
 from curation.services.release_data import dataset_release
 from exports.blade_annotations import read_annotations
 from exports.blade_export import write_blade_dataset_from_release
-from exports.schema import MCQPart
+from exports.mcq_part import MCQPart
 from tests import factories as f
 
 NINE = ["affairs", "amtl", "boxes", "caschools", "crofoot", "fish", "hurricane", "panda_nuts", "reading"]

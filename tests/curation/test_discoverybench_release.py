@@ -25,8 +25,8 @@ from curation.services.hypotheses.consensus import hypotheses_release_part
 from curation.services.release_data import Pseudonym
 from curation.settings import Settings
 from exports.discoverybench import read_discoverybench
+from exports.hypotheses_part import HypothesesPart, HypothesisCandidate, HypothesisGold
 from exports.native import read_release
-from exports.schema import HypothesesPart, HypothesisCandidate, HypothesisGold
 from tests import factories as f
 from tests.exports.test_release_hypotheses import ANSWER_KEY, make_tree
 from tests.factories import artifacts_for

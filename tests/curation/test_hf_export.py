@@ -39,9 +39,12 @@ from curation.services.discoverybench_import import import_discoverybench
 from curation.settings import Settings
 from curation.starters import list_starter_dirs
 from exports.hf import CONFIGS
+from exports.hypotheses_part import HypothesesPart
 from exports.manifest import parse_manifest, sha256_file
+from exports.mcq_part import MCQPart
 from exports.native import read_release
-from exports.schema import HypothesesPart, MCQPart, ProgrammaticPart, Release
+from exports.programmatic_part import ProgrammaticPart
+from exports.schema import Release
 from tests import factories as f
 from tests.exports.test_release_hypotheses import make_tree
 from tests.factories import artifacts_for

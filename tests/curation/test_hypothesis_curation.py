@@ -45,7 +45,7 @@ from curation.services.votes import cast_vote
 from curation.settings import Settings
 from evaluation.llm import LLMConfig
 from evaluation.sandbox import SandboxLimits
-from exports.schema import HypothesesPart
+from exports.hypotheses_part import HypothesesPart
 from tests import factories as f
 from tests.curation.hypothesis_world import CODE, HypothesisWorld, build
 from tests.llm_server import ScriptedLLM

@@ -20,7 +20,7 @@ from curation.services.mcq_audit import audit_mcqs
 from curation.services.mcq_generate import MCQGenerationError, MCQSettings, generate_mcqs
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
-from exports.schema import MCQPart
+from exports.mcq_part import MCQPart
 from tests import factories as f
 
 SQRT = "df['deaths_sqrt'] = np.sqrt(df['deaths'])"

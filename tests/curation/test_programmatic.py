@@ -36,7 +36,7 @@ from curation.services.votes import cast_vote
 from curation.settings import Settings
 from evaluation.programmatic.runner import CheckLimits
 from exports.datascibench import read_tree
-from exports.schema import ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticTaskRelease
 from tests import factories as f
 from tests.factories import artifacts_for
 

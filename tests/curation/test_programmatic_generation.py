@@ -26,7 +26,7 @@ from curation.services.jobs import make_job_submitter
 from curation.services.programmatic import ProgrammaticError, import_programmatic_tasks
 from curation.services.programmatic_generation import start_candidate_generation
 from curation.settings import PROJECT_ROOT, Settings
-from exports.schema import ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticTaskRelease
 from tests import factories as f
 from tests.conftest import PG_URL
 from tests.llm_server import ScriptedLLM

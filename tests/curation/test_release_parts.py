@@ -20,7 +20,8 @@ from curation.services import leaderboard as lb
 from curation.services import releases as rel
 from curation.services import scoring as sc
 from curation.settings import Settings
-from exports.schema import MCQPart, ProgrammaticPart
+from exports.mcq_part import MCQPart
+from exports.programmatic_part import ProgrammaticPart
 from tests.cli_runner import cli_env, forkpaths
 from tests.curation.scoring_world import make_world
 

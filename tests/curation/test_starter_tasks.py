@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curation.programmatic_starters import STARTER_TASKS, build_starter_tasks
-from exports.schema import PROGRAMMATIC_TASK_TYPES
+from exports.programmatic_part import PROGRAMMATIC_TASK_TYPES
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from curation.db import session_scope
 from curation.models import RunStatus
 from curation.services import leaderboard as lb
 from curation.services import scoring as sc
-from exports.schema import MCQPart
+from exports.mcq_part import MCQPart
 from tests.curation.scoring_world import make_world
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -20,14 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from exports.schema import (
-    DatasetRelease,
-    HypothesesPart,
-    HypothesisGold,
-    HypothesisTaskRelease,
-    Release,
-    ReleaseFile,
-)
+from exports.hypotheses_part import HypothesesPart, HypothesisGold, HypothesisTaskRelease
+from exports.schema import DatasetRelease, Release, ReleaseFile
 
 DATA = "x,y\n1,2.1\n2,3.9\n3,6.2\n4,7.8\n5,10.1\n"
 TASK_KEY = "real/test/toy/metadata_0/q0"

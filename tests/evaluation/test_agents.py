@@ -11,7 +11,8 @@ import pytest
 
 from evaluation.agents import AgentSettings, AgentTask, TaskAnswer, agent_kind, run_task
 from evaluation.llm import LLMClient, LLMConfig
-from exports.schema import DatasetRelease, HypothesesPart, HypothesisTaskRelease, Release, ReleaseFile
+from exports.hypotheses_part import HypothesesPart, HypothesisTaskRelease
+from exports.schema import DatasetRelease, Release, ReleaseFile
 from tests.llm_server import ScriptedLLM
 
 ANALYSIS = {"cvars": {"ivs": [{"description": "storm severity", "columns": ["wind"]}],

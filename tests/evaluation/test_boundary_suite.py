@@ -298,7 +298,7 @@ def _expression_gold(world: World, code: str, attack: str) -> Verdict:
 
 def _programmatic_checks(world: World, code: str, attack: str) -> Verdict:
     from evaluation.programmatic.runner import CheckLimits, run_checks
-    from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+    from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 
     task = ProgrammaticTaskRelease(key="t", prompt="clean the table", checks=[ProgrammaticCheck(
         id="c", task_type="data cleaning & preprocessing", function="F", metric="m", code=code,
@@ -326,7 +326,7 @@ def _programmatic_pickle(world: World, code: str, attack: str) -> Verdict:
     import pickle
 
     from evaluation.programmatic.runner import CheckLimits, run_checks
-    from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+    from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 
     task = ProgrammaticTaskRelease(key="t", prompt="save the model", checks=[ProgrammaticCheck(
         id="c", task_type="machine learning", function="F", metric="m",

@@ -27,7 +27,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.programmatic.runner import CheckLimits, by_metric, run_checks
-from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 
 LIMITS = CheckLimits(check_timeout_s=10.0)
 INPUTS = {"input.csv": b"a,b\n1,2\n", "data/part_1.xlsx": b"not really excel"}

@@ -19,6 +19,7 @@ from evaluation.hms import (
 )
 from evaluation.judges import make_judge
 from evaluation.llm import LLMClient, LLMConfig
+from evaluation.tasks import task_kind
 from tests.evaluation.hms_script import HMSScript, sub
 from tests.llm_server import ScriptedLLM
 
@@ -52,7 +53,7 @@ def server():
 
 def judge_for(server: ScriptedLLM, cache: Path | None, **kw) -> HMSJudge:
     config = LLMConfig(base_url=server.url, model="judge-model", cache_dir=cache, max_retries=0, backoff_s=0, **kw)
-    judge = make_judge("hms", client=LLMClient(config))
+    judge = make_judge(task_kind("hypotheses").default_judge, client=LLMClient(config))  # the kind brings it
     assert isinstance(judge, HMSJudge)
     return judge
 

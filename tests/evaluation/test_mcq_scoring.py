@@ -16,7 +16,8 @@ from evaluation.mcq_scoring import (
     read_answers,
     score_answers,
 )
-from exports.schema import MCQ, DatasetRelease, MCQOption, MCQPart
+from exports.mcq_part import MCQ, MCQOption, MCQPart
+from exports.schema import DatasetRelease
 from tests.evaluation.blade_release import blade_release_dataset
 from tests.evaluation.chat_server import ChatServer
 

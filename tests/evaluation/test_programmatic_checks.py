@@ -21,7 +21,7 @@ from evaluation.programmatic.outputs import (
 )
 from evaluation.programmatic.runner import CheckLimits, CheckResult, TaskOutcome, completion_rate, run_checks
 from evaluation.sandbox import isolation
-from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 
 CLEAN = "data cleaning & preprocessing"
 VIS = "data visualization"

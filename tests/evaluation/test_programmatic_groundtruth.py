@@ -20,7 +20,7 @@ from evaluation.programmatic.groundtruth import (
     wrong_outputs,
 )
 from evaluation.programmatic.runner import CheckLimits
-from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 from tests.llm_server import ScriptedLLM
 
 CLEAN = "data cleaning & preprocessing"

@@ -22,7 +22,7 @@ import pytest
 
 from evaluation.programmatic import plain
 from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_checks
-from exports.schema import ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticCheck, ProgrammaticTaskRelease
 
 LIMITS = CheckLimits(check_timeout_s=10.0)
 TRUTH = pd.DataFrame({"y": [1, 0, 1, 1, 0, 1]})

@@ -27,7 +27,8 @@ from evaluation.llm.prompts import transform_messages, variable_messages
 from evaluation.mcq_scoring import mcq_messages
 from evaluation.records import FailureCategory, TransformMatch
 from evaluation.submissions import parse_submission
-from exports.schema import MCQ, DatasetRelease, MCQOption
+from exports.mcq_part import MCQ, MCQOption
+from exports.schema import DatasetRelease
 from tests.evaluation.blade_release import blade_release_dataset
 from tests.evaluation.chat_server import ChatServer
 

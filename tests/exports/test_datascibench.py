@@ -16,15 +16,14 @@ import pytest
 
 from exports.datascibench import DataSciBenchError, normalise_task_type, read_task, read_tree, write_tree
 from exports.native import parse_release_json
-from exports.schema import (
+from exports.programmatic_part import (
     PROGRAMMATIC_TASK_TYPES,
-    DatasetRelease,
     ProgrammaticArtifact,
     ProgrammaticCheck,
     ProgrammaticPart,
     ProgrammaticTaskRelease,
-    Release,
 )
+from exports.schema import DatasetRelease, Release
 
 GOLDEN = Path(__file__).parent / "golden" / "datascibench"
 METRIC = """\

@@ -21,20 +21,13 @@ from hypothesis import strategies as st
 from exports.hf import CONFIGS, write_hf_release
 from exports.hf.card import size_category
 from exports.hf.tables import config_rows, split_name
+from exports.hypotheses_part import HypothesesPart
 from exports.manifest import sha256_file
+from exports.mcq_part import MCQPart
 from exports.native import write_release
 from exports.native.document import parse_release_json
-from exports.schema import (
-    Alternative,
-    HypothesesPart,
-    MCQPart,
-    ProgrammaticPart,
-    ProgrammaticTaskRelease,
-    Release,
-    ReleaseModel,
-    ReleaseTransform,
-    ReleaseVariable,
-)
+from exports.programmatic_part import ProgrammaticPart, ProgrammaticTaskRelease
+from exports.schema import Alternative, Release, ReleaseModel, ReleaseTransform, ReleaseVariable
 from tests.exports.test_native import build_release, data_files_in
 
 GOLDEN = Path(__file__).parent / "golden"

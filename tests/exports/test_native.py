@@ -32,6 +32,7 @@ from exports.errors import (
     UnsupportedFormatVersionError,
 )
 from exports.manifest import MANIFEST_NAME, parse_manifest, render_manifest
+from exports.mcq_part import MCQ, MCQOption, MCQPart
 from exports.native import (
     STAGES,
     cleanup_partials,
@@ -44,14 +45,11 @@ from exports.native import (
     write_release,
 )
 from exports.schema import (
-    MCQ,
     Alternative,
     Annotator,
     ConsensusRecord,
     DatasetRelease,
     LLMProvenance,
-    MCQOption,
-    MCQPart,
     Release,
     ReleaseBranch,
     ReleaseColumn,

@@ -24,18 +24,16 @@ from exports.discoverybench_export import (
     write_discoverybench_release,
 )
 from exports.errors import FormatError, ReleaseIntegrityError
-from exports.manifest import MANIFEST_NAME, parse_manifest, render_manifest
-from exports.native import dump_release_json, parse_release_json, read_release, verify_release, write_release
-from exports.schema import (
-    DatasetRelease,
+from exports.hypotheses_part import (
     HypothesesPart,
     HypothesisCandidate,
     HypothesisGold,
     HypothesisTaskRelease,
     HypothesisVariable,
-    Release,
-    ReleaseFile,
 )
+from exports.manifest import MANIFEST_NAME, parse_manifest, render_manifest
+from exports.native import dump_release_json, parse_release_json, read_release, verify_release, write_release
+from exports.schema import DatasetRelease, Release, ReleaseFile
 from tests.exports.discoverybench_helpers import make_folder, real_metadata, synth_metadata
 
 GOLDEN = Path(__file__).parent / "golden" / "hypotheses"

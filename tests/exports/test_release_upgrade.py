@@ -13,7 +13,8 @@ import evaluation.tasks  # noqa: F401 - registers the kinds, whose parts the rel
 from curation.services.scoring import dataset_gt_hash
 from exports.errors import FormatError
 from exports.native import dump_release_json, parse_release_json
-from exports.schema import FORMAT_VERSION, ProgrammaticPart
+from exports.programmatic_part import ProgrammaticPart
+from exports.schema import FORMAT_VERSION
 
 TESTS = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ from curation.db import session_scope
 from curation.services.programmatic import import_programmatic_tasks
 from evaluation.programmatic.runner import CheckResult, TaskOutcome
 from evaluation.tasks import task_kind
-from exports.schema import ProgrammaticArtifact, ProgrammaticCheck, ProgrammaticTaskRelease
+from exports.programmatic_part import ProgrammaticArtifact, ProgrammaticCheck, ProgrammaticTaskRelease
 from tests.ui.conftest import APP, texts
 
 GATE = {"released": True, "sentence": "Released: it passes on the accepted artifacts and fails on 1 of 2.",

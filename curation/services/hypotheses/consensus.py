@@ -45,7 +45,7 @@ from curation.services.meetings import display_names, open_meeting
 from curation.services.release_data import Pseudonym, pseudonym
 from curation.services.stages import get_review_settings, lock_for_review_write
 from evaluation.tasks.hypotheses import HYPOTHESIS
-from exports.schema import (
+from exports.hypotheses_part import (
     HypothesesPart,
     HypothesisCandidate,
     HypothesisGold,
