@@ -41,7 +41,6 @@ from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, 
 from evaluation.agents.briefs import file_preview, task_file
 from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
-from evaluation.metrics import proportion_estimate
 from evaluation.tasks.base import (
     AIReprAccuracy,
     CheckedFile,
@@ -304,6 +303,8 @@ def _shown(answer: Any) -> str | None:
 
 
 def _group(items: Sequence[QRDataItem]) -> dict[str, Any]:
+    from evaluation.metrics import proportion_estimate  # numpy: loaded to score, not to list the kinds
+
     est = proportion_estimate([i.status == "correct" for i in items], n_bootstrap=N_BOOTSTRAP)
     return {"accuracy": est.model_dump(), "questions": len(items),
             **{s: sum(i.status == s for i in items) for s in STATUSES}}

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,7 +50,6 @@ from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.agents.briefs import file_preview, task_file
 from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
-from evaluation.metrics import Estimate, proportion_estimate
 from evaluation.submissions import printable
 from evaluation.tasks.base import (
     AIReprAccuracy,
@@ -84,6 +83,9 @@ from exports.statqa import (
     part_hash_input,
     read_statqa_folder,
 )
+
+if TYPE_CHECKING:
+    from evaluation.metrics import Estimate
 
 __all__ = [
     "KIND",
@@ -405,6 +407,8 @@ def _item(ds: DatasetRelease, part_table: str, q: StatQAQuestion, reply: str | N
 
 
 def _estimate(values: list[int], seed: int, n_bootstrap: int) -> dict[str, Any]:
+    from evaluation.metrics import proportion_estimate  # numpy: loaded to score, not to list the kinds
+
     est: Estimate = proportion_estimate([bool(v) for v in values], n_bootstrap=n_bootstrap, seed=seed)
     return est.model_dump(mode="json")
 
