@@ -42,7 +42,6 @@ from curation.services.blinding import (
     refusal_sentences,
     summary_holding,
 )
-from curation.services.hypotheses.consensus import task_release_parts
 from curation.services.release_data import (
     RELEASE_TABLES,
     HypothesisParts,
@@ -59,22 +58,14 @@ from curation.services.release_records import (  # the light half of this module
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from evaluation.tasks import KINDS, kinds_with
 from evaluation.tasks.parts import part_of
-from exports.blade_export import write_blade_release
 from exports.card import render_card
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
-from exports.discoverybench_export import (
-    NOT_EXPORTED_NAME,
-    not_exported_note,
-    not_in_layout,
-    write_discoverybench_release,
-)
 from exports.errors import FormatError
-from exports.hf import write_hf_release
 from exports.manifest import MANIFEST_NAME, sha256_file
 from exports.native import read_release, write_release
 from exports.published import PublishedRelease, read_published_release, release_zip_path
 from exports.release_folder import set_aside
-from exports.schema import FORMAT_VERSION, DatasetRelease, Release
+from exports.schema import FORMAT_VERSION, DatasetRelease, HypothesisCandidate, HypothesisGold, Release
 from exports.upgrade import upgrade_summary
 
 __all__ = [
@@ -115,7 +106,16 @@ WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternati
 EXPORT_FORMATS = ("native", "blade", "discoverybench", "hf")
 #: Stage-1 to 3 curation of hypothesis tasks (candidates, consensus gold) for every cut that is not given its own
 #: (see :data:`curation.services.release_data.HypothesisParts`); ``None``: tasks carry their imported gold.
-DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = task_release_parts
+def _task_release_parts(session: Session, task: HypothesisTask, who: Callable[[int | None], str | None]
+                        ) -> tuple[list[HypothesisCandidate], HypothesisGold | None]:
+    """:func:`curation.services.hypotheses.consensus.task_release_parts`, imported when a release is cut (the
+    hypotheses' curation services bring pandas and networkx, which reading a release for scoring does not need)."""
+    from curation.services.hypotheses.consensus import task_release_parts
+
+    return task_release_parts(session, task, who)
+
+
+DEFAULT_HYPOTHESIS_PARTS: HypothesisParts | None = _task_release_parts
 
 
 @dataclass(frozen=True)
@@ -717,6 +717,16 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
     if dest.exists():
         raise ReleaseError(f"{dest} already exists; choose another --out.")
     release = published.release
+    # each layout's writer is imported for its export (pandas, pyarrow: not for reading a release to score it)
+    from exports.blade_export import write_blade_release
+    from exports.discoverybench_export import (
+        NOT_EXPORTED_NAME,
+        not_exported_note,
+        not_in_layout,
+        write_discoverybench_release,
+    )
+    from exports.hf import write_hf_release
+
     if fmt == "hf":
         try:
             write_hf_release(release, published.folder, dest, manifest_sha256=record.manifest_sha256)
