@@ -33,9 +33,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from evaluation.records import (
@@ -45,6 +44,9 @@ from evaluation.records import (
     GroundTruthCounts,
     RunRecord,
 )
+
+if TYPE_CHECKING:  # numpy is imported by the functions that compute (registering a run reads this module's models)
+    import numpy as np
 
 __all__ = ["dataset_figures",
     "COVERAGE_METRICS",
@@ -234,6 +236,8 @@ def unweighted_score(f1s: dict[str, float | None], mode: Mode) -> float | None:
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
+    import numpy as np
+
     vals = [v for v in values if v is not None]
     if len(vals) != len(values) or not vals:
         return None
@@ -328,6 +332,8 @@ def _bootstrap(counted: Sequence[Sequence[RunRecord]], counts: Sequence[GroundTr
 
     A run's precision does not depend on the sample, so it is computed once per run; a replicate's coverage is
     the size of a union of the first k sampled runs' sets, kept as bit masks."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     indexes: list[np.ndarray]  # per dataset (replicates, runs), C-contiguous: a row's mean is np.mean of that sample
     if len(counted) == 1:  # the replicates' draws in one call: the generator gives the same numbers in the same order
@@ -402,6 +408,8 @@ def _covered(first: np.ndarray, sets: Sequence[set[object]]) -> np.ndarray:
     """Per replicate (a row of ``first``: the indexes of its first k sampled runs), how many distinct items
     those runs' ``sets`` hold together, as floats: a (runs x items) membership matrix indexed by every
     replicate at once, or the runs' sets as bit masks unioned row by row when that matrix would be large."""
+    import numpy as np
+
     bits: dict[object, int] = {}
     for s in sets:
         for item in s:
@@ -427,6 +435,8 @@ def score_runs(data: Sequence[DatasetRuns], *, mode: Mode = "default", k: int = 
         n_bootstrap: replicates (BLADE: 1000); 0 skips the bootstrap.
         seed: numpy seed of the bootstrap, stored with the result.
     """
+    import numpy as np
+
     notes: list[str] = []
     counted = [counted_runs(d.runs, mode) for d in data]
     counts = [d.counts for d in data]
@@ -478,6 +488,8 @@ def proportion_estimate(values: Sequence[bool], *, n_bootstrap: int = 1000, seed
     replacement); ``point`` None when there are no values, no interval when ``n_bootstrap`` is 0.
 
     Used for rates over items (the reproducibility rate, accuracy): each item counts once."""
+    import numpy as np
+
     n = len(values)
     if n == 0:
         return Estimate(point=None)
@@ -499,6 +511,8 @@ def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], *, 
     Each replicate draws as many clusters as there are, with replacement, and averages every item of the drawn
     clusters. ``None`` point when there are no values; no interval with one cluster or ``n_bootstrap`` 0.
     """
+    import numpy as np
+
     if len(values) != len(clusters):
         raise ValueError("values and clusters must have the same length")
     if not values:

@@ -35,9 +35,7 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Literal, get_args
-
-import networkx as nx
+from typing import TYPE_CHECKING, Literal, get_args
 
 from exports.blade_rows import (
     ANNOTATION_COLUMNS,
@@ -65,6 +63,9 @@ from exports.blade_rows import (
 )
 from exports.errors import BladeFormatError, BladeProblem
 from exports.jsontext import JsonTextError, RepeatedKey, load_json, refuse_repeated_keys
+
+if TYPE_CHECKING:  # networkx is imported where branches are checked: importing the format must not load it
+    import networkx as nx
 
 __all__ = [
     "ANNOTATION_COLUMNS",
@@ -480,6 +481,8 @@ def _branch_problems(
     positions: dict[str, tuple[int, int | None]],
     label: str,
 ) -> list[BladeProblem]:
+    import networkx as nx
+
     problems = []
     graph: nx.DiGraph[str] = nx.DiGraph()
     column = KIND_COLUMNS["transform"]

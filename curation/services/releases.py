@@ -58,17 +58,9 @@ from curation.services.release_records import (  # the light half of this module
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
 from evaluation.tasks import KINDS, kinds_with
 from evaluation.tasks.parts import part_of
-from exports.blade_export import write_blade_release
 from exports.card import render_card
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
-from exports.discoverybench_export import (
-    NOT_EXPORTED_NAME,
-    not_exported_note,
-    not_in_layout,
-    write_discoverybench_release,
-)
 from exports.errors import FormatError
-from exports.hf import write_hf_release
 from exports.manifest import MANIFEST_NAME, sha256_file
 from exports.native import read_release, write_release
 from exports.published import PublishedRelease, read_published_release, release_zip_path
@@ -716,6 +708,16 @@ def export_release(*, session: Session, actor: User, version: str, fmt: str, out
     if dest.exists():
         raise ReleaseError(f"{dest} already exists; choose another --out.")
     release = published.release
+    # each layout's writer is imported for its export (pandas, pyarrow: not for reading a release to score it)
+    from exports.blade_export import write_blade_release
+    from exports.discoverybench_export import (
+        NOT_EXPORTED_NAME,
+        not_exported_note,
+        not_in_layout,
+        write_discoverybench_release,
+    )
+    from exports.hf import write_hf_release
+
     if fmt == "hf":
         try:
             write_hf_release(release, published.folder, dest, manifest_sha256=record.manifest_sha256)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
@@ -56,8 +56,6 @@ from curation.services.run_records import SCORING_ROLES, get_run, list_runs
 from evaluation.judges import judge_names, judge_needs_llm, make_judge
 from evaluation.judges.base import Judge
 from evaluation.llm import LLMClient, LLMConfig
-from evaluation.results import EVALUATOR_VERSION
-from evaluation.scoring import RunBudget
 from evaluation.submissions import printable
 from evaluation.tasks import (
     CheckedFile,
@@ -83,6 +81,9 @@ from evaluation.tasks.analyses import (  # noqa: F401
 from evaluation.tasks.analyses import transform_matching_for as _transform_matching_for  # noqa: F401
 from evaluation.tasks.parts import part_of
 from exports.schema import DatasetRelease, Release
+
+if TYPE_CHECKING:  # the engine (pandas, networkx, numpy) is imported to score: registering and queueing a run do not
+    from evaluation.scoring import RunBudget
 
 __all__ = [
     "SCORING_ROLES",
@@ -334,6 +335,8 @@ def register_run(*, session: Session, actor: User, release_version: str, files: 
         ScoringError / SubmissionError / AnswersFileError: bad input, with the file and what is wrong.
         ReleaseError: the release fails verification (its message says which file).
     """
+    from evaluation.results import EVALUATOR_VERSION  # numpy: its metrics (imported when a run is registered)
+
     require_role(actor, *SCORING_ROLES)
     agent, model_name = agent.strip(), model_name.strip()
     if not agent:
@@ -475,6 +478,8 @@ def execute_run(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
     then succeeds with what was scored and says so in its message.
     It spans transactions: progress, heartbeat and the end are each written in a short one of their own, so a
     page can follow the run and cancel it."""
+    from evaluation.scoring import RunBudget
+
     judges = judges or JudgeSettings()
     limits = limits or ScoringLimits()
     budget = RunBudget(analysis_s=limits.analysis_timeout_s, total_s=limits.run_budget_s)
@@ -590,6 +595,7 @@ def score_parts(engine: Engine, run_id: int, *, artifacts: ArtifactStore,
     Returns how many parts it scored; a part's crash is recorded on the part, and the run fails with it.
     It spans transactions: each part is claimed and stored in one of its own."""
     from curation.services.fanout import help_score_parts
+    from evaluation.scoring import RunBudget
 
     judges = judges or JudgeSettings()
     limits = limits or ScoringLimits()

@@ -12,15 +12,9 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluation.agents import analyses as agent_hook
-from evaluation.groundtruth.runner import GroundTruthLimits
-from evaluation.metrics import DECISION_TYPES, DatasetRuns, score_runs
-from evaluation.records import UnitRef
-from evaluation.results import DatasetResult, EvaluationResult, build_result, dump_result
-from evaluation.scoring import RunBudget, TransformBatch, TransformMatcher, score_submission
-from evaluation.submissions import Submission, TooManyAnalyses, parse_submission, printable
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
@@ -36,10 +30,13 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
-from evaluation.transform_credit import transform_credit
-from exports.native import release_data_path
 from exports.schema import DatasetRelease, Release
+
+if TYPE_CHECKING:  # the engine (pandas, networkx, numpy) is imported by the functions that score, not to list kinds
+    from evaluation.records import UnitRef
+    from evaluation.results import EvaluationResult
+    from evaluation.scoring import RunBudget, TransformBatch, TransformMatcher
+    from evaluation.submissions import Submission
 
 __all__ = [
     "GROUND_TRUTH_TIMEOUT_S",
@@ -96,6 +93,8 @@ def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
         SubmissionCheckError: too many analyses, a dataset the release lacks, two files for one dataset, none
             to score.
     """
+    from evaluation.submissions import TooManyAnalyses, parse_submission, printable
+
     names = [d.name for d in release.datasets]
     out: list[CheckedFile] = []
     seen: dict[str, str] = {}
@@ -143,6 +142,10 @@ def transform_matching_for(release_dataset: DatasetRelease, release_folder: Path
     converts each analysis's transform code into units in the sandbox, within ``limits``. ``blade`` mode matches
     as BLADE does (only the last isomorphism class per WL bucket). The ground truth's build counts against the
     run's ``budget``."""
+    from evaluation.groundtruth.runner import GroundTruthLimits
+    from evaluation.transform_credit import transform_credit
+    from exports.native import release_data_path
+
     limits = limits or ScoringLimits()
     left = budget.remaining() if budget is not None else None
     build = GroundTruthLimits(timeout_s=max(min(GROUND_TRUTH_TIMEOUT_S, left), 0.001) if left is not None
@@ -158,6 +161,8 @@ def transform_matching_for(release_dataset: DatasetRelease, release_folder: Path
 def matcher_summary(described: dict[str, dict[str, Any]], mode: str) -> dict[str, Any]:
     """The run's transform matcher: its name and mode, and which datasets' transforms could not be scored (each
     dataset's own description, with its ground-truth build, is in its DatasetResult)."""
+    from evaluation.transform_credit import MATCHER_NAME as TRANSFORM_MATCHER_NAME
+
     not_run = sorted(n for n, d in described.items() if d.get("status") == "not_run")
     out: dict[str, Any] = {"name": TRANSFORM_MATCHER_NAME, "blade_compat": mode == "blade",
                            "datasets": sorted(described)}
@@ -189,6 +194,8 @@ def score(ctx: ScoringContext) -> ScoredRun:
 
 
 def _parse(ctx: ScoringContext, index: int) -> Submission:
+    from evaluation.submissions import parse_submission
+
     fname, data = ctx.files[index]
     return parse_submission(data, label=fname, known_datasets=[d.name for d in ctx.release.datasets])
 
@@ -204,6 +211,8 @@ def score_part(ctx: ScoringContext, index: int,
     """Score the run's ``index``-th file (one dataset) on its own: what one worker does for a fanned-out run.
     Returns the part's result as text (its DatasetResult), which :func:`combine` reads back. ``submission``:
     that file already parsed (by :func:`score`), else it is parsed here."""
+    from evaluation.scoring import score_submission
+
     sub = submission if submission is not None else _parse(ctx, index)
     ds = next(d for d in ctx.release.datasets if d.name == sub.dataset_name)
     report = progress or ctx.progress
@@ -221,6 +230,8 @@ def score_part(ctx: ScoringContext, index: int,
 
 def combine(ctx: ScoringContext, parts: Sequence[str]) -> ScoredRun:
     """The run's result from its parts, taken in the order of its files whatever order they were scored in."""
+    from evaluation.results import DatasetResult, build_result, dump_result
+
     results = [DatasetResult.model_validate_json(p) for p in parts]
     judge = ctx.judge()
     described = {r.dataset: r.transform_matcher for r in results}
@@ -241,6 +252,8 @@ def scores_summary(result: EvaluationResult, n_bootstrap: int | None = None, *,
     ``fresh_overall``: ``result.scores`` were just computed from these very analyses with the result's own
     parameters (:func:`build_result`), so they are the overall scores and are not bootstrapped again. A result
     of one dataset has the overall scores as that dataset's own (the same inputs)."""
+    from evaluation.metrics import DatasetRuns, score_runs
+
     p = result.provenance
     nb = p.n_bootstrap if n_bootstrap is None else n_bootstrap
 
@@ -293,6 +306,8 @@ def _estimate(scores: Mapping[str, Any], key: str) -> tuple[float | None, float 
 def leaderboard_values(run: RunView, dataset: str | None) -> dict[str, Any] | None:
     """Per decision type F1 with its 95 % bootstrap interval, precision and coverage@k; the weighted score with
     its interval; failures by category; how many analyses. ``dataset`` restricts them to that dataset."""
+    from evaluation.metrics import DECISION_TYPES
+
     summary = run.scores_effective or {}
     scores = summary.get("datasets", {}).get(dataset) if dataset else summary.get("overall")
     if scores is None:

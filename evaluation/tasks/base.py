@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 from evaluation.errors import EvaluationError
-from evaluation.judges.base import Judge
-from evaluation.scoring import RunBudget
 from exports.parts import ReleasePart  # the release format owns it; a kind declares one
 from exports.schema import Release
+
+if TYPE_CHECKING:  # the registry lists kinds without the engine (judges, scoring: pandas, networkx)
+    from evaluation.judges.base import Judge
+    from evaluation.scoring import RunBudget
 
 __all__ = [
     "KIND_NAME_MAX",
@@ -327,6 +329,7 @@ def score_in_process(kind: TaskKind, release: Release, release_folder: Path,
     """``files`` checked and scored by ``kind`` in this process (a kind that needs no judge and no sandbox), as an
     upload would be."""
     from evaluation.judges import make_judge
+    from evaluation.scoring import RunBudget
 
     kind.check_files(files, release, max_items=None)
     limits = ScoringLimits()

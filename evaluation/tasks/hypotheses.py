@@ -23,23 +23,13 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluation.agents import hypotheses as agent_hook
-from evaluation.hms import (
-    FacetOverride,
-    GoldHypothesis,
-    HMSJudge,
-    ItemResult,
-    Prediction,
-    apply_overrides,
-    check_override,
-    score_item,
-)
-from evaluation.hms.records import HMSMode
-from evaluation.metrics import cluster_bootstrap_mean
+from evaluation.hms.formula import apply_overrides, check_override
+from evaluation.hms.records import FacetOverride, HMSMode, ItemResult
 from evaluation.submissions import printable
 from evaluation.tasks.base import (
     CheckedFile,
@@ -59,6 +49,9 @@ from evaluation.tasks.base import (
 )
 from exports.hypotheses_part import RELEASE_PART, HypothesesPart, HypothesisTaskRelease
 from exports.schema import DatasetRelease, Release
+
+if TYPE_CHECKING:  # the judge and the scorer (the LLM client, the judges' code) load when a run is scored
+    from evaluation.hms.judge import HMSJudge
 
 __all__ = [
     "FORMAT",
@@ -490,6 +483,8 @@ def _plan(ctx: ScoringContext) -> _Plan:
 
 
 def _hms_judge(ctx: ScoringContext) -> HMSJudge:
+    from evaluation.hms.judge import HMSJudge
+
     judge = ctx.judge()
     if not isinstance(judge, HMSJudge):
         raise SubmissionCheckError(f"The {getattr(judge, 'name', '?')} judge cannot score hypotheses; choose the "
@@ -500,6 +495,8 @@ def _hms_judge(ctx: ScoringContext) -> HMSJudge:
 def _score_queries(ctx: ScoringContext, plan: _Plan, todo: list[tuple[DatasetRelease, HypothesisTaskRelease]],
                    progress: Callable[[int, int, str], None]) -> list[ItemResult]:
     """Score ``todo`` one query at a time (an unanswered one counts 0)."""
+    from evaluation.hms.score import GoldHypothesis, Prediction, score_item
+
     judge = _hms_judge(ctx)
     items: list[ItemResult] = []
     for n, (ds, t) in enumerate(todo):
@@ -614,6 +611,8 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _group(items: list[ItemResult], n_bootstrap: int, seed: int) -> dict[str, Any]:
+    from evaluation.metrics import cluster_bootstrap_mean
+
     counted = [i for i in items if i.status in ("scored", "unanswered") and i.hms is not None]
     est = cluster_bootstrap_mean([i.hms or 0.0 for i in counted], [_folder(i.task) for i in counted],
                                  n_bootstrap=n_bootstrap, seed=seed)

@@ -6,15 +6,18 @@ Shared code reads and writes parts only through these functions, with the kind i
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from evaluation.errors import EvaluationError
-from evaluation.tasks.base import TaskKind
+from evaluation.tasks.base import TaskKind, score_in_process
 from exports.schema import DatasetRelease, Release
 
-__all__ = ["PartError", "part_of", "validate_parts", "with_part"]
+__all__ = ["PartError", "answers_accuracy", "keeping_items", "part_of", "validate_parts", "with_part"]
 
 
 class PartError(EvaluationError):
@@ -77,3 +80,37 @@ def validate_parts(release: Release, *, source: str = "", known: dict[str, TaskK
                 raise PartError(f"Dataset {ds.name!r}{where} has a part of kind {name!r}, which this forkpaths does "
                                 f"not know (it knows {', '.join(k for k, v in kinds.items() if v.release_part)}).")
             part_of(ds, kind, source=source)
+
+
+def keeping_items(release: Release, kind: TaskKind, keep: Callable[[Any], bool], *,
+                  field: str = "questions") -> Release:
+    """A copy of ``release`` holding only the items of ``kind``'s part (its list ``field``) that ``keep`` accepts,
+    and only the datasets left holding one: an answers file scored on it is scored on those items alone (an
+    inspect sample's value, an imported run's accuracy)."""
+    out = []
+    for ds in release.datasets:
+        part = part_of(ds, kind)
+        if part is None:
+            continue
+        kept = [item for item in getattr(part, field) if keep(item)]
+        if kept:
+            out.append(with_part(ds, kind, part.model_copy(update={field: kept})))
+    return release.model_copy(update={"datasets": out})
+
+
+def answers_accuracy(kind: TaskKind, release: Release, release_folder: Path, answers: Mapping[str, str], *,
+                     has_gold: Callable[[Any], bool], accuracy: Callable[[dict[str, Any]], Mapping[str, Any]]
+                     ) -> dict[str, Any] | None:
+    """Final answers by item id (AIRepr's, by sample index) scored in this process as ``kind``'s answers file
+    ``{"answers": {id: text}}`` over the items of its part (``questions``) that the release holds with their gold
+    (``has_gold``): the accuracy ``accuracy`` picks from the run's scores, with how many items were scored and the
+    ids the release does not hold; None when it holds none of them."""
+    held = {q.id for ds in release.datasets if (part := part_of(ds, kind)) is not None for q in part.questions
+            if has_gold(q)}
+    mine = {k: v for k, v in answers.items() if k in held}
+    if not mine:
+        return None
+    narrowed = keeping_items(release, kind, lambda q: q.id in mine)
+    body = json.dumps({"answers": mine}).encode("utf-8")
+    scored = score_in_process(kind, narrowed, release_folder, [("airepr-final-answers.json", body)])
+    return {**accuracy(scored.scores), "questions": len(mine), "not_in_release": sorted(set(answers) - held, key=str)}

@@ -41,7 +41,6 @@ from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer, 
 from evaluation.agents.briefs import file_preview, task_file
 from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
-from evaluation.metrics import proportion_estimate
 from evaluation.tasks.base import (
     AIReprAccuracy,
     CheckedFile,
@@ -57,9 +56,8 @@ from evaluation.tasks.base import (
     SubmissionCheckError,
     TaskKind,
     fmt_score,
-    score_in_process,
 )
-from evaluation.tasks.parts import part_of, with_part
+from evaluation.tasks.parts import answers_accuracy, keeping_items, part_of
 from exports.jsontext import JsonTextError, load_json
 from exports.qrdata import QRDataFormatError, QRDataPart, QRDataQuestion, blind_part, gold_number, read_qrdata
 from exports.schema import DatasetRelease, Release
@@ -304,6 +302,8 @@ def _shown(answer: Any) -> str | None:
 
 
 def _group(items: Sequence[QRDataItem]) -> dict[str, Any]:
+    from evaluation.metrics import proportion_estimate  # numpy: loaded to score, not to list the kinds
+
     est = proportion_estimate([i.status == "correct" for i in items], n_bootstrap=N_BOOTSTRAP)
     return {"accuracy": est.model_dump(), "questions": len(items),
             **{s: sum(i.status == s for i in items) for s in STATUSES}}
@@ -509,13 +509,7 @@ class _Agent:
     def narrow(self, release: Release, key: str) -> Release:
         """The release as it holds question ``key`` only: one answer scored on it is that question's score (an
         inspect sample's value)."""
-        out = []
-        for ds in release.datasets:
-            part = part_of(ds, KIND)
-            if part is not None and any(q.id == key for q in part.questions):
-                only = part.model_copy(update={"questions": [q for q in part.questions if q.id == key]})
-                out.append(with_part(ds, KIND, only))
-        return release.model_copy(update={"datasets": out})
+        return keeping_items(release, KIND, lambda q: q.id == key)
 
     def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None
               ) -> list[AgentTask]:
@@ -574,18 +568,8 @@ class _Agent:
 def airepr_accuracy(release: Release, release_folder: Path, answers: Mapping[str, str]) -> dict[str, Any] | None:
     """AIRepr's final answers (by sample index, the question id) scored by this kind's rules over the questions
     the release holds: the accuracy with its interval, or None when the release holds none of them."""
-    held = {q.id for ds in release.datasets if (part := part_of(ds, KIND)) is not None for q in part.questions
-            if q.answer is not None}
-    mine = {k: v for k, v in answers.items() if k in held}
-    if not mine:
-        return None
-    narrowed = release.model_copy(update={"datasets": [
-        with_part(ds, KIND, part.model_copy(update={"questions": [q for q in part.questions if q.id in mine]}))
-        for ds in release.datasets if (part := part_of(ds, KIND)) is not None and any(q.id in mine for q in part.questions)]})
-    body = json.dumps({"answers": mine}).encode("utf-8")
-    scored = score_in_process(KIND, narrowed, release_folder, [("airepr-final-answers.json", body)])
-    est = dict(scored.scores["qrdata"]["accuracy"])
-    return {**est, "questions": len(mine), "not_in_release": sorted(set(answers) - held, key=str)}
+    return answers_accuracy(KIND, release, release_folder, answers, has_gold=lambda q: q.answer is not None,
+                            accuracy=lambda scores: scores["qrdata"]["accuracy"])
 
 
 AGENT = _Agent()

@@ -21,7 +21,6 @@ from typing import Any
 from evaluation.errors import EvaluationError
 from evaluation.reproducibility.items import ItemsError, items_of_files
 from evaluation.reproducibility.models import ReproResult
-from evaluation.reproducibility.summary import scores_of
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
@@ -79,6 +78,7 @@ def score(ctx: ScoringContext) -> ScoredRun:
     """Judge every qualifying item (both codes in the sandbox, at most three inspector calls each)."""
     from evaluation.reproducibility.inspector import Inspector, judge_item
     from evaluation.reproducibility.script_job import run_script
+    from evaluation.reproducibility.summary import scores_of  # numpy: loaded to score, not to list the kinds
     from evaluation.sandbox import SandboxLimits
 
     if ctx.llm is None:

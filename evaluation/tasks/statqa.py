@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,7 +50,6 @@ from evaluation.agents.base import ANSWERED, AgentTask, Submission, TaskAnswer
 from evaluation.agents.briefs import file_preview, task_file
 from evaluation.errors import EvaluationError
 from evaluation.llm.quoting import quote
-from evaluation.metrics import Estimate, proportion_estimate
 from evaluation.submissions import printable
 from evaluation.tasks.base import (
     AIReprAccuracy,
@@ -67,9 +66,8 @@ from evaluation.tasks.base import (
     SubmissionCheckError,
     TaskKind,
     fmt_score,
-    score_in_process,
 )
-from evaluation.tasks.parts import part_of, with_part
+from evaluation.tasks.parts import answers_accuracy, keeping_items, part_of
 from exports.schema import DatasetRelease, Release
 from exports.statqa import (
     DIFFICULTIES,
@@ -84,6 +82,9 @@ from exports.statqa import (
     part_hash_input,
     read_statqa_folder,
 )
+
+if TYPE_CHECKING:
+    from evaluation.metrics import Estimate
 
 __all__ = [
     "KIND",
@@ -405,6 +406,8 @@ def _item(ds: DatasetRelease, part_table: str, q: StatQAQuestion, reply: str | N
 
 
 def _estimate(values: list[int], seed: int, n_bootstrap: int) -> dict[str, Any]:
+    from evaluation.metrics import proportion_estimate  # numpy: loaded to score, not to list the kinds
+
     est: Estimate = proportion_estimate([bool(v) for v in values], n_bootstrap=n_bootstrap, seed=seed)
     return est.model_dump(mode="json")
 
@@ -522,13 +525,7 @@ class _Agent:
     def narrow(self, release: Release, key: str) -> Release:
         """The release as it holds question ``key`` only: one answer scored on it is that question's score (an
         inspect sample's value)."""
-        out = []
-        for ds in release.datasets:
-            part = part_of(ds, KIND)
-            if part is not None and any(q.id == key for q in part.questions):
-                only = part.model_copy(update={"questions": [q for q in part.questions if q.id == key]})
-                out.append(with_part(ds, KIND, only))
-        return release.model_copy(update={"datasets": out})
+        return keeping_items(release, KIND, lambda q: q.id == key)
 
     def tasks(self, release: Release, release_folder: Path, *, only: Sequence[str] | None = None
               ) -> list[AgentTask]:
@@ -628,18 +625,8 @@ def read_folder(path: Path) -> list[ImportedDataset]:
 def airepr_accuracy(release: Release, release_folder: Path, answers: Mapping[str, str]) -> dict[str, Any] | None:
     """AIRepr's final answers (by sample index, the question id) scored by this kind's rules over the questions
     the release holds: the accuracy with its interval, or None when the release holds none of them."""
-    held = {q.id for ds in release.datasets if (part := part_of(ds, KIND)) is not None for q in part.questions
-            if q.gold is not None}
-    mine = {k: v for k, v in answers.items() if k in held}
-    if not mine:
-        return None
-    narrowed = release.model_copy(update={"datasets": [
-        with_part(ds, KIND, part.model_copy(update={"questions": [q for q in part.questions if q.id in mine]}))
-        for ds in release.datasets if (part := part_of(ds, KIND)) is not None and any(q.id in mine for q in part.questions)]})
-    body = json.dumps({"answers": mine}).encode("utf-8")
-    scored = score_in_process(KIND, narrowed, release_folder, [("airepr-final-answers.json", body)])
-    est = dict(scored.scores["overall"]["accuracy"])
-    return {**est, "questions": len(mine), "not_in_release": sorted(set(answers) - held, key=str)}
+    return answers_accuracy(KIND, release, release_folder, answers, has_gold=lambda q: q.gold is not None,
+                            accuracy=lambda scores: scores["overall"]["accuracy"])
 
 
 release_part = ReleasePart(model=StatQAPart, noun="StatQA questions", counts=part_counts,
