@@ -19,7 +19,7 @@ def acting_operator(*, session: Any, username: str | None) -> Any:
     return operator_account(session=session, username=username)
 
 
-def dataset_named(session: Any, name: str) -> Any:
+def dataset_named(*, session: Any, name: str) -> Any:
     """The registered dataset called ``name`` (a :class:`~curation.models.Dataset`).
 
     Raises:

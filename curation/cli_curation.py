@@ -26,7 +26,7 @@ def _cmd_agreement(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=args.as_user)
-        dataset_id = dataset_named(session, args.dataset).id if args.dataset else None
+        dataset_id = dataset_named(session=session, name=args.dataset).id if args.dataset else None
         result = agreement_report(session=session, actor=actor, dataset_id=dataset_id)
     if args.json:
         print(json.dumps(dataclasses.asdict(result), indent=2))

@@ -47,7 +47,7 @@ def _cmd_assign(args: argparse.Namespace, settings: Settings) -> int:
 
     report = initialise(settings)
     with session_scope(report.engine) as session:
-        ds = dataset_named(session, args.dataset)
+        ds = dataset_named(session=session, name=args.dataset)
         ids = set(assigned_user_ids(session=session, dataset_id=ds.id or 0))
         for name in args.users:
             user = session.exec(select(User).where(User.username == name)).first()

@@ -41,7 +41,7 @@ def _cmd_check(args: argparse.Namespace, settings: Settings) -> int:
         raise CurationError(f"Could not read the code file {path}: {exc}") from exc
     limits = SandboxLimits(timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
     with session_scope(report.engine) as session:
-        dataset = dataset_named(session, args.dataset)
+        dataset = dataset_named(session=session, name=args.dataset)
         actor = acting_operator(session=session, username=args.as_user)
         after = args.after or []
         check: CheckedModel | CheckedTransform
@@ -107,7 +107,7 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=args.as_user)
         job_id = start_generation(session=session, actor=actor,
-                                  dataset_id=dataset_named(session, args.dataset).id or 0)
+                                  dataset_id=dataset_named(session=session, name=args.dataset).id or 0)
     if args.enqueue:
         enqueue_job(report.engine, job_id)
         print(f"Generation job {job_id} queued; a worker runs it (the Review page shows its progress).")

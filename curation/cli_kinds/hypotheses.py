@@ -37,7 +37,7 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=args.as_user)
         job_id = start_hypothesis_generation(session=session, actor=actor,
-                                             dataset_id=dataset_named(session, args.dataset).id or 0)
+                                             dataset_id=dataset_named(session=session, name=args.dataset).id or 0)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
     if job.result is None:
         print(f"The generation {job.status}: {job.message}", file=sys.stderr)
@@ -61,7 +61,7 @@ def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:
     report = initialise(settings)
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=args.as_user)
-        board = gold_board(session=session, actor=actor, dataset_id=dataset_named(session, args.dataset).id or 0)
+        board = gold_board(session=session, actor=actor, dataset_id=dataset_named(session=session, name=args.dataset).id or 0)
         rows: list[dict[str, Any]] = [{"task": tg.task.key, "question": tg.task.question, "status": tg.task.status,
                  "gold": tg.task.gold_hypothesis if tg.decided else None,
                  "provenance": tg.task.gold_provenance if tg.decided else None,

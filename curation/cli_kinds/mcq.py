@@ -37,7 +37,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
     if args.mcq_command == "generate":
         with session_scope(report.engine) as session:
             actor = acting_operator(session=session, username=getattr(args, "as_user", None))
-            result = generate_mcqs(session=session, actor=actor, dataset_id=dataset_named(session, args.dataset).id or 0,
+            result = generate_mcqs(session=session, actor=actor, dataset_id=dataset_named(session=session, name=args.dataset).id or 0,
                                    settings=MCQSettings(seed=args.seed))
         counts = ", ".join(f"{n} {k}" for k, n in result.counts().items())
         print(f"{args.dataset}: {len(result.mcqs)} MCQs from rule {result.rule}, seed {result.seed} ({counts}); "
@@ -47,7 +47,7 @@ def _cmd_mcq(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     with session_scope(report.engine) as session:
         actor = acting_operator(session=session, username=getattr(args, "as_user", None))
-        audit = audit_mcqs(session=session, actor=actor, dataset_id=dataset_named(session, args.dataset).id or 0)
+        audit = audit_mcqs(session=session, actor=actor, dataset_id=dataset_named(session=session, name=args.dataset).id or 0)
     if args.json:
         print(json.dumps(dataclasses.asdict(audit) | {"flagged": audit.flagged, "flag_counts": audit.flag_counts()},
                          indent=2))

@@ -35,9 +35,7 @@ from curation.models import (
     Vote,
     utcnow,
 )
-from curation.services.ground_truth import ground_truth
 from curation.services.kind_curation import kind_curations
-from curation.services.meetings import meeting_summary
 from exports.blade_convert import BLADE_ANNOTATOR
 from exports.mcq_part import MCQ as ReleaseMCQ
 from exports.mcq_part import MCQPart
@@ -242,6 +240,10 @@ def unreviewed_mcqs(*, session: Session, dataset_id: int) -> int:
 def _stage3(session: Session, dataset: Dataset, ds: DatasetRelease, who: Any) -> None:
     """Every item's ground-truth status (after any stored consensus rows) and the meetings' records."""
     recorded = {(c.target_kind, c.target_id) for c in ds.consensus}
+    # networkx (the decision graph): imported when a release is built, not when one is read to score it
+    from curation.services.ground_truth import ground_truth
+    from curation.services.meetings import meeting_summary
+
     for item in ground_truth(session=session, dataset_id=dataset.id or 0):
         if (item.target_kind, item.target_id) in recorded:
             continue

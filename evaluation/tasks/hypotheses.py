@@ -482,6 +482,13 @@ def _plan(ctx: ScoringContext) -> _Plan:
     return _Plan(mode=ctx.mode, answers=answers, todo=todo, notes=notes)  # type: ignore[arg-type]
 
 
+def _build_hms_judge(**params: Any) -> HMSJudge:
+    """The HMS judge, imported when one is built (listing the kinds loads no judge)."""
+    from evaluation.hms.judge import HMSJudge
+
+    return HMSJudge(**params)
+
+
 def _hms_judge(ctx: ScoringContext) -> HMSJudge:
     from evaluation.hms.judge import HMSJudge
 
@@ -736,5 +743,5 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,
                                            check_facet=check_facet, facet_value=facet_value, facet_label=facet_label),
                 fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels),
-                agent=agent_hook, own_judges=(KindJudge(default_judge, build=HMSJudge, needs_llm=True),),
+                agent=agent_hook, own_judges=(KindJudge(default_judge, build=_build_hms_judge, needs_llm=True),),
                 jobs=(JobKind("llm_hypotheses", "curation.services.hypotheses.llm:run_hypothesis_job"),))
