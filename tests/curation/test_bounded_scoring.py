@@ -44,7 +44,7 @@ def warm(sqlite_engine, tmp_path, shared_blade):
     """A world whose ground truth is already in the run's cache (its build would count against a small budget)."""
     w = make_world(sqlite_engine, tmp_path, shared_blade)
     with session_scope(w.engine) as s:
-        release, folder = rel.stored_release(rel._record(s, "1.0.0"), w.artifacts)
+        release, folder = rel.stored_release(rel.release_record(session=s, version="1.0.0"), w.artifacts)
     sc._transform_matching_for(release.datasets[0], folder, cache_dir=tmp_path / "cache" / "groundtruth",
                                mode="default")
     return w
