@@ -51,8 +51,6 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
         "debt: to move into its kind"),
     "annotate_app/components/review_item.py": (frozenset({"transform"}),
         "debt: to move into its kind"),
-    "annotate_app/components/review_tabs.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
     "annotate_app/components/transform_form.py": (frozenset({"check"}),
         "debt: to move into its kind"),
     "curation/cli.py": (frozenset({"check", "mcq"}),
