@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate_app import state
-from annotate_app.components.review_item import render_item
+from annotate_app.components.kinds.analyses_review_item import render_item
 from curation.models import Stage, User
 from curation.services.review_queue import ReviewQueue, filter_items
 

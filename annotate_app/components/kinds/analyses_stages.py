@@ -11,8 +11,9 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.components.charts import decision_graph_figure
 from annotate_app.components.context_pane import render_context
+from annotate_app.components.kinds.analyses_coverage import render_coverage
 from annotate_app.components.kinds.analyses_review import render_queue
-from annotate_app.components.meeting_view import render_coverage, render_rule_picker
+from annotate_app.components.meeting_view import render_rule_picker
 from annotate_app.components.model_form import render_models
 from annotate_app.components.review_tabs import render_review_tabs
 from annotate_app.components.transform_form import render_transforms
