@@ -103,6 +103,13 @@ def _home(ds: DatasetRelease) -> tuple[str, ReleasePart, object] | None:
     return None
 
 
+def _curated_as_decisions(ds: DatasetRelease) -> bool:
+    """Whether the card counts the dataset's decisions, alternatives, votes and consensus: it has some, or it holds
+    no kind's part (a BLADE dataset still to curate). A dataset of imported questions has none of them to count."""
+    return bool(ds.variables or ds.transforms or ds.models or ds.alternatives or ds.votes or ds.consensus) \
+        or all(p.held(ds, name) is None for name, p in declared_parts().items())
+
+
 def _dataset_section(ds: DatasetRelease) -> list[str]:
     heading = f"### `{ds.name}`" + (f": {ds.title}" if ds.title else "")
     out = [heading, "", f"**Question:** {ds.research_question}", ""]
@@ -113,14 +120,17 @@ def _dataset_section(ds: DatasetRelease) -> list[str]:
         return out + home[1].card_section(ds, home[2])
     held = [(p, value) for name, p in declared_parts().items() if p.card_section is None
             and (value := p.held(ds, name)) is not None]
-    out += [
-        f"- Data: `{ds.data_file}`, {count_text(ds.num_rows, 'row')} × {count_text(ds.num_columns, 'column')}, "
-        f"SHA-256 `{ds.data_sha256}`",
+    decided = [
         f"- Decisions: {count_text(len(ds.variables), 'variable')}, {count_text(len(ds.transforms), 'transform')}, "
         f"{count_text(len(ds.models), 'model')}",
         f"- Alternatives: {alternatives_text(ds)}",
         f"- Votes: {votes_text(ds)}",
         f"- Consensus records: {len(ds.consensus):,}",
+    ] if _curated_as_decisions(ds) else []
+    out += [
+        f"- Data: `{ds.data_file}`, {count_text(ds.num_rows, 'row')} × {count_text(ds.num_columns, 'column')}, "
+        f"SHA-256 `{ds.data_sha256}`",
+        *decided,
         *[f"- {_title(p.noun)}: {counts_text(p.counts(value))}" for p, value in held],
         f"- Annotators: {annotators_text(ds)}",
         "",
@@ -177,16 +187,17 @@ def render_card(release: Release) -> str:
 
     out += ["## Contents", ""]
     tables: dict[str, list[DatasetRelease]] = {}
-    decisions = []
+    decisions: list[DatasetRelease] = []  # datasets of decisions
+    others: list[DatasetRelease] = []  # datasets of other kinds' items, with no table of their own
     for ds in release.datasets:
         home = _home(ds)
         if home is None:
-            decisions.append(ds)
+            (decisions if _curated_as_decisions(ds) else others).append(ds)
         else:
             tables.setdefault(home[0], []).append(ds)
     if release.datasets:
         if decisions:
-            if tables:
+            if tables or others:
                 out += ["Datasets of analysis decisions (BLADE):", ""]
             parts = declared_parts()
             columns = [(name, p) for name, p in parts.items() if p.card_table is None
@@ -202,6 +213,16 @@ def render_card(release: Release) -> str:
                     f"{len(ds.transforms)} | {len(ds.models)} | {len(ds.alternatives)} | {len(ds.votes)} | "
                     f"{len(ds.consensus)} |" + "".join(f" {_first(p, p.held(ds, name))} |" for name, p in columns)
                 )
+            out.append("")
+        if others:
+            columns = [(name, p) for name, p in declared_parts().items() if p.card_table is None
+                       and any(p.held(ds, name) is not None for ds in others)]
+            if decisions or tables:
+                out += [f"Datasets of {_listed([p.noun for _, p in columns])}:", ""]
+            out += ["| Dataset | Rows × columns |" + "".join(f" {_title(p.noun)} |" for _, p in columns),
+                    "|---|---|" + "---|" * len(columns)]
+            out += [f"| `{ds.name}` | {ds.num_rows:,} × {ds.num_columns:,} |"
+                    + "".join(f" {_first(p, p.held(ds, name))} |" for name, p in columns) for ds in others]
             out.append("")
         for name, held in tables.items():
             spec = declared_parts()[name]

@@ -44,8 +44,7 @@ if item is None:
     st.info("The queue is empty." if runs else "Score a run first; its judge decisions can then be sampled.")
 else:
     with st.container(border=True):
-        what = "variable" if item.kind == "variable" else "model"
-        st.markdown(f"Does the agent's {what} match the ground truth's? (dataset {md(item.dataset)}, analysis "
+        st.markdown(f"Does the agent's {item.kind} match the ground truth's? (dataset {md(item.dataset)}, analysis "
                     f"{md(item.analysis_key)})")
         st.markdown(f"- **Ground truth:** {md(item.ground_truth)}\n- **Agent:** {md(item.agent or '(not read)')}")
         c1, c2, _ = st.columns([1, 1, 3])

@@ -11,8 +11,8 @@ from annotate_app.components.release_choice import scorable_releases_or_stop
 from annotate_app.components.score_charts import run_label
 from curation.models import Role
 from curation.services.judge_validation import agreement_card
-from curation.services.leaderboard import leaderboard, leaderboard_csv
-from curation.services.scoring import companion_kinds, ranked_kinds
+from curation.services.leaderboard import leaderboard, leaderboard_columns, leaderboard_csv
+from curation.services.scoring import ranked_kinds
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -31,7 +31,6 @@ include_older = c4.toggle("Include runs on older releases", key="leaderboard.old
 ranked = {k.name: k for k in ranked_kinds()}
 kind = ranked[next(iter(ranked)) if len(ranked) == 1 else st.selectbox(
     "Kind of task", list(ranked), key="leaderboard.kind", format_func=lambda n: ranked[n].label.split(" (")[0])]
-companions = [c for k in companion_kinds() for c in k.leaderboard.columns]
 view = view_module(kind.view) if kind.view else None  # its notes and charts
 rows = context.attempt(lambda s: leaderboard(
     session=s, actor=user, release_version=version, artifacts=cfg.artifact_store(),
@@ -46,9 +45,7 @@ if not rows:
             + f"{other} one on the Scoring runs page.")
     st.stop()
 
-# a companion kind's columns only where some row has a value (no MCQ or reproducibility column of "None"s beside
-# a kind whose agents were never asked MCQs)
-columns = [*kind.leaderboard.columns, *(c for c in companions if any(r.get(c.key) is not None for r in rows))]
+columns = leaderboard_columns(rows, kind=kind.name)
 table = leaderboard_frame(rows, columns)
 st.dataframe(table, hide_index=True, width="stretch", key="leaderboard.table", column_config=column_config(columns))
 stale = [r for r in rows if r["stale"]]

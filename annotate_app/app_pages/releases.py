@@ -107,9 +107,12 @@ with tab_list:
     if not records:
         st.info("No releases yet: cut the first one on the next tab.")
     else:
+        totals = {r.version: summary_totals(r.summary) for r in records}
+        counted = list(dict.fromkeys(k for t in totals.values() for k in t))  # what some release holds
         st.dataframe(pd.DataFrame([{
             "version": r.version, "created (UTC)": r.created_at, "datasets": ", ".join(r.summary),
-            **summary_totals(r.summary), "notes": r.notes, "manifest": r.manifest_sha256[:12]} for r in records]),
+            **{k: totals[r.version].get(k, 0) for k in counted}, "notes": r.notes,
+            "manifest": r.manifest_sha256[:12]} for r in records]),
             hide_index=True, width="stretch",
             column_config={"created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
         pick = st.selectbox("Download release", [r.version for r in records], key="releases.download")

@@ -14,7 +14,7 @@ from curation.services.scoring import (
     default_judge,
     interrupt_dead_runs,
     items_noun,
-    judge_names,
+    judge_choices,
     kind_names,
     kind_of,
     list_runs,
@@ -36,34 +36,43 @@ records = scorable_releases_or_stop(user, "There is no release yet: a curator cu
                                           "before runs can be scored.")
 versions = [r.version for r in records]
 
-with st.expander("Score a submission", expanded=True), st.form(f"score.{state.form_version('score')}"):
+# what each judge is, for the help of the judge field (only the judges a kind may use are offered)
+JUDGE_HELP = {"offline": "no LLM, rules and static analysis", "llm": "BLADE's prompts (needs FORKPATHS_LLM_*)",
+              "hms": "DiscoveryBench's hypothesis matching (needs FORKPATHS_LLM_*)"}
+
+with st.expander("Score a submission", expanded=True):
+    # outside the form: the fields below are those the chosen kind declares (a form sends nothing before its button)
     kind = st.radio("What to score", kind_names(), horizontal=True, key="runs.kind",
                     format_func=lambda k: kind_of(k).label)
-    files = st.file_uploader("Submission file(s)", type=["json", "jsonl", "csv", "zip"], accept_multiple_files=True,
-                             key="runs.files",
-                             max_upload_size=cfg.submission_widget_mb)
-    c1, c2, c3 = st.columns(3)
-    agent = c1.text_input("Agent", placeholder="e.g. ReAct agent")
-    model_name = c2.text_input("Language model", placeholder="e.g. gpt-4o")
-    version = c3.selectbox("Release", versions)
-    c4, c5, c6 = st.columns(3)
-    judge = c4.radio("Judge", ["the kind's own", *judge_names()], horizontal=True,
-                     help="the kind's own: offline for analyses, hms for hypotheses; offline: no LLM, rules and static "
-                          "analysis; llm: BLADE's prompts; hms: DiscoveryBench's hypothesis matching (the last two "
-                          "need FORKPATHS_LLM_*)")
-    mode = c5.radio("Mode", ["default", "blade", "discoverybench"], horizontal=True,
-                    help="default fixes the upstream defects; blade (analyses) and discoverybench (hypotheses) "
-                         "reproduce them to compare with published numbers")
-    k = c6.number_input("k (coverage@k)", min_value=1, max_value=1000, value=10)
-    llm_model = st.text_input("Inspector model (reproducibility runs)", placeholder=cfg.llm_model or "FORKPATHS_LLM_MODEL",
-                              help="the model that redoes each analysis from its workflow; any model at the "
-                                   "configured endpoint (default: FORKPATHS_LLM_MODEL)")
-    go = st.form_submit_button("Score", type="primary")
+    task, judges = kind_of(kind), judge_choices(kind)
+    with st.form(f"score.{state.form_version('score')}"):
+        files = st.file_uploader("Submission file(s)", type=["json", "jsonl", "csv", "zip"],
+                                 accept_multiple_files=True, key="runs.files", max_upload_size=cfg.submission_widget_mb)
+        c1, c2, c3 = st.columns(3)
+        agent = c1.text_input("Agent", placeholder="e.g. ReAct agent")
+        model_name = c2.text_input("Language model", placeholder="e.g. gpt-4o")
+        version = c3.selectbox("Release", versions)
+        # the judge, mode and k only where the kind has a choice of them
+        shown = iter(st.columns(3) if len(judges) > 1 or len(task.modes) > 1 or task.uses_k else [])
+        judge = next(shown).radio("Judge", judges, horizontal=True, help="; ".join(
+            f"{j}: {JUDGE_HELP[j]}" for j in judges if j in JUDGE_HELP)) if len(judges) > 1 else default_judge(kind)
+        mode = next(shown).radio("Mode", task.modes, horizontal=True, help=(
+            f"{task.modes[0]} fixes the upstream defects; {', '.join(task.modes[1:])} reproduce"
+            f"{'s' if len(task.modes) == 2 else ''} them to compare with published numbers")
+        ) if len(task.modes) > 1 else (task.modes or ("default",))[0]
+        k = next(shown).number_input("k (coverage@k)", min_value=1, max_value=1000, value=10) if task.uses_k else 10
+        if len(judges) == 1:
+            st.caption(f"Judged by {judges[0]}" + (f" ({JUDGE_HELP[judges[0]]})" if judges[0] in JUDGE_HELP else "")
+                       + ", the judge of this kind of task.")
+        llm_model = st.text_input(
+            f"{task.llm_role.capitalize()} model", placeholder=cfg.llm_model or "FORKPATHS_LLM_MODEL",
+            help="the model these runs ask; any model at the configured endpoint (default: FORKPATHS_LLM_MODEL)",
+        ) if task.llm_role else ""
+        go = st.form_submit_button("Score", type="primary")
 if go:
     run = context.attempt(lambda s: register_run(
         session=s, actor=user, release_version=version, files=[(f.name, f.getvalue()) for f in files or []],
-        agent=agent, model_name=model_name, judge=default_judge(kind) if judge == "the kind's own" else judge,
-        mode=mode, k=int(k), kind=kind,
+        agent=agent, model_name=model_name, judge=judge, mode=mode, k=int(k), kind=kind,
         artifacts=cfg.artifact_store(), max_bytes=cfg.max_submission_bytes, judges=context.judge_settings(),
         limits=context.scoring_limits(), llm_model=llm_model))
     if run is not None:

@@ -19,7 +19,7 @@ from annotate_app import context, state
 from curation.models import User
 from curation.services.drafts import discard_draft, load_draft, save_draft
 
-NOT_KEPT = ("check",)  # a sanity check's output is the check's, not something the person typed
+NOT_KEPT = ("sanity_check",)  # a sanity check's output is the check's, not something the person typed
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

@@ -35,13 +35,13 @@ FIELDS = ["hypothesis", "context", "relationship", "workflow", "code", "n_vars",
 
 def _defaults(saved: HypothesisProposal | None) -> dict[str, Any]:
     data: dict[str, Any] = {"hypothesis": "", "context": "", "relationship": "", "workflow": "", "code": "",
-                            "n_vars": 2, "check": None}
+                            "n_vars": 2, "sanity_check": None}
     for i in range(MAX_VARIABLES):
         data |= {f"v{i}.name": "", f"v{i}.column": DERIVED, f"v{i}.derived": ""}
     if saved is not None:
         data |= {"hypothesis": saved.hypothesis, "context": saved.context, "relationship": saved.relationship,
                  "workflow": saved.workflow, "code": saved.code, "n_vars": max(1, len(saved.variables)),
-                 "check": saved.check}
+                 "sanity_check": saved.check}
         for i, v in enumerate(saved.variables[:MAX_VARIABLES]):
             data |= {f"v{i}.name": v.get("name", ""), f"v{i}.column": v.get("column") or DERIVED,
                      f"v{i}.derived": v.get("derived", "")}
@@ -78,7 +78,7 @@ def _run_check(draft: Draft, user: User, task_id: int, prefix: str) -> None:
 
     def done(check: dict[str, Any]) -> None:
         draft.capture(FIELDS)
-        draft.load({"check": check})
+        draft.load({"sanity_check": check})
 
     check_result.start(prefix, begin, code=code, limit_s=limits().timeout_s, on_done=done)
 
@@ -131,7 +131,7 @@ def _form(user: User, dataset: Dataset, task: HypothesisTaskView, saved: Hypothe
     st.button("▶ Run the code on the data", key=f"{prefix}.check", on_click=_run_check,
               args=(draft, user, task.id, prefix), disabled=not code.strip())
     if not check_result.running(prefix):
-        check_result.render_supporting(draft.data.get("check"))
+        check_result.render_supporting(draft.data.get("sanity_check"))
     draft.keep({"hypothesis": hypothesis, "context": context_, "relationship": relationship, "workflow": workflow,
                 "code": code, "n_vars": n_vars, **values})
     row = st.container(horizontal=True)
@@ -139,7 +139,7 @@ def _form(user: User, dataset: Dataset, task: HypothesisTaskView, saved: Hypothe
         draft.capture(FIELDS)
         data = _input(draft)
         if context.attempt(lambda s: save_hypothesis(session=s, actor=user, task_id=task.id, data=data,
-                                                      check=draft.data.get("check"))) is not None:
+                                                      check=draft.data.get("sanity_check"))) is not None:
             _forget(draft)
             state.flash(f"Saved your hypothesis for query {query_label(task)}.", where=prefix)
             st.rerun()

@@ -31,7 +31,7 @@ from evaluation.specs import ModelFamily
 FAMILIES = [f.value for f in ModelFamily]
 FIELDS = ["family", "specification", "code", "rationale", "columns", "variables", "transforms", "tags"]
 DEFAULTS: dict[str, Any] = {"family": FAMILIES[0], "specification": "", "code": "", "rationale": "", "columns": [],
-                            "variables": [], "transforms": [], "tags": "", "editing": None, "check": None}
+                            "variables": [], "transforms": [], "tags": "", "editing": None, "sanity_check": None}
 
 
 def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
@@ -47,7 +47,7 @@ def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
 
     def done(check: dict[str, Any]) -> None:
         draft.capture(FIELDS)
-        draft.load({"check": check})
+        draft.load({"sanity_check": check})
 
     check_result.start("md", begin, code=code, limit_s=limits().timeout_s, on_done=done)
 
@@ -79,7 +79,7 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
                                 "family": m.family, "specification": m.specification, "code": m.code,
                                 "rationale": m.rationale, "columns": [column_key(c) for c in m.columns],
                                 "variables": m.variable_ids, "transforms": m.transform_ids,
-                                "tags": ", ".join(m.tags), "editing": m.id, "check": current_check(m)},
+                                "tags": ", ".join(m.tags), "editing": m.id, "sanity_check": current_check(m)},
                             delete=lambda s, mid=m.id: delete_model(session=s, actor=user, dataset_id=dataset_id,
                                                                     model_id=mid))
     if locked:
@@ -108,7 +108,7 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
                            key=draft.key("transforms"), format_func=lambda k: t_names[k])
     st.button("▶ Fit model on the data", key="md.check", on_click=_run_check, args=(draft, user, dataset_id))
     if not check_result.running("md"):
-        check_result.render_model(draft.data.get("check"))
+        check_result.render_model(draft.data.get("sanity_check"))
     rationale = st.text_area("Rationale", value=draft.value("rationale"), key=draft.key("rationale"), height=80)
     tags = st.text_input("Tags (comma-separated, optional)", value=draft.value("tags"), key=draft.key("tags"))
     draft.keep({"family": family, "specification": spec, "code": code, "rationale": rationale, "columns": cols,
@@ -116,7 +116,7 @@ def render_models(user: User, dataset_id: int, decisions: AnalysisDecisions | No
     save_or_cancel(prefix="md", noun="model", draft=draft, label=lambda saved: saved.specification,
                    # the check is kept by the service only if it ran exactly this code
                    save=lambda s: save_model(session=s, actor=user, dataset_id=dataset_id, model_id=editing,
-                                             check=draft.data.get("check"), data=ModelInput(
+                                             check=draft.data.get("sanity_check"), data=ModelInput(
                                                  family=family, specification=spec, code=code, rationale=rationale,
                                                  tags=tags.split(","), columns=[column_from_key(k) for k in cols],
                                                  variable_ids=var_ids, transform_ids=t_ids)))

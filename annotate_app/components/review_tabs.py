@@ -1,60 +1,46 @@
-"""The review page's two tabs: the filterable queue of items to judge, and live agreement."""
+"""The review page's two tabs, for every kind that curates in stages: the kind's queue of items to judge, and
+live agreement (the same for every kind: it is computed over the votes, whatever they are about)."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import pandas as pd
 import streamlit as st
 
-from annotate_app import context, state
+from annotate_app import context
 from annotate_app.components.agreement_charts import agreement_figure, agreement_table, split_frame
-from annotate_app.components.review_item import render_item
-from curation.models import Stage, User
+from annotate_app.components.llm_panel import render_llm_panel
+from curation.models import Dataset, Role, Stage, User
 from curation.services.agreement import agreement_report
-from curation.services.review_queue import ReviewQueue, filter_items
 from curation.services.stages import get_review_settings
 
-PAGE_SIZE = 10
+
+class ReviewItems(Protocol):
+    """What a kind's review queue offers the shared tabs: its stage and the items, each with its label."""
+
+    stage: str
+    items: Any  # a sequence of items with ``target_id`` and ``label``
 
 
-def render_queue(user: User, queue: ReviewQueue) -> None:
-    if queue.stage == Stage.CLOSED.value:
-        st.warning("Stage 2 of this dataset is closed: votes are final and shown read-only.")
-    elif not queue.can_vote:
-        st.info("You look at this review as a curator; the analysts who submitted stage 1 vote.")
-    # the filters side by side, each as wide as it needs (wrapping when the window is narrow): equal columns
-    # cut "Transforms" off at 1024 px
-    c1 = c3 = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
-    c2 = st.container() if not queue.source_visible else c1  # the source-blind note goes on its own line
-    kind = c1.segmented_control("Kind", ["variable", "transform"], key="review.kind",
-                                format_func=lambda k: {"variable": "Variables", "transform": "Transforms"}[k])
-    source = None
-    if queue.source_visible:
-        source = c2.segmented_control("Source", ["peer", "llm"], key="review.source",
-                                      format_func=lambda s: {"peer": "Peers", "llm": "LLM"}[s])
-    else:
-        c2.caption("Source-blind review: whether a peer or the LLM proposed an item is hidden.")
-    unvoted = c3.toggle("Not yet voted by me", key="review.unvoted", disabled=not queue.can_vote)
-    items = filter_items(queue.items, kind=kind, source=source, unvoted_only=unvoted)
-    finished = sum(i.finished_by_me for i in queue.items if not i.own)
-    judgeable = sum(not i.own for i in queue.items)
-    if queue.can_vote:
-        st.progress(finished / judgeable if judgeable else 1.0,
-                    text=f"You have judged {finished} of {judgeable} items · {len(items)} match the filters")
-    else:
-        st.caption(f"{len(queue.items)} items to judge · {len(items)} match the filters")
-    pages = max(1, -(-len(items) // PAGE_SIZE))
-    page = min(int(state.get(state.REVIEW_PAGE, 1) or 1), pages)
-    if pages > 1:
-        page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} items each)", 1, pages, page, key="review.page_no")
-        state.put(state.REVIEW_PAGE, page)
-    for item in items[(page - 1) * PAGE_SIZE: page * PAGE_SIZE]:
-        render_item(user, item, queue.can_vote and queue.stage == Stage.REVIEW.value, queue.dataset_id,
-                    queue.proposable_columns, can_merge=queue.stage == Stage.REVIEW.value)
-    if not items:
-        st.success("Nothing left to judge with these filters.")
-
+def render_review_tabs(user: User, dataset: Dataset, queue: ReviewItems, render_queue: Callable[[], None], *,
+                       llm_job: str | None = None) -> None:
+    """Stage 2 of a dataset: a curator's LLM panel while the review is open (generating the kind's ``llm_job``),
+    then the kind's queue (``render_queue``) and live agreement in two tabs. Only the open tab is computed: every
+    vote reruns the page, and agreement need not be recomputed for it."""
+    dataset_id = dataset.id or 0
+    if user.role in (Role.CURATOR.value, Role.ADMIN.value) and queue.stage == Stage.REVIEW.value:
+        render_llm_panel(user, dataset_id, dataset.name, *([llm_job] if llm_job else []))
+    tabs = st.tabs(["Queue", "Agreement"], key="review.tab", on_change="rerun")
+    with tabs[0]:
+        if tabs[0].open is not False:
+            render_queue()
+    with tabs[1]:
+        if tabs[1].open:
+            render_agreement(user, dataset_id, {i.target_id: i.label for i in queue.items},
+                             live=queue.stage == Stage.REVIEW.value)
 
 
 AGREEMENT_REFRESH_S = 5

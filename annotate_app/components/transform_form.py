@@ -29,7 +29,7 @@ from evaluation.specs import ROOT_SPEC_ID, TRANSFORM_VERBS, Branch, ColumnMappin
 FIELDS = ["name", "specification", "code", "rationale", "verb", "tags"]
 DEFAULTS: dict[str, Any] = {"name": "", "specification": "", "code": "", "rationale": "", "verb": "derive",
                             "mapping": [], "branches": [[ROOT_SPEC_ID]], "conditions": [""], "tags": "",
-                            "editing": None, "check": None}
+                            "editing": None, "sanity_check": None}
 
 
 def limits() -> SandboxLimits:
@@ -86,7 +86,7 @@ def _run_check(draft: Draft, user: User, dataset_id: int) -> None:
 
     def done(check: dict[str, Any]) -> None:
         _capture(draft)
-        updates: dict[str, Any] = {"check": check}
+        updates: dict[str, Any] = {"sanity_check": check}
         if check.get("ok") and check.get("suggested_verb"):
             updates["verb"] = check["suggested_verb"]
             updates["mapping"] = check.get("suggested_mapping") or []
@@ -128,7 +128,7 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
                                 "rationale": t.rationale, "verb": t.verbs[0] if t.verbs else "derive",
                                 "mapping": t.mapping, "branches": [b.get("dependencies", []) for b in t.branches],
                                 "conditions": [b.get("condition", "") for b in t.branches],
-                                "tags": ", ".join(t.tags), "editing": t.id, "check": current_check(t)},
+                                "tags": ", ".join(t.tags), "editing": t.id, "sanity_check": current_check(t)},
                             delete=lambda s, tid=t.id: delete_transform(session=s, actor=user, dataset_id=dataset_id,
                                                                         transform_id=tid))
     if locked:
@@ -173,7 +173,7 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
     st.button("▶ Run sanity check", key="tf.check", on_click=_run_check, args=(draft, user, dataset_id),
               help="Runs the code on the data after its parent transforms, in an isolated sandbox.")
     if not check_result.running("tf"):
-        check_result.render_transform(draft.data.get("check"))
+        check_result.render_transform(draft.data.get("sanity_check"))
     c1, c2 = st.columns([1, 2])
     verb_now = draft.value("verb")
     verb = c1.selectbox("Verb", TRANSFORM_VERBS, index=TRANSFORM_VERBS.index(verb_now) if verb_now in TRANSFORM_VERBS else 0,
@@ -193,7 +193,7 @@ def render_transforms(user: User, dataset_id: int, decisions: AnalysisDecisions 
     save_or_cancel(prefix="tf", noun="transform", draft=draft, label=lambda saved: saved.spec_name,
                    # the check is kept by the service only if it ran exactly this code
                    save=lambda s: save_transform(session=s, actor=user, dataset_id=dataset_id, transform_id=editing,
-                                                 check=draft.data.get("check"), data=TransformInput(
+                                                 check=draft.data.get("sanity_check"), data=TransformInput(
                                                      spec_name=name, specification=spec, verb=verb, code=code,
                                                      rationale=rationale, mapping=mapping_from_frame(mapping_df),
                                                      tags=tags.split(","),

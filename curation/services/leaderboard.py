@@ -36,7 +36,7 @@ from evaluation.overrides import OverrideError, OverrideSpec, apply_overrides, f
 from evaluation.paired import PairedComparison, compare_runs
 from evaluation.results import EvaluationResult, parse_result
 from evaluation.submissions import SubmittedAnalysis, parse_submission
-from evaluation.tasks import companion_kinds, ranked_kinds
+from evaluation.tasks import Column, companion_kinds, ranked_kinds
 
 __all__ = [
     "DECISION_LABELS",
@@ -45,6 +45,7 @@ __all__ = [
     "compare_run_results",
     "effective_result",
     "leaderboard",
+    "leaderboard_columns",
     "leaderboard_csv",
     "submitted_analyses",
     "list_overrides",
@@ -168,6 +169,16 @@ def leaderboard(*, session: Session, actor: User, release_version: str, artifact
     key = ranked.leaderboard.sort_key
     rows.sort(key=lambda x: (x.get(key) is None, -(x.get(key) or 0.0), x["run"]))
     return rows
+
+
+def leaderboard_columns(rows: list[dict[str, Any]], *, kind: str | None = None) -> list[Column]:
+    """The columns to show for :func:`leaderboard` rows of ``kind`` (default the first ranked kind): the kind's
+    own, then each companion kind's column where some row has a value. Every row carries every companion column
+    (blank where the agent never ran that kind), but a column of blanks beside a kind whose agents were never
+    asked MCQs or checked for reproducibility says nothing."""
+    ranked = kind_of(kind) if kind else ranked_kinds()[0]
+    companions = [c for k in companion_kinds() for c in k.leaderboard.columns]
+    return [*ranked.leaderboard.columns, *(c for c in companions if any(r.get(c.key) is not None for r in rows))]
 
 
 _NO_AGENT_RUN: dict[str, Any] = {"strategy": "", "cost": None, "agent_run": None}

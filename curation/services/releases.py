@@ -629,7 +629,8 @@ def summary_sentence(counts: Mapping[str, Any]) -> str:
 
 def summary_totals(summary: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """A release record's counts summed over its datasets, for the list of releases: decisions, votes, then the
-    number of items of every kind that keeps a part (by its noun, 0 where the release holds none)."""
+    number of items of every kind that keeps a part (by its noun); only the counts the release holds (a release
+    of questions has no "0 decisions")."""
     known = [k for k in kinds_with("release_part") if k.release_part is not None]
     totals = {"decisions": 0, "votes": 0, **{k.release_part.noun: 0 for k in known if k.release_part}}
     for raw in summary.values():
@@ -640,7 +641,7 @@ def summary_totals(summary: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
             counts = (c.get("parts") or {}).get(k.name) or {}
             if k.release_part is not None and counts:
                 totals[k.release_part.noun] += int(next(iter(counts.values()), 0) or 0)
-    return totals
+    return {k: n for k, n in totals.items() if n}
 
 
 @judges_actor

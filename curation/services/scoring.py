@@ -94,6 +94,7 @@ __all__ = [
     "cancel_run",
     "dataset_gt_hash",
     "default_judge",
+    "judge_choices",
     "kind_of",
     "execute_run",
     "claim_run",
@@ -154,6 +155,16 @@ def _kind_only_judges(kind: str) -> set[str]:
 def default_judge(kind: str) -> str:
     """The judge a run of ``kind`` uses when none is named: the kind's own, else ``offline``."""
     return kind_of(kind).default_judge
+
+
+def judge_choices(kind: str) -> list[str]:
+    """The judges a run of ``kind`` may be scored with, its default first: the kind's own where it names some,
+    else every registered judge no other kind claims; none for a kind scored without a judge."""
+    task = kind_of(kind)
+    if not task.uses_judge:
+        return []
+    names = list(task.judges) or [n for n in judge_names() if n not in _kind_only_judges(kind)]
+    return sorted(names, key=lambda n: n != task.default_judge)
 
 
 # ------------------------------------------------------------------------------------ release access

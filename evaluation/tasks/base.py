@@ -375,7 +375,8 @@ class TaskKind:
     # or the one the evaluator names) in the run's ``judge`` field, and scoring hands the kind its client as
     # ``ScoringContext.llm``
     llm_role: str = ""
-    modes: tuple[str, ...] = ()  # scoring modes of its own (empty: the shared ones)
+    modes: tuple[str, ...] = ()  # scoring modes of its own (empty: the shared ones); a form offers a choice of two or more
+    uses_k: bool = False  # its scores depend on k (coverage@k): a form asks for it
     judges: tuple[str, ...] = ()  # judges of its own (only these may score it)
     own_judges: tuple[KindJudge, ...] = ()  # the judges it brings (each one of ``judges``), registered with it
     default_judge: str = "offline"

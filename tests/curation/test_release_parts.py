@@ -106,7 +106,7 @@ def test_a_fresh_installs_release_describes_its_programmatic_tasks(tmp_path, mon
     for r in rows:
         assert r["holds"] == "programmatic tasks" and "decisions" not in r and "MCQs" not in r, r
         assert (r["programmatic tasks"], r["checks"]) == (held[r["dataset"]], checks[r["dataset"]])
-    assert totals["programmatic tasks"] == sum(held.values()) and totals["decisions"] == 0
+    assert totals == {"programmatic tasks": sum(held.values())}  # the list of releases: no "0 decisions, 0 MCQs"
     # the dataset card
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "| Programmatic tasks |" in card and "| MCQs |" not in card

@@ -65,6 +65,9 @@ def test_blade_analyses_and_mcq_runs_give_the_golden_results(world):
         assert run.status == RunStatus.SUCCEEDED.value, run.message
     _check("analyses_default_result.json", world.result_json(analyses))
     _check("analyses_blade_result.json", world.result_json(blade))
+    # no agent was asked MCQs yet: the leaderboard shows no column of blanks for them
+    assert {c.key for c in lb.leaderboard_columns(_rows(world))} >= {"weighted", "f1.cvar"}
+    assert "mcq_accuracy" not in {c.key for c in lb.leaderboard_columns(_rows(world))}
 
     with session_scope(world.engine) as s:
         release = sc.mcq_release(session=s, actor=world.evaluator, release_version="1.0.0",
@@ -87,3 +90,6 @@ def test_blade_analyses_and_mcq_runs_give_the_golden_results(world):
                                  "summary_line": _summary_line(r).split(":", 1)[1]}
                                 for r in (analyses, blade, mcq)])
     _check("leaderboard.json", {"all": _rows(world), "hurricane": _rows(world, "hurricane")})
+    # the MCQ accuracy now has a value on the agent's row; nobody was checked for reproducibility
+    keys = [c.key for c in lb.leaderboard_columns(_rows(world))]
+    assert keys[-1] == "mcq_accuracy" and not any(k.startswith("repro_") for k in keys)

@@ -378,3 +378,15 @@ def test_a_choice_is_correct_exactly_when_the_answer_starts_with_the_gold(text, 
     expected = ("correct" if lower.startswith(gold) else
                 "wrong" if lower.startswith(ABC) else "invalid_answer")
     assert verdict.status == expected
+
+
+def test_the_dataset_card_counts_the_questions_not_decisions_nobody_made():
+    """A release of imported questions: the card's table and sections count its questions, with no row of zero
+    variables, transforms, models, alternatives, votes and consensus records (BLADE's counts)."""
+    from exports.card import render_card
+
+    card = render_card(_toy_release())
+    assert "| Dataset | Rows × columns | QRData questions |" in card
+    assert "| `qrdata-nums` | 0 × 0 | 5 |" in card and "- QRData questions: 5" in card
+    for blade in ("Variables", "Decisions:", "Consensus", "Alternatives:", "Votes:"):
+        assert blade not in card, blade

@@ -96,7 +96,8 @@ def test_readers_who_may_see_the_gold_see_every_question_with_it(ui, qrdata_run,
     assert "Question 2: what is the effect?" in shown and "**Gold:** 0.033" in shown and "unknown" in shown
     assert "holds no number" in shown
     types = next(d.value for d in at.dataframe if "question type" in d.value.columns)
-    assert list(types["question type"]) == ["numerical", "multiple_choice"]
+    assert list(types["question type"]) == ["numerical", "multiple choice"]  # as a person reads it
+    assert list(table["type"]) == ["numerical", "numerical", "multiple choice"]
     datasets = next(d.value for d in at.dataframe if "dataset" in d.value.columns and "correct" in d.value.columns)
     assert list(datasets["dataset"]) == ["storms", "qrdata-other"]
 

@@ -165,6 +165,9 @@ def test_a_release_with_discoverybench_datasets_shows_hypothesis_tasks_not_blade
     _cut(at, version="1.0.0", include_empty=True)
     assert "Release 1.0.0 cut: 4 datasets" in texts(at)
     assert list(at.dataframe[0].value["hypothesis tasks"]) == [5]
+    listing = at.dataframe[0].value  # the list of releases counts only what some release holds
+    assert "MCQs" not in listing.columns and "decisions" not in listing.columns
+    assert not [c for c in listing.columns if listing[c].dtype.kind == "i" and (listing[c] == 0).all()], listing
     hypotheses, blade = at.dataframe[1].value, at.dataframe[2].value  # groups in the order of their datasets
     assert list(blade["dataset"]) == ["storms"] and "hypothesis tasks" not in blade.columns
     assert list(hypotheses.columns) == ["dataset", "hypothesis tasks", "with gold", "to curate", "candidates",

@@ -189,3 +189,30 @@ def test_runs_page_marks_a_run_whose_scorer_died_and_offers_rescore_for_interrup
     assert [b.label for b in at.button if b.label.startswith("Re-score")] == ["Re-score"]
     _run_picker(at).select(done.id).run()  # a succeeded run on the newest release: nothing to re-score
     assert not [b for b in at.button if b.label.startswith("Re-score")]
+
+
+def test_the_score_form_asks_only_what_the_chosen_kind_uses(ui, scored):
+    """Judge, mode and k are asked only of a kind that declares a choice of them (its judges, modes, uses_k), and
+    the model a kind asks only of a kind that asks one: an MCQ answers file has no judge, mode or k."""
+    evaluator, _ = scored
+    at = _open(ui, evaluator, "runs.py")
+
+    def asked():
+        at.run()
+        assert not at.exception, at.exception
+        return ({r.label: list(r.options) for r in at.radio if r.label != "What to score"},
+                [n.label for n in at.number_input], [t.label for t in at.text_input])
+
+    radios, numbers, inputs = asked()  # the first ranked kind: BLADE analyses
+    assert at.radio(key="runs.kind").value == "analyses"
+    assert radios == {"Judge": ["offline", "llm"], "Mode": ["default", "blade"]} and numbers == ["k (coverage@k)"]
+    at.radio(key="runs.kind").set_value("mcq")
+    radios, numbers, inputs = asked()
+    assert radios == {} and numbers == [] and "Inspector model" not in inputs
+    at.radio(key="runs.kind").set_value("hypotheses")
+    radios, numbers, _ = asked()
+    assert radios == {"Mode": ["default", "discoverybench"]} and numbers == []
+    assert "Judged by hms" in texts(at)  # its only judge, named rather than offered
+    at.radio(key="runs.kind").set_value("reproducibility")
+    radios, numbers, inputs = asked()
+    assert radios == {} and numbers == [] and "Inspector model" in inputs

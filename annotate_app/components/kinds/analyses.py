@@ -10,7 +10,7 @@ import streamlit as st
 from sqlmodel import select
 
 from annotate_app import context, state
-from annotate_app.components.drilldown import (
+from annotate_app.components.kinds.analyses_drilldown import (
     SCORE_COLUMNS,
     analyses_table,
     converter_table,

@@ -11,15 +11,16 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.components.charts import decision_graph_figure
 from annotate_app.components.context_pane import render_context
-from annotate_app.components.llm_panel import render_llm_panel
-from annotate_app.components.meeting_view import render_coverage, render_rule_picker
+from annotate_app.components.kinds.analyses_coverage import render_coverage
+from annotate_app.components.kinds.analyses_review import render_queue
+from annotate_app.components.meeting_view import render_rule_picker
 from annotate_app.components.model_form import render_models
-from annotate_app.components.review_tabs import render_agreement, render_queue
+from annotate_app.components.review_tabs import render_review_tabs
 from annotate_app.components.transform_form import render_transforms
 from annotate_app.components.variable_form import render_variables
 from annotate_app.text import md, plural
 from curation.graph import analysis_graph
-from curation.models import Dataset, Role, Stage, User
+from curation.models import Dataset, User
 from curation.services.annotation import get_own_decisions, pending_checks, submit_analysis
 from curation.services.datasets import dataset_data_path
 from curation.services.review_queue import review_queue
@@ -99,22 +100,10 @@ def annotate(user: User, dataset: Dataset) -> None:
 
 def review(user: User, dataset: Dataset, stage: str) -> None:
     """Stage 2: the queue of decisions and alternatives to judge, and live agreement."""
-    dataset_id = dataset.id or 0
-    queue = context.attempt(lambda s: review_queue(session=s, actor=user, dataset_id=dataset_id))
+    queue = context.attempt(lambda s: review_queue(session=s, actor=user, dataset_id=dataset.id or 0))
     if queue is None:  # refused (a curator still annotating it is blind to it, too), with the reason shown
         st.stop()
-    if user.role in (Role.CURATOR.value, Role.ADMIN.value) and stage == Stage.REVIEW.value:
-        render_llm_panel(user, dataset_id, dataset.name)
-
-    tabs = st.tabs(["Queue", "Agreement"], key="review.tab", on_change="rerun")
-    # Only the open tab is computed: every vote reruns the page, and agreement need not be recomputed for it.
-    with tabs[0]:
-        if tabs[0].open is not False:
-            render_queue(user, queue)
-    with tabs[1]:
-        if tabs[1].open:
-            render_agreement(user, dataset_id, {i.target_id: i.label for i in queue.items},
-                             live=queue.stage == Stage.REVIEW.value)
+    render_review_tabs(user, dataset, queue, lambda: render_queue(user, queue))
 
 
 def consensus_tabs(user: User, dataset: Dataset) -> list[tuple[str, Any]]:

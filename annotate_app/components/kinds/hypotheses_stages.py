@@ -11,10 +11,10 @@ from annotate_app import context
 from annotate_app.components.hypothesis_gold import render_gold_board
 from annotate_app.components.hypothesis_review import render_hypothesis_queue
 from annotate_app.components.hypothesis_stage1 import render_hypothesis_stage1
-from annotate_app.components.llm_panel import HYPOTHESIS_JOB, render_llm_panel
+from annotate_app.components.llm_panel import HYPOTHESIS_JOB
 from annotate_app.components.meeting_view import render_rule_picker
-from annotate_app.components.review_tabs import render_agreement
-from curation.models import Dataset, Role, Stage, User
+from annotate_app.components.review_tabs import render_review_tabs
+from curation.models import Dataset, User
 from curation.services.discoverybench_import import list_hypothesis_tasks
 from curation.services.hypotheses import gold_board, hypothesis_review, is_hypothesis_dataset, own_hypotheses
 
@@ -36,20 +36,10 @@ def annotate(user: User, dataset: Dataset) -> None:
 
 
 def review(user: User, dataset: Dataset, stage: str) -> None:
-    dataset_id = dataset.id or 0
-    hyp = context.attempt(lambda s: hypothesis_review(session=s, actor=user, dataset_id=dataset_id))
+    hyp = context.attempt(lambda s: hypothesis_review(session=s, actor=user, dataset_id=dataset.id or 0))
     if hyp is None:
         st.stop()
-    if user.role in (Role.CURATOR.value, Role.ADMIN.value) and hyp.stage == Stage.REVIEW.value:
-        render_llm_panel(user, dataset_id, dataset.name, HYPOTHESIS_JOB)
-    tabs = st.tabs(["Queue", "Agreement"], key="review.tab", on_change="rerun")
-    with tabs[0]:
-        if tabs[0].open is not False:
-            render_hypothesis_queue(user, hyp)
-    with tabs[1]:
-        if tabs[1].open:
-            render_agreement(user, dataset_id, {i.target_id: i.label for i in hyp.items},
-                             live=hyp.stage == Stage.REVIEW.value)
+    render_review_tabs(user, dataset, hyp, lambda: render_hypothesis_queue(user, hyp), llm_job=HYPOTHESIS_JOB)
 
 
 def _gold(user: User, dataset_id: int) -> None:

@@ -28,6 +28,11 @@ VERDICT = {"correct": "✔ correct", "wrong": "✘ wrong", "invalid_answer": "�
 WITHHELD = "(withheld)"
 
 
+def human(name: str) -> str:
+    """A question type or reasoning as a person reads it (``multiple_choice`` → ``multiple choice``)."""
+    return name.replace("_", " ")
+
+
 def accuracy_text(group: Mapping[str, Any]) -> str:
     """``0.62 [0.45, 0.79]``: the accuracy with its 95 % interval (a dash where undefined)."""
     est = group.get("accuracy") or {}
@@ -58,7 +63,8 @@ def _verdict(i: QRDataItem, blind: set[str]) -> str:
 def questions_table(items: Sequence[QRDataItem], blind: set[str]) -> pd.DataFrame:
     """One row per question: its dataset and type, the gold, the answer, what was read from it and the verdict
     (gold and verdict withheld on ``blind`` datasets)."""
-    return pd.DataFrame([{"id": i.id, "dataset": i.dataset, "type": i.question_type, "reasoning": i.reasoning,
+    return pd.DataFrame([{"id": i.id, "dataset": i.dataset, "type": human(i.question_type),
+                          "reasoning": human(i.reasoning),
                           "gold": WITHHELD if i.dataset in blind else (i.gold or ""), "answer": i.answer or "",
                           "read": i.read or "", "verdict": _verdict(i, blind)} for i in items],
                         columns=["id", "dataset", "type", "reasoning", "gold", "answer", "read", "verdict"])
@@ -129,10 +135,10 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     if result.unknown_ids:
         st.caption(md(f"Answered ids the release does not hold (left out): {', '.join(result.unknown_ids[:20])}"))
     by_type, by_reasoning, by_dataset = st.tabs(["By question type", "By reasoning", "By dataset"])
-    by_type.dataframe(breakdown_table(s.get("question_types", {}), "question type"), hide_index=True,
-                      key="qrdata.types")
-    by_reasoning.dataframe(breakdown_table(s.get("reasoning", {}), "reasoning"), hide_index=True,
-                           key="qrdata.reasoning")
+    by_type.dataframe(breakdown_table({human(k): v for k, v in s.get("question_types", {}).items()},
+                                      "question type"), hide_index=True, key="qrdata.types")
+    by_reasoning.dataframe(breakdown_table({human(k): v for k, v in s.get("reasoning", {}).items()}, "reasoning"),
+                           hide_index=True, key="qrdata.reasoning")
     # a blind dataset's own figures would tell its verdicts (one question: its verdict): left out
     by_dataset.dataframe(breakdown_table({k: v for k, v in s.get("datasets", {}).items() if k not in blind},
                                          "dataset"), hide_index=True, key="qrdata.datasets")
@@ -148,7 +154,7 @@ def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:
     qid = st.selectbox("Question", list(table["id"]), key="qrdata.question",
                        format_func=lambda i: f"{i} · {next(x.dataset for x in result.items if x.id == i)}")
     item = next(i for i in result.items if i.id == qid)
-    st.subheader(f"Question {item.id} · {item.dataset}")
+    st.subheader(f"Question {item.id} · {item.dataset} · {human(item.question_type)}")
     st.markdown(f"**Question:** {md(item.question or '(not recorded)')}")
     st.markdown(f"**Gold:** {md(WITHHELD if item.dataset in blind else item.gold or '—')}")
     st.markdown("**Answer:**")

@@ -20,7 +20,7 @@ from curation.services.run_records import get_run
 from curation.services.scoring import stored_result
 from evaluation.tasks.statqa import ItemResult, StatQAResult, read_result
 
-__all__ = ["breakdown_table", "drilldown", "headline", "leaderboard_charts", "leaderboard_notes", "questions_table",
+__all__ = ["breakdown_table", "drilldown", "gold_list", "headline", "leaderboard_charts", "leaderboard_notes", "questions_table",
            "task_figure"]
 
 _STATUS = {"scored": "scored", "invalid_answer": "invalid answer", "gold_unreadable": "gold unreadable upstream",
@@ -130,7 +130,17 @@ def _question(item: ItemResult) -> None:
                    f"{counts.missed} missed")
         col.markdown(f"**{target}**: {verdict}")
     st.caption("Gold (StatQA's ground truth)")
-    st.json({"columns": item.gold_columns, "methods": item.gold_methods}, expanded=True)
+    gold = st.columns(2)
+    for col, target, names in ((gold[0], "Columns", item.gold_columns), (gold[1], "Methods", item.gold_methods)):
+        col.markdown(gold_list(target, names))
+
+
+def gold_list(target: str, names: Sequence[str]) -> str:
+    """The gold columns or methods as a person reads them: a heading and one name a line (StatQA compares them
+    as sets, so their order says nothing)."""
+    if not names:
+        return f"**{target}**: none"
+    return f"**{target}**\n" + "\n".join(f"- {md(n)}" for n in names)
 
 
 def drilldown(run: ScoringRun, user: User, cfg: Any) -> None:

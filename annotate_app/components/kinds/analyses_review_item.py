@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.alternative_form import render_alternative_forms
+from annotate_app.components.kinds.analyses_alternative_form import render_alternative_forms
 from annotate_app.text import md
 from curation.models import User
 from curation.services.alternatives import merge_alternative
