@@ -41,7 +41,7 @@ from curation.models import (
     Vote,
     VoteChange,
 )
-from exports.schema import PROGRAMMATIC_TASK_TYPES
+from exports.programmatic_part import PROGRAMMATIC_TASK_TYPES
 from tests import factories as f
 from tests.conftest import PG_URL, pg_unavailable_reason, unavailable
 

@@ -56,7 +56,7 @@ def test_a_curator_demoted_while_a_candidate_generation_is_planned_starts_no_job
     committed between its checks and its write refuses the write, and nothing is queued."""
     from curation.services import programmatic_generation as generation
     from curation.services.programmatic import import_programmatic_tasks
-    from exports.schema import ProgrammaticTaskRelease
+    from exports.programmatic_part import ProgrammaticTaskRelease
 
     store = tmp_path / "data" / "datasets"
     store.mkdir(parents=True)
