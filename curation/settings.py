@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from evaluation.llm import LLMConfig
 
 if TYPE_CHECKING:
     from curation.artifacts import ArtifactStore
+    from evaluation.llm import LLMConfig
 
 __all__ = ["PROJECT_ROOT", "OIDCConfig", "SessionPolicy", "Settings", "ThrottlePolicy", "endpoint_identity"]
 
@@ -343,6 +343,8 @@ class Settings(BaseSettings):
 
     def llm_config(self) -> LLMConfig:
         """The LLM client's configuration (not configured when base URL or model is empty)."""
+        from evaluation.llm import LLMConfig  # the LLM client: not for the commands that call no model
+
         return LLMConfig(base_url=self.llm_base_url or None, model=self.llm_model or None, api_key=self.llm_api_key,
                          timeout_s=self.llm_timeout_s, max_retries=self.llm_max_retries, cache_dir=self.llm_cache_dir)
 

@@ -37,7 +37,6 @@ from curation.models import BackgroundJob, Role, RunStatus, User, utcnow
 from curation.services import lifecycle
 from curation.services.actor import hold_actor, judges_actor
 from curation.services.lifecycle import Heartbeat, ScoringHere, held, this_executor
-from evaluation import tasks as task_kinds
 
 if TYPE_CHECKING:
     from curation.settings import Settings
@@ -192,7 +191,11 @@ def _finish(engine: Engine, job_id: int, outcome: JobOutcome) -> None:
 
 
 def job_kinds() -> dict[str, str]:
-    """Every kind of job → its ``"module:function"``: the shared ones, then those the task kinds bring."""
+    """Every kind of job → its ``"module:function"``: the shared ones, then those the task kinds bring (the task
+    registry is imported here: every command's start-up sweeps dead jobs through this module, and the registry
+    loads every kind)."""
+    from evaluation import tasks as task_kinds
+
     return {**KINDS, **{job.name: job.runner for kind in task_kinds.KINDS.values() for job in kind.jobs}}
 
 

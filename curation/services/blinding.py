@@ -45,7 +45,6 @@ from curation.models import (
     Vote,
 )
 from curation.services.actor import judges_actor
-from exports.upgrade import upgrade_summary
 
 __all__ = [
     "RELEASE_WORK_COUNTS",
@@ -71,6 +70,7 @@ RELEASE_WORK_COUNTS = ("variables", "transforms", "models", "alternatives", "vot
 def work_count(counts: Mapping[str, Any]) -> int:
     """How much recorded work a release record's counts of one dataset hold (any format of the record)."""
     from evaluation.tasks import kinds_with  # the kinds load their engines: not for listing releases
+    from exports.upgrade import upgrade_summary  # the 1.x kinds' part models: only when a record is counted
 
     c = upgrade_summary(dict(counts))
     declared = {k.name: k.release_part.work for k in kinds_with("release_part") if k.release_part is not None}
