@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
 if TYPE_CHECKING:
     from curation.artifacts import ArtifactStore
     from evaluation.llm import LLMConfig
