@@ -28,7 +28,8 @@ __all__ = ["build_parser", "main"]
 
 def build_parser(*, kind_imports: bool = True) -> argparse.ArgumentParser:
     """The whole command line; without ``kind_imports``, without the ``import-<kind>`` commands, whose list
-    comes from the task registry, which imports every kind (their scoring libraries among them)."""
+    comes from the task registry (kept between starts by :mod:`curation.cli_kind_index`: loading the registry
+    imports every kind)."""
     p = argparse.ArgumentParser(prog="forkpaths", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also print progress logs (INFO); accepted anywhere on the command line")
@@ -83,8 +84,8 @@ VERBOSE_FLAGS = ("--verbose", "-v")
 
 
 def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
-    """The parser ``argv`` needs: every command but the ``import-<kind>`` ones, when it names one of them (the
-    task registry is loaded only for an ``import-<kind>`` command, the top-level help, or a command not found)."""
+    """The parser ``argv`` needs: every command but the ``import-<kind>`` ones, when it names one of them (their
+    list is read only for an ``import-<kind>`` command, the top-level help, or a command not found)."""
     parser = build_parser(kind_imports=False)
     named = next((a for a in argv if not a.startswith("-")), None)
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices

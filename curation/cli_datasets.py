@@ -114,18 +114,15 @@ def _cmd_import_kind(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def add_kind_imports(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """One ``import-<kind>`` command per registered kind that imports datasets (the registry says which)."""
-    from evaluation.tasks import KINDS
+    """One ``import-<kind>`` command per registered kind that imports datasets (the registry says which, read
+    through :func:`curation.cli_kind_index.kind_imports`, which does not load the kinds when nothing changed)."""
+    from curation.cli_kind_index import kind_imports
 
-    for kind in KINDS.values():
-        if kind.importer is None or kind.release_part is None:
-            continue
-        cmd = sub.add_parser(f"import-{kind.name.replace('_', '-')}",
-                             help=f"import {kind.importer.source} as datasets with their {kind.release_part.noun} "
-                                  "and gold")
+    for name, help_line, kind in kind_imports():
+        cmd = sub.add_parser(name, help=help_line)
         cmd.add_argument("path")
         cmd.add_argument("--as", dest="as_user", help="act as this user (default: the CLI's operator)")
-        cmd.set_defaults(func=_cmd_import_kind, import_kind=kind.name)
+        cmd.set_defaults(func=_cmd_import_kind, import_kind=kind)
 
 
 def _cmd_dataset(args: argparse.Namespace, settings: Settings) -> int:
