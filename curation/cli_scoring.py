@@ -53,7 +53,8 @@ def score_files(args: argparse.Namespace, settings: Settings, kind: str | None,
     check_enqueue(args, settings)
     if getattr(args, "out", None) and Path(args.out).is_dir():  # said before anything runs: nowhere to go
         raise ScoringError(f"--out {printable(args.out)} is a directory; name the file to write the result to.")
-    report = initialise(settings)
+    # --enqueue: a worker runs the code, so this process does not probe how strongly the sandbox isolates here
+    report = initialise(settings, runs_code=ask is not None or not getattr(args, "enqueue", False))
     if ask is not None:
         return ask(args, settings, report.engine)
     kind = kind or ranked_kinds()[0].name
@@ -230,7 +231,7 @@ def _rescore(args: argparse.Namespace, settings: Settings) -> int:
     from evaluation.tasks.base import count_of
 
     check_enqueue(args, settings)
-    report = initialise(settings)
+    report = initialise(settings, runs_code=not args.enqueue)  # --enqueue: a worker runs the code
     with session_scope(report.engine) as s:
         run = rescore_run(session=s, actor=acting_operator(session=s, username=args.as_user), run_id=args.run, release_version=args.release,
                           artifacts=settings.artifact_store(),
@@ -365,7 +366,7 @@ def _reproduce(args: argparse.Namespace, settings: Settings) -> int:
     from evaluation.tasks.base import count_of
 
     check_enqueue(args, settings)
-    report = initialise(settings)
+    report = initialise(settings, runs_code=not args.enqueue)  # --enqueue: a worker runs the code
     with session_scope(report.engine) as s:
         run = reproduce_run(session=s, actor=acting_operator(session=s, username=args.as_user), run_id=args.run,
                             artifacts=settings.artifact_store(),
