@@ -10,7 +10,12 @@ from pydantic import Field
 from exports.parts import ReleasePart
 from exports.schema import KindPart, Release, StrictModel
 
-__all__ = ["MCQ", "RELEASE_PART", "MCQOption", "MCQPart"]
+__all__ = ["MCQ", "RELEASE_PART", "MCQOption", "MCQPart", "MCQType", "QuestionKind"]
+
+#: what an MCQ asks about: a conceptual variable, or the transform of one
+QuestionKind = Literal["variable", "transform"]
+#: select_pos: pick the justifiable option; select_neg: pick the unjustifiable one
+MCQType = Literal["select_pos", "select_neg"]
 
 
 class MCQOption(StrictModel):
@@ -25,8 +30,8 @@ class MCQOption(StrictModel):
 
 class MCQ(StrictModel):
     id: str
-    kind: Literal["variable", "transform"]
-    mc_type: Literal["select_pos", "select_neg"]
+    kind: QuestionKind
+    mc_type: MCQType
     concept: str = Field(default="", description="for transform MCQs: the conceptual variable string")
     options: list[MCQOption]
     correct_index: int

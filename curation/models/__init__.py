@@ -40,10 +40,6 @@ from curation.models.jobs import (
     BackgroundJob,
     RunStatus,
 )
-from curation.models.mcq import (
-    MCQ,
-    MCQReview,
-)
 from curation.models.meetings import (
     GroundTruthSetting,
     Meeting,
@@ -98,8 +94,6 @@ __all__ = [
     "HypothesisTask",
     "HypothesisTaskStatus",
     "JudgeLabel",
-    "MCQ",
-    "MCQReview",
     "Meeting",
     "MeetingEvent",
     "MeetingOutcome",

@@ -11,6 +11,9 @@ Real columns only where queries need them: an item's ``dataset_id``, ``kind``, `
 ``status``; a candidate's ``item_id``, ``dataset_id``, ``kind``, ``role``, ``source``, who proposed it and what it
 edits (``seed_id``), its release ``gate`` evidence and its ``position``. Everything else is payload.
 
+The MCQ kind keeps each question here as an item with no candidates (its id the item's key, its review state the
+item's status; see :mod:`curation.services.mcq_store` for its mapping).
+
 Not every kind is here: DiscoveryBench's :class:`~curation.models.tasks.HypothesisTask` keeps its own table on
 purpose, because its pages and services filter, sort and count by many of its fields (split, question type,
 difficulty, gold source, status); the "real columns where queries need them" choice made for a whole kind."""
@@ -29,7 +32,7 @@ __all__ = ["CuratedCandidate", "CuratedItem"]
 
 
 class CuratedItem(SQLModel, table=True):
-    """One item a kind curates (a programmatic task, ...): its kind, its key (unique within the kind) and its
+    """One item a kind curates (a programmatic task, an MCQ, ...): its kind, its key (unique within the kind) and its
     kind-owned payload. Its candidates are :class:`CuratedCandidate` rows."""
 
     __tablename__ = "curated_item"

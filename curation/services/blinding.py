@@ -31,11 +31,11 @@ from sqlmodel import Session, col, select
 
 from curation.errors import BlindingViolation
 from curation.models import (
-    MCQ,
     Alternative,
     Analysis,
     AnalysisStatus,
     Consensus,
+    CuratedItem,
     Dataset,
     DatasetAssignment,
     HypothesisTask,
@@ -99,6 +99,15 @@ def _cause(actor: User, dataset_id: int, status: dict[int, str], assigned: set[i
     return _ANALYST if actor.role == Role.ANALYST.value else None
 
 
+def _work_kinds() -> list[str]:
+    """The kinds whose curated items are recorded work in themselves (their release part counts them as work,
+    as the MCQs): a programmatic task is not, its candidates' votes are."""
+    from evaluation.tasks import KINDS  # the kinds load their engines: only when work is counted
+
+    return sorted(k.name for k in KINDS.values() if k.curated is not None and k.release_part is not None
+                  and k.release_part.work)
+
+
 def datasets_holding_work(*, session: Session, dataset_ids: Iterable[int],
                           besides: int | None = None) -> set[int]:
     """Those of ``dataset_ids`` that hold recorded work in the database now: a submitted analysis (by someone
@@ -112,11 +121,15 @@ def datasets_holding_work(*, session: Session, dataset_ids: Iterable[int],
     if besides is not None:
         stmt = stmt.where(Analysis.annotator_id != besides)
     found: set[int] = set(session.exec(stmt).all())
-    for model in (Alternative, Vote, Consensus, MCQ):
+    for model in (Alternative, Vote, Consensus):
         rest = [i for i in ids if i not in found]
         if not rest:
             break
         found |= set(session.exec(select(model.dataset_id).where(col(model.dataset_id).in_(rest))).all())
+    rest = [i for i in ids if i not in found]
+    if rest and _work_kinds():
+        found |= set(session.exec(select(CuratedItem.dataset_id).where(
+            col(CuratedItem.dataset_id).in_(rest), col(CuratedItem.kind).in_(_work_kinds()))).all())
     rest = [i for i in ids if i not in found]
     if rest:
         found |= set(session.exec(select(HypothesisTask.dataset_id).where(

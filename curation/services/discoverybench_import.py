@@ -38,7 +38,6 @@ from sqlmodel import Session, col, func, select
 from curation.dataset_files import MAX_UPLOAD_SETTING, FolderBundle, FolderFile, slugify
 from curation.errors import DatasetImportError, NotFoundError, PermissionDenied
 from curation.models import (
-    MCQ,
     Alternative,
     Consensus,
     CuratedItem,
@@ -55,6 +54,7 @@ from curation.models import (
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.datasets import is_assigned, register_folder_dataset, replace_folder_dataset
+from evaluation.tasks import KINDS
 from exports.archive_names import ArchiveNameError, ArchiveWords, check_entry_names
 from exports.discoverybench import DiscoveryBenchTree, Task, TaskFolder, read_discoverybench
 from exports.discoverybench.metadata import METADATA_NAME
@@ -317,9 +317,19 @@ _WORK = (  # what curated work rests on a dataset: (table, one, many); an analys
     (Alternative, "alternative", "alternatives"),
     (Consensus, "consensus decision", "consensus decisions"),
     (Meeting, "meeting", "meetings"),
-    (MCQ, "MCQ", "MCQs"),
-    (CuratedItem, "curated task", "curated tasks"),
 )
+
+
+def _curated_items(session: Session, dataset: Dataset) -> list[str]:
+    """The curated items resting on the dataset, counted by kind and named as the kind's release names them
+    (``3 MCQs``; a kind without a release part: ``curated items``)."""
+    found = []
+    for kind, count in session.exec(select(CuratedItem.kind, func.count()).where(
+            CuratedItem.dataset_id == dataset.id).group_by(col(CuratedItem.kind)).order_by(col(CuratedItem.kind))):
+        part = KINDS[kind].release_part if kind in KINDS else None
+        one, many = (part.one or part.noun, part.noun) if part is not None else ("curated item", "curated items")
+        found.append(f"{count} {one if count == 1 else many}")
+    return found
 
 
 def _dependent_work(session: Session, dataset: Dataset) -> list[str]:
@@ -330,6 +340,7 @@ def _dependent_work(session: Session, dataset: Dataset) -> list[str]:
         count = int(session.exec(select(func.count()).select_from(table).where(column == dataset.id)).one())
         if count:
             found.append(f"{count} {one if count == 1 else many}")
+    found += _curated_items(session, dataset)
     curated = int(session.exec(select(func.count()).select_from(HypothesisTask).where(
         HypothesisTask.dataset_id == dataset.id,
         col(HypothesisTask.gold_source).not_in(["metadata", "answer_key"]))).one())

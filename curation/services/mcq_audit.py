@@ -26,11 +26,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from curation.errors import NotFoundError
 from curation.ground_truth import Status
-from curation.models import MCQ, Dataset, Role, User
+from curation.models import Dataset, Role, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
@@ -41,6 +41,7 @@ from curation.services.ground_truth import (
     normal_concept,
     same_concept,
 )
+from curation.services.mcq_store import StoredMCQ, dataset_mcqs
 
 __all__ = ["AuditFinding", "AuditReport", "audit_mcqs", "resolve_options", "same_concept"]
 
@@ -155,12 +156,12 @@ class _Concept:
         self.concept = normal_concept(variable.concept)
 
 
-def resolve_options(*, session: Session, dataset_id: int, mcq: MCQ) -> list[ResolvedOption | None]:
+def resolve_options(*, session: Session, dataset_id: int, mcq: StoredMCQ) -> list[ResolvedOption | None]:
     index = _Index(ground_truth(session=session, dataset_id=dataset_id))
     return [index.resolve(mcq.kind, o) for o in mcq.options]
 
 
-def _check(q: MCQ, resolved: list[ResolvedOption | None], out: list[AuditFinding], known: set[str]) -> None:
+def _check(q: StoredMCQ, resolved: list[ResolvedOption | None], out: list[AuditFinding], known: set[str]) -> None:
     def flag(name: str, i: int, message: str) -> None:
         out.append(AuditFinding(q.id, q.kind, q.mc_type, q.concept, name, i, message))
 
@@ -213,7 +214,7 @@ def audit_mcqs(*, session: Session, actor: User | None, dataset_id: int) -> Audi
     known = {normal_concept(i.concept) for i in items if i.target_kind == "variable"}
     report = AuditReport(dataset.name, rule.key)
     kinds: Counter[str] = Counter()
-    for q in session.exec(select(MCQ).where(MCQ.dataset_id == dataset_id).order_by(col(MCQ.position))).all():
+    for q in dataset_mcqs(session=session, dataset_id=dataset_id):
         report.total += 1
         kinds[f"{q.kind}/{q.mc_type}"] += 1
         if not 0 <= q.correct_index < len(q.options):

@@ -24,11 +24,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
 from curation.errors import CurationError, NotFoundError
 from curation.ground_truth import Status
-from curation.models import IMPORTED_USERNAME, MCQ, Dataset, MCQReview, Role, User
+from curation.models import IMPORTED_USERNAME, Dataset, Role, User
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
@@ -40,6 +40,7 @@ from curation.services.ground_truth import (
     same_concept,
 )
 from curation.services.mcq_audit import MCQS_BLIND
+from curation.services.mcq_store import StoredMCQ, add_mcq, dataset_mcqs
 
 __all__ = ["GENERATOR", "GenerationReport", "MCQGenerationError", "MCQSettings", "build_mcqs", "generate_mcqs"]
 
@@ -290,29 +291,27 @@ def generate_mcqs(*, session: Session, actor: User | None, dataset_id: int,
             f"No MCQ can be built for '{dataset.name}' yet: " + "; ".join(notes) + f". Items now: {tally}. "
             "Contested and unjudged items are never used; record votes or meeting outcomes first.")
     report = GenerationReport(dataset.name, settings.seed, rule.key, built, notes)
-    reviewed = set(session.exec(select(MCQReview.mcq_id).where(MCQReview.dataset_id == dataset_id)).all())
-    existing = session.exec(select(MCQ).where(MCQ.dataset_id == dataset_id)).all()
+    existing = dataset_mcqs(session=session, dataset_id=dataset_id)
     kept_ids = set()
     for row in existing:
-        if (row.extra or {}).get("source") != "generated":
+        if row.extra.get("source") != "generated":
             continue
-        if row.id in reviewed:
+        if row.review is not None:  # any review, even one reset to pending, keeps it
             kept_ids.add(row.id)
             report.kept += 1
         else:
-            session.delete(row)
+            session.delete(row.row)
             report.removed += 1
     session.flush()
     last = max((r.position for r in existing), default=-1)
     for n, q in enumerate(built):
         if q["id"] in kept_ids:
             continue
-        session.add(MCQ(id=q["id"], dataset_id=dataset_id, kind=q["kind"], mc_type=q["mc_type"], concept=q["concept"],
-                        options=q["options"], correct_index=q["correct_index"], extra=q["extra"], position=last + 1 + n))
+        add_mcq(session=session, dataset_id=dataset_id, mcq_id=q["id"], question=q, position=last + 1 + n)
         report.created += 1
     session.flush()
     return report
 
 
-def generated_mcqs(*, session: Session, dataset_id: int) -> list[MCQ]:
-    return list(session.exec(select(MCQ).where(MCQ.dataset_id == dataset_id).order_by(col(MCQ.position))).all())
+def generated_mcqs(*, session: Session, dataset_id: int) -> list[StoredMCQ]:
+    return dataset_mcqs(session=session, dataset_id=dataset_id)

@@ -11,15 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from curation.errors import CurationError, DecidedElsewhere, NotFoundError
-from curation.models import MCQ, Dataset, MCQReview, Role, User, utcnow
+from curation.models import Dataset, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import refuse_if_blind
 from curation.services.mcq_audit import MCQS_BLIND, AuditFinding, audit_mcqs
+from curation.services.mcq_store import (
+    PENDING,
+    MCQReviewRecord,
+    StoredMCQ,
+    dataset_mcqs,
+    locked_mcq,
+    mcq_by_id,
+    save_mcq,
+)
 from curation.services.stages import lock_for_review_write
 
 __all__ = ["MCQEditError", "MCQView", "edit_mcq", "mcq_views", "review_mcq", "taker_text"]
@@ -33,7 +41,7 @@ class MCQEditError(CurationError):
 
 @dataclass
 class MCQView:
-    mcq: MCQ
+    mcq: StoredMCQ
     review: str  # pending | accepted | rejected | edited
     source: str  # generated | imported
     findings: list[AuditFinding] = field(default_factory=list)
@@ -44,7 +52,7 @@ class MCQView:
         return self.mcq.id
 
 
-def taker_text(mcq: MCQ, dataset: Dataset) -> str:
+def taker_text(mcq: StoredMCQ, dataset: Dataset) -> str:
     """The question as BLADE puts it to a taker (blade-reference 5.1), options lettered A-D."""
     pick = "MOST" if mcq.mc_type == "select_pos" else "LEAST"
     if mcq.kind == "variable":
@@ -56,7 +64,7 @@ def taker_text(mcq: MCQ, dataset: Dataset) -> str:
     return f"Research question: {dataset.research_question}\n\n{head}"
 
 
-def _refuse_if_blind(session: Session, actor: User, mcq: MCQ) -> None:
+def _refuse_if_blind(session: Session, actor: User, mcq: StoredMCQ) -> None:
     dataset = session.get(Dataset, mcq.dataset_id)
     if dataset is not None:
         refuse_if_blind(session=session, actor=actor, dataset=dataset.name, what=MCQS_BLIND)
@@ -72,73 +80,61 @@ def mcq_views(*, session: Session, actor: User, dataset_id: int, status: str | N
     findings: dict[str, list[AuditFinding]] = {}
     for f in audit.findings:
         findings.setdefault(f.mcq_id, []).append(f)
-    reviews = {r.mcq_id: r for r in session.exec(select(MCQReview).where(MCQReview.dataset_id == dataset_id)).all()}
     views = []
-    for q in session.exec(select(MCQ).where(MCQ.dataset_id == dataset_id).order_by(col(MCQ.position))).all():
-        r = reviews.get(q.id)
-        view = MCQView(q, r.status if r else "pending", "generated" if (q.extra or {}).get("source") == "generated"
-                       else "imported", findings.get(q.id, []), r.note if r else "")
+    for q in dataset_mcqs(session=session, dataset_id=dataset_id):
+        view = MCQView(q, q.status, "generated" if q.extra.get("source") == "generated" else "imported",
+                       findings.get(q.id, []), q.review.note if q.review else "")
         if status is None or view.review == status:
             views.append(view)
     return views
 
 
-def _get(session: Session, mcq_id: str) -> MCQ:
-    mcq = session.get(MCQ, mcq_id)
-    if mcq is None:
-        raise NotFoundError(f"There is no MCQ {mcq_id}.")
-    return mcq
-
-
-def _elsewhere(session: Session, row: MCQReview, seen: str) -> DecidedElsewhere:
+def _elsewhere(session: Session, row: MCQReviewRecord, seen: str) -> DecidedElsewhere:
     who = session.get(User, row.reviewed_by_id) if row.reviewed_by_id else None
     name = (who.display_name or who.username) if who else "another curator"
     return DecidedElsewhere(
-        f"{name} {'marked' if row.status == 'pending' else 'set'} this MCQ {row.status} at {row.reviewed_at:%H:%M:%S} "
+        f"{name} {'marked' if row.status == PENDING else 'set'} this MCQ {row.status} at {row.reviewed_at:%H:%M:%S} "
         f"UTC, after you saw it {seen}. Nothing of yours was saved: reload it, read their review, then review "
         "again if needed.")
 
 
-def _locked_review(session: Session, mcq: MCQ, expected: str | None) -> MCQReview | None:
-    """The MCQ's review row, locked to the end of the transaction (SQLite: the database's write lock), checked
-    against ``expected``, the review state the curator saw (None: any). Someone else's review since is a
-    :class:`DecidedElsewhere`: of two curators reviewing one MCQ at once, one goes on."""
+def _get(session: Session, actor: User, mcq_id: str) -> StoredMCQ:
+    mcq = mcq_by_id(session=session, mcq_id=mcq_id)
+    if mcq is None:
+        raise NotFoundError(f"There is no MCQ {mcq_id}.")
+    _refuse_if_blind(session, actor, mcq)
+    return mcq
+
+
+def _locked(session: Session, mcq: StoredMCQ, expected: str | None) -> StoredMCQ:
+    """The MCQ as it is now, read again and locked to the end of the transaction (SQLite: the database's write
+    lock), its review checked against ``expected``, the review state the curator saw (None: any). Someone else's
+    review since is a :class:`DecidedElsewhere`: of two curators reviewing one MCQ at once, one goes on."""
     lock_for_review_write(session=session, dataset_id=mcq.dataset_id)
-    row = session.exec(select(MCQReview).where(MCQReview.mcq_id == mcq.id).with_for_update()
-                       .execution_options(populate_existing=True)).first()
-    if expected is not None and (row.status if row is not None else "pending") != expected:
-        raise _elsewhere(session, row, expected) if row is not None else DecidedElsewhere(
+    now = locked_mcq(session=session, mcq_id=mcq.id)
+    if now is None:
+        raise NotFoundError(f"There is no MCQ {mcq.id} any more: it was generated again since you saw it.")
+    if expected is not None and now.status != expected:
+        raise _elsewhere(session, now.review, expected) if now.review is not None else DecidedElsewhere(
             "This MCQ's review was reset since you saw it; reload it and review again.")
-    return row
+    return now
 
 
-def _record(session: Session, mcq: MCQ, row: MCQReview | None, actor: User, status: str, note: str,
-            detail: dict[str, Any]) -> MCQReview:
-    fresh = row is None
-    row = row or MCQReview(mcq_id=mcq.id, dataset_id=mcq.dataset_id, status=status)
-    before = row.status if row.history else "pending"
+def _record(session: Session, mcq: StoredMCQ, actor: User, status: str, note: str,
+            detail: dict[str, Any]) -> MCQReviewRecord:
+    row = mcq.review or MCQReviewRecord(status=status)
+    before = row.status if row.history else PENDING
     row.status, row.note, row.reviewed_by_id, row.reviewed_at = status, note.strip(), actor.id, utcnow()
     row.history = [*row.history, {"from": before, "to": status, "by": actor.id, "at": row.reviewed_at.isoformat(),
                                   "note": row.note, **detail}]
-    if not fresh:
-        session.add(row)
-        session.flush()
-        return row
-    try:  # the first review: two curators inserting it at once meet on the primary key
-        with session.begin_nested():
-            session.add(row)
-            session.flush()
-    except IntegrityError:
-        if row in session:
-            session.expunge(row)
-        other = session.exec(select(MCQReview).where(MCQReview.mcq_id == mcq.id)).one()
-        raise _elsewhere(session, other, "pending") from None
+    mcq.review = row
+    save_mcq(session=session, mcq=mcq)
     return row
 
 
 @judges_actor
 def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, note: str = "",
-               expected: str | None = None) -> MCQReview:
+               expected: str | None = None) -> MCQReviewRecord:
     """Accept or reject an MCQ (a reason is required to reject), or put it back to pending. ``expected``: the
     review state the curator saw (pending, accepted, rejected, edited); another curator's review since then is a
     :class:`DecidedElsewhere` and nothing is stored (None: no such check, for scripts)."""
@@ -147,20 +143,17 @@ def review_mcq(*, session: Session, actor: User, mcq_id: str, decision: str, not
         raise MCQEditError(f"'{decision}' is not a review decision; accept, reject or reset to pending.")
     if decision == "rejected" and not note.strip():
         raise MCQEditError("Say why this MCQ is rejected: the reason stays with it.")
-    mcq = _get(session, mcq_id)
-    _refuse_if_blind(session, actor, mcq)
-    row = _locked_review(session, mcq, expected)
-    return _record(session, mcq, row, actor, decision, note, {})
+    mcq = _locked(session, _get(session, actor, mcq_id), expected)
+    return _record(session, mcq, actor, decision, note, {})
 
 
 @judges_actor
 def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], key: str, note: str = "",
-             mc_type: str | None = None, expected: str | None = None) -> MCQReview:
+             mc_type: str | None = None, expected: str | None = None) -> MCQReviewRecord:
     """Replace an MCQ's options and key. The key must be one of the options; 2-4 distinct, non-empty options.
     ``expected``: the review state the curator saw, as for :func:`review_mcq`."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    mcq = _get(session, mcq_id)
-    _refuse_if_blind(session, actor, mcq)
+    mcq = _get(session, actor, mcq_id)
     texts = [o for o in (t.strip("\n") for t in options) if o.strip()]
     where = f"MCQ {mcq_id[:12]}"
     if not 2 <= len(texts) <= 4:
@@ -172,8 +165,7 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
         raise MCQEditError(f"{where}: the key is not among the options; pick the key from the options you kept.")
     if mc_type is not None and mc_type not in ("select_pos", "select_neg"):
         raise MCQEditError(f"{where}: '{mc_type}' is not an MCQ type; use select_pos or select_neg.")
-    row = _locked_review(session, mcq, expected)
-    session.refresh(mcq)  # the options as they are now, read under the lock
+    mcq = _locked(session, mcq, expected)  # the options as they are now, read under the lock
     old = {" ".join(o.get("text", "").split()): o for o in mcq.options}
     before = {"options": [o.get("text", "") for o in mcq.options], "correct_index": mcq.correct_index,
               "mc_type": mcq.mc_type}
@@ -195,6 +187,5 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
     mcq.options = new_options
     mcq.correct_index = correct
     mcq.mc_type = mc_type or mcq.mc_type
-    mcq.extra = {**(mcq.extra or {}), "edited": True}
-    session.add(mcq)
-    return _record(session, mcq, row, actor, "edited", note, {"before": before})
+    mcq.extra = {**mcq.extra, "edited": True}
+    return _record(session, mcq, actor, "edited", note, {"before": before})

@@ -14,17 +14,17 @@ from sqlmodel import Session, col, select
 
 from curation.models import (
     IMPORTED_USERNAME,
-    MCQ,
     Alternative,
     Analysis,
     AnalysisStatus,
     ConceptualVariable,
     Consensus,
+    CuratedCandidate,
+    CuratedItem,
     Dataset,
     GroundTruthSetting,
     HypothesisProposal,
     HypothesisTask,
-    MCQReview,
     Meeting,
     MeetingEvent,
     MeetingOutcome,
@@ -36,8 +36,8 @@ from curation.models import (
     utcnow,
 )
 from curation.services.kind_curation import kind_curations
+from curation.services.mcq_store import add_mcq
 from exports.blade_convert import BLADE_ANNOTATOR
-from exports.mcq_part import MCQ as ReleaseMCQ
 from exports.mcq_part import MCQPart
 from exports.schema import (
     Alternative as ReleaseAlternative,
@@ -74,7 +74,7 @@ __all__ = [
 #: meetings' summaries): what must hold still while a release is read (:func:`curation.db.one_snapshot`).
 RELEASE_TABLES: tuple[str, ...] = tuple(str(m.__tablename__) for m in (
     Dataset, Analysis, Transform, ConceptualVariable, StatModel, Alternative, Vote, Consensus, GroundTruthSetting,
-    Meeting, MeetingOutcome, MeetingEvent, MCQ, MCQReview, HypothesisTask, HypothesisProposal))
+    Meeting, MeetingOutcome, MeetingEvent, CuratedItem, CuratedCandidate, HypothesisTask, HypothesisProposal))
 
 #: ``who(user_id)``: the annotator pseudonym of an account in this release (``None`` for no account).
 Pseudonym = Callable[[int | None], str | None]
@@ -201,21 +201,7 @@ def kind_parts(*, session: Session, dataset: Dataset, who: Pseudonym,
     the parts of the kinds experts curate, from their tables (an empty part is left out of the release): each
     such kind's :class:`~curation.services.kind_curation.KindCuration` builds its own, unless ``release_parts``
     names another builder for it (a test standing in for stages 1-3)."""
-    questions: list[ReleaseMCQ] = []
-    reviews = {r.mcq_id: r for r in session.exec(select(MCQReview).where(MCQReview.dataset_id == dataset.id)).all()}
-    for q in _rows(session, MCQ, dataset_id=dataset.id):
-        review = reviews.get(q.id)
-        extra = dict(q.extra)
-        if _generated(q) and (review is None or review.status == "pending"):
-            continue  # generated and not (or no longer) reviewed: no curator vouches for it
-        if review is not None:
-            if review.status == "rejected":
-                continue  # a curator rejected it: never released
-            extra["review"] = {"status": review.status, "note": review.note, "by": who(review.reviewed_by_id),
-                               "at": review.reviewed_at.isoformat()}
-        questions.append(ReleaseMCQ(id=q.id, kind=q.kind, mc_type=q.mc_type, concept=q.concept,  # type: ignore[arg-type]
-                                    options=q.options, correct_index=q.correct_index, extra=extra))
-    curated: list[KindPart] = [MCQPart(items=questions)]
+    curated: list[KindPart] = []
     for name, curation in kind_curations().items():
         build = (release_parts or {}).get(name, curation.release_part)
         if build is not None:
@@ -223,18 +209,6 @@ def kind_parts(*, session: Session, dataset: Dataset, who: Pseudonym,
     parts = dict(dataset.parts or {})  # imported kinds' parts, as stored
     parts.update({p.kind: p.model_dump(mode="json") for p in curated if p})
     return dict(sorted(parts.items()))
-
-
-def _generated(q: MCQ) -> bool:
-    return (q.extra or {}).get("source") == "generated"
-
-
-def unreviewed_mcqs(*, session: Session, dataset_id: int) -> int:
-    """Generated MCQs no curator has accepted, edited or rejected yet: left out of releases until reviewed
-    (imported MCQs, such as BLADE's, are released as they came)."""
-    reviewed = set(session.exec(select(MCQReview.mcq_id).where(MCQReview.dataset_id == dataset_id,
-                                                               MCQReview.status != "pending")).all())
-    return sum(1 for q in _rows(session, MCQ, dataset_id=dataset_id) if _generated(q) and q.id not in reviewed)
 
 
 def _stage3(session: Session, dataset: Dataset, ds: DatasetRelease, who: Any) -> None:
@@ -319,7 +293,6 @@ def store_dataset_release(*, session: Session, dataset: Dataset, ds: DatasetRele
             decision.decided_at = c.decided_at
         session.add(decision)
     for i, q in enumerate(MCQPart.of(ds).items):
-        session.add(MCQ(id=q.id, dataset_id=dataset.id or 0, kind=q.kind, mc_type=q.mc_type, concept=q.concept,
-                        options=[o.model_dump() for o in q.options], correct_index=q.correct_index, extra=q.extra,
-                        position=i))
+        add_mcq(session=session, dataset_id=dataset.id or 0, mcq_id=q.id,
+                question=q.model_dump(mode="json", exclude={"id"}), position=i)
     session.flush()

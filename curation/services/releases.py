@@ -42,11 +42,11 @@ from curation.services.blinding import (
     refusal_sentences,
     summary_holding,
 )
+from curation.services.mcq_store import unreviewed_mcqs
 from curation.services.release_data import (
     RELEASE_TABLES,
     ReleasePartHook,
     dataset_release,
-    unreviewed_mcqs,
 )
 from curation.services.release_records import (  # the light half of this module, re-exported
     get_release,

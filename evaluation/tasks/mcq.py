@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from evaluation.agents import mcq as agent_hook
 from evaluation.mcq_scoring import dump_mcq_report, read_answers, score_answers
 from evaluation.tasks.base import (
     CheckedFile,
     Column,
+    CuratedShape,
     LeaderboardSpec,
     RunView,
     ScoredRun,
@@ -22,10 +26,11 @@ from evaluation.tasks.base import (
     TaskKind,
     fmt_score,
 )
-from exports.mcq_part import RELEASE_PART, MCQPart
+from exports.mcq_part import RELEASE_PART, MCQOption, MCQPart, MCQType, QuestionKind
 from exports.schema import Release
 
-__all__ = ["asked_model", "check_files", "leaderboard_values", "score", "summary_line"]
+__all__ = ["CURATED", "MCQPayload", "MCQReviewPayload", "asked_model", "check_files", "leaderboard_values", "score",
+           "summary_line"]
 
 name = MCQPart.kind
 label = "MCQ answers (question id → letter)"
@@ -34,6 +39,38 @@ uses_judge = False
 accepts_overrides = False
 view: str | None = "mcq"
 leaderboard = LeaderboardSpec(role="companion", columns=(Column("mcq_accuracy", "MCQ accuracy"),))
+
+
+class MCQReviewPayload(BaseModel):
+    """A curator's review of an MCQ as its curated item keeps it (its state, ``accepted | rejected | edited |
+    pending``, is the item's ``status``): the last reviewer, when, their note, and every review action."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: str = ""
+    reviewed_by_id: int | None = None
+    reviewed_at: datetime
+    history: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class MCQPayload(BaseModel):
+    """An MCQ as a curated item keeps it (its id is the item's ``key``): the question a release carries (an edit
+    replaces it), its place among its dataset's MCQs, and its review (None: never reviewed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: QuestionKind
+    mc_type: MCQType
+    concept: str = ""
+    options: list[MCQOption]
+    correct_index: int = 0
+    extra: dict[str, Any] = Field(default_factory=dict)
+    position: int = 0
+    review: MCQReviewPayload | None = None
+
+
+#: its questions are curated items (no candidates: a curator edits the question itself)
+CURATED = CuratedShape(item=MCQPayload)
 
 
 def check_files(files: Sequence[tuple[str, bytes]], release: Release, *,
@@ -88,4 +125,5 @@ def summary_line(scores: Mapping[str, Any]) -> str:
 KIND = TaskKind(name=MCQPart.kind, label=label, item_noun=item_noun, leaderboard=leaderboard,
                 check_files=check_files, score=score, leaderboard_values=leaderboard_values, summary_line=summary_line,
                 uses_judge=uses_judge, accepts_overrides=accepts_overrides, view=view, order=20,
-                release_part=RELEASE_PART, agent=agent_hook)
+                release_part=RELEASE_PART, agent=agent_hook, curation="curation.services.mcq_store",
+                curated=CURATED)

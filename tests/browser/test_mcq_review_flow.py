@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
 
 from curation.db import make_engine, session_scope
-from curation.models import MCQ, MCQReview, Role, Stage
+from curation.models import Role, Stage
 from curation.services.alternatives import store_alternative
 from curation.services.annotation import submit_analysis
 from curation.services.datasets import assign_analysts
+from curation.services.mcq_store import dataset_mcqs
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from tests import factories as f
@@ -66,7 +66,8 @@ def test_curator_generates_and_reviews_mcqs(browser, live_app, shots: Path):
         print(live_app.log.read_text()[-3000:])
         raise
     with session_scope(engine) as s:
-        assert [r.status for r in s.exec(select(MCQReview)).all()] == ["accepted"]
-        assert len(s.exec(select(MCQ)).all()) == 2
+        stored = dataset_mcqs(session=s, dataset_id=None)
+        assert [q.status for q in stored if q.review is not None] == ["accepted"]
+        assert len(stored) == 2
     assert page.locator("[data-testid='stException']").count() == 0
     engine.dispose()

@@ -20,10 +20,11 @@ from typing import Any
 from sqlmodel import select
 
 from curation.db import session_scope
-from curation.models import MCQ, ConceptualVariable, Dataset, ReleaseRecord, Role, User
+from curation.models import ConceptualVariable, Dataset, ReleaseRecord, Role, User
 from curation.services import releases as rel
 from curation.services.blade_import import import_blade
 from curation.services.kind_import import import_kind
+from curation.services.mcq_store import dataset_mcqs, save_mcq
 from curation.services.scoring import JudgeSettings
 from curation.settings import Settings
 from evaluation.llm import LLMConfig
@@ -98,10 +99,10 @@ def _regold_blade(world: World) -> Callable[[], str]:
             assert v is not None
             v.concept = v.concept + " (revised)"
             s.add(v)
-            q = s.exec(select(MCQ)).first()
+            q = next(iter(dataset_mcqs(session=s, dataset_id=None)), None)
             if q is not None:  # an answer key changes too: an MCQ run must be flagged stale as well
                 q.correct_index = (q.correct_index + 1) % len(q.options)
-                s.add(q)
+                save_mcq(session=s, mcq=q)
         return world.cut("1.1.0")
     return regold
 
@@ -122,7 +123,7 @@ def analyses_sample(world: World, shared: Path) -> Sample:
 def mcq_sample(world: World, shared: Path) -> Sample:
     _blade(world, shared)
     with session_scope(world.engine) as s:
-        qs = s.exec(select(MCQ)).all()
+        qs = dataset_mcqs(session=s, dataset_id=None)
         gold = [q.options[q.correct_index] for q in qs]
         answers = {str(q.id): "ABCDEFGH"[q.correct_index] for q in qs}
     return Sample(version="1.0.0", good=[("answers.json", json.dumps({"answers": answers}).encode())],

@@ -14,9 +14,9 @@ from curation.db import session_scope
 from curation.errors import DatasetImportError, PermissionDenied
 from curation.models import (
     IMPORTED_USERNAME,
-    MCQ,
     Alternative,
     ConceptualVariable,
+    CuratedItem,
     Dataset,
     Role,
     StatModel,
@@ -194,7 +194,7 @@ def test_malformed_blade_input_is_refused_and_nothing_is_stored(engine, store, s
         import_blade(session=s, actor=None, path=tmp_path / "in", store=store, max_bytes=200 * 2**20)
     assert ok.exists()
     with session_scope(engine) as s:
-        for model in (Dataset, Transform, ConceptualVariable, StatModel, Alternative, Vote, MCQ):
+        for model in (Dataset, Transform, ConceptualVariable, StatModel, Alternative, Vote, CuratedItem):
             assert s.exec(select(func.count()).select_from(model)).one() == 0, model.__name__
 
 

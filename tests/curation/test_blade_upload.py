@@ -12,7 +12,7 @@ from sqlmodel import func, select
 
 from curation.db import session_scope
 from curation.errors import DatasetImportError, PermissionDenied
-from curation.models import MCQ, Dataset, Role, Transform
+from curation.models import CuratedItem, Dataset, Role, Transform
 from curation.services.blade_import import register_blade_upload
 from tests import factories as f
 
@@ -46,7 +46,7 @@ def test_a_zipped_blade_folder_brings_its_ground_truth_in(engine, store, shared_
     report = outcome.imported
     assert outcome.dataset.name == "hurricane" and outcome.left_out == []
     assert (report.variables, report.transforms, report.models, report.alternatives) == (4, 6, 18, 44)
-    assert _count(engine, Transform) == 6 and _count(engine, MCQ) == report.mcqs > 0
+    assert _count(engine, Transform) == 6 and _count(engine, CuratedItem) == report.mcqs > 0
     renamed = _upload(engine, store, curator, [("h.zip", content)], name="Hurricanes (again)", truth=False)
     assert (renamed.dataset.name, renamed.dataset.title) == ("hurricanes_again", "Hurricanes (again)")
 

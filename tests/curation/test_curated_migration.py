@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,9 @@ from sqlalchemy.engine import Engine
 
 from curation.db import _alembic_config, make_engine, session_scope
 from curation.models import (
-    MCQ,
     Alternative,
     Consensus,
     HypothesisTask,
-    MCQReview,
     Meeting,
     MeetingOutcome,
     Role,
@@ -56,12 +55,12 @@ def _to(engine: Engine, revision: str, *, down: bool = False) -> None:
         (command.downgrade if down else command.upgrade)(cfg, revision)
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
-    """An empty database migrated up to 0031 only: the schema of the day before the curated tables."""
-    if request.param == "sqlite":
+@contextmanager
+def engine_at(backend: str, tmp_path: Path, revision: str) -> Iterator[Engine]:
+    """An empty database (SQLite, or a fresh PostgreSQL schema) migrated up to ``revision`` only."""
+    if backend == "sqlite":
         engine = make_engine(f"sqlite:///{tmp_path / 'forkpaths.db'}")
-        _to(engine, BEFORE)
+        _to(engine, revision)
         yield engine
         engine.dispose()
         return
@@ -74,13 +73,20 @@ def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engin
         conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
     engine = make_engine(PG_URL, connect_args={"options": f"-csearch_path={schema}"})
     try:
-        _to(engine, BEFORE)
+        _to(engine, revision)
         yield engine
     finally:
         engine.dispose()
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def old_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """An empty database migrated up to 0031 only: the schema of the day before the curated tables."""
+    with engine_at(request.param, tmp_path, BEFORE) as engine:
+        yield engine
 
 
 def _dump(engine: Engine) -> dict[str, list[dict[str, Any]]]:
@@ -149,13 +155,15 @@ def _populate(engine: Engine, store: Path) -> dict[str, Any]:
     with session_scope(engine) as s:
         alt = Alternative(dataset_id=dsid, kind="variable", source="peer", proposed_by_id=bob.id,
                           payload={"name": "wind", "kind": "iv"}, extra={"merged_into": None})
-        mcq = MCQ(dataset_id=dsid, kind="variable", mc_type="select_pos", concept="severity",
-                  options=[{"text": "deaths", "correct": True}, {"text": "name", "correct": False}], correct_index=0)
         s.add(alt)
-        s.add(mcq)
         s.flush()
-        s.add(MCQReview(mcq_id=mcq.id, dataset_id=dsid, status="edited", reviewed_by_id=cur.id,
-                        history=[{"status": "accepted"}]))
+        s.execute(sa.table("mcq", *(sa.column(c, t) for c, t in MCQ_TYPES.items())).insert().values(
+            id="q" * 32, dataset_id=dsid, kind="variable", mc_type="select_pos", concept="severity",
+            options=[{"text": "deaths", "correct": True}, {"text": "name", "correct": False}], correct_index=0,
+            extra={}, position=0, created_at=T0))
+        s.execute(sa.table("mcq_review", *(sa.column(c, t) for c, t in REVIEW_TYPES.items())).insert().values(
+            mcq_id="q" * 32, dataset_id=dsid, status="edited", note="", reviewed_by_id=cur.id, reviewed_at=T0,
+            history=[{"status": "accepted"}]))
         s.add(HypothesisTask(dataset_id=otherid, key="real/test/affairs/metadata_0/q1", source="real", split="test",
                              metadata_k=0, qid=1, question="Does x raise y?", data_files=["affairs.csv"],
                              gold_hypothesis="x raises y", gold_source="metadata", status="gold",
@@ -189,6 +197,11 @@ def _populate(engine: Engine, store: Path) -> dict[str, Any]:
     return {"adm": adm, "dataset_id": dsid}
 
 
+MCQ_TYPES = {"id": sa.String(), "dataset_id": sa.Integer(), "kind": sa.String(), "mc_type": sa.String(),
+             "concept": sa.String(), "options": sa.JSON(), "correct_index": sa.Integer(), "extra": sa.JSON(),
+             "position": sa.Integer(), "created_at": UTCDateTime()}  # the mcq table before 0033
+REVIEW_TYPES = {"mcq_id": sa.String(), "dataset_id": sa.Integer(), "status": sa.String(), "note": sa.String(),
+                "reviewed_by_id": sa.Integer(), "reviewed_at": UTCDateTime(), "history": sa.JSON()}
 _TASK_TYPES = {"id": sa.Integer(), "dataset_id": sa.Integer(), "key": sa.String(), "prompt": sa.String(),
                "input_files": sa.JSON(), "data_source_type": sa.String(), "extra": sa.JSON(),
                "created_at": UTCDateTime(), "created_by_id": sa.Integer()}

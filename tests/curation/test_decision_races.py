@@ -12,7 +12,8 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.errors import DecidedElsewhere
-from curation.models import Consensus, HypothesisTask, MCQReview, Role, Stage
+from curation.models import Consensus, HypothesisTask, Role, Stage
+from curation.services.mcq_store import mcq_by_id
 from tests import factories as f
 from tests.curation.hypothesis_world import build
 from tests.curation.test_hypothesis_curation import _stage, _two_submitted, _vote
@@ -94,7 +95,7 @@ def test_two_curators_reviewing_one_mcq_at_once(judged):  # noqa: F811 - the fix
     assert f"{winner.username} set this MCQ {status} at" in str(exc) and "after you saw it pending" in str(exc)
     assert "Nothing of yours was saved" in str(exc)
     with session_scope(engine) as s:
-        row = s.get(MCQReview, q["id"])
+        row = mcq_by_id(session=s, mcq_id=q["id"]).review
         assert (row.status, row.reviewed_by_id, [h["by"] for h in row.history]) == (status, winner.id, [winner.id])
     texts = [o["text"] for o in q["options"]]
     key = texts[q["correct_index"]]
@@ -104,7 +105,7 @@ def test_two_curators_reviewing_one_mcq_at_once(judged):  # noqa: F811 - the fix
                    lambda s: review_mcq(session=s, actor=cat, mcq_id=q["id"], decision="pending", expected=status))
     won, exc = _one_winner(results, DecidedElsewhere)
     with session_scope(engine) as s:
-        row = s.get(MCQReview, q["id"])
+        row = mcq_by_id(session=s, mcq_id=q["id"]).review
         assert len(row.history) == 2 and row.status == ["edited", "pending"][won]
 
 

@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.errors import PermissionDenied
-from curation.models import MCQ, Alternative, Dataset, Role, Stage, Transform
+from curation.models import Alternative, Dataset, Role, Stage, Transform
 from curation.models import ConceptualVariable as Variable
 from curation.services.alternatives import store_alternative
 from curation.services.annotation import submit_analysis
@@ -18,6 +18,7 @@ from curation.services.blade_import import import_blade
 from curation.services.ground_truth import ground_truth, normal_concept, same_concept
 from curation.services.mcq_audit import audit_mcqs
 from curation.services.mcq_generate import MCQGenerationError, MCQSettings, generate_mcqs
+from curation.services.mcq_store import dataset_mcqs, mcq_by_id
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from exports.mcq_part import MCQPart
@@ -121,7 +122,7 @@ def test_generation_on_hand_built_data_has_the_known_keys(judged):
     assert item["target_kind"] == "transform" and item["rule"] == "blade@1" and item["status"] == "justifiable"
     assert {v["answer"] for v in item["votes"]} == {"yes"} and len(item["votes"]) == 2
     with session_scope(t["engine"]) as s:
-        stored = s.exec(select(MCQ).where(MCQ.dataset_id == t["ds"].id)).all()
+        stored = dataset_mcqs(session=s, dataset_id=t["ds"].id)
         assert len(stored) == 6 and all(m.extra["seed"] == 7 and m.extra["source"] == "generated" for m in stored)
 
 
@@ -150,7 +151,7 @@ def test_too_few_judged_items_says_what_is_missing(engine, store):
     assert "2 variable unjudged" in message and "1 transform unjudged" in message
     assert "need at least one justifiable and one unjustifiable variable" in message
     with session_scope(engine) as s:
-        assert s.exec(select(MCQ)).all() == []
+        assert dataset_mcqs(session=s, dataset_id=None) == []
 
 
 def test_the_audit_flags_keys_the_votes_overturned(judged):
@@ -274,7 +275,6 @@ def test_cli_mcq_generate_and_audit(tmp_path, shared_blade):
 
 
 def test_curators_review_accept_reject_and_edit(judged):
-    from curation.models import MCQReview
     from curation.services.mcq_review import MCQEditError, edit_mcq, mcq_views, review_mcq
 
     t = judged
@@ -296,18 +296,18 @@ def test_curators_review_accept_reject_and_edit(judged):
         with pytest.raises(MCQEditError, match="same text"):
             edit_mcq(session=s, actor=t["cur"], mcq_id=neg["id"], options=[BAD, BAD + "  "], key=BAD)
     with session_scope(t["engine"]) as s:
-        stored = s.get(MCQ, neg["id"])
+        stored = mcq_by_id(session=s, mcq_id=neg["id"])
         assert [o["text"] for o in stored.options] == texts
     new = "df['deaths_cube'] = df['deaths'] ** 3"
     with session_scope(t["engine"]) as s:
         edit_mcq(session=s, actor=t["cur"], mcq_id=neg["id"], options=[BAD, new], key=new, note="harder negative")
     with session_scope(t["engine"]) as s:
-        stored = s.get(MCQ, neg["id"])
+        stored = mcq_by_id(session=s, mcq_id=neg["id"])
         assert [o["text"] for o in stored.options] == [BAD, new] and stored.correct_index == 1
         assert stored.options[0]["extra"]["provenance"]["items"][0]["target_id"] == t["alts"]["bad"]  # kept
         assert stored.options[0]["extra"]["provenance"]["role"] == "distractor"
         assert stored.options[1]["extra"]["provenance"]["why"].startswith("written by curator")
-        row = s.get(MCQReview, neg["id"])
+        row = stored.review
         assert row.status == "edited" and [h["to"] for h in row.history] == ["accepted", "edited"]
         assert row.history[1]["before"]["options"] == texts
         views = {v.id: v for v in mcq_views(session=s, actor=t["cur"], dataset_id=t["ds"].id)}
@@ -319,12 +319,13 @@ def test_curators_review_accept_reject_and_edit(judged):
     again = _generate(t, seed=2)  # reviewed MCQs survive regeneration
     assert again.kept == 2
     with session_scope(t["engine"]) as s:
-        assert s.get(MCQ, neg["id"]).options[1]["text"] == new
+        assert mcq_by_id(session=s, mcq_id=neg["id"]).options[1]["text"] == new
 
 
 def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_shape(judged):
     from curation.services.mcq_review import review_mcq
-    from curation.services.release_data import dataset_release, unreviewed_mcqs
+    from curation.services.mcq_store import unreviewed_mcqs
+    from curation.services.release_data import dataset_release
     from curation.services.releases import unreviewed_note
     from exports.blade_convert import blade_mcqs_from_release
     from exports.blade_mcq import parse_mcqs

@@ -95,7 +95,7 @@ def test_migrations_match_the_models(engine):
 def test_migrating_twice_changes_nothing(engine):
     migrate(engine)
     with engine.connect() as conn:
-        assert MigrationContext.configure(conn).get_current_revision() == "0032_curated_items"
+        assert MigrationContext.configure(conn).get_current_revision() == "0033_mcq_curated"
 
 
 def test_every_table_is_importable_from_the_package():

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlmodel import col, select
+from sqlmodel import select
 
 from curation.bootstrap import initialise
 from curation.db import session_scope
-from curation.models import MCQ, Dataset, ReleaseRecord, Role, RunStatus, User
+from curation.models import Dataset, ReleaseRecord, Role, RunStatus, User
 from curation.services import leaderboard as lb
 from curation.services import releases as rel
 from curation.services import scoring as sc
+from curation.services.mcq_store import add_mcq, dataset_mcqs, save_mcq
 from curation.settings import Settings
 from exports.mcq_part import MCQPart
 from exports.programmatic_part import ProgrammaticPart
@@ -56,10 +57,9 @@ def test_an_mcq_run_is_stale_after_a_re_release_changes_an_answer_key(world):
     world.cut("1.0.1")  # nothing changed: nothing is stale
     assert _stale(world, mcq, analyses) == {}
     with session_scope(world.engine) as s:  # a curator corrects an answer key
-        q = s.exec(select(MCQ).order_by(col(MCQ.position), col(MCQ.id))).first()
-        assert q is not None
+        q = dataset_mcqs(session=s, dataset_id=None)[0]
         q.correct_index = (q.correct_index + 1) % len(q.options)
-        s.add(q)
+        save_mcq(session=s, mcq=q)
     world.cut("1.1.0")
     stale = _stale(world, mcq, analyses)
     assert set(stale) == {mcq.id}, stale  # the analyses run scored nothing that changed
@@ -69,11 +69,10 @@ def test_an_mcq_run_is_stale_after_a_re_release_changes_an_answer_key(world):
 def test_an_mcq_run_is_stale_after_a_re_release_adds_a_question(world):
     mcq = _mcq_run(world)
     with session_scope(world.engine) as s:
-        q = s.exec(select(MCQ).order_by(col(MCQ.position), col(MCQ.id))).first()
-        assert q is not None
-        s.add(MCQ(id="hurricane:cvar:new", dataset_id=q.dataset_id, kind=q.kind, mc_type=q.mc_type,
-                  concept=q.concept, options=q.options, correct_index=q.correct_index, extra=dict(q.extra),
-                  position=10_000))
+        q = dataset_mcqs(session=s, dataset_id=None)[0]
+        add_mcq(session=s, dataset_id=q.dataset_id, mcq_id="hurricane:cvar:new", position=10_000,
+                question={"kind": q.kind, "mc_type": q.mc_type, "concept": q.concept, "options": q.options,
+                          "correct_index": q.correct_index, "extra": dict(q.extra)})
     world.cut("1.1.0")
     assert set(_stale(world, mcq)) == {mcq.id}
 
@@ -127,7 +126,7 @@ def test_the_releases_page_rows_of_a_1x_record_are_read_through_the_upgrade(worl
     with session_scope(world.engine) as s:
         (row,) = rel.release_dataset_rows(session=s, actor=world.curator, version="1.0.0")
         dataset = s.exec(select(Dataset).where(Dataset.name == "hurricane")).one()
-        decided = sum(1 for _ in s.exec(select(MCQ).where(MCQ.dataset_id == dataset.id)))
+        decided = len(dataset_mcqs(session=s, dataset_id=dataset.id))
     assert row["holds"] == "analysis decisions, MCQs" and row["MCQs"] == mcqs == decided > 0
 
 

@@ -7,9 +7,10 @@ import pytest
 from sqlmodel import select
 
 from curation.db import session_scope
-from curation.models import MCQ, MCQReview, MeetingOutcome, Stage, Vote
+from curation.models import MeetingOutcome, Stage, Vote
 from curation.services.annotation import submit_analysis
 from curation.services.datasets import assign_analysts
+from curation.services.mcq_store import dataset_mcqs, mcq_by_id
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from tests import factories as f
@@ -143,13 +144,13 @@ def test_mcq_page_generate_review_and_roles(ui, closed):
     assert "**Audit** (rule `blade@1`): 2 MCQs, 2 checked" in texts(at) and "**0 flagged**" in texts(at)
     assert "select the conceptual variable that is" in texts(at)
     with session_scope(ui.engine) as s:
-        first = s.exec(select(MCQ).order_by(MCQ.position)).first()
+        first = dataset_mcqs(session=s, dataset_id=None)[0]
     at.button(key=f"mcq.accept.{first.id}").click().run()
     assert "MCQ 1 accepted." in texts(at)
     at.button(key=f"mcq.reject.{first.id}").click().run()
     assert "Say why this MCQ is rejected" in texts(at)  # shown, nothing changed
     with session_scope(ui.engine) as s:
-        assert s.get(MCQReview, first.id).status == "accepted"
+        assert mcq_by_id(session=s, mcq_id=first.id).status == "accepted"
 
 
 def test_mcq_generation_with_too_few_judged_items_says_what_is_missing(ui):
@@ -157,7 +158,7 @@ def test_mcq_generation_with_too_few_judged_items_says_what_is_missing(ui):
     at = _submit(at, "Generate MCQs")
     assert "No MCQ can be built for 'storms' yet" in texts(at)
     with session_scope(ui.engine) as s:
-        assert s.exec(select(MCQ)).all() == []
+        assert dataset_mcqs(session=s, dataset_id=None) == []
 
 
 def test_two_facilitators_on_the_same_item_get_a_clear_message(ui, closed):
