@@ -63,6 +63,7 @@ from exports.changelog import ReleaseDiff, diff_releases, render_changelog
 from exports.errors import FormatError
 from exports.manifest import MANIFEST_NAME, sha256_file
 from exports.native import read_release, write_release
+from exports.parts import counts_text
 from exports.published import PublishedRelease, read_published_release, release_zip_path
 from exports.release_folder import set_aside
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
@@ -620,8 +621,7 @@ def summary_sentence(counts: Mapping[str, Any]) -> str:
         if values:
             spec = known.get(kind)
             noun = values[0][0] if spec is None else spec.singular if values[0][1] == 1 else spec.noun
-            rest = ", ".join(f"{n} {label}" for label, n in values[1:] if n)
-            out.append(f"{values[0][1]} {noun}" + (f" ({rest})" if rest else ""))
+            out.append(counts_text(part, noun))
     if c.get("votes"):
         out.append(f"{c['votes']} vote{'' if c['votes'] == 1 else 's'}")
     return ", ".join(out) or "its data alone"
