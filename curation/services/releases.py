@@ -56,7 +56,7 @@ from curation.services.release_records import (  # the light half of this module
     withheld_in_release,
 )
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
-from evaluation.tasks import KINDS, kinds_with
+from evaluation.tasks import KINDS, TaskKind, kinds_with
 from evaluation.tasks.parts import part_of
 from exports.card import render_card
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
@@ -650,9 +650,11 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
     decisions, then each kind's part by the kind's noun: "analysis decisions, MCQs", "hypothesis tasks",
     "programmatic tasks"; "nothing curated yet"), ``about`` is what the kinds say about such datasets, then the counts that
     apply to it: ``decisions`` where it holds some, each part's counts as its kind labels them, ``files`` for a
-    folder of several files, and ``votes``. Rows of datasets that hold the same things have the same keys."""
+    folder of several files, and ``votes`` where experts vote on what it holds (decisions, or a part its kind
+    curates; not a dataset of imported questions). Rows of datasets that hold the same things have the same keys."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    known = {k.name: k.release_part for k in kinds_with("release_part") if k.release_part is not None}
+    kinds = {k.name: k for k in kinds_with("release_part")}
+    known = {name: k.release_part for name, k in kinds.items() if k.release_part is not None}
     rows = []
     for name, raw in sorted(release_record(session=session, version=version).summary.items()):
         c = upgrade_summary(dict(raw))
@@ -667,9 +669,17 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
             row.update(counts)
         if c.get("files"):
             row["files"] = c["files"]
-        row["votes"] = int(c.get("votes", 0) or 0)
+        votes = int(c.get("votes", 0) or 0)
+        if votes or decisions or not parts or any(_curates(kinds.get(k)) for k in parts):
+            row["votes"] = votes
         rows.append(row)
     return rows
+
+
+def _curates(kind: TaskKind | None) -> bool:
+    """Whether experts vote on the items of a kind's part (it brings decision items or curates its part); a kind
+    not known here: as if it did. A dataset of imported questions has no votes to count."""
+    return kind is None or bool(kind.item_kinds) or kind.curation is not None
 
 
 @judges_actor
