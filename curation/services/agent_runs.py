@@ -41,7 +41,7 @@ from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, Us
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
 from curation.services.actor import hold_actor, judges_actor
-from curation.services.background_jobs import ACTIVE, JobControl, JobOutcome, cancel_job
+from curation.services.background_jobs import ACTIVE, JobControl, JobOutcome, cancel_job, job_kind_of
 from curation.services.blinding import withheld_ground_truth
 from curation.services.scoring import (
     SCORING_ROLES,
@@ -77,7 +77,7 @@ __all__ = ["ACTIVE", "AGENT_JOB", "COVERAGE_RUNS", "MAX_RUNS_PER_TASK", "agent_k
 
 log = logging.getLogger(__name__)
 
-AGENT_JOB = "agent_run"
+AGENT_JOB = job_kind_of(f"{__name__}:run_agent_job")  # as background_jobs.KINDS declares it
 COVERAGE_RUNS = 11  # BLADE's coverage@10 needs at least 11 runs per dataset (k + 1 analyses)
 MAX_RUNS_PER_TASK = 100
 
