@@ -35,3 +35,20 @@ def test_a_declared_name_is_found_by_its_runner_and_only_while_declared():
         assert job_kind_of(RUNNER) == "toy_tally_v2"  # a new name in the declaration is the name used
     with pytest.raises(JobError, match="There is no kind of job called 'toy_tally_v2'"):
         start_job(session=None, kind="toy_tally_v2", params={}, scope="toy", requester=None)  # type: ignore[arg-type]
+
+
+def test_only_the_shared_starter_writes_a_job_row():
+    """Every service queues its jobs through ``start_job`` (one permission re-check, one busy rule), none builds a
+    ``BackgroundJob`` row of its own."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    writers = []
+    for package in ("annotate_app", "curation", "evaluation", "exports"):
+        for path in sorted((root / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "BackgroundJob"
+                   for n in ast.walk(tree)):
+                writers.append(path.relative_to(root).as_posix())
+    assert writers == ["curation/services/background_jobs.py"]
