@@ -749,4 +749,5 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 agent=agent_hook, own_judges=(KindJudge(default_judge, build=_build_hms_judge, needs_llm=True),),
                 jobs=(JobKind("llm_hypotheses", "curation.services.hypotheses.llm:run_hypothesis_job"),),
                 judged={"context": "HMS context matching", "variables": "HMS variable overlap",
-                        "relationship": "HMS relationship level"})
+                        "relationship": "HMS relationship level"},
+                engine_modules=("evaluation.hms.expression",))
