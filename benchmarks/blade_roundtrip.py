@@ -45,7 +45,8 @@ def run(url: str, label: str) -> None:
     from curation.models import Role, User
     from curation.services.accounts import create_user
     from curation.services.blade_import import import_blade
-    from curation.services.releases import cut_release, export_release, read_release_for, release_archive
+    from curation.services.release_exports import export_release, release_archive
+    from curation.services.releases import cut_release, read_release_for
     from exports.blade_annotations import read_annotations
 
     tmp = Path(tempfile.mkdtemp(prefix="fp-bench-blade-"))

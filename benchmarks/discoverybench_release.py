@@ -28,7 +28,8 @@ def main() -> None:
     from curation.models import Role
     from curation.services.accounts import create_user
     from curation.services.discoverybench_import import import_discoverybench
-    from curation.services.releases import cut_release, export_release
+    from curation.services.release_exports import export_release
+    from curation.services.releases import cut_release
 
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else SHARED
     if not source.is_dir():

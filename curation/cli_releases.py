@@ -51,6 +51,7 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.release_command == "list":  # records alone: none of the data libraries the other commands need
         return _release_list(args, settings)
+    from curation.services import release_exports as rex
     from curation.services import releases as rel
     from curation.services.release_data import RELEASE_TABLES
 
@@ -82,10 +83,10 @@ def _cmd_release(args: argparse.Namespace, settings: Settings) -> int:
                                                    artifacts=artifacts)
             print(comparison.markdown())
         elif args.release_command == "export":
-            out = rel.export_release(session=session, actor=actor, version=args.version, fmt=args.format,
+            out = rex.export_release(session=session, actor=actor, version=args.version, fmt=args.format,
                                      out=Path(args.out), artifacts=artifacts)
             print(f"Exported release {args.version} ({args.format}) to {out}.")
-            skipped = rel.export_skips(session=session, actor=actor, version=args.version, fmt=args.format)
+            skipped = rex.export_skips(session=session, actor=actor, version=args.version, fmt=args.format)
             if skipped:
                 print(f"Not exported (listed in {out / 'NOT_EXPORTED.md'}):")
                 for why in skipped.values():

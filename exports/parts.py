@@ -122,10 +122,12 @@ def read_part(ds: DatasetRelease, name: str, model: type[BaseModel]) -> Any:
     return parsed
 
 
-def counts_text(counts: Mapping[str, int]) -> str:
-    """A part's counts in a sentence: the first as a number, the others after it ("2 (5 checks)")."""
+def counts_text(counts: Mapping[str, int], noun: str = "") -> str:
+    """A part's counts in a sentence: the first as a number (followed by ``noun`` when given), the others after it
+    ("2 (5 checks)", "5 questions (5 numerical, 5 with gold)"). A subset counted as zero is left out: a dataset of
+    numerical questions says nothing of multiple choice, whatever the kind counts."""
     values = list(counts.items())
     if not values:
-        return "0"
-    rest = ", ".join(f"{n:,} {label}" for label, n in values[1:])
-    return f"{values[0][1]:,}" + (f" ({rest})" if rest else "")
+        return "0" + (f" {noun}" if noun else "")
+    rest = ", ".join(f"{n:,} {label}" for label, n in values[1:] if n)
+    return f"{values[0][1]:,}" + (f" {noun}" if noun else "") + (f" ({rest})" if rest else "")

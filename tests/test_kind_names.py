@@ -31,8 +31,6 @@ PACKAGES = ("annotate_app", "curation", "evaluation", "exports")
 DECLARED: dict[str, tuple[frozenset[str], str]] = {
     "annotate_app/components/charts.py": (frozenset({"transform", "variable"}),
         "debt: to move into its kind"),
-    "annotate_app/components/judge_card.py": (frozenset({"reproducibility", "variable"}),
-        "debt: to move into its kind"),
     "annotate_app/components/mcq_view.py": (frozenset({"variable"}),
         "debt: to move into its kind"),
     "annotate_app/components/meeting_view.py": (frozenset({"transform"}),

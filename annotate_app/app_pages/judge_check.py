@@ -3,8 +3,7 @@
 import streamlit as st
 
 from annotate_app import context
-from annotate_app.components.judge_card import judge_card
-from annotate_app.components.kinds import view_module
+from annotate_app.components.judge_card import judge_card, kind_judge_card
 from annotate_app.text import md
 from curation.models import Role, RunStatus
 from curation.services.judge_validation import (
@@ -14,7 +13,8 @@ from curation.services.judge_validation import (
     queue_counts,
     sample_judge_decisions,
 )
-from curation.services.scoring import kind_of, list_runs, ranked_kinds
+from curation.services.scoring import kind_of, list_runs
+from evaluation.tasks import kinds_with
 
 user = context.require_user(Role.EVALUATOR, Role.CURATOR, Role.ADMIN)
 cfg = context.settings()
@@ -56,10 +56,7 @@ else:
 reports = context.attempt(lambda s: agreement_card(session=s, actor=user)) or []
 judge_card(reports, key="judge.card", title="Judge validation: sampled decisions",
            empty="No sampled decision is labelled yet: sample decisions from a run above and label them.")
-# a kind with a judge of its own (hypotheses: experts judge HMS facets on Run details) has its labels here too,
-# the same card the leaderboard shows for it
-for kind in ranked_kinds():
-    view = view_module(kind.view) if kind.view else None
-    if view is not None and hasattr(view, "judge_reports"):
-        judge_card(view.judge_reports(user), key=f"judge.card.{kind.name}",
-                   title=f"Judge validation: {kind.label}", empty=getattr(view, "JUDGE_CARD_EMPTY", None))
+# a kind whose judge's verdict has facets (experts judge them on Run details) has its labels here too, the same
+# card the leaderboard shows for it
+for kind in kinds_with("facet_judging"):
+    kind_judge_card(kind, user, key=f"judge.card.{kind.name}", title=f"Judge validation: {kind.label}", shared=False)

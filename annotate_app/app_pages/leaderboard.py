@@ -5,12 +5,11 @@ import json
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.judge_card import judge_card
+from annotate_app.components.judge_card import kind_judge_card
 from annotate_app.components.kinds import column_config, leaderboard_frame, view_module
 from annotate_app.components.release_choice import scorable_releases_or_stop
 from annotate_app.components.score_charts import run_label
 from curation.models import Role
-from curation.services.judge_validation import agreement_card
 from curation.services.leaderboard import leaderboard, leaderboard_columns, leaderboard_csv
 from curation.services.scoring import ranked_kinds
 
@@ -61,10 +60,8 @@ if view is not None:
     view.leaderboard_charts(rows, left)
 if kind.uses_judge:  # a kind scored without a judge has no judge to validate
     with right:
-        # a kind with a judge of its own shows that judge's validation card (hypotheses: per HMS facet)
-        reports = (view.judge_reports(user) if view is not None and hasattr(view, "judge_reports")
-                   else context.attempt(lambda s: agreement_card(session=s, actor=user)) or [])
-        judge_card(reports, key="leaderboard.card", charts=False, empty=getattr(view, "JUDGE_CARD_EMPTY", None))
+        # a kind whose judge's verdict has facets shows that judge's validation card, per facet
+        kind_judge_card(kind, user, key="leaderboard.card", charts=False)
 
 c1, c2, c3 = st.columns(3)
 name = f"leaderboard-{version}{'' if dataset == 'all datasets' else '-' + dataset}"

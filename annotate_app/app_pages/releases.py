@@ -9,14 +9,13 @@ from annotate_app import context, state
 from annotate_app.text import plural
 from curation.models import Role
 from curation.services.drafts import discard_draft, load_draft, save_draft
+from curation.services.release_exports import export_skips, release_archive
 from curation.services.release_store import release_store_problems
 from curation.services.releases import (
     cut_release,
     diff_release_versions,
-    export_skips,
     list_release_records,
     next_version,
-    release_archive,
     release_candidates,
     release_dataset_rows,
     release_documents,

@@ -36,12 +36,19 @@ from sqlmodel import Session, col, select
 from curation.artifacts import ArtifactStore
 from curation.artifacts import write_atomic as _write_atomic
 from curation.db import transactions
-from curation.errors import USER_ERRORS, BlindingViolation, JobError, NotFoundError, ScoringError
+from curation.errors import USER_ERRORS, BlindingViolation, NotFoundError, ScoringError
 from curation.models import AgentRun, AgentTaskRun, BackgroundJob, RunStatus, User, utcnow
 from curation.services import releases as _releases
 from curation.services.accounts import require_role
-from curation.services.actor import hold_actor, judges_actor
-from curation.services.background_jobs import ACTIVE, JobControl, JobOutcome, cancel_job
+from curation.services.actor import judges_actor
+from curation.services.background_jobs import (
+    ACTIVE,
+    JobControl,
+    JobOutcome,
+    cancel_job,
+    job_kind_of,
+    start_job,
+)
 from curation.services.blinding import withheld_ground_truth
 from curation.services.scoring import (
     SCORING_ROLES,
@@ -77,7 +84,7 @@ __all__ = ["ACTIVE", "AGENT_JOB", "COVERAGE_RUNS", "MAX_RUNS_PER_TASK", "agent_k
 
 log = logging.getLogger(__name__)
 
-AGENT_JOB = "agent_run"
+AGENT_JOB = job_kind_of(f"{__name__}:run_agent_job")  # as background_jobs.KINDS declares it
 COVERAGE_RUNS = 11  # BLADE's coverage@10 needs at least 11 runs per dataset (k + 1 analyses)
 MAX_RUNS_PER_TASK = 100
 
@@ -178,20 +185,10 @@ def start_agent_run(*, session: Session, actor: User, release_version: str, mode
 
 
 def _new_job(session: Session, run: AgentRun, actor: User) -> int:
-    actor = hold_actor(session=session, actor=actor)  # the role checked at the start still holds at this write
-    scope = _scope(run.id or 0)
-    busy = session.exec(select(BackgroundJob).where(BackgroundJob.active_scope == scope)).first()
-    if busy is not None:
-        raise JobError(f"Agent run {run.id} already has a job {busy.status} (job {busy.id}); wait for it or cancel "
-                       "it.")
-    job = BackgroundJob(kind=AGENT_JOB, params={"agent_run_id": run.id}, scope=scope, active_scope=scope,
-                        requested_by_id=actor.id, progress_total=run.tasks_total, stage="queued")
-    session.add(job)
-    try:
-        session.flush()
-    except sqlalchemy.exc.IntegrityError as exc:  # two clicks on two machines: the database settles it
-        raise JobError(f"Agent run {run.id} is already being started elsewhere.") from exc
-    return int(job.id or 0)
+    """The run's job, queued by the shared starter in the caller's transaction (which judges ``actor`` again and
+    holds the role checked at the start until the commit; one job per run at a time)."""
+    return start_job(session=session, kind=AGENT_JOB, params={"agent_run_id": run.id}, scope=_scope(run.id or 0),
+                     requester=actor, total=run.tasks_total, what=f"Agent run {run.id}")
 
 
 # ------------------------------------------------------------------------------------ reading

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from curation.settings import Settings
 
 __all__ = ["ACTIVE", "KINDS", "InProcessJobs", "JobControl", "JobOutcome", "JobSubmitter", "cancel_job",
-           "claim_job", "dismiss_job", "execute_job", "interrupt_dead_jobs", "job_kinds", "latest_job", "start_job",
+           "claim_job", "dismiss_job", "execute_job", "interrupt_dead_jobs", "job_kind_of", "job_kinds", "latest_job", "start_job",
            "take_over_if_dead"]
 
 log = logging.getLogger(__name__)
@@ -197,6 +197,21 @@ def job_kinds() -> dict[str, str]:
     from evaluation import tasks as task_kinds
 
     return {**KINDS, **{job.name: job.runner for kind in task_kinds.KINDS.values() for job in kind.jobs}}
+
+
+def job_kind_of(runner: str) -> str:
+    """The name of the kind of job that ``runner`` (``"module:function"``) runs, as it is declared: by a task kind
+    (``TaskKind.jobs``) or among the shared ones (:data:`KINDS`). A service that starts jobs takes its kind's name
+    from here (``JOB_KIND = job_kind_of(f"{__name__}:run_...")``), so the name recorded is the one declared.
+
+    Raises:
+        LookupError: no kind of job, or more than one, is run by ``runner`` (a mistake in the declarations).
+    """
+    names = [name for name, declared in job_kinds().items() if declared == runner]
+    if len(names) != 1:
+        raise LookupError(f"{'No' if not names else 'More than one'} kind of background job is declared to run "
+                          f"{runner} ({', '.join(names) or 'TaskKind.jobs or background_jobs.KINDS'}).")
+    return names[0]
 
 
 def _runner(kind: str) -> Callable[[Engine, BackgroundJob, JobControl, Settings], JobOutcome]:

@@ -46,7 +46,7 @@ from curation.services.alternatives import (
     store_alternative,
     transform_payload,
 )
-from curation.services.background_jobs import JobControl, JobOutcome
+from curation.services.background_jobs import JobControl, JobOutcome, job_kind_of
 from curation.services.blinding import refuse_if_blind
 from curation.services.datasets import dataset_data_path, original_columns
 from curation.services.generation_jobs import (
@@ -295,7 +295,7 @@ def generate_alternatives(
 
 # ------------------------------------------------------------------------------------ as a background job
 
-JOB_KIND = "llm_alternatives"
+JOB_KIND = job_kind_of(f"{__name__}:run_generation_job")  # as the analyses kind declares it
 
 
 @judges_actor

@@ -20,7 +20,7 @@ from sqlmodel import Session
 from curation.db import transactions
 from curation.models import BackgroundJob, RunStatus, User
 from curation.services.actor import judges_actor
-from curation.services.background_jobs import JobControl, JobOutcome, start_job
+from curation.services.background_jobs import JobControl, JobOutcome, job_kind_of, start_job
 from curation.services.generation_jobs import (
     job_requester,
 )
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["JOB_KIND", "generation_report", "run_candidate_job", "scope_of", "start_candidate_generation"]
 
 log = logging.getLogger(__name__)
-JOB_KIND = "prog_generation"
+JOB_KIND = job_kind_of(f"{__name__}:run_candidate_job")  # as the programmatic kind declares it
 
 
 def scope_of(task_id: int) -> str:

@@ -1,4 +1,5 @@
-"""Benchmark releases: cut (immutable, versioned, with checksums and a changelog), list, read, diff, export.
+"""Benchmark releases: cut (immutable, versioned, with checksums and a changelog), list, read, diff (exporting one
+to a layout or a zip: :mod:`curation.services.release_exports`).
 
 Every service here is for curators and admins, and applies the stage-1 blinding rule itself
 (:mod:`curation.services.blinding`): a dataset whose stage-1 work the actor may not see yet is withheld from
@@ -12,13 +13,9 @@ cut (:mod:`exports.published`); a release that does not match is refused.
 from __future__ import annotations
 
 import functools
-import io
 import logging
 import re
-import secrets
 import shutil
-import tempfile
-import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
@@ -32,15 +29,13 @@ from sqlmodel import Session, col, select
 
 from curation.artifacts import ArtifactStore
 from curation.db import one_snapshot
-from curation.errors import BlindingViolation, NotFoundError, ReleaseError
+from curation.errors import NotFoundError, ReleaseError
 from curation.models import Dataset, HypothesisTask, ReleaseRecord, Role, User, utcnow
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.blinding import (
     blind_datasets,
     datasets_holding_work,
-    refusal_sentences,
-    summary_holding,
 )
 from curation.services.mcq_store import unreviewed_mcqs
 from curation.services.release_data import (
@@ -56,20 +51,20 @@ from curation.services.release_records import (  # the light half of this module
     withheld_in_release,
 )
 from curation.services.release_store import WriterLock, acquire_writer_lock, set_aside_unrecorded
-from evaluation.tasks import KINDS, kinds_with
+from evaluation.tasks import KINDS, TaskKind, kinds_with
 from evaluation.tasks.parts import part_of
 from exports.card import render_card
 from exports.changelog import ReleaseDiff, diff_releases, render_changelog
 from exports.errors import FormatError
 from exports.manifest import MANIFEST_NAME, sha256_file
 from exports.native import read_release, write_release
+from exports.parts import counts_text
 from exports.published import PublishedRelease, read_published_release, release_zip_path
 from exports.release_folder import set_aside
 from exports.schema import FORMAT_VERSION, DatasetRelease, Release
 from exports.upgrade import upgrade_summary
 
 __all__ = [
-    "EXPORT_FORMATS",
     "SEMVER",
     "WITHHELD_FIELDS",
     "dataset_summary",
@@ -80,8 +75,6 @@ __all__ = [
     "app_version",
     "cut_release",
     "diff_release_versions",
-    "export_release",
-    "export_skips",
     "release_dataset_rows",
     "release_documents",
     "get_release",
@@ -89,7 +82,6 @@ __all__ = [
     "next_version",
     "read_release_for",
     "release_candidates",
-    "release_archive",
     "release_dir",
     "stored_release",
     "withheld_in_release",
@@ -102,8 +94,7 @@ Progress = Callable[[str, float], None]
 #: What a dataset withheld from a blind reader loses of the fields every kind shares: everything annotators
 #: recorded about it, at any stage. Of each kind's part it keeps what the kind's ``ReleasePart.blind`` keeps.
 WITHHELD_FIELDS = ("annotators", "variables", "transforms", "models", "alternatives", "votes", "consensus")
-#: The layouts a release exports to: the native folder and zip, BLADE's, DiscoveryBench's, a Hugging Face dataset.
-EXPORT_FORMATS = ("native", "blade", "discoverybench", "hf")
+
 
 
 @dataclass(frozen=True)
@@ -236,18 +227,6 @@ def import_published_release(record: ReleaseRecord, artifacts: ArtifactStore) ->
         return False
     log.info("release %s put in the artifact store from %s", record.version, folder)
     return True
-
-
-def _refuse_if_blind(session: Session, actor: User, record: ReleaseRecord, what: str) -> None:
-    names, why = refusal_sentences(session=session, actor=actor, names=record.summary,
-                                   holding=summary_holding(record.summary))
-    if names:
-        which = ", ".join(f"'{n}'" for n in names)
-        raise BlindingViolation(
-            f"Release {record.version} cannot be {what} by you: it holds peers' stage-1 work on {which}. "
-            + " ".join(why)
-            + f" A release is handed out whole, never in parts: it can be {what} by you once your analysis is"
-              " submitted, or by a curator or admin who is not annotating these datasets.")
 
 
 def _blinded(release: Release, withheld: Mapping[str, str]) -> Release:
@@ -584,28 +563,6 @@ def release_documents(*, session: Session, actor: User, version: str, artifacts:
     return ReleaseDocuments(card=render_card(view.release), changelog=changelog, previous=previous)
 
 
-def _layout_skips(summary: Mapping[str, Mapping[str, int]], fmt: str) -> dict[str, str]:
-    """From a release record's summary: the datasets an export in ``fmt`` leaves out, each with why."""
-    if fmt not in ("blade", "discoverybench"):
-        return {}
-    # a DiscoveryBench folder lists its files in the summary; a BLADE dataset (one table) has none
-    hypotheses = {name for name, counts in summary.items() if counts.get("files")}
-    if fmt == "blade":
-        return {name: f"'{name}' is a dataset of hypothesis tasks (DiscoveryBench), which BLADE's layout has no "
-                      "place for; export the release with --format discoverybench to get it."
-                for name in sorted(hypotheses)}
-    return {name: f"'{name}' is not a DiscoveryBench folder (a BLADE dataset of analysis decisions); export the "
-                  "release with --format blade or native to get it." for name in sorted(set(summary) - hypotheses)}
-
-
-@judges_actor
-def export_skips(*, session: Session, actor: User, version: str, fmt: str) -> dict[str, str]:
-    """The datasets of release ``version`` that an export in ``fmt`` leaves out (BLADE's layout has no place for
-    hypothesis tasks, DiscoveryBench's none for BLADE datasets), each with a sentence saying why."""
-    require_role(actor, Role.CURATOR, Role.ADMIN)
-    return _layout_skips(release_record(session=session, version=version).summary, fmt)
-
-
 def summary_sentence(counts: Mapping[str, Any]) -> str:
     """What one dataset of a release holds, from its record's counts: "4 decisions, 12 MCQs, 30 votes" or
     "2 programmatic tasks (5 checks)" (each kind's counts as the kind labels them)."""
@@ -620,8 +577,7 @@ def summary_sentence(counts: Mapping[str, Any]) -> str:
         if values:
             spec = known.get(kind)
             noun = values[0][0] if spec is None else spec.singular if values[0][1] == 1 else spec.noun
-            rest = ", ".join(f"{n} {label}" for label, n in values[1:] if n)
-            out.append(f"{values[0][1]} {noun}" + (f" ({rest})" if rest else ""))
+            out.append(counts_text(part, noun))
     if c.get("votes"):
         out.append(f"{c['votes']} vote{'' if c['votes'] == 1 else 's'}")
     return ", ".join(out) or "its data alone"
@@ -650,9 +606,11 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
     decisions, then each kind's part by the kind's noun: "analysis decisions, MCQs", "hypothesis tasks",
     "programmatic tasks"; "nothing curated yet"), ``about`` is what the kinds say about such datasets, then the counts that
     apply to it: ``decisions`` where it holds some, each part's counts as its kind labels them, ``files`` for a
-    folder of several files, and ``votes``. Rows of datasets that hold the same things have the same keys."""
+    folder of several files, and ``votes`` where experts vote on what it holds (decisions, or a part its kind
+    curates; not a dataset of imported questions). Rows of datasets that hold the same things have the same keys."""
     require_role(actor, Role.CURATOR, Role.ADMIN)
-    known = {k.name: k.release_part for k in kinds_with("release_part") if k.release_part is not None}
+    kinds = {k.name: k for k in kinds_with("release_part")}
+    known = {name: k.release_part for name, k in kinds.items() if k.release_part is not None}
     rows = []
     for name, raw in sorted(release_record(session=session, version=version).summary.items()):
         c = upgrade_summary(dict(raw))
@@ -667,120 +625,17 @@ def release_dataset_rows(*, session: Session, actor: User, version: str) -> list
             row.update(counts)
         if c.get("files"):
             row["files"] = c["files"]
-        row["votes"] = int(c.get("votes", 0) or 0)
+        votes = int(c.get("votes", 0) or 0)
+        if votes or decisions or not parts or any(_curates(kinds.get(k)) for k in parts):
+            row["votes"] = votes
         rows.append(row)
     return rows
 
 
-@judges_actor
-def export_release(*, session: Session, actor: User, version: str, fmt: str, out: Path,
-                   artifacts: ArtifactStore) -> Path:
-    """Write release ``version`` to ``out``: ``native`` (the verified folder and its zip), ``blade`` layout,
-    ``discoverybench`` layout or ``hf``, a Hugging Face dataset folder (``<version>-blade``,
-    ``<version>-discoverybench``, ``<version>-hf`` under ``out``; see :mod:`exports.hf`).
-
-    Curators and admins who are not blind to any of its datasets. A native copy is checked again where it
-    was written: what the user gets is what was cut. A layout that has no place for some datasets of the release
-    (:func:`export_skips`) leaves them out and names them in ``NOT_EXPORTED.md`` at the top of the export; a
-    release with no dataset the layout can hold is refused.
-    """
-    require_role(actor, Role.CURATOR, Role.ADMIN)
-    if fmt not in EXPORT_FORMATS:
-        raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
-    record = release_record(session=session, version=version)
-    _refuse_if_blind(session, actor, record, "exported")
-    published = published_release(session=session, record=record, releases_root=artifacts.releases_root)
-    if fmt == "native":
-        dest = out / version
-        for target in (dest, release_zip_path(dest)):
-            if target.exists():
-                raise ReleaseError(f"{target} already exists; choose another --out.")
-        try:
-            shutil.copytree(published.folder, dest)
-            shutil.copy2(published.zip_path, release_zip_path(dest))
-            read_published_release(dest, version, manifest_sha256=record.manifest_sha256,
-                                   zip_sha256=record.zip_sha256)
-        except (FormatError, OSError) as exc:
-            shutil.rmtree(dest, ignore_errors=True)
-            release_zip_path(dest).unlink(missing_ok=True)
-            raise ReleaseError(f"Release {version} could not be exported to {out}: {exc}") from exc
-        return dest
-    dest = out / f"{version}-{fmt}"
-    if dest.exists():
-        raise ReleaseError(f"{dest} already exists; choose another --out.")
-    release = published.release
-    # each layout's writer is imported for its export (pandas, pyarrow: not for reading a release to score it)
-    from exports.blade_export import write_blade_release
-    from exports.discoverybench_export import (
-        NOT_EXPORTED_NAME,
-        not_exported_note,
-        not_in_layout,
-        write_discoverybench_release,
-    )
-    from exports.hf import write_hf_release
-
-    if fmt == "hf":
-        try:
-            write_hf_release(release, published.folder, dest, manifest_sha256=record.manifest_sha256)
-        except (FormatError, OSError) as exc:
-            raise ReleaseError(f"Release {version} could not be written as a Hugging Face dataset: {exc}") from exc
-        return dest
-    skipped = not_in_layout(release, "blade" if fmt == "blade" else "discoverybench")
-    if fmt == "discoverybench":
-        try:
-            write_discoverybench_release(release, published.folder, dest)
-        except (FormatError, FileExistsError) as exc:
-            raise ReleaseError(f"Release {version} could not be written in DiscoveryBench's layout: {exc}") from exc
-        return dest
-    if len(skipped) == len(release.datasets):
-        raise ReleaseError(f"Release {version} holds only datasets of hypothesis tasks (DiscoveryBench), which "
-                           "BLADE's layout has no place for; export it with --format discoverybench (or native).")
-    kept = release.model_copy(update={"datasets": [d for d in release.datasets if d.name not in skipped]})
-    partial = out / f".{dest.name}.partial-{secrets.token_hex(4)}"
-    try:
-        write_blade_release(kept, published.folder, partial)
-        if skipped:
-            (partial / NOT_EXPORTED_NAME).write_text(not_exported_note(release, "blade", skipped), encoding="utf-8")
-        partial.rename(dest)
-    except (FormatError, OSError) as exc:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise ReleaseError(f"Release {version} could not be written in BLADE's layout: {exc}") from exc
-    return dest
-
-
-@judges_actor
-def release_archive(*, session: Session, actor: User, version: str, fmt: str,
-                    artifacts: ArtifactStore) -> tuple[str, bytes]:
-    """A downloadable zip of release ``version``: the native zip as cut, or BLADE's, DiscoveryBench's or the
-    Hugging Face layout built from it (see :func:`export_release`).
-
-    Curators and admins who are not blind to any of its datasets. The native zip's bytes are read once,
-    checked, and exactly those bytes are handed out.
-    """
-    require_role(actor, Role.CURATOR, Role.ADMIN)
-    if fmt not in EXPORT_FORMATS:
-        raise ReleaseError(f"Unknown export format '{fmt}'; use {', '.join(EXPORT_FORMATS[:-1])} or {EXPORT_FORMATS[-1]}.")
-    record = release_record(session=session, version=version)
-    _refuse_if_blind(session, actor, record, "downloaded")
-    if fmt == "native":
-        zip_path = release_zip_path(release_dir(record, artifacts.releases_root))
-        try:
-            data = zip_path.read_bytes()
-        except FileNotFoundError:
-            data = None  # published_release names the missing zip
-        published_release(session=session, record=record, releases_root=artifacts.releases_root,
-                          zip_data=data)
-        assert data is not None
-        return f"forkpaths-{version}.zip", data
-    with tempfile.TemporaryDirectory(prefix=f"forkpaths-{fmt}-") as tmp:
-        folder = export_release(session=session, actor=actor, version=version, fmt=fmt, out=Path(tmp),
-                                artifacts=artifacts)
-        buffer = io.BytesIO()
-        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-            for file in sorted(folder.rglob("*")):
-                if file.is_file():
-                    zf.write(file, file.relative_to(folder.parent).as_posix())
-        return f"forkpaths-{version}-{fmt}.zip", buffer.getvalue()
+def _curates(kind: TaskKind | None) -> bool:
+    """Whether experts vote on the items of a kind's part (it brings decision items or curates its part); a kind
+    not known here: as if it did. A dataset of imported questions has no votes to count."""
+    return kind is None or bool(kind.item_kinds) or kind.curation is not None
 
 
 def unreviewed_note(summary: Mapping[str, Mapping[str, int]]) -> str:

@@ -37,8 +37,9 @@ result (plus ``stdout`` and ``seconds``; a sentence in ``error`` when the job di
 Registering a job (one line)
 ----------------------------
 In a module of the engine, decorate a function of one :class:`~evaluation.sandbox.runtime.JobContext`
-argument that returns a JSON-able dict, and add the module to
-:data:`evaluation.sandbox.registry.ENGINE_MODULES` (the allowlist the zygote imports before it forks)::
+argument that returns a JSON-able dict, and declare its module in the kind's ``TaskKind.engine_modules`` (or, for
+a job every kind shares, in :data:`evaluation.sandbox.registry.SHARED_ENGINE_MODULES`): the allowlist the zygote
+imports before it forks, read from the registry of kinds::
 
     from evaluation.sandbox.registry import sandbox_job
 

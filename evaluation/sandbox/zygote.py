@@ -54,6 +54,7 @@ def _preload() -> None:
     import statsmodels.api  # noqa: F401
     import statsmodels.formula.api  # noqa: F401
 
+    import evaluation.tasks  # noqa: F401 - registering the kinds declares their engine modules
     from evaluation import inference  # noqa: F401
     from evaluation.sandbox import batch, frames, handoff  # noqa: F401 - both sides of every split job use them
     from evaluation.sandbox.code_jobs import preview_rows

@@ -271,7 +271,8 @@ class Importer:
 class FacetJudging:
     """A kind whose judge's verdict has facets that evaluators may label (agree or correct), as DiscoveryBench's
     hypothesis matching has: how to read a run's result, apply the labels so far, find an item, check a label's
-    target, and read and name one facet's value."""
+    target, read and name one facet's value, and what its judge-validation card says while no expert labelled one
+    (the card itself: ``curation.services.facet_judgements.facet_agreement`` over the kind's facets)."""
 
     read_result: Callable[[bytes | str], Any]
     effective: Callable[[Any, Sequence[Any]], Any]
@@ -279,6 +280,9 @@ class FacetJudging:
     check_facet: Callable[[Any, Any], str]
     facet_value: Callable[[Any, str, str], Any]
     facet_label: Callable[[str, Any], str]
+    # what the judge-validation card of the kind (the judge's agreement with the experts, per facet, on the
+    # leaderboard and the Judge validation page) says before any expert has labelled a facet
+    card_empty: str = ""
 
 
 @dataclass(frozen=True)
@@ -397,6 +401,12 @@ class TaskKind:
     curation: str | None = None
     curated: CuratedShape | None = None  # its curated items live in the generic curated tables, with these payloads
     jobs: tuple[JobKind, ...] = ()  # the kinds of background job its curation runs (curation.services.background_jobs)
+    # the modules of its sandbox jobs (``@sandbox_job``): the sandbox imports them in its template and runs their
+    # jobs (evaluation.sandbox.registry); a job of a module no kind declares is refused
+    engine_modules: tuple[str, ...] = ()
+    # what a judge-validation card calls the judgements of its judges that experts label, by the kind of label
+    # recorded (a decision kind, a facet: {"context": "HMS context matching"})
+    judged: Mapping[str, str] = field(default_factory=dict)
 
 
 def kind_problems(kind: TaskKind) -> list[str]:
@@ -433,6 +443,9 @@ def kind_problems(kind: TaskKind) -> list[str]:
             problems.append(f"its background job kind {job.name!r} must have 1 to {JOB_KIND_MAX} characters")
         if not (module and sep and function):
             problems.append(f"its background job {job.name!r} runs {job.runner!r}, which is not 'module:function'")
+    for module in kind.engine_modules:
+        if not all(part.isidentifier() for part in module.split(".")):
+            problems.append(f"its engine module {module!r} is not a dotted module name")
     if kind.importer is not None and kind.release_part is None:
         problems.append("it imports datasets but keeps no release part to hold their items")
     if kind.submission_schema is not None and not Path(kind.submission_schema).is_file():

@@ -99,6 +99,8 @@ modes = ("default", "discoverybench")
 judges = ("hms",)
 default_judge = "hms"
 facets = ("context", "variables", "relationship")
+judge_card_empty = ("No expert labels yet. Judge a facet of a query on Run details; the hms judge's agreement with "
+                    "the experts, per facet, shows here.")
 leaderboard = LeaderboardSpec(
     role="ranked", sort_key="hms",
     columns=(Column("hms", "HMS", "ci", "hypothesis matching score, 95 % bootstrap CI clustered by dataset folder"),
@@ -741,7 +743,11 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 item_kinds=item_kinds, modes=modes, judges=judges, default_judge=default_judge, facets=facets,
                 submission_schema=SCHEMA_PATH, planned_items=planned_items,
                 facet_judging=FacetJudging(read_result=read_result, effective=effective, find_item=find_item,
-                                           check_facet=check_facet, facet_value=facet_value, facet_label=facet_label),
+                                           check_facet=check_facet, facet_value=facet_value, facet_label=facet_label,
+                                           card_empty=judge_card_empty),
                 fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine, labels=part_labels),
                 agent=agent_hook, own_judges=(KindJudge(default_judge, build=_build_hms_judge, needs_llm=True),),
-                jobs=(JobKind("llm_hypotheses", "curation.services.hypotheses.llm:run_hypothesis_job"),))
+                jobs=(JobKind("llm_hypotheses", "curation.services.hypotheses.llm:run_hypothesis_job"),),
+                judged={"context": "HMS context matching", "variables": "HMS variable overlap",
+                        "relationship": "HMS relationship level"},
+                engine_modules=("evaluation.hms.expression",))

@@ -243,4 +243,4 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 accepts_overrides=accepts_overrides, view=view, order=40, release_part=RELEASE_PART,
                 item_kinds=item_kinds, modes=modes, planned_items=planned_items, agent=agent_hook,
                 jobs=(JobKind("prog_generation", "curation.services.programmatic_generation:run_candidate_job"),),
-                curation="curation.services.programmatic", curated=CURATED)
+                curation="curation.services.programmatic", curated=CURATED, engine_modules=("evaluation.programmatic.job",))

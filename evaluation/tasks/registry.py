@@ -19,6 +19,7 @@ from typing import Any
 
 from evaluation.errors import EvaluationError
 from evaluation.judges.base import JUDGES, forget_judge, register_judge
+from evaluation.sandbox.registry import declare_engine_modules, forget_engine_modules
 from evaluation.tasks.base import ItemKind, TaskKind, kind_problems
 from exports.parts import declare_part, forget_part
 
@@ -93,6 +94,7 @@ def register_kind(kind: Any, *, source: str = "") -> TaskKind:
     _sort()
     for judge in kind.own_judges:  # the judges look its judges up by name, like the shared ones
         register_judge(judge.name, needs_llm=judge.needs_llm)(judge.build)
+    declare_engine_modules(kind.name, kind.engine_modules)  # the sandbox may run their jobs
     for known in KINDS.values():  # the release format's readers and writers loop over the parts, in this order
         forget_part(known.name)
         if known.release_part is not None:
@@ -109,6 +111,7 @@ def registered(kind: TaskKind) -> Iterator[TaskKind]:
     finally:
         KINDS.pop(kind.name, None)
         forget_part(kind.name)
+        forget_engine_modules(kind.name)
         for judge in kind.own_judges:
             forget_judge(judge.name)
 

@@ -143,4 +143,5 @@ def summary_line(scores: Mapping[str, Any]) -> str:
 KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderboard, check_files=check_files,
                 score=score, leaderboard_values=leaderboard_values, summary_line=summary_line, uses_judge=uses_judge,
                 accepts_overrides=accepts_overrides, view=view, order=50,
-                llm_role=llm_role)
+                llm_role=llm_role, judged={name: "reproducibility verdicts (inspector)"},
+                engine_modules=("evaluation.reproducibility.script_job",))

@@ -17,6 +17,7 @@ from curation.cli import main
 from curation.db import session_scope
 from curation.errors import BlindingViolation, ReleaseError
 from curation.models import Dataset, HypothesisTask, Role
+from curation.services import release_exports as rex
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.datasets import assign_analysts
@@ -47,7 +48,7 @@ def _cut(w, version, **kw):  # type: ignore[no-untyped-def]
 
 def _export(w, version, fmt, out):  # type: ignore[no-untyped-def]
     with session_scope(w["engine"]) as s:
-        return rel.export_release(session=s, actor=w["curator"], version=version, fmt=fmt, out=out,
+        return rex.export_release(session=s, actor=w["curator"], version=version, fmt=fmt, out=out,
                                   artifacts=artifacts_for(w["root"]))
 
 
@@ -89,7 +90,7 @@ def test_shared_data_round_trips_through_a_release(world, shared_discoverybench,
     # every metadata file, data file and both answer keys byte for byte; upstream's LICENSE/README are not ours
     assert _files(out, skip=("ATTRIBUTION.md",)) == _files(shared_discoverybench, skip=("LICENSE.md", "README.md"))
     with session_scope(world["engine"]) as s:
-        name, payload = rel.release_archive(session=s, actor=world["curator"], version="1.0.0",
+        name, payload = rex.release_archive(session=s, actor=world["curator"], version="1.0.0",
                                             fmt="discoverybench", artifacts=artifacts_for(world["root"]))
     assert name == "forkpaths-1.0.0-discoverybench.zip"
     with zipfile.ZipFile(io.BytesIO(payload)) as zf:
@@ -139,9 +140,9 @@ def test_a_release_mixing_blade_and_discoverybench_datasets(world, tmp_path):  #
     assert "'storms' is not a DiscoveryBench folder" in (db / "NOT_EXPORTED.md").read_text()
     assert _files(db, skip=("NOT_EXPORTED.md", "ATTRIBUTION.md")) == _files(tmp_path / "tree")
     with session_scope(engine) as s:
-        assert list(rel.export_skips(session=s, actor=world["curator"], version="1.0.0", fmt="discoverybench")) == [
+        assert list(rex.export_skips(session=s, actor=world["curator"], version="1.0.0", fmt="discoverybench")) == [
             "storms"]
-        assert rel.export_skips(session=s, actor=world["curator"], version="1.0.0", fmt="native") == {}
+        assert rex.export_skips(session=s, actor=world["curator"], version="1.0.0", fmt="native") == {}
 
 
 def _parts(analyst_id: int):  # type: ignore[no-untyped-def]
@@ -190,7 +191,7 @@ def test_consensus_gold_and_candidates_come_through_the_seam_and_are_blinded(wor
         assert all(not t.candidates for t in HypothesesPart.of(blind).tasks)
         assert blind.extra["discoverybench"]["folder"] == "bmi"
         with pytest.raises(BlindingViolation, match="cannot be exported by you"):
-            rel.export_release(session=s, actor=boss, version="1.0.0", fmt="discoverybench", out=tmp_path / "x",
+            rex.export_release(session=s, actor=boss, version="1.0.0", fmt="discoverybench", out=tmp_path / "x",
                                artifacts=artifacts_for(world["root"]))
 
 

@@ -31,6 +31,7 @@ from curation.db import session_scope
 from curation.errors import BlindingViolation, ReleaseError
 from curation.models import Role
 from curation.programmatic_starters import register_starter_tasks
+from curation.services import release_exports as rex
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.blade_import import import_blade
@@ -127,10 +128,10 @@ def world(engine, store, shared_blade, tmp_path):  # type: ignore[no-untyped-def
 
 def test_every_kind_loads_offline_with_the_release_row_counts(world, tmp_path):  # type: ignore[no-untyped-def]
     with session_scope(world["engine"]) as s:
-        out = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="hf", out=tmp_path / "hub",
+        out = rex.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="hf", out=tmp_path / "hub",
                                  artifacts=artifacts_for(world["root"]))
         assert out == tmp_path / "hub" / "1.0.0-hf"
-        zip_name, data = rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="hf",
+        zip_name, data = rex.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="hf",
                                          artifacts=artifacts_for(world["root"]))
     assert zip_name == "forkpaths-1.0.0-hf.zip"  # the page's download: the same folder, zipped
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -200,16 +201,16 @@ def test_a_blind_reader_exports_nothing(engine, store, tmp_path):  # type: ignor
                         store=store)
     with session_scope(engine) as s:
         with pytest.raises(BlindingViolation, match="cannot be exported by you: it holds peers' stage-1 work on 'storms'"):
-            rel.export_release(session=s, actor=boss, version="1.0.0", fmt="hf", out=tmp_path / "hub",
+            rex.export_release(session=s, actor=boss, version="1.0.0", fmt="hf", out=tmp_path / "hub",
                                artifacts=artifacts_for(tmp_path / "r"))
         with pytest.raises(BlindingViolation, match="cannot be downloaded by you"):
-            rel.release_archive(session=s, actor=boss, version="1.0.0", fmt="hf", artifacts=artifacts_for(tmp_path / "r"))
+            rex.release_archive(session=s, actor=boss, version="1.0.0", fmt="hf", artifacts=artifacts_for(tmp_path / "r"))
     assert not (tmp_path / "hub").exists()
     # once the admin's own analysis is in, the same export holds the peers' decisions
     f.full_analysis(engine, boss, storms.id)
     with session_scope(engine) as s:
         submit_analysis(session=s, actor=boss, dataset_id=storms.id)
-        out = rel.export_release(session=s, actor=boss, version="1.0.0", fmt="hf", out=tmp_path / "hub",
+        out = rex.export_release(session=s, actor=boss, version="1.0.0", fmt="hf", out=tmp_path / "hub",
                                  artifacts=artifacts_for(tmp_path / "r"))
     assert pq.read_table(out / "decisions" / "test-00000-of-00001.parquet").num_rows == 4
 
@@ -249,6 +250,6 @@ def test_a_release_of_data_tables_alone_is_refused_with_the_reason(engine, store
     with session_scope(engine) as s, pytest.raises(ReleaseError, match=(
             r"Release 1.0.0 could not be written as a Hugging Face dataset: release 1.0.0 holds no item of any kind "
             r"\(analyses, decisions, .*\), only data tables.*export it with --format native")):
-        rel.export_release(session=s, actor=cur, version="1.0.0", fmt="hf", out=tmp_path / "hub",
+        rex.export_release(session=s, actor=cur, version="1.0.0", fmt="hf", out=tmp_path / "hub",
                            artifacts=artifacts_for(tmp_path / "r"))
     assert not (tmp_path / "hub").exists()

@@ -16,7 +16,7 @@ from curation.bootstrap import initialise
 from curation.db import session_scope
 from curation.errors import BlindingViolation
 from curation.models import Dataset, HypothesisTask, Role, User
-from curation.services import releases as rel
+from curation.services import release_exports as rex
 from curation.services.blinding import blinding_reason, is_blind, withheld_ground_truth
 from curation.services.datasets import assign_analysts
 from curation.settings import Settings
@@ -80,7 +80,7 @@ def test_the_services_count_imported_gold_as_work_that_blinds(assigned):
         withheld, message = withheld_ground_truth(session=s, actor=cass, release_version="1.0.0")
         assert withheld == [DATASET] and WHY in message
         with pytest.raises(BlindingViolation, match="stays hidden from you"):
-            rel.export_release(session=s, actor=cass, version="1.0.0", fmt="discoverybench",
+            rex.export_release(session=s, actor=cass, version="1.0.0", fmt="discoverybench",
                                out=assigned["tmp"] / "z", artifacts=settings.artifact_store())
         assert not is_blind(session=s, actor=assigned["admin"], dataset_id=assigned["dataset_id"])
     assert not (assigned["tmp"] / "z").exists()

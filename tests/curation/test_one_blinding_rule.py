@@ -21,6 +21,7 @@ from curation.cli import _take_as, main
 from curation.db import session_scope
 from curation.errors import BlindingViolation, CurationError
 from curation.models import Dataset, Role, User
+from curation.services import release_exports as rex
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.blinding import blinding_reason
@@ -148,7 +149,7 @@ def test_a_refusal_gives_one_sentence_per_cause(engine, store, tmp_path):
                                  include_empty=True)
     assert set(record.summary) == set(names)
     with session_scope(engine) as s, pytest.raises(BlindingViolation) as refused:
-        rel.export_release(session=s, actor=boss, version="1.0.0", fmt="native", out=tmp_path / "x",
+        rex.export_release(session=s, actor=boss, version="1.0.0", fmt="native", out=tmp_path / "x",
                            artifacts=artifacts_for(root))
     message = str(refused.value)
     assert message.count("You are assigned to annotate") == 1

@@ -18,7 +18,7 @@ from curation.services import agent_runs as ar
 from curation.services.background_jobs import execute_job
 from curation.services.kind_import import import_kind
 from curation.services.leaderboard import leaderboard
-from curation.services.releases import cut_release
+from curation.services.releases import cut_release, release_dataset_rows
 from curation.services.scoring import execute_run, register_run
 from curation.settings import Settings
 from evaluation.tasks import task_kind
@@ -78,6 +78,16 @@ def test_an_imported_folder_is_released_with_its_questions_gold_and_files(engine
         again = import_kind(session=s, actor=curator, kind="qrdata", path=shared_qrdata, store=store,
                             max_bytes=200 * 2**20)
     assert again.datasets == [] and len(again.unchanged) == 12
+
+
+def test_the_releases_page_rows_of_imported_questions_count_no_votes(engine, released):
+    """A dataset of imported questions has nothing experts vote on: its row counts its questions, not "votes 0"."""
+    _, _, curator, _ = released
+    with session_scope(engine) as s:
+        rows = release_dataset_rows(session=s, actor=curator, version="1.0.0")
+    assert len(rows) == 12 and sum(r["questions"] for r in rows) == 29
+    for row in rows:
+        assert row["holds"] == "QRData questions" and "votes" not in row and "decisions" not in row, row
 
 
 def test_an_answers_file_is_scored_by_upstreams_rules(engine, released, shared_qrdata):

@@ -24,6 +24,7 @@ from curation.bootstrap import initialise
 from curation.db import session_scope
 from curation.errors import NotFoundError, ReleaseError
 from curation.models import ReleaseRecord, Role
+from curation.services import release_exports as rex
 from curation.services import releases as rel
 from curation.services.annotation import submit_analysis
 from curation.services.release_store import (
@@ -77,11 +78,11 @@ def _forget_zip_hash(w, version="1.0.0"):
 
 def _every_read(w, tmp_path):
     """Each service that hands out or shows the release; each must refuse a tampered one."""
-    yield lambda s: rel.release_archive(session=s, actor=w["curator"], version="1.0.0", fmt="native",
+    yield lambda s: rex.release_archive(session=s, actor=w["curator"], version="1.0.0", fmt="native",
                                         artifacts=artifacts_for(w["root"]))
-    yield lambda s: rel.release_archive(session=s, actor=w["curator"], version="1.0.0", fmt="blade",
+    yield lambda s: rex.release_archive(session=s, actor=w["curator"], version="1.0.0", fmt="blade",
                                         artifacts=artifacts_for(w["root"]))
-    yield lambda s: rel.export_release(session=s, actor=w["curator"], version="1.0.0", fmt="native",
+    yield lambda s: rex.export_release(session=s, actor=w["curator"], version="1.0.0", fmt="native",
                                        out=tmp_path / "out-native", artifacts=artifacts_for(w["root"]))
     yield lambda s: rel.read_release_for(session=s, actor=w["curator"], version="1.0.0",
                                          artifacts=artifacts_for(w["root"]))
@@ -124,7 +125,7 @@ def test_a_fresh_release_records_both_hashes_and_reads_back(tiny):
     assert record.manifest_sha256 == _sha((folder / MANIFEST_NAME).read_bytes())
     assert record.zip_sha256 == _sha((tiny["root"] / "1.0.0.zip").read_bytes())
     with session_scope(tiny["engine"]) as s:
-        name, data = rel.release_archive(session=s, actor=tiny["curator"], version="1.0.0", fmt="native",
+        name, data = rex.release_archive(session=s, actor=tiny["curator"], version="1.0.0", fmt="native",
                                          artifacts=artifacts_for(tiny["root"]))
     assert name == "forkpaths-1.0.0.zip" and data == (tiny["root"] / "1.0.0.zip").read_bytes()
 
@@ -231,7 +232,7 @@ def test_a_writer_killed_after_publishing_leaves_files_that_are_set_aside_and_re
     with session_scope(engine) as s:
         assert [r.version for r in rel.list_release_records(session=s, actor=tiny["curator"])] == ["1.0.0"]
         with pytest.raises(NotFoundError, match="There is no release 1.0.1"):
-            rel.release_archive(session=s, actor=tiny["curator"], version="1.0.1", fmt="native", artifacts=artifacts_for(root))
+            rex.release_archive(session=s, actor=tiny["curator"], version="1.0.1", fmt="native", artifacts=artifacts_for(root))
     with session_scope(engine) as s:
         report = reconcile_release_store(session=s, artifacts=artifacts_for(root))
     assert sorted(x.name for x in report.set_aside) == ["1.0.1", "1.0.1.zip"] and report.skipped is None

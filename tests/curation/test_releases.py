@@ -13,6 +13,7 @@ from curation.cli import main
 from curation.db import session_scope
 from curation.errors import BlindingViolation, PermissionDenied, ReleaseError
 from curation.models import Dataset, ReleaseRecord, Role
+from curation.services import release_exports as rex
 from curation.services import releases as rel
 from curation.services.annotation import list_peer_analyses, submit_analysis
 from curation.services.blade_import import import_blade
@@ -82,10 +83,10 @@ def test_a_tampered_release_is_refused_everywhere(world, tmp_path):
     data.write_bytes(data.read_bytes().replace(b"Katrina", b"Katrine"))
     with session_scope(world["engine"]) as s:
         with pytest.raises(ReleaseError, match=r"(?s)modified after it was cut.*data/hurricane/data\.csv: content differs"):
-            rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
+            rex.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
                                out=tmp_path / "out", artifacts=artifacts_for(world["root"]))
         with pytest.raises(ReleaseError, match="modified after it was cut"):
-            rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="native",
+            rex.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="native",
                                 artifacts=artifacts_for(world["root"]))
     assert not (tmp_path / "out").exists()
 
@@ -118,11 +119,11 @@ def test_changelog_and_diff_between_releases(world):
 def test_export_in_both_layouts(world, shared_blade, tmp_path):
     _cut(world, "1.0.0")
     with session_scope(world["engine"]) as s:
-        native = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="native",
+        native = rex.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="native",
                                     out=tmp_path / "n", artifacts=artifacts_for(world["root"]))
-        blade = rel.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
+        blade = rex.export_release(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
                                    out=tmp_path / "b", artifacts=artifacts_for(world["root"]))
-        name, payload = rel.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
+        name, payload = rex.release_archive(session=s, actor=world["curator"], version="1.0.0", fmt="blade",
                                             artifacts=artifacts_for(world["root"]))
     assert read_release(native).version == "1.0.0" and (tmp_path / "n" / "1.0.0.zip").is_file()
     for name_ in ("hurricane", "fish"):
@@ -199,9 +200,9 @@ def _services(w):
         "read": (rel.read_release_for, {"version": "1.0.1", "artifacts": artifacts_for(root)}),
         "withheld": (rel.withheld_in_release, {"version": "1.0.1"}),
         "diff": (rel.diff_release_versions, {"old": "1.0.0", "new": "1.0.1", "artifacts": artifacts_for(root)}),
-        "archive native": (rel.release_archive, {"version": "1.0.1", "fmt": "native", "artifacts": artifacts_for(root)}),
-        "archive blade": (rel.release_archive, {"version": "1.0.1", "fmt": "blade", "artifacts": artifacts_for(root)}),
-        "export": (rel.export_release, {"version": "1.0.1", "fmt": "blade", "out": w["tmp"] / "x",
+        "archive native": (rex.release_archive, {"version": "1.0.1", "fmt": "native", "artifacts": artifacts_for(root)}),
+        "archive blade": (rex.release_archive, {"version": "1.0.1", "fmt": "blade", "artifacts": artifacts_for(root)}),
+        "export": (rex.export_release, {"version": "1.0.1", "fmt": "blade", "out": w["tmp"] / "x",
                                         "artifacts": artifacts_for(root)}),
     }
 
@@ -230,9 +231,9 @@ def test_an_assigned_admin_who_has_not_submitted_sees_no_peer_work_in_any_releas
     assert "femininity" not in comparison.markdown() and "storms` withheld" in comparison.markdown()
     for fmt in ("native", "blade"):
         with pytest.raises(BlindingViolation, match=r"(?s)cannot be downloaded by you.*'storms'"):
-            _as(team, "boss", rel.release_archive, version="1.0.1", fmt=fmt, artifacts=artifacts_for(root))
+            _as(team, "boss", rex.release_archive, version="1.0.1", fmt=fmt, artifacts=artifacts_for(root))
     with pytest.raises(BlindingViolation, match="cannot be exported by you"):
-        _as(team, "boss", rel.export_release, version="1.0.1", fmt="native", out=team["tmp"] / "x",
+        _as(team, "boss", rex.export_release, version="1.0.1", fmt="native", out=team["tmp"] / "x",
             artifacts=artifacts_for(root))
     assert not (team["tmp"] / "x").exists()
     with pytest.raises(BlindingViolation):
@@ -254,7 +255,7 @@ def test_blindness_ends_when_the_admin_submits(team):
     assert view.withheld == {} and len(_storms(view).variables) == 2
     comparison = _as(team, "boss", rel.diff_release_versions, old="1.0.0", new="1.0.1", artifacts=artifacts_for(root))
     assert comparison.withheld == {} and "femininity" in comparison.markdown()
-    name, _ = _as(team, "boss", rel.release_archive, version="1.0.1", fmt="native", artifacts=artifacts_for(root))
+    name, _ = _as(team, "boss", rex.release_archive, version="1.0.1", fmt="native", artifacts=artifacts_for(root))
     assert name == "forkpaths-1.0.1.zip"
     assert len(_as(team, "boss", list_peer_analyses, dataset_id=team["ds"])) == 1
 

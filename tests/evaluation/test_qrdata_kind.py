@@ -252,6 +252,20 @@ def test_the_release_part_counts_hashes_gold_and_blinds():
     assert again == part
 
 
+def test_the_dataset_card_leaves_out_a_kind_of_question_the_dataset_does_not_have():
+    """The card's line of a dataset's questions: "5 (5 numerical, 5 with gold)", not "0 multiple choice"."""
+    from curation.services.releases import summary_sentence
+    from exports.card import render_card
+
+    release = _toy_release()
+    card = render_card(release)
+    assert "- QRData questions: 5 (5 numerical, 5 with gold)" in card, card
+    assert "- QRData questions: 3 (3 multiple choice, 3 with gold)" in card, card
+    assert "0 multiple choice" not in card and "0 numerical" not in card
+    counts = KIND.release_part.counts(part_of(release.datasets[0], KIND))  # the cut's summary says the same
+    assert summary_sentence({"parts": {"qrdata": counts}}) == "5 QRData questions (5 numerical, 5 with gold)"
+
+
 # ------------------------------------------------------------------------------------ the shared data
 
 

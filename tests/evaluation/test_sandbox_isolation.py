@@ -21,7 +21,7 @@ from evaluation.sandbox import (
 )
 from evaluation.sandbox import server as sandbox_server
 from evaluation.sandbox.describe import Steps, describe_death
-from evaluation.sandbox.registry import ENGINE_MODULES, registered
+from evaluation.sandbox.registry import SHARED_ENGINE_MODULES, engine_modules, lookup, registered
 
 
 @pytest.fixture
@@ -131,10 +131,41 @@ def test_unknown_job_names_are_refused(data: Path) -> None:
         run_job("os.system", {}, data_path=data)
 
 
-def test_only_engine_modules_may_register_jobs() -> None:
-    assert "evaluation.sandbox.code_jobs" in ENGINE_MODULES
-    with pytest.raises(RuntimeError, match="not in evaluation.sandbox.registry.ENGINE_MODULES"):
-        sandbox_job("sneaky")(lambda ctx: {"ok": True})
+def test_only_engine_modules_may_run_jobs() -> None:
+    assert "evaluation.sandbox.code_jobs" in SHARED_ENGINE_MODULES
+    sandbox_job("sneaky")(lambda ctx: {"ok": True})  # a module no kind declares: refused when it is looked up
+    with pytest.raises(LookupError, match="which no task kind declares among its engine modules"):
+        lookup("sneaky")
+    assert "sneaky" not in registered()
+
+
+def test_a_kinds_declared_engine_module_may_run_its_jobs_and_an_undeclared_one_not() -> None:
+    """The allowlist is read from the registry of kinds: a kind's engine modules are allowed while it is
+    registered, whichever was first (the module's import or the kind's registration)."""
+    import dataclasses
+
+    from evaluation.tasks import registered as kind_registered
+    from evaluation.tasks import task_kind
+    from tests.conformance import toy_kind
+
+    assert "evaluation.hms.expression" in engine_modules()  # the hypotheses kind declares it
+    from evaluation.hms.expression import EXPRESSION_JOB
+
+    assert EXPRESSION_JOB in registered() and lookup(EXPRESSION_JOB) is not None
+    module = f"{__name__}"
+    sandbox_job("toy.echo")(_echo)  # defined in this test module, which no kind declares (yet)
+    with pytest.raises(LookupError, match=f"defined in {module}"):
+        lookup("toy.echo")
+    with kind_registered(dataclasses.replace(toy_kind.KIND, engine_modules=(module,))):
+        assert module in engine_modules() and lookup("toy.echo") is _echo
+        assert "toy.echo" in registered()
+    with pytest.raises(LookupError):
+        lookup("toy.echo")  # the kind is gone, and so is its module's place on the list
+    assert task_kind("hypotheses").engine_modules == ("evaluation.hms.expression",)
+
+
+def _echo(ctx):  # type: ignore[no-untyped-def]
+    return {"ok": True}
 
 
 @pytest.mark.usefixtures("os_sandbox")

@@ -14,20 +14,18 @@ import streamlit as st
 from annotate_app import context, state
 from annotate_app.text import md
 from curation.models import ScoringRun, User
-from curation.services.facet_judgements import facet_agreement, judge_facet, viewable_facets
+from curation.services.facet_judgements import judge_facet, viewable_facets
 from evaluation.hms import ItemResult
 from evaluation.hms.records import LEVEL_SCORES, Decomposition
 
 __all__ = ["breakdown_table", "contexts_table", "decomposition_table", "drilldown", "facets_table",
-           "judge_reports", "leaderboard_charts", "leaderboard_notes", "queries_table"]
+           "leaderboard_charts", "leaderboard_notes", "queries_table"]
 
 LEVELS = {"A": "A · very similar (1)", "B": "B · similar but more general (0.5)", "C": "C · different (0)"}
 _SOURCES = {"given": "Decomposition given (curated gold, or the answer's own fields)",
             "judge": "Decomposed by the judge", "fallback": "The judge's decomposition was unusable: whole text, "
             "context None (as upstream)", "expert": "Not decomposed: judged as a whole by an expert",
             "none": "Not decomposed (judge error)"}
-JUDGE_CARD_EMPTY = ("No expert labels yet. Judge a facet of a query on Run details; the hms judge's agreement with "
-                    "the experts, per facet, shows here.")
 
 
 def _value(facet: str, value: Mapping[str, Any]) -> str:
@@ -142,11 +140,6 @@ def leaderboard_charts(rows: Sequence[dict[str, Any]], container: Any) -> None:
     fig = go.Figure(go.Bar(x=labels, y=points, error_y={"type": "data", "array": hi, "arrayminus": lo}))
     fig.update_layout(title="HMS per run (95 % CI, clustered by dataset folder)", yaxis_range=[0, 1], height=320)
     container.plotly_chart(fig, key="leaderboard.hms")
-
-
-def judge_reports(user: User) -> list[Any]:
-    """The judge-validation card of this kind: agreement and κ of the hms judge with experts, per facet."""
-    return context.attempt(lambda s: facet_agreement(session=s, actor=user, kind="hypotheses")) or []
 
 
 # ------------------------------------------------------------------------------------ drill-down

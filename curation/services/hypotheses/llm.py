@@ -33,7 +33,7 @@ from curation.models import (
 from curation.services.accounts import require_role
 from curation.services.actor import judges_actor
 from curation.services.alternatives import store_alternative
-from curation.services.background_jobs import JobControl, JobOutcome
+from curation.services.background_jobs import JobControl, JobOutcome, job_kind_of
 from curation.services.blinding import refuse_if_blind
 from curation.services.generation_jobs import (
     generation_outcome,
@@ -68,7 +68,7 @@ __all__ = ["JOB_KIND", "HypothesisGenerationReport", "generate_hypotheses", "hyp
            "plan_hypothesis_generation", "run_hypothesis_job", "start_hypothesis_generation"]
 
 log = logging.getLogger(__name__)
-JOB_KIND = "llm_hypotheses"
+JOB_KIND = job_kind_of(f"{__name__}:run_hypothesis_job")  # as the hypotheses kind declares it
 
 
 @dataclass
