@@ -53,8 +53,6 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
         "debt: to move into its kind"),
     "curation/services/annotation.py": (frozenset({"transform"}),
         "debt: to move into its kind"),
-    "curation/services/coverage.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
     "curation/services/discoverybench_import.py": (frozenset({"mcq"}),
         "debt: to move into its kind"),
     "curation/services/ground_truth.py": (frozenset({"hypothesis", "transform", "variable"}),
