@@ -61,8 +61,6 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
         "debt: to move into its kind"),
     "curation/services/judge_validation.py": (frozenset({"variable"}),
         "debt: to move into its kind"),
-    "curation/services/llm_alternatives.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
     "curation/services/mcq_audit.py": (frozenset({"transform", "variable"}),
         "debt: to move into its kind"),
     "curation/services/mcq_generate.py": (frozenset({"transform", "variable"}),

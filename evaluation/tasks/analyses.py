@@ -367,4 +367,4 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 accepts_overrides=accepts_overrides, view=view, order=10, stages="analyses_stages",
                 min_runs_per_task=min_runs_per_task, item_kinds=item_kinds, modes=("default", "blade"), uses_k=True,
                 fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine), agent=agent_hook,
-                jobs=(JobKind("llm_alternatives", "curation.services.llm_alternatives:run_generation_job"),))
+                jobs=(JobKind("llm_alternatives", "curation.services.analyses.llm_alternatives:run_generation_job"),))

@@ -247,8 +247,8 @@ def test_a_curator_annotating_the_dataset_is_blind_to_its_review_until_submittin
 
 def test_a_curator_annotating_the_dataset_can_neither_generate_nor_see_its_mcqs(team):
     """Generated alternatives and MCQs show peers' decisions under other names: the same blinding applies."""
+    from curation.services.analyses.llm_alternatives import plan_generation
     from curation.services.datasets import assign_analysts
-    from curation.services.llm_alternatives import plan_generation
     from curation.services.mcq_audit import audit_mcqs
     from curation.services.mcq_generate import generate_mcqs
     from curation.services.mcq_review import mcq_views
