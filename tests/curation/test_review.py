@@ -9,8 +9,8 @@ from curation.db import session_scope
 from curation.errors import BlindingViolation, NotFoundError, PermissionDenied, StageError, VoteError
 from curation.models import ProposerDisplay, Role, Stage, Vote, VoteChange
 from curation.services.accounts import set_user_active
+from curation.services.analyses.review_queue import filter_items, review_queue
 from curation.services.annotation import submit_analysis
-from curation.services.review_queue import filter_items, review_queue
 from curation.services.stages import dataset_stages, get_review_settings, set_review_settings, set_stage
 from curation.services.votes import cast_vote, skipped_reason, vote_history
 from tests import factories as f
