@@ -61,7 +61,8 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
     "curation/services/ground_truth.py": (frozenset({"hypothesis", "transform", "variable"}),
         "debt: to move into its kind"),
     "curation/services/hypotheses/review.py": (frozenset({"check"}),
-        "debt: to move into its kind"),
+        "not a kind: the key of an alternative's sanity-check result (Alternative.extra['check']), which is "
+        "spelled as the programmatic kind's decision item"),
     "curation/services/judge_validation.py": (frozenset({"variable"}),
         "debt: to move into its kind"),
     "curation/services/mcq_audit.py": (frozenset({"transform", "variable"}),
@@ -107,9 +108,10 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
     "exports/changelog.py": (frozenset({"check", "hypothesis", "transform", "variable"}),
         "to move: the changelog's per-kind lines"),
     "exports/discoverybench/__init__.py": (frozenset({"hypotheses"}),
-        "debt: to move into its kind"),
+        "not a kind: the model class Hypotheses (DiscoveryBench's own metadata), named in __all__"),
     "exports/discoverybench/models.py": (frozenset({"hypotheses", "variable"}),
-        "debt: to move into its kind"),
+        "not a kind: the model class Hypotheses named in __all__, and 'variable', DiscoveryBench's own spelling "
+        "of its question type 'variables' (not BLADE's decision item)"),
     "exports/hf/tables.py": (frozenset({"analyses", "transform", "variable"}),
         "the tables of the fields every dataset shares: BLADE's decisions (variables, transforms) and their "
         "datasets; the kinds' tables come from their release parts"),
