@@ -34,7 +34,7 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
     "annotate_app/components/judge_card.py": (frozenset({"reproducibility", "variable"}),
         "debt: to move into its kind"),
     "annotate_app/components/mcq_view.py": (frozenset({"variable"}),
-        "debt: to move into its kind"),
+        "an MCQ asks about one of BLADE's decisions (a variable or a transform): the MCQ kind's own file reads its item's kind (exports/mcq_part.py) to say which"),
     "curation/cli_kinds/analyses.py": (frozenset({"check"}),
         "not a kind: the name of the command `forkpaths check` (the analyses kind's sanity check of code), which "
         "is spelled as the programmatic kind's decision item"),
@@ -86,7 +86,7 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
     "evaluation/inference_ast/groups.py": (frozenset({"transform"}),
         "BLADE's decision graph (variables and transforms): the analyses kind's engine, shared by its pipeline"),
     "evaluation/mcq_scoring.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
+        "an MCQ asks about one of BLADE's decisions (a variable or a transform): the MCQ kind's own file reads its item's kind (exports/mcq_part.py) to say which"),
     "evaluation/overrides.py": (frozenset({"transform", "variable"}),
         "debt: to move into its kind"),
     "evaluation/reproducibility/items.py": (frozenset({"hypotheses"}),
