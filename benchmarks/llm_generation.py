@@ -31,8 +31,8 @@ def main() -> None:
     from curation.bootstrap import initialise
     from curation.db import session_scope
     from curation.models import Alternative, Dataset, Role, Stage
+    from curation.services.analyses.llm_alternatives import generate_alternatives
     from curation.services.blade_import import import_blade
-    from curation.services.llm_alternatives import generate_alternatives
     from curation.services.stages import set_stage
     from curation.settings import Settings
     from evaluation.llm import LLMConfig

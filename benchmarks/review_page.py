@@ -32,8 +32,8 @@ def main() -> None:
     from curation.bootstrap import initialise
     from curation.db import session_scope
     from curation.models import Analysis, AnalysisStatus, ConceptualVariable, Role, Stage, Transform, utcnow
+    from curation.services.analyses.review_queue import review_queue
     from curation.services.annotation import submit_analysis
-    from curation.services.review_queue import review_queue
     from curation.services.stages import set_stage
     from curation.settings import Settings
     from tests import factories as f

@@ -30,8 +30,8 @@ from sqlalchemy import create_engine, text  # noqa: E402
 
 from curation.db import make_engine, migrate, session_scope  # noqa: E402
 from curation.models import Role, Stage  # noqa: E402
+from curation.services.analyses.review_queue import review_queue  # noqa: E402
 from curation.services.annotation import submit_analysis  # noqa: E402
-from curation.services.review_queue import review_queue  # noqa: E402
 from curation.services.stages import set_stage  # noqa: E402
 from curation.services.votes import QUESTIONS, cast_vote  # noqa: E402
 from tests import factories as f  # noqa: E402

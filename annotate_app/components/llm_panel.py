@@ -10,10 +10,10 @@ import streamlit as st
 from annotate_app import context
 from annotate_app.text import md
 from curation.models import BackgroundJob, RunStatus, User
+from curation.services.analyses.llm_alternatives import JOB_KIND, generation_summary, start_generation
 from curation.services.background_jobs import ACTIVE, cancel_job, dismiss_job, interrupt_dead_jobs, latest_job
 from curation.services.hypotheses.llm import JOB_KIND as HYPOTHESIS_JOB
 from curation.services.hypotheses.llm import hypothesis_generation_summary, start_hypothesis_generation
-from curation.services.llm_alternatives import JOB_KIND, generation_summary, start_generation
 
 #: what the panel generates: BLADE alternatives (default) or hypotheses for a DiscoveryBench dataset's queries
 KINDS = {

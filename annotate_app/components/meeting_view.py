@@ -93,9 +93,9 @@ def _render_decision(i: GroundTruthItem, a: AgendaItem, spec: ItemKind) -> None:
     if not spec.in_decision_graph:  # e.g. a DiscoveryBench hypothesis: the columns its variables use
         st.caption(f"Variables grounded in the columns {md(', '.join(i.columns) or '— (derived only)')}")
         return
-    before = len(i.path_ids) - 1 if i.kind == "transform" else len(i.path_ids)
+    before = len(i.path_ids) - 1 if spec.step_of_its_path else len(i.path_ids)
     runs = f"runs after {before} earlier transform(s)" if before > 0 else (
-        "runs on the raw data" if i.kind == "transform" else "uses the data columns directly")
+        "runs on the raw data" if spec.step_of_its_path else "uses the data columns directly")
     st.caption(f"Decision graph: {runs}; columns {md(', '.join(i.columns) or '—')}")
 
 

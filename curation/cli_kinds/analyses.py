@@ -94,9 +94,9 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
     from curation.cli_progress import ProgressBar
     from curation.db import session_scope
     from curation.models import RunStatus
+    from curation.services.analyses.llm_alternatives import GenerationReport, start_generation
     from curation.services.background_jobs import execute_job
     from curation.services.jobs import enqueue_job, is_postgres
-    from curation.services.llm_alternatives import GenerationReport, start_generation
     from evaluation.llm import LLMClient
 
     LLMClient(settings.llm_config())  # raises LLMNotConfigured (how to set it up) before anything is recorded

@@ -1,14 +1,10 @@
-"""Stage-2 votes: BLADE's review questions per kind, one current vote per (item, analyst, question), history.
+"""Stage-2 votes: each decision-item kind's review questions, one current vote per (item, analyst, question),
+history.
 
-Questions (blade-reference 1.5.5, 1.5.6) keep the keys the BLADE import already uses, so votes cast here
-export to BLADE's ``annotate_*`` rows unchanged:
-
-* variables: ``can_derive_from_data`` → ``is_reasonable`` (skipped when the first is No) →
-  ``is_rationale_reasonable``;
-* transforms: ``is_suited_to_cv`` → ``is_steps_reasonable`` (skipped when the first is No) →
-  ``is_rationale_reasonable``;
-* both: the overall verdict ``justifiable`` (yes = justifiable, no = unjustifiable; a reason is required
-  for unjustifiable).
+The questions are the item kinds' own (:attr:`evaluation.tasks.ItemKind.questions`, asked of the registry): BLADE's
+keep the keys the BLADE import already uses, so votes cast here export to BLADE's ``annotate_*`` rows unchanged.
+Every kind ends with the overall verdict ``justifiable`` (yes = justifiable, no = unjustifiable; a reason is
+required for unjustifiable); a question may be skipped when an earlier one is answered No.
 
 Each vote is saved the moment it is cast, in its own transaction; a changed vote keeps its history in
 ``vote_change`` (who, what, when, before → after). Two tabs of one analyst casting the same vote at once is
@@ -18,21 +14,21 @@ duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, SQLModel, col, select
+from sqlmodel.main import default_registry
 
 from curation.errors import NotFoundError, VoteError
 from curation.models import (
     Alternative,
     Analysis,
     AnalysisStatus,
-    ConceptualVariable,
-    HypothesisProposal,
+    CuratedCandidate,
     Role,
-    Transform,
     User,
     Vote,
     VoteChange,
@@ -40,7 +36,7 @@ from curation.models import (
 )
 from curation.services.actor import judges_actor
 from curation.services.stages import lock_for_review_write, require_reviewer, require_voter
-from evaluation.tasks.hypotheses import HYPOTHESIS
+from evaluation.tasks import VERDICT, VOTE_ANSWERS, UnknownKind, VoteQuestion, item_kind, item_kinds
 
 __all__ = [
     "ANSWERS",
@@ -55,58 +51,29 @@ __all__ = [
     "vote_history",
 ]
 
-ANSWERS = ("yes", "no", "unsure")
-VERDICT = "justifiable"
+ANSWERS = VOTE_ANSWERS
+#: one question about a decision item (declared by the item kind)
+Question = VoteQuestion
 
 
-@dataclass(frozen=True)
-class Question:
-    key: str
-    text: str
-    help: str = ""
-    skipped_unless: str | None = None  # the question whose "no" skips this one
-    answers: tuple[str, ...] = ANSWERS
+class _Questions(Mapping[str, tuple[VoteQuestion, ...]]):
+    """Decision-item kind → its review questions, as the registered kinds declare them now (a kind registered
+    later, e.g. in a test, is seen too)."""
+
+    def __getitem__(self, name: str) -> tuple[VoteQuestion, ...]:
+        try:
+            return item_kind(name).questions
+        except UnknownKind:
+            raise KeyError(name) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return (i.name for i in item_kinds())
+
+    def __len__(self) -> int:
+        return len(item_kinds())
 
 
-_VERDICT_Q = Question(VERDICT, "Overall: is this decision justifiable?",
-                      "Justifiable: a reasonable expert could make it. Unjustifiable needs a reason.",
-                      answers=("yes", "no"))
-QUESTIONS: dict[str, tuple[Question, ...]] = {
-    "variable": (
-        Question("can_derive_from_data", "Can this variable be derived from the data?",
-                 "Can it be operationalised with the columns of this dataset?"),
-        Question("is_reasonable", "Is it a reasonable variable to include in the analysis?",
-                 skipped_unless="can_derive_from_data"),
-        Question("is_rationale_reasonable", "Is the rationale sound?"),
-        _VERDICT_Q,
-    ),
-    "transform": (
-        Question("is_suited_to_cv", "Does this transform operationalise the conceptual variable?"),
-        Question("is_steps_reasonable", "Are the steps sound?", skipped_unless="is_suited_to_cv"),
-        Question("is_rationale_reasonable", "Is the rationale sound?"),
-        _VERDICT_Q,
-    ),
-    # programmatic tasks (issue 20): a candidate check and a candidate ground-truth artifact
-    "check": (
-        Question("is_faithful", "Does the check test what the task asks for?"),
-        Question("is_code_correct", "Is the check's code correct (it reads the right files, no false alarms)?"),
-        Question(VERDICT, "Overall: should this check be part of the ground truth?",
-                 "Yes: a correct output passes it and a wrong one can fail it. No needs a reason.",
-                 answers=("yes", "no")),
-    ),
-    "artifact": (
-        Question("is_correct", "Is this the correct output for the task?"),
-        Question(VERDICT, "Overall: should this artifact be the ground truth?",
-                 "Yes: the checks may compare agents' outputs with it. No needs a reason.", answers=("yes", "no")),
-    ),
-    # a DiscoveryBench hypothesis (a stage-1 one or an LLM's): one verdict, with the reason
-    "hypothesis": (
-        Question(VERDICT, "Is this hypothesis justifiable from the data?",
-                 "Justifiable: the variables exist or can be derived, the relationship follows from the workflow "
-                 "and its output, and it answers the query. Unjustifiable needs a reason.",
-                 answers=("yes", "no")),
-    ),
-}
+QUESTIONS: Mapping[str, tuple[VoteQuestion, ...]] = _Questions()
 
 
 def skipped_reason(first_key: str) -> str:
@@ -116,40 +83,63 @@ def skipped_reason(first_key: str) -> str:
 
 @dataclass(frozen=True)
 class ResolvedItem:
-    target_kind: str  # variable | transform | alternative
+    target_kind: str  # a decision-item kind (a stage-1 row), "alternative", or a kind's candidate target
     target_id: str
-    kind: str  # variable | transform
+    kind: str  # the decision-item kind
     dataset_id: int
     proposer_id: int | None
     merged_into: str | None = None
 
 
+def _table(name: str) -> type[SQLModel]:
+    found = next((m.class_ for m in default_registry.mappers if m.class_.__tablename__ == name), None)
+    if found is None:
+        raise LookupError(f"No table is called {name!r}.")
+    return found
+
+
+class _Stage1Rows(Mapping[str, type[SQLModel]]):
+    """Decision-item kind → the table of the stage-1 rows analysts write for it (its ``stage1_table``)."""
+
+    def _kinds(self) -> dict[str, str]:
+        return {i.name: i.stage1_table for i in item_kinds() if i.stage1_table}
+
+    def __getitem__(self, name: str) -> type[SQLModel]:
+        return _table(self._kinds()[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds())
+
+    def __len__(self) -> int:
+        return len(self._kinds())
+
+
 #: The stage-1 rows a vote can be about, by the vote's target kind (also the item's kind): each belongs to an
 #: analyst's :class:`Analysis` and can be voted on once that analysis is submitted.
-STAGE1_ROWS: dict[str, type[SQLModel]] = {"variable": ConceptualVariable, "transform": Transform,
-                                          HYPOTHESIS.name: HypothesisProposal}
+STAGE1_ROWS: Mapping[str, type[SQLModel]] = _Stage1Rows()
 
 
 def resolve_item(*, session: Session, target_kind: str, target_id: str) -> ResolvedItem:
-    """The item a vote is about: a submitted stage-1 row (:data:`STAGE1_ROWS`), an alternative, or a programmatic
-    task's candidate."""
+    """The item a vote is about: a submitted stage-1 row (:data:`STAGE1_ROWS`), an alternative, or a curated
+    candidate of an item kind that declares a ``candidate_target``."""
     if target_kind == "alternative":
         alt = session.get(Alternative, target_id)
         if alt is None:
             raise NotFoundError(f"There is no alternative {target_id}.")
         return ResolvedItem("alternative", alt.id, alt.kind, alt.dataset_id, alt.proposed_by_id,
                             (alt.extra or {}).get("merged_into"))
-    if target_kind in ("prog_check", "prog_artifact"):
-        from curation.models import CuratedCandidate
-
+    spec = next((i for i in item_kinds() if i.candidate_target == target_kind), None)
+    if spec is not None:
         item = session.get(CuratedCandidate, target_id)
-        if item is None or f"prog_{item.role}" != target_kind:
-            raise NotFoundError(f"There is no candidate {target_kind.removeprefix('prog_')} {target_id}.")
+        if item is None or item.role != spec.name:
+            raise NotFoundError(f"There is no candidate {spec.name} {target_id}.")
         return ResolvedItem(target_kind, item.id, item.role, item.dataset_id, item.proposed_by_id,
                             (item.extra or {}).get("merged_into"))
     model: Any = STAGE1_ROWS.get(target_kind)
     if model is None:
-        raise VoteError(f"Votes are on variables, transforms, hypotheses or alternatives, not on '{target_kind}'.")
+        known = ", ".join(i.name for i in item_kinds() if i.stage1_table or i.candidate_target)
+        raise VoteError(f"Votes are on alternatives and on the items analysts and curators propose ({known}), "
+                        f"not on '{target_kind}'.")
     row = session.get(model, target_id)
     analysis = session.get(Analysis, row.analysis_id) if row is not None else None
     if row is None or analysis is None or analysis.status != AnalysisStatus.SUBMITTED.value:
@@ -214,12 +204,13 @@ def write_vote(*, session: Session, item: ResolvedItem, actor: User, question: s
     return vote
 
 
-def reason_needed(item_kind: str) -> str:
-    """The sentence for a "no" verdict without a reason, in the item's own words: a BLADE variable or transform is
-    a decision; a hypothesis, a check or a ground-truth artifact is not."""
-    what = {"hypothesis": "this hypothesis is unjustifiable",
-            "check": "this check should not be part of the ground truth",
-            "artifact": "this artifact should not be the ground truth"}.get(item_kind, "this decision is unjustifiable")
+def reason_needed(item_kind_name: str) -> str:
+    """The sentence for a "no" verdict without a reason, in the item kind's own words (a BLADE variable or
+    transform is a decision; a hypothesis, a check or a ground-truth artifact says what its "no" means)."""
+    try:
+        what = item_kind(item_kind_name).unjustifiable
+    except UnknownKind:
+        what = "this decision is unjustifiable"
     return f"Say why {what}: the reason is what makes the vote useful."
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from evaluation.tasks.base import (
     JOB_KIND_MAX,
     KIND_NAME_MAX,
+    VERDICT,
+    VOTE_ANSWERS,
     AIReprAccuracy,
     CheckedFile,
     Column,
@@ -32,6 +34,7 @@ from evaluation.tasks.base import (
     ScoringLimits,
     SubmissionCheckError,
     TaskKind,
+    VoteQuestion,
 )
 from evaluation.tasks.registry import (
     ENTRY_POINT_GROUP,
@@ -41,6 +44,7 @@ from evaluation.tasks.registry import (
     companion_kinds,
     discover_kinds,
     item_kind,
+    item_kinds,
     kind_names,
     kinds_with,
     ranked_kinds,
@@ -76,9 +80,13 @@ __all__ = [
     "SubmissionCheckError",
     "TaskKind",
     "UnknownKind",
+    "VERDICT",
+    "VOTE_ANSWERS",
+    "VoteQuestion",
     "companion_kinds",
     "discover_kinds",
     "item_kind",
+    "item_kinds",
     "kind_names",
     "kinds_with",
     "ranked_kinds",

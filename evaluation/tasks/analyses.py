@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluation.agents import analyses as agent_hook
 from evaluation.tasks.base import (
+    VERDICT,
     CheckedFile,
     Column,
     FanOutParts,
@@ -28,6 +29,7 @@ from evaluation.tasks.base import (
     ScoringLimits,
     SubmissionCheckError,
     TaskKind,
+    VoteQuestion,
     fmt_score,
 )
 from exports.schema import DatasetRelease, Release
@@ -61,8 +63,33 @@ item_noun = "analyses"
 uses_judge = True
 accepts_overrides = True
 view: str | None = "analyses"
-#: BLADE's decisions: the conceptual variables and the transforms that operationalise them
-item_kinds = (ItemKind("variable", in_decision_graph=True), ItemKind("transform", in_decision_graph=True))
+#: BLADE's review questions (blade-reference 1.5.5, 1.5.6), with the keys the BLADE import uses, so votes cast
+#: here export to BLADE's ``annotate_*`` rows unchanged; the first "no" skips the second question
+_VERDICT_Q = VoteQuestion(VERDICT, "Overall: is this decision justifiable?",
+                          "Justifiable: a reasonable expert could make it. Unjustifiable needs a reason.",
+                          answers=("yes", "no"))
+_VARIABLE_QUESTIONS = (
+    VoteQuestion("can_derive_from_data", "Can this variable be derived from the data?",
+                 "Can it be operationalised with the columns of this dataset?"),
+    VoteQuestion("is_reasonable", "Is it a reasonable variable to include in the analysis?",
+                 skipped_unless="can_derive_from_data"),
+    VoteQuestion("is_rationale_reasonable", "Is the rationale sound?"),
+    _VERDICT_Q,
+)
+_TRANSFORM_QUESTIONS = (
+    VoteQuestion("is_suited_to_cv", "Does this transform operationalise the conceptual variable?"),
+    VoteQuestion("is_steps_reasonable", "Are the steps sound?", skipped_unless="is_suited_to_cv"),
+    VoteQuestion("is_rationale_reasonable", "Is the rationale sound?"),
+    _VERDICT_Q,
+)
+#: BLADE's decisions: the conceptual variables and the transforms that operationalise them (a transform is the
+#: last step of its path in the graph); analysts write them in stage 1 as rows of their analysis
+item_kinds = (
+    ItemKind("variable", in_decision_graph=True, subject="Variable", questions=_VARIABLE_QUESTIONS,
+             stage1_table="conceptualvariable"),
+    ItemKind("transform", in_decision_graph=True, subject="Variable", questions=_TRANSFORM_QUESTIONS,
+             stage1_table="transform", step_of_its_path=True),
+)
 #: an agent run's advice (optional attribute of a kind): BLADE's coverage@10 needs k + 1 = 11 runs per dataset
 min_runs_per_task: tuple[int, str] | None = (11, "BLADE's coverage@10 needs at least 11 runs per dataset")
 
@@ -340,6 +367,6 @@ KIND = TaskKind(name=name, label=label, item_noun=item_noun, leaderboard=leaderb
                 accepts_overrides=accepts_overrides, view=view, order=10, stages="analyses_stages",
                 min_runs_per_task=min_runs_per_task, item_kinds=item_kinds, modes=("default", "blade"), uses_k=True,
                 fan_out=FanOutParts(count=part_count, score_part=score_part, combine=combine), agent=agent_hook,
-                jobs=(JobKind("llm_alternatives", "curation.services.llm_alternatives:run_generation_job"),),
+                jobs=(JobKind("llm_alternatives", "curation.services.analyses.llm_alternatives:run_generation_job"),),
                 judged={"variable": "variable matching", "model": "model matching"},
                 engine_modules=("evaluation.groundtruth.jobs", "evaluation.groundtruth.convert_job"))

@@ -54,6 +54,9 @@ __all__ = [
     "ScoringLimits",
     "SubmissionCheckError",
     "TaskKind",
+    "VERDICT",
+    "VOTE_ANSWERS",
+    "VoteQuestion",
     "count_of",
     "fmt_score",
     "kind_problems",
@@ -171,6 +174,24 @@ class LeaderboardSpec:
     sort_key: str = ""
 
 
+#: The answers a review question offers unless it says otherwise.
+VOTE_ANSWERS = ("yes", "no", "unsure")
+#: The key of every item kind's overall question (yes: justifiable; a "no" needs a reason).
+VERDICT = "justifiable"
+
+
+@dataclass(frozen=True)
+class VoteQuestion:
+    """One question analysts answer about a decision item in stage 2 (its ``key`` is what a vote records).
+    ``skipped_unless``: the question whose "no" skips this one."""
+
+    key: str
+    text: str
+    help: str = ""
+    skipped_unless: str | None = None
+    answers: tuple[str, ...] = VOTE_ANSWERS
+
+
 @dataclass(frozen=True)
 class ItemKind:
     """A kind of decision item a task kind brings to curation: the ``kind`` of its alternatives, of its items in
@@ -182,13 +203,25 @@ class ItemKind:
     other kinds are built, listed and reviewed by their kind's own services. ``subject`` and ``rationale`` are
     what a meeting card calls the item's ``concept`` and ``rationale``; ``agenda_view`` names the page component
     (``annotate_app/components/kinds/<view>.py``, its ``agenda_item``) that draws the item on a meeting's agenda
-    instead of the decision card."""
+    instead of the decision card. ``step_of_its_path``: in the decision graph, the item is itself the last step
+    of its ``path_ids`` (a transform), not what the path feeds (a variable).
+
+    Its stage-2 review: ``questions`` (the last is the :data:`VERDICT`), ``unjustifiable`` (what a "no" verdict
+    says, in the sentence asking for its reason), and what votes about it name as their target besides an
+    alternative: ``stage1_table``, the table of the rows analysts write for it in stage 1 (each belongs to an
+    analysis; the target kind is then the item kind's name), or ``candidate_target``, the target kind of its
+    candidates in the generic curated tables (a candidate whose ``role`` is the item kind's name)."""
 
     name: str
     in_decision_graph: bool = False
-    subject: str = "Variable"
+    subject: str = "Concept"
     rationale: str = "Rationale"
     agenda_view: str | None = None
+    step_of_its_path: bool = False
+    questions: tuple[VoteQuestion, ...] = ()
+    unjustifiable: str = "this decision is unjustifiable"
+    stage1_table: str | None = None
+    candidate_target: str | None = None
 
 
 @dataclass(frozen=True)

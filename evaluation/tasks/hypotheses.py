@@ -32,6 +32,7 @@ from evaluation.hms.formula import apply_overrides, check_override
 from evaluation.hms.records import FacetOverride, HMSMode, ItemResult
 from evaluation.submissions import printable
 from evaluation.tasks.base import (
+    VERDICT,
     CheckedFile,
     Column,
     FacetJudging,
@@ -45,6 +46,7 @@ from evaluation.tasks.base import (
     ScoringContext,
     SubmissionCheckError,
     TaskKind,
+    VoteQuestion,
     fmt_score,
 )
 from exports.hypotheses_part import RELEASE_PART, HypothesesPart, HypothesisTaskRelease
@@ -93,7 +95,13 @@ accepts_overrides = False  # BLADE-style match overrides and paired comparison d
 view: str | None = "hypotheses"
 #: a DiscoveryBench hypothesis: a stage-1 one (vote target kind "hypothesis", a proposal row) or an LLM's
 #: alternative; on a meeting card its concept is the query it answers and its rationale its workflow
-HYPOTHESIS = ItemKind("hypothesis", subject="Query", rationale="Workflow")
+#: (one verdict, with the reason)
+HYPOTHESIS = ItemKind("hypothesis", subject="Query", rationale="Workflow", stage1_table="hypothesis_proposal",
+                      unjustifiable="this hypothesis is unjustifiable", questions=(
+                          VoteQuestion(VERDICT, "Is this hypothesis justifiable from the data?",
+                                       "Justifiable: the variables exist or can be derived, the relationship "
+                                       "follows from the workflow and its output, and it answers the query. "
+                                       "Unjustifiable needs a reason.", answers=("yes", "no")),))
 item_kinds = (HYPOTHESIS,)
 modes = ("default", "discoverybench")
 judges = ("hms",)

@@ -21,6 +21,7 @@ from evaluation.programmatic.metrics import aggregate
 from evaluation.programmatic.outputs import OutputLimits, OutputsError, read_outputs_zip, split_by_task
 from evaluation.programmatic.runner import CheckLimits, TaskOutcome, run_many
 from evaluation.tasks.base import (
+    VERDICT,
     CheckedFile,
     Column,
     CuratedShape,
@@ -32,6 +33,7 @@ from evaluation.tasks.base import (
     ScoringContext,
     SubmissionCheckError,
     TaskKind,
+    VoteQuestion,
     fmt_score,
 )
 from exports.programmatic_part import (
@@ -55,9 +57,22 @@ accepts_overrides = False
 view: str | None = "programmatic"
 #: ``default``: a check must return a boolean; ``datascibench``: upstream's rule (see evaluation.programmatic.runner)
 modes = ("default", "datascibench")
-#: a task's candidate check and ground-truth artifact, shown on a meeting's agenda by the kind's own component
-CHECK = ItemKind("check", subject="Task", agenda_view="programmatic")
-ARTIFACT = ItemKind("artifact", subject="Task", agenda_view="programmatic")
+#: a task's candidate check and ground-truth artifact (issue 20), shown on a meeting's agenda by the kind's own
+#: component; votes name a candidate (a curated candidate of that role) by the target kind ``prog_<role>``
+CHECK = ItemKind("check", subject="Task", agenda_view="programmatic", candidate_target="prog_check",
+                 unjustifiable="this check should not be part of the ground truth", questions=(
+                     VoteQuestion("is_faithful", "Does the check test what the task asks for?"),
+                     VoteQuestion("is_code_correct",
+                                  "Is the check's code correct (it reads the right files, no false alarms)?"),
+                     VoteQuestion(VERDICT, "Overall: should this check be part of the ground truth?",
+                                  "Yes: a correct output passes it and a wrong one can fail it. No needs a reason.",
+                                  answers=("yes", "no"))))
+ARTIFACT = ItemKind("artifact", subject="Task", agenda_view="programmatic", candidate_target="prog_artifact",
+                    unjustifiable="this artifact should not be the ground truth", questions=(
+                        VoteQuestion("is_correct", "Is this the correct output for the task?"),
+                        VoteQuestion(VERDICT, "Overall: should this artifact be the ground truth?",
+                                     "Yes: the checks may compare agents' outputs with it. No needs a reason.",
+                                     answers=("yes", "no"))))
 item_kinds = (CHECK, ARTIFACT)
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "companion_kinds",
     "discover_kinds",
     "item_kind",
+    "item_kinds",
     "kind_names",
     "kinds_with",
     "ranked_kinds",
@@ -169,6 +170,11 @@ def _item_kinds() -> Iterator[tuple[TaskKind, ItemKind]]:
     for kind in KINDS.values():
         for item in kind.item_kinds:
             yield kind, item
+
+
+def item_kinds() -> list[ItemKind]:
+    """Every registered kind's decision-item kinds, in the kinds' order."""
+    return [item for _, item in _item_kinds()]
 
 
 def item_kind(name: str) -> ItemKind:

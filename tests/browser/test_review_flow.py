@@ -11,8 +11,8 @@ from sqlmodel import select
 
 from curation.db import make_engine, session_scope
 from curation.models import Alternative, Role, Vote
+from curation.services.analyses.review_queue import review_queue
 from curation.services.annotation import submit_analysis
-from curation.services.review_queue import review_queue
 from curation.services.votes import cast_vote
 from tests import factories as f
 from tests.browser.helpers import click, idle, shot, sign_in, sign_out, tab

@@ -18,10 +18,10 @@ from curation.services.alternatives import (
     propose_transform_alternative,
     propose_variable_alternative,
 )
+from curation.services.analyses.review_queue import review_queue
 from curation.services.annotation import submit_analysis
 from curation.services.datasets import get_dataset
 from curation.services.release_data import dataset_release
-from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from evaluation.groundtruth.hashing import blade_value_hash

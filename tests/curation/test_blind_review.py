@@ -17,9 +17,9 @@ from curation.services.alternatives import (
     propose_transform_alternative,
     propose_variable_alternative,
 )
+from curation.services.analyses.llm_alternatives import generate_alternatives
+from curation.services.analyses.review_queue import ReviewItem, review_queue
 from curation.services.annotation import submit_analysis
-from curation.services.llm_alternatives import generate_alternatives
-from curation.services.review_queue import ReviewItem, review_queue
 from curation.services.stages import set_review_settings, set_stage
 from evaluation.llm import LLMConfig
 from evaluation.sandbox import SandboxLimits

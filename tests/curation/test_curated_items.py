@@ -4,6 +4,7 @@ a payload its model refuses is refused with a sentence naming the field, and not
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal
 
 import pytest
@@ -11,7 +12,9 @@ from pydantic import BaseModel, ConfigDict
 from sqlmodel import select
 
 from curation.db import session_scope
-from curation.models import CuratedCandidate, CuratedItem
+from curation.errors import VoteError
+from curation.models import CuratedCandidate, CuratedItem, Role, Stage
+from curation.services.annotation import submit_analysis
 from curation.services.curated import (
     CuratedPayloadError,
     add_candidate,
@@ -21,7 +24,17 @@ from curation.services.curated import (
     items_of,
     set_item_payload,
 )
-from evaluation.tasks import CuratedShape, LeaderboardSpec, TaskKind, registered
+from curation.services.stages import set_stage
+from curation.services.votes import QUESTIONS, cast_vote, resolve_item
+from evaluation.tasks import (
+    VERDICT,
+    CuratedShape,
+    ItemKind,
+    LeaderboardSpec,
+    TaskKind,
+    VoteQuestion,
+    registered,
+)
 from evaluation.tasks.base import kind_problems
 from tests import factories as f
 
@@ -91,6 +104,48 @@ def test_a_new_kind_curates_items_with_no_migration_and_its_models_guard_every_w
         assert len(s.exec(select(CuratedItem)).all()) == 1
         assert len(s.exec(select(CuratedCandidate)).all()) == 2
         assert s.exec(select(CuratedItem)).one().payload == {"text": "2 + 2?", "choices": ["3", "4"]}
+
+
+def test_analysts_vote_on_a_new_kinds_candidates_with_the_questions_it_declares(engine, store):
+    """The votes ask the registry, not a list of kinds: a kind defined here declares the item kind of its
+    candidates (the target its votes name, its questions, what its "no" means), and analysts vote on them."""
+    answer = ItemKind("answer", candidate_target="quiz_answer", unjustifiable="this answer is not the key",
+                      questions=(VoteQuestion("is_right", "Is this the right choice?"),
+                                 VoteQuestion(VERDICT, "Overall: is this the key?", answers=("yes", "no"))))
+    quiz = dataclasses.replace(QUIZ, item_kinds=(answer,))
+    ana, bob, cur = f.user(engine, "ana"), f.user(engine, "bob"), f.user(engine, "cur", Role.CURATOR)
+    ds = f.dataset(engine, store, assign=[ana, bob])
+    for u in (ana, bob):
+        f.full_analysis(engine, u, ds.id)
+        with session_scope(engine) as s:
+            submit_analysis(session=s, actor=u, dataset_id=ds.id)
+    with session_scope(engine) as s:
+        set_stage(session=s, actor=cur, dataset_id=ds.id, stage=Stage.REVIEW)
+    with registered(quiz):
+        with session_scope(engine) as s:
+            item = add_item(session=s, kind="quiz", dataset_id=ds.id or 0, key="q1",
+                            payload={"text": "2 + 2?", "choices": ["3", "4"]})
+            candidate = add_candidate(session=s, item=item, role="answer", source="peer", payload={"choice": 1},
+                                      proposed_by_id=ana.id)
+            s.flush()
+            candidate_id = candidate.id
+        assert [q.key for q in QUESTIONS["answer"]] == ["is_right", VERDICT]
+        with session_scope(engine) as s:
+            vote = cast_vote(session=s, actor=bob, target_kind="quiz_answer", target_id=candidate_id,
+                             question="is_right", answer="yes")
+            assert (vote.target_kind, vote.target_id, vote.answer) == ("quiz_answer", candidate_id, "yes")
+        with pytest.raises(VoteError, match=r"Say why this answer is not the key"), session_scope(engine) as s:
+            cast_vote(session=s, actor=bob, target_kind="quiz_answer", target_id=candidate_id, question=VERDICT,
+                      answer="no")
+        with pytest.raises(VoteError, match=r"'is_faithful' is not a question about"), session_scope(engine) as s:
+            cast_vote(session=s, actor=bob, target_kind="quiz_answer", target_id=candidate_id,
+                      question="is_faithful", answer="yes")
+        with pytest.raises(VoteError, match=r"your own proposal"), session_scope(engine) as s:
+            cast_vote(session=s, actor=ana, target_kind="quiz_answer", target_id=candidate_id,
+                      question="is_right", answer="yes")
+    assert "answer" not in QUESTIONS  # gone with its kind
+    with pytest.raises(VoteError, match=r"not on 'quiz_answer'"), session_scope(engine) as s:
+        resolve_item(session=s, target_kind="quiz_answer", target_id=candidate_id)
 
 
 def test_a_kind_that_keeps_no_curated_items_is_told_so(engine, store):

@@ -22,6 +22,7 @@ from curation.errors import (
 )
 from curation.models import Alternative, Consensus, HypothesisProposal, HypothesisTask, Role, Stage
 from curation.services.agreement import agreement_report
+from curation.services.analyses.review_queue import review_queue
 from curation.services.background_jobs import execute_job
 from curation.services.hypotheses import (
     HypothesisInput,
@@ -39,7 +40,6 @@ from curation.services.hypotheses import (
 from curation.services.hypotheses.llm import generate_hypotheses, start_hypothesis_generation
 from curation.services.meetings import close_meeting, record_outcome, revise_vote, start_meeting
 from curation.services.release_data import dataset_release
-from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from curation.settings import Settings

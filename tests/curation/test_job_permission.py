@@ -11,8 +11,8 @@ from curation.db import session_scope
 from curation.errors import PermissionDenied
 from curation.models import BackgroundJob, Role, User
 from curation.services.accounts import set_user_role
+from curation.services.analyses.llm_alternatives import JOB_KIND, plan_generation, start_generation
 from curation.services.generation_jobs import start_dataset_generation
-from curation.services.llm_alternatives import JOB_KIND, plan_generation, start_generation
 from tests import factories as f
 from tests.curation.test_llm_jobs import _world
 

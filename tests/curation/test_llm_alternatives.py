@@ -12,9 +12,9 @@ from sqlmodel import select
 from curation.db import session_scope
 from curation.errors import PermissionDenied, StageError
 from curation.models import Alternative, Role, Stage
+from curation.services.analyses.llm_alternatives import generate_alternatives
+from curation.services.analyses.review_queue import review_queue
 from curation.services.annotation import submit_analysis
-from curation.services.llm_alternatives import generate_alternatives
-from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from evaluation.llm import LLMConfig, LLMNotConfigured
 from evaluation.sandbox import SandboxLimits

@@ -23,6 +23,7 @@ from sqlmodel import col, select
 from curation.db import make_engine, migrate, session_scope
 from curation.errors import JobError, PermissionDenied
 from curation.models import Alternative, BackgroundJob, Role, RunStatus, Stage
+from curation.services.analyses.llm_alternatives import start_generation
 from curation.services.annotation import submit_analysis
 from curation.services.background_jobs import (
     InProcessJobs,
@@ -30,7 +31,6 @@ from curation.services.background_jobs import (
     interrupt_dead_jobs,
 )
 from curation.services.jobs import enqueue_job, make_job_submitter
-from curation.services.llm_alternatives import start_generation
 from curation.services.stages import set_stage
 from curation.settings import PROJECT_ROOT, Settings
 from tests import factories as f

@@ -12,8 +12,8 @@ from curation.db import session_scope
 from curation.errors import PermissionDenied, StageError
 from curation.models import MeetingEvent, MeetingOutcome, Role, Stage, VoteChange
 from curation.services.alternatives import store_alternative
+from curation.services.analyses.coverage import expert_coverage
 from curation.services.annotation import submit_analysis
-from curation.services.coverage import expert_coverage
 from curation.services.ground_truth import ground_truth
 from curation.services.meetings import (
     MeetingConflict,

@@ -9,8 +9,8 @@ from curation.db import session_scope
 from curation.errors import BlindingViolation, NotFoundError, PermissionDenied, StageError, VoteError
 from curation.models import ProposerDisplay, Role, Stage, Vote, VoteChange
 from curation.services.accounts import set_user_active
+from curation.services.analyses.review_queue import filter_items, review_queue
 from curation.services.annotation import submit_analysis
-from curation.services.review_queue import filter_items, review_queue
 from curation.services.stages import dataset_stages, get_review_settings, set_review_settings, set_stage
 from curation.services.votes import cast_vote, skipped_reason, vote_history
 from tests import factories as f
@@ -247,8 +247,8 @@ def test_a_curator_annotating_the_dataset_is_blind_to_its_review_until_submittin
 
 def test_a_curator_annotating_the_dataset_can_neither_generate_nor_see_its_mcqs(team):
     """Generated alternatives and MCQs show peers' decisions under other names: the same blinding applies."""
+    from curation.services.analyses.llm_alternatives import plan_generation
     from curation.services.datasets import assign_analysts
-    from curation.services.llm_alternatives import plan_generation
     from curation.services.mcq_audit import audit_mcqs
     from curation.services.mcq_generate import generate_mcqs
     from curation.services.mcq_review import mcq_views

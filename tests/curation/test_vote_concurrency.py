@@ -10,8 +10,8 @@ from sqlmodel import select
 
 from curation.db import session_scope
 from curation.models import Role, Stage, Vote, VoteChange
+from curation.services.analyses.review_queue import review_queue
 from curation.services.annotation import submit_analysis
-from curation.services.review_queue import review_queue
 from curation.services.stages import set_stage
 from curation.services.votes import QUESTIONS, cast_vote
 from tests import factories as f

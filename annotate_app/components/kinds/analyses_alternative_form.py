@@ -21,7 +21,7 @@ from curation.services.alternatives import (
     propose_transform_alternative,
     propose_variable_alternative,
 )
-from curation.services.review_queue import ReviewItem
+from curation.services.analyses.review_queue import ReviewItem
 from evaluation.specs import VariableType
 
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from annotate_app import context
 from curation.models import User
-from curation.services.coverage import Coverage, expert_coverage
+from curation.services.analyses.coverage import Coverage, expert_coverage
 
 
 def coverage_figure(rows: pd.DataFrame) -> go.Figure:

@@ -8,7 +8,7 @@ import streamlit as st
 from annotate_app import state
 from annotate_app.components.kinds.analyses_review_item import render_item
 from curation.models import Stage, User
-from curation.services.review_queue import ReviewQueue, filter_items
+from curation.services.analyses.review_queue import ReviewQueue, filter_items
 
 PAGE_SIZE = 10
 

@@ -11,7 +11,7 @@ from annotate_app.components.kinds.analyses_alternative_form import render_alter
 from annotate_app.text import md
 from curation.models import User
 from curation.services.alternatives import merge_alternative
-from curation.services.review_queue import ReviewItem
+from curation.services.analyses.review_queue import ReviewItem
 from curation.services.votes import QUESTIONS, VERDICT, cast_vote
 
 ANSWER_LABELS = {"yes": "Yes", "no": "No", "unsure": "Unsure"}

@@ -21,9 +21,9 @@ from annotate_app.components.variable_form import render_variables
 from annotate_app.text import md, plural
 from curation.graph import analysis_graph
 from curation.models import Dataset, User
+from curation.services.analyses.review_queue import review_queue
 from curation.services.annotation import get_own_decisions, pending_checks, submit_analysis
 from curation.services.datasets import dataset_data_path
-from curation.services.review_queue import review_queue
 
 #: curates every dataset no other kind claims
 DEFAULT = True
