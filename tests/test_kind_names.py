@@ -29,8 +29,6 @@ PACKAGES = ("annotate_app", "curation", "evaluation", "exports")
 #: pages and services not yet moved into their kind: shared files that still name a kind, by file, with the
 #: names each may use. Every entry is debt to move into its kind, except where the reason says otherwise.
 DECLARED: dict[str, tuple[frozenset[str], str]] = {
-    "annotate_app/components/charts.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
     "annotate_app/components/mcq_view.py": (frozenset({"variable"}),
         "an MCQ asks about one of BLADE's decisions (a variable or a transform): the MCQ kind's own file reads its item's kind (exports/mcq_part.py) to say which"),
     "curation/cli_kinds/analyses.py": (frozenset({"check"}),

@@ -7,12 +7,12 @@ import pandas as pd
 
 from annotate_app.components.charts import (
     column_figure,
-    decision_graph_figure,
     progress_figure,
     progress_table,
     team_figure,
     team_table,
 )
+from annotate_app.components.kinds.analyses_graph import decision_graph_figure
 
 
 def test_progress_figure_stacks_the_three_decision_kinds():

@@ -9,9 +9,9 @@ from typing import Any
 import streamlit as st
 
 from annotate_app import context, state
-from annotate_app.components.charts import decision_graph_figure
 from annotate_app.components.context_pane import render_context
 from annotate_app.components.kinds.analyses_coverage import render_coverage
+from annotate_app.components.kinds.analyses_graph import decision_graph_figure
 from annotate_app.components.kinds.analyses_review import render_queue
 from annotate_app.components.meeting_view import render_rule_picker
 from annotate_app.components.model_form import render_models
