@@ -60,11 +60,14 @@ DECLARED: dict[str, tuple[frozenset[str], str]] = {
     "curation/services/judge_validation.py": (frozenset({"variable"}),
         "debt: to move into its kind"),
     "curation/services/mcq_audit.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
+        "an MCQ asks about one of BLADE's decisions (a variable or a transform): the MCQ kind's own service builds, "
+        "audits or reviews it from those decisions, by design (the MCQ kind is built on the analyses kind's consensus)"),
     "curation/services/mcq_generate.py": (frozenset({"transform", "variable"}),
-        "debt: to move into its kind"),
+        "an MCQ asks about one of BLADE's decisions (a variable or a transform): the MCQ kind's own service builds, "
+        "audits or reviews it from those decisions, by design (the MCQ kind is built on the analyses kind's consensus)"),
     "curation/services/mcq_review.py": (frozenset({"variable"}),
-        "debt: to move into its kind"),
+        "an MCQ asks about one of BLADE's decisions (a variable or a transform): the MCQ kind's own service builds, "
+        "audits or reviews it from those decisions, by design (the MCQ kind is built on the analyses kind's consensus)"),
     "curation/services/reproducibility.py": (frozenset({"analyses"}),
         "debt: to move into its kind"),
     "curation/services/scoring.py": (frozenset({"analyses", "mcq"}),
