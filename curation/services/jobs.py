@@ -59,6 +59,8 @@ PART_TASK = "forkpaths.score_part"  # a helper of a fanned-out run: scores its q
 WORKER_HEARTBEAT_S = 2.0  # procrastinate's worker heartbeat
 STALLED_AFTER_S = 10.0  # a worker silent this long is presumed dead: its jobs are retried
 STALLED_CHECK_S = 3.0
+RETRY_WAIT_S = 15  # a job that failed for a reason that passes (the database away, its run held elsewhere) waits
+# this long before its retry (``FORKPATHS_WORKER_RETRY_WAIT_S``); a fanned-out run's helper job a third of it
 
 
 class RunHeldElsewhere(Exception):
@@ -86,8 +88,9 @@ def _connection_kwargs(engine: Engine) -> dict[str, Any]:
     return kwargs
 
 
-def procrastinate_app(engine: Engine) -> procrastinate.App:
-    """The queue's app for the engine's database, with forkpaths' tasks.
+def procrastinate_app(engine: Engine, retry_wait_s: int = RETRY_WAIT_S) -> procrastinate.App:
+    """The queue's app for the engine's database, with forkpaths' tasks; ``retry_wait_s``: how long a failed job
+    that is retried waits (the worker's, which retries jobs, reads it from the settings).
     The queue opens its own connections and transactions (procrastinate's), outside forkpaths' sessions."""
     import procrastinate
     import sqlalchemy.exc
@@ -95,14 +98,14 @@ def procrastinate_app(engine: Engine) -> procrastinate.App:
     conn = _connection_kwargs(engine)
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(**conn, min_size=1, max_size=4))
     app.task(name=SCORE_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=retry_wait_s, retry_exceptions={
                  RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_run_task)
     app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=retry_wait_s, retry_exceptions={
                  RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(
         _background_job_task)
     app.task(name=PART_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=5, wait=5, retry_exceptions={
+             retry=procrastinate.RetryStrategy(max_attempts=5, wait=max(1, retry_wait_s // 3), retry_exceptions={
                  sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_part_task)
     return app
 
@@ -301,7 +304,7 @@ def run_queue_worker(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeS
                      settings: Settings | None = None) -> None:
     """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds).
     It spans transactions: each job it takes opens its own."""
-    app = procrastinate_app(engine)
+    app = procrastinate_app(engine, settings.worker_retry_wait_s if settings is not None else RETRY_WAIT_S)
     stall = StallTimes(settings.worker_stalled_after_s) if settings is not None else StallTimes()
 
     async def main() -> None:
