@@ -24,6 +24,7 @@ On SQLite, :class:`curation.services.run_worker.RunWorker` (a thread pool in the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,7 +38,7 @@ from curation.models import RunStatus, ScoringRun
 from curation.services.lifecycle import this_executor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Coroutine
 
     import procrastinate
 
@@ -311,13 +312,57 @@ def run_queue_worker(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeS
         async with app.open_async():
             watcher = asyncio.create_task(_retry_stalled(app, engine, stall))
             try:
-                await app.run_worker_async(
+                await _work_until_stopped(lambda: app.run_worker_async(
                     queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=stall.heartbeat,
-                    stalled_worker_timeout=stall.after, name=this_executor(),
+                    stalled_worker_timeout=stall.after, name=this_executor(), install_signal_handlers=False,
                     additional_context={"engine": engine, "artifacts": artifacts,
                                         "judges": judges, "limits": limits,
-                                        "settings": settings})
+                                        "settings": settings}), pause_s=stall.heartbeat)
             finally:
                 watcher.cancel()
 
     asyncio.run(main())
+
+
+async def _work_until_stopped(work: Callable[[], Coroutine[Any, Any, None]], *, pause_s: float) -> None:
+    """Run procrastinate's worker loop (``work``) until SIGINT or SIGTERM, which stop it after the jobs it holds
+    (a second signal acts as if none were handled). procrastinate's loop ends by itself when one of its own queries
+    loses its connection (its heartbeat or its fetch of the next job, at the moment the database drops the
+    worker's connections): it is started again, so that the worker outlives the database going away for a moment;
+    the jobs the ended loop held are retried as stalled ones."""
+    import signal
+
+    import procrastinate.exceptions
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def asked_to_stop() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, asked_to_stop)
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        while True:
+            worker = asyncio.create_task(work())
+            await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                worker.cancel()  # procrastinate stops taking jobs and waits for the ones it holds
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+                return
+            try:
+                worker.result()
+                log.warning("the worker's queue loop ended by itself (see above); starting it again")
+            except procrastinate.exceptions.ConnectorException:
+                log.warning("the worker's queue loop lost the database; starting it again", exc_info=True)
+            await asyncio.wait({stopping}, timeout=pause_s)
+            if stop.is_set():
+                return
+    finally:
+        stopping.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
