@@ -122,6 +122,11 @@ class Settings(BaseSettings):
         default=10.0, ge=1.0, le=3600.0,
         description="A `forkpaths worker` silent this long (no heartbeat) is presumed dead and its jobs are retried "
                     "by another worker; heartbeats and the look-out for stalled jobs run proportionally more often.")
+    worker_retry_wait_s: int = Field(
+        default=15, ge=1, le=3600,
+        description="Seconds a `forkpaths worker` job that failed for a passing reason (the database away, its run "
+                    "still held by a worker that may be alive) waits before it is retried (a fanned-out run's helper "
+                    "jobs wait a third of it).")
     sandbox_timeout_s: float = Field(default=30.0, gt=0)
     sandbox_memory_mb: int = Field(default=4096, gt=64)
     score_analysis_timeout_s: float = Field(

@@ -24,6 +24,9 @@ os.environ["FORKPATHS_INSECURE_TEST_PASSWORD_HASHING"] = "1"
 # Workers the suite starts (they inherit the environment) notice a killed worker after 4 s, not the default 10 s:
 # the kill-and-retry tests wait that long; test_queue_workers checks the default's wiring.
 os.environ.setdefault("FORKPATHS_WORKER_STALLED_AFTER_S", "4")
+# ... and retry a job cut short by the database going away after 2 s, not the default 15 s (test_worker_stall checks
+# the default and the wiring).
+os.environ.setdefault("FORKPATHS_WORKER_RETRY_WAIT_S", "2")
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine, make_url
 

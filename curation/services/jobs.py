@@ -24,6 +24,7 @@ On SQLite, :class:`curation.services.run_worker.RunWorker` (a thread pool in the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,7 +38,7 @@ from curation.models import RunStatus, ScoringRun
 from curation.services.lifecycle import this_executor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Coroutine
 
     import procrastinate
 
@@ -59,6 +60,8 @@ PART_TASK = "forkpaths.score_part"  # a helper of a fanned-out run: scores its q
 WORKER_HEARTBEAT_S = 2.0  # procrastinate's worker heartbeat
 STALLED_AFTER_S = 10.0  # a worker silent this long is presumed dead: its jobs are retried
 STALLED_CHECK_S = 3.0
+RETRY_WAIT_S = 15  # a job that failed for a reason that passes (the database away, its run held elsewhere) waits
+# this long before its retry (``FORKPATHS_WORKER_RETRY_WAIT_S``); a fanned-out run's helper job a third of it
 
 
 class RunHeldElsewhere(Exception):
@@ -86,8 +89,9 @@ def _connection_kwargs(engine: Engine) -> dict[str, Any]:
     return kwargs
 
 
-def procrastinate_app(engine: Engine) -> procrastinate.App:
-    """The queue's app for the engine's database, with forkpaths' tasks.
+def procrastinate_app(engine: Engine, retry_wait_s: int = RETRY_WAIT_S) -> procrastinate.App:
+    """The queue's app for the engine's database, with forkpaths' tasks; ``retry_wait_s``: how long a failed job
+    that is retried waits (the worker's, which retries jobs, reads it from the settings).
     The queue opens its own connections and transactions (procrastinate's), outside forkpaths' sessions."""
     import procrastinate
     import sqlalchemy.exc
@@ -95,14 +99,14 @@ def procrastinate_app(engine: Engine) -> procrastinate.App:
     conn = _connection_kwargs(engine)
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(**conn, min_size=1, max_size=4))
     app.task(name=SCORE_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=retry_wait_s, retry_exceptions={
                  RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_run_task)
     app.task(name=JOB_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=20, wait=15, retry_exceptions={
+             retry=procrastinate.RetryStrategy(max_attempts=20, wait=retry_wait_s, retry_exceptions={
                  RunHeldElsewhere, sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(
         _background_job_task)
     app.task(name=PART_TASK, queue=QUEUE, pass_context=True,
-             retry=procrastinate.RetryStrategy(max_attempts=5, wait=5, retry_exceptions={
+             retry=procrastinate.RetryStrategy(max_attempts=5, wait=max(1, retry_wait_s // 3), retry_exceptions={
                  sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError}))(_score_part_task)
     return app
 
@@ -301,20 +305,64 @@ def run_queue_worker(engine: Engine, *, artifacts: ArtifactStore, judges: JudgeS
                      settings: Settings | None = None) -> None:
     """``forkpaths worker``: take jobs until stopped (SIGINT/SIGTERM end it after the jobs it holds).
     It spans transactions: each job it takes opens its own."""
-    app = procrastinate_app(engine)
+    app = procrastinate_app(engine, settings.worker_retry_wait_s if settings is not None else RETRY_WAIT_S)
     stall = StallTimes(settings.worker_stalled_after_s) if settings is not None else StallTimes()
 
     async def main() -> None:
         async with app.open_async():
             watcher = asyncio.create_task(_retry_stalled(app, engine, stall))
             try:
-                await app.run_worker_async(
+                await _work_until_stopped(lambda: app.run_worker_async(
                     queues=[QUEUE], concurrency=concurrency, update_heartbeat_interval=stall.heartbeat,
-                    stalled_worker_timeout=stall.after, name=this_executor(),
+                    stalled_worker_timeout=stall.after, name=this_executor(), install_signal_handlers=False,
                     additional_context={"engine": engine, "artifacts": artifacts,
                                         "judges": judges, "limits": limits,
-                                        "settings": settings})
+                                        "settings": settings}), pause_s=stall.heartbeat)
             finally:
                 watcher.cancel()
 
     asyncio.run(main())
+
+
+async def _work_until_stopped(work: Callable[[], Coroutine[Any, Any, None]], *, pause_s: float) -> None:
+    """Run procrastinate's worker loop (``work``) until SIGINT or SIGTERM, which stop it after the jobs it holds
+    (a second signal acts as if none were handled). procrastinate's loop ends by itself when one of its own queries
+    loses its connection (its heartbeat or its fetch of the next job, at the moment the database drops the
+    worker's connections): it is started again, so that the worker outlives the database going away for a moment;
+    the jobs the ended loop held are retried as stalled ones."""
+    import signal
+
+    import procrastinate.exceptions
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def asked_to_stop() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, asked_to_stop)
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        while True:
+            worker = asyncio.create_task(work())
+            await asyncio.wait({worker, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.is_set():
+                worker.cancel()  # procrastinate stops taking jobs and waits for the ones it holds
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker
+                return
+            try:
+                worker.result()
+                log.warning("the worker's queue loop ended by itself (see above); starting it again")
+            except procrastinate.exceptions.ConnectorException:
+                log.warning("the worker's queue loop lost the database; starting it again", exc_info=True)
+            await asyncio.wait({stopping}, timeout=pause_s)
+            if stop.is_set():
+                return
+    finally:
+        stopping.cancel()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

@@ -302,3 +302,24 @@ def test_the_database_going_away_mid_job_the_run_is_retried_and_ends_correctly(p
         jobs = conn.execute(text("select status, attempts from procrastinate_jobs")).all()
     assert jobs == [("succeeded", 2)], workers.output()  # the attempt cut short, then procrastinate's retry
     assert run.attempts == 2  # ... which took the run over from the failed attempt and scored it from the start
+
+
+@pytest.mark.postgres
+def test_a_worker_outlives_its_connections_being_cut_again_and_again(pg_world, workers):
+    """Every connection of an idle worker terminated every 50 ms for 20 s: whichever of procrastinate's own queries
+    is cut (its heartbeat, its fetch of the next job), the worker goes on and then scores a run. (procrastinate's
+    loop ended on such a cut, and the worker with it: the cause of the test above staying unfinished under load.)"""
+    worker = workers.start()
+    _wait_for(lambda: "takes scoring runs" in workers.output(), workers)
+    name, cuts, deadline = f"forkpaths-worker/{worker.pid}", 0, time.monotonic() + 20
+    while time.monotonic() < deadline:
+        assert worker.poll() is None, f"the worker ended after {cuts} cuts:\n{workers.output()}"
+        cuts += _terminate(name)
+        time.sleep(0.05)
+    assert cuts > 0
+    data = json.loads(pg_world.multirun)
+    small = json.dumps(dict(data, n=2, analyses=dict(list(data["analyses"].items())[:2]))).encode()
+    enqueue_run(pg_world.engine, pg_world.register([("small.json", small)], agent="after-the-cuts").id)
+    _wait_for(lambda: _runs(pg_world.engine)[0].status in ENDED, workers)
+    assert _runs(pg_world.engine)[0].status == "succeeded", workers.output()
+    assert worker.poll() is None
