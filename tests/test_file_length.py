@@ -1,5 +1,6 @@
 """Files stay under 800 lines (conventions.md): a module that grows past it is split along its seams (the export
-half of releases lives in release_exports). Files still over it are listed here, as debt, until they are split."""
+half of releases lives in release_exports, the LLM generation of programmatic tasks in programmatic_generation).
+Files still over it are listed here, as debt, until they are split."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("annotate_app", "curation", "evaluation", "exports")
 MAX_LINES = 800
 #: Files over the limit for now, by path: each is debt to split.
-LONG: dict[str, str] = {
-    "curation/services/programmatic.py": "debt: its LLM generation to move to programmatic_generation",
-}
+LONG: dict[str, str] = {}
 
 
 def _lengths() -> dict[str, int]:

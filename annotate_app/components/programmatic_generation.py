@@ -13,9 +13,11 @@ from annotate_app import context
 from annotate_app.text import md
 from curation.models import BackgroundJob, RunStatus, User
 from curation.services.background_jobs import ACTIVE, cancel_job, dismiss_job, interrupt_dead_jobs, latest_job
-from curation.services.programmatic import MAX_SAMPLES, MIN_SAMPLES, TaskView
+from curation.services.programmatic import TaskView
 from curation.services.programmatic_generation import (
     JOB_KIND,
+    MAX_SAMPLES,
+    MIN_SAMPLES,
     generation_report,
     scope_of,
     start_candidate_generation,

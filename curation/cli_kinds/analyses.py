@@ -91,9 +91,9 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
     """Generation as a background job (recorded, one per dataset, seen on the Review page): run here in the
     foreground, or with ``--enqueue`` handed to the workers (PostgreSQL) and followed from the page."""
     from curation.bootstrap import initialise
+    from curation.cli_generation import generation_exit
     from curation.cli_progress import ProgressBar
     from curation.db import session_scope
-    from curation.models import RunStatus
     from curation.services.analyses.llm_alternatives import GenerationReport, start_generation
     from curation.services.background_jobs import execute_job
     from curation.services.jobs import enqueue_job, is_postgres
@@ -113,21 +113,15 @@ def _cmd_alternatives(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Generation job {job_id} queued; a worker runs it (the Review page shows its progress).")
         return 0
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
-    if job.result is None:
-        print(f"The generation {job.status}: {job.message}", file=sys.stderr)
-        return 1
-    result = GenerationReport(**job.result)
-    if result.cancelled:
-        print(f"Cancelled after {result.seeds_done} of {result.seeds_total} seeds (from the page).")
-    print(f"{result.created} alternatives stored ({result.duplicates} flagged as duplicates, "
-          f"{result.failed_checks} transforms whose code failed, shown with their error); {result.already_stored} "
-          f"already stored; {result.calls} LLM answers, {result.cached} from the cache.")
-    for line in result.rejected:
-        print(f"  rejected: {line}")
-    for line in result.errors:
-        print(f"  failed: {line}", file=sys.stderr)
-    failed = result.errors and not result.created and not result.already_stored
-    return 1 if failed or job.status == RunStatus.FAILED.value else 0
+    return generation_exit(job, GenerationReport, _alternatives_stored)
+
+
+def _alternatives_stored(result: Any) -> str:
+    cancelled = (f"Cancelled after {result.seeds_done} of {result.seeds_total} seeds (from the page).\n"
+                 if result.cancelled else "")
+    return (f"{cancelled}{result.created} alternatives stored ({result.duplicates} flagged as duplicates, "
+            f"{result.failed_checks} transforms whose code failed, shown with their error); {result.already_stored} "
+            f"already stored; {result.calls} LLM answers, {result.cached} from the cache.")
 
 
 

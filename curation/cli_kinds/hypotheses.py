@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from curation.cli_actor import acting_operator, dataset_named
@@ -26,8 +25,8 @@ __all__ = ["add_commands"]
 
 def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
     from curation.bootstrap import initialise
+    from curation.cli_generation import generation_exit
     from curation.db import session_scope
-    from curation.models import RunStatus
     from curation.services.background_jobs import execute_job
     from curation.services.hypotheses.llm import HypothesisGenerationReport, start_hypothesis_generation
     from evaluation.llm import LLMClient
@@ -39,18 +38,9 @@ def _cmd_generate(args: argparse.Namespace, settings: Settings) -> int:
         job_id = start_hypothesis_generation(session=session, actor=actor,
                                              dataset_id=dataset_named(session=session, name=args.dataset).id or 0)
     job = execute_job(report.engine, job_id, settings, on_progress=ProgressBar())
-    if job.result is None:
-        print(f"The generation {job.status}: {job.message}", file=sys.stderr)
-        return 1
-    result = HypothesisGenerationReport(**job.result)
-    print(f"{result.created} LLM hypotheses stored ({result.duplicates} flagged as duplicates); "
-          f"{result.already_stored} already stored; {result.calls} LLM answers, {result.cached} from the cache.")
-    for line in result.rejected:
-        print(f"  rejected: {line}")
-    for line in result.errors:
-        print(f"  failed: {line}", file=sys.stderr)
-    failed = result.errors and not result.created and not result.already_stored
-    return 1 if failed or job.status == RunStatus.FAILED.value else 0
+    return generation_exit(job, HypothesisGenerationReport, lambda r: (
+        f"{r.created} LLM hypotheses stored ({r.duplicates} flagged as duplicates); {r.already_stored} already "
+        f"stored; {r.calls} LLM answers, {r.cached} from the cache."))
 
 
 def _cmd_gold(args: argparse.Namespace, settings: Settings) -> int:

@@ -19,7 +19,7 @@ import base64
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,6 @@ from curation.services.curated import (
     candidates_of,
     item_by_key,
     items_of,
-    set_item_payload,
 )
 from curation.services.ground_truth import GroundTruthItem, dataset_rule, latest_outcomes
 from curation.services.kind_curation import KindCuration
@@ -67,11 +66,7 @@ from curation.services.scoring import get_run, release_for_scoring, stored_resul
 from curation.services.stages import lock_for_review_write, require_reviewer
 from evaluation.programmatic.groundtruth import (
     GateResult,
-    agree,
-    ask_checks,
-    ask_solution,
     gate,
-    run_solution,
 )
 from evaluation.programmatic.runner import CheckLimits, check_code_problem, clean_ground_truth
 from exports.programmatic_part import (
@@ -88,23 +83,23 @@ __all__ = [
     "ProgrammaticError",
     "Task",
     "TaskView",
-    "GenerationPlan",
-    "GenerationWork",
-    "do_generation",
-    "generate_candidates",
-    "generation_steps",
-    "plan_generation",
-    "store_generation",
+    "artifact_payload",
+    "check_payload",
     "import_datascibench_tasks",
     "import_programmatic_tasks",
     "list_programmatic_tasks",
+    "next_position",
     "programmatic_run_details",
     "propose_artifact",
     "propose_check",
+    "release_task",
     "release_programmatic_tasks",
     "released_task",
     "run_release_gate",
+    "task_by_id",
     "task_for_scoring",
+    "task_inputs",
+    "task_row",
 ]
 
 log = logging.getLogger(__name__)
@@ -206,7 +201,7 @@ def _status(session: Session, items: Sequence[CuratedCandidate], dataset_id: int
     return out
 
 
-def _task(session: Session, task_id: int) -> Task:
+def task_by_id(*, session: Session, task_id: int) -> Task:
     row = session.get(CuratedItem, task_id)
     if row is None or row.kind != KIND:
         raise NotFoundError(f"There is no programmatic task {task_id}.")
@@ -288,7 +283,7 @@ def list_programmatic_tasks(*, session: Session, actor: User, dataset_id: int | 
     return [_view(session, Task.of(t)) for t in items_of(session=session, kind=KIND, dataset_id=dataset_id)]
 
 
-def _artifact_payload(path: str, data: bytes) -> dict[str, Any]:
+def artifact_payload(path: str, data: bytes) -> dict[str, Any]:
     if len(data) > MAX_ARTIFACT_BYTES:
         raise ProgrammaticError(f"The artifact {path} is {len(data) // 2**20} MB; artifacts are at most "
                                 f"{MAX_ARTIFACT_BYTES // 2**20} MB.")
@@ -299,7 +294,7 @@ def _artifact_payload(path: str, data: bytes) -> dict[str, Any]:
             "content_b64": base64.b64encode(data).decode("ascii")}
 
 
-def _check_payload(fields: Mapping[str, Any]) -> dict[str, Any]:
+def check_payload(fields: Mapping[str, Any]) -> dict[str, Any]:
     task_type = str(fields.get("task_type") or "")
     if task_type not in PROGRAMMATIC_TASK_TYPES:
         raise ProgrammaticError(f"The task type {task_type!r} is none of DataSciBench's six: "
@@ -324,7 +319,7 @@ def _check_payload(fields: Mapping[str, Any]) -> dict[str, Any]:
             "metric": str(fields["metric"]).strip(), "code": str(fields["code"]), "rule": rule, "ground_truth": gt}
 
 
-def _next_position(session: Session, task_id: int) -> int:
+def next_position(*, session: Session, task_id: int) -> int:
     return len(_items(session, task_id))
 
 
@@ -367,7 +362,7 @@ def import_programmatic_tasks(*, session: Session, actor: User | None, dataset_i
             items.append(add_candidate(session=session, item=row, role="artifact", source="imported",
                                        payload=a.model_dump(), position=pos))
         for pos, c in enumerate(t.checks):
-            payload = _check_payload(c.model_dump())
+            payload = check_payload(c.model_dump())
             # evidence the gate left with the task (a release, the starter tree): about exactly this code
             kept = {**c.gate, "code_hash": code_hash(payload)} if c.gate and not run_gate else None
             items.append(add_candidate(session=session, item=row, role="check", source="imported", payload=payload,
@@ -529,7 +524,7 @@ def _gate_record(result: GateResult) -> dict[str, Any]:
     return {**result.model_dump(mode="json"), "at": utcnow().isoformat()}
 
 
-def _release_task(session: Session, task: Task, *, released_only: bool = True) -> ProgrammaticTaskRelease:
+def release_task(*, session: Session, task: Task, released_only: bool = True) -> ProgrammaticTaskRelease:
     view = _view(session, task)
     artifacts = [ProgrammaticArtifact.model_validate({k: v.item.payload[k] for k in
                                                       ("path", "sha256", "size", "content_b64")})
@@ -557,15 +552,15 @@ def run_release_gate(*, session: Session, actor: User, item_id: str,
     item = session.get(CuratedCandidate, item_id)
     if item is None or item.kind != KIND or item.role != "check":
         raise NotFoundError(f"There is no candidate check {item_id}.")
-    task = _task(session, item.item_id)
-    release_task = _release_task(session, task)
-    accepted = {a.path: base64.b64decode(a.content_b64) for a in release_task.artifacts}
+    task = task_by_id(session=session, task_id=item.item_id)
+    spec = release_task(session=session, task=task)
+    accepted = {a.path: base64.b64decode(a.content_b64) for a in spec.artifacts}
     if not accepted:
         raise ProgrammaticError(f"Task {task.key} has no accepted artifact yet: accept one (by votes, or a meeting) "
                                 "before running the gate, which needs an output the check must pass on.")
     seen = dict(item.gate or {})
     inputs = task_inputs(session=session, task=task, store=store) if store is not None else None
-    result = _gate(release_task, item, accepted, wrong, limits, inputs)
+    result = _gate(spec, item, accepted, wrong, limits, inputs)
     _unchanged_gate(session, item, seen, task.dataset_id)
     item.gate = {**_gate_record(result), "code_hash": code_hash(item.payload), "by": actor.id}
     session.add(item)
@@ -597,14 +592,14 @@ def propose_check(*, session: Session, actor: User, task_id: int, fields: Mappin
     Raises:
         ProgrammaticError: an unknown task type, a missing field, code that does not parse or defines no function.
     """
-    task = _task(session, task_id)
+    task = task_by_id(session=session, task_id=task_id)
     require_reviewer(session=session, actor=actor, dataset_id=task.dataset_id)
     if seed_id is not None:
         seed = session.get(CuratedCandidate, seed_id)
         if seed is None or seed.item_id != task_id or seed.role != "check":
             raise NotFoundError(f"There is no check {seed_id} of task {task.key} to edit.")
-    item = add_candidate(session=session, item=_row(task), role="check", source="peer", proposed_by_id=actor.id,
-                         seed_id=seed_id, payload=_check_payload(fields), position=_next_position(session, task_id))
+    item = add_candidate(session=session, item=task_row(task), role="check", source="peer", proposed_by_id=actor.id,
+                         seed_id=seed_id, payload=check_payload(fields), position=next_position(session=session, task_id=task_id))
     session.flush()
     if item.payload.get("code") and seed_id is None:
         log.info("check %s proposed for %s by %s", item.id, task.key, actor.username)
@@ -615,16 +610,16 @@ def propose_check(*, session: Session, actor: User, task_id: int, fields: Mappin
 def propose_artifact(*, session: Session, actor: User, task_id: int, path: str, data: bytes,
                      seed_id: str | None = None) -> CuratedCandidate:
     """A peer's ground-truth artifact (a file the correct solution writes)."""
-    task = _task(session, task_id)
+    task = task_by_id(session=session, task_id=task_id)
     require_reviewer(session=session, actor=actor, dataset_id=task.dataset_id)
-    item = add_candidate(session=session, item=_row(task), role="artifact", source="peer", proposed_by_id=actor.id,
-                         seed_id=seed_id, payload=_artifact_payload(path, data),
-                         position=_next_position(session, task_id))
+    item = add_candidate(session=session, item=task_row(task), role="artifact", source="peer", proposed_by_id=actor.id,
+                         seed_id=seed_id, payload=artifact_payload(path, data),
+                         position=next_position(session=session, task_id=task_id))
     session.flush()
     return item
 
 
-def _row(task: Task) -> CuratedItem:
+def task_row(task: Task) -> CuratedItem:
     assert task.row is not None  # every Task the services make comes from its row
     return task.row
 
@@ -655,162 +650,10 @@ def task_inputs(*, session: Session, task: Task | CuratedItem, store: Path) -> d
     return out
 
 
-@dataclass
-class GenerationPlan:
-    """What a generation needs, read in one short transaction: the task as a release would carry it and the
-    bytes and columns of its input files."""
-
-    task_id: int
-    key: str
-    dataset_id: int
-    spec: ProgrammaticTaskRelease
-    inputs: dict[str, bytes]
-    columns: dict[str, list[str]]
-
-
-@dataclass
-class GenerationWork:
-    """What the LLM and the sandbox made of a plan (nothing stored yet)."""
-
-    codes: list[str]
-    runs: list[Any]
-    agreement: Any
-    proposed: list[Any]
-    llm: dict[str, Any]
-
-
-MIN_SAMPLES, MAX_SAMPLES = 2, 20
-
-
-@judges_actor
-def plan_generation(*, session: Session, actor: User, task_id: int, samples: int, store: Path) -> GenerationPlan:
-    """Check the request (curators and admins, 2..20 samples, the task and its input files exist) and read what
-    the generation needs.
-
-    Raises:
-        PermissionDenied: not a curator or admin.
-        ProgrammaticError: a sample count out of range, an input file that cannot be read.
-    """
-    require_role(actor, *CURATING)
-    if not MIN_SAMPLES <= samples <= MAX_SAMPLES:
-        raise ProgrammaticError(f"Ask for between {MIN_SAMPLES} and {MAX_SAMPLES} samples (not {samples}): "
-                                "self-consistency needs at least two.")
-    task = _task(session, task_id)
-    spec = _release_task(session, task, released_only=False)
-    inputs = task_inputs(session=session, task=task, store=store)
-    columns = {name: data.split(b"\n", 1)[0].decode("utf-8", "replace").strip().split(",")
-               for name, data in inputs.items() if name.endswith(".csv")}
-    return GenerationPlan(task_id, task.key, task.dataset_id, spec, inputs, columns)
-
-
-def generation_steps(samples: int) -> int:
-    """Progress steps of a generation: each sample asked, each sample run, the checks asked."""
-    return 2 * samples + 1
-
-
-def do_generation(plan: GenerationPlan, *, client: Any, samples: int, limits: CheckLimits | None = None,
-                  progress: Callable[[int, int, str], None] | None = None,
-                  should_stop: Callable[[], bool] | None = None) -> GenerationWork | None:
-    """Ask the LLM for ``samples`` solutions, run each in the sandbox, apply the agreement rule, ask for checks.
-    Touches no database. Returns None when ``should_stop`` said stop between two steps.
-
-    Raises:
-        LLMNotConfigured / LLMCallError / LLMAnswerError: the LLM is missing, failed or answered garbage.
-    """
-    total = generation_steps(samples)
-    done = 0
-
-    def step(stage: str) -> bool:
-        nonlocal done
-        if progress is not None:
-            progress(done, total, stage)
-        done += 1
-        return should_stop is not None and should_stop()
-
-    codes = []
-    for i in range(samples):
-        if step(f"asking the LLM for solution {i + 1} of {samples}"):
-            return None
-        codes.append(ask_solution(client, plan.spec, i, samples, plan.columns))
-    timeout = (limits or CheckLimits()).check_timeout_s * 6
-    runs = []
-    for i, code in enumerate(codes):
-        if step(f"running solution {i + 1} of {samples} in the sandbox"):
-            return None
-        runs.append(run_solution(code, plan.inputs, timeout_s=timeout))
-    agreement = agree(runs)
-    if step(f"asking the LLM for checks ({len(agreement.artifacts)} agreed artifacts)"):
-        return None
-    proposed = ask_checks(client, plan.spec, sorted(agreement.artifacts))
-    if progress is not None:
-        progress(total, total, "storing the candidates")
-    return GenerationWork(codes, runs, agreement, proposed, client.describe())
-
-
-def store_generation(*, session: Session, plan: GenerationPlan, work: GenerationWork,
-                     samples: int) -> dict[str, Any]:
-    """Store the agreed artifacts and proposed checks as candidates (one transaction: all or nothing) and
-    return the summary the page and the job show.
-
-    Raises:
-        ProgrammaticError: a proposed check that cannot be stored (nothing is stored then).
-    """
-    task = _task(session, plan.task_id)
-    agreement = work.agreement
-    position = _next_position(session, plan.task_id)
-    created = {"artifacts": 0, "checks": 0}
-    for path, data in agreement.artifact_bytes().items():
-        add_candidate(session=session, item=_row(task), role="artifact", source="agreement",
-                      payload=_artifact_payload(path, data), position=position,
-                      extra={"support": agreement.support[path], "ok_samples": agreement.ok_samples,
-                             "samples": agreement.samples, "rule": agreement.rule, "llm": work.llm})
-        position += 1
-        created["artifacts"] += 1
-    for c in work.proposed:
-        try:
-            payload = _check_payload(c.model_dump())
-        except ProgrammaticError as exc:
-            raise ProgrammaticError(f"The LLM proposed a check that cannot be stored: {exc}") from exc
-        add_candidate(session=session, item=_row(task), role="check", source="llm", payload=payload,
-                      position=position, extra={"llm": work.llm})
-        position += 1
-        created["checks"] += 1
-    summary = {"task": plan.key, "samples": samples, "ran": agreement.ok_samples, "agreed": dict(agreement.support),
-               "disagreeing": agreement.disagreeing, "errors": [r.error for r in work.runs if not r.ok], **created,
-               "solutions": work.codes,
-               "runs": [{"ok": r.ok, "error": r.error, "files": sorted(r.files)} for r in work.runs]}
-    row = _row(task)
-    set_item_payload(session=session, item=row, payload={
-        **row.payload, "extra": {**task.extra, "last_generation": {k: v for k, v in summary.items()
-                                                                   if k not in ("solutions", "runs")}}})
-    session.flush()
-    return summary
-
-
-@judges_actor
-def generate_candidates(*, session: Session, actor: User, task_id: int, client: Any, samples: int, store: Path,
-                        limits: CheckLimits | None = None) -> dict[str, Any]:
-    """The DataSciBench pipeline with experts in the loop, inside one transaction (the CLI and tests; the page
-    runs it as a background job, :mod:`curation.services.programmatic_generation`): the LLM writes ``samples``
-    solutions, each runs in the sandbox; the outputs that agree become candidate artifacts; the LLM proposes
-    checks. All candidates await the analysts' votes. Returns a summary (agreement, errors of the samples, counts).
-
-    Raises:
-        PermissionDenied: not a curator or admin.
-        LLMNotConfigured / LLMCallError / LLMAnswerError: the LLM is missing, failed or answered garbage; nothing
-            is stored then.
-        ProgrammaticError: fewer than two samples asked for.
-    """
-    plan = plan_generation(session=session, actor=actor, task_id=task_id, samples=samples, store=store)
-    work = do_generation(plan, client=client, samples=samples, limits=limits)
-    assert work is not None  # nothing asks it to stop
-    return store_generation(session=session, plan=plan, work=work, samples=samples)
-
-
 def release_programmatic_tasks(*, session: Session, dataset_id: int) -> list[ProgrammaticTaskRelease]:
     """What a release carries for a dataset: each task with its accepted artifacts and its released checks
     (tasks with no released check are left out: there is nothing to score them with)."""
-    out = [_release_task(session, Task.of(t)) for t in items_of(session=session, kind=KIND, dataset_id=dataset_id)]
+    out = [release_task(session=session, task=Task.of(t)) for t in items_of(session=session, kind=KIND, dataset_id=dataset_id)]
     return [t for t in out if t.checks]
 
 
@@ -822,7 +665,7 @@ def task_for_scoring(*, session: Session, actor: User, key: str) -> Programmatic
     if row is None:
         known = [t.key for t in items_of(session=session, kind=KIND)]
         raise NotFoundError(f"There is no programmatic task {key!r} (known: {', '.join(known) or 'none'}).")
-    return _release_task(session, Task.of(row))
+    return release_task(session=session, task=Task.of(row))
 
 
 @judges_actor

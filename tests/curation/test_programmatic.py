@@ -284,7 +284,7 @@ def test_the_llm_proposes_candidates_by_self_consistency_and_garbage_stores_noth
         server.script += [{"content": json.dumps(checks)}]
         llm = LLMClient(LLMConfig(base_url=server.url, model="m", max_retries=0))
         with session_scope(t["engine"]) as s, pytest.raises(PermissionDenied):
-            from curation.services.programmatic import generate_candidates
+            from curation.services.programmatic_generation import generate_candidates
 
             generate_candidates(session=s, actor=t["ana"], task_id=t["task_id"], client=llm, samples=3,
                                 store=t["store"])
