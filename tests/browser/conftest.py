@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.helpers import LiveApp, WatchedBrowser, serving
+from tests.browser.helpers import AppServer, LiveApp, WatchedBrowser
 from tests.conftest import apt_install, unavailable
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -53,11 +53,21 @@ def close_browser_pages(request: pytest.FixtureRequest) -> Iterator[None]:
         request.getfixturevalue("browser").close_opened()
 
 
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """The app as a user runs it (streamlit run), started once per worker and shared by its tests one after the
+    other (starting it, and the first page's imports, cost seconds of CPU per test on a busy machine)."""
+    server = AppServer(tmp_path_factory.mktemp("app-server"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 @pytest.fixture
-def live_app(tmp_path: Path) -> Iterator[LiveApp]:
-    """The app as a user runs it (streamlit run), on its own SQLite file and data folder."""
-    with serving(tmp_path) as app:
-        yield app
+def live_app(app_server: AppServer, tmp_path: Path) -> LiveApp:
+    """The app, on this test's own SQLite file and data folder (under ``tmp_path``): no other test's data."""
+    return app_server.serve(tmp_path)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,36 @@ def free_port() -> int:
 
 @dataclass
 class LiveApp:
+    """A served app: its address, its settings (as the app reads them), its log, and the ``.env`` file the app
+    reads again on every run (``configure`` writes it: how an operator changes a setting while it runs)."""
+
     url: str
     settings: Settings
     log: Path
+    env_file: Path
+    kept: Mapping[str, str] = field(default_factory=dict)  # settings the .env must keep (the shared server's)
+
+    def configure(self, values: Mapping[str, str]) -> None:
+        """Set ``values`` (``FORKPATHS_*`` settings) in the app's ``.env``; the app's next run reads them."""
+        write_env_file(self.env_file, {**self.kept, **values})
+
+
+def write_env_file(path: Path, values: Mapping[str, str]) -> None:
+    """Write a ``.env`` file in one step (a new file renamed over the old): a run of the app never reads half
+    of it, and the file's identity changes, so the app reads it again."""
+    for key, value in values.items():
+        if any(c in value for c in '"\\\n'):
+            raise ValueError(f"{key}: a .env value here cannot hold quotes, backslashes or new lines: {value!r}")
+    fresh = path.with_name(f".env.{os.getpid()}.tmp")
+    fresh.write_text("".join(f'{k}="{v}"\n' for k, v in values.items()), encoding="utf-8")
+    os.replace(fresh, path)
+
+
+@contextmanager
+def configured(app: LiveApp, values: Mapping[str, str]) -> Iterator[LiveApp]:
+    """``app`` with ``values`` set in its ``.env`` (for a ``with`` beside the server those settings point at)."""
+    app.configure(values)
+    yield app
 
 
 def llm_env(url: str) -> dict[str, str]:
@@ -54,55 +82,126 @@ def llm_env(url: str) -> dict[str, str]:
     return {"FORKPATHS_LLM_BASE_URL": url, "FORKPATHS_LLM_MODEL": "judge-model", "FORKPATHS_LLM_MAX_RETRIES": "0"}
 
 
-@contextmanager
-def serving(tmp_path: Path, extra_env: Mapping[str, str] | None = None) -> Iterator[LiveApp]:
-    """The app as a user runs it (streamlit run), on its own SQLite file and data folder under ``tmp_path``,
-    with ``extra_env`` (``FORKPATHS_*`` settings) on top; stopped when the block ends."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("FORKPATHS_")},
-        "FORKPATHS_DATA_DIR": str(tmp_path / "data"),
-        "FORKPATHS_ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "FORKPATHS_LOAD_STARTER_DATASETS": "false",
-        **(extra_env or {}),
-    }
+_SERVER_SETTINGS = {"FORKPATHS_ADMIN_PASSWORD": ADMIN_PASSWORD, "FORKPATHS_LOAD_STARTER_DATASETS": "false"}
+
+
+def _server_env(values: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without its ``FORKPATHS_*`` variables, with ``values`` instead."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("FORKPATHS_")}, **values}
+
+
+def _settings_of(values: Mapping[str, str]) -> Settings:
+    """The settings an app with exactly the ``FORKPATHS_*`` variables ``values`` reads."""
     saved = dict(os.environ)
-    os.environ.update({k: v for k, v in env.items() if k.startswith("FORKPATHS_")})
+    os.environ.clear()
+    os.environ.update(_server_env(values))
     try:
-        settings = Settings()
+        return Settings()
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    initialise(settings)
+
+
+def _start_streamlit(cwd: Path, env: Mapping[str, str], log: Path,
+                     extra_args: list[str]) -> tuple[subprocess.Popen[bytes], str]:
+    """``streamlit run`` the app from ``cwd``; returns once it answers its health check."""
     port = free_port()
-    log = tmp_path / "streamlit.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(PROJECT_ROOT / "annotate_app" / "app.py"),
          "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-         *streamlit_auth_args(settings)],  # single sign-on, when extra_env configures it (as forkpaths run)
-        cwd=tmp_path, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *extra_args],
+        cwd=cwd, env=dict(env), stdout=log.open("w"), stderr=subprocess.STDOUT,
     )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the app did not start; its log:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield LiveApp(url, settings, log)
-    finally:
-        proc.terminate()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            pytest.fail(f"the app did not start; its log:\n{log.read_text()[-3000:]}")
+        time.sleep(0.3)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def serving(tmp_path: Path, extra_env: Mapping[str, str] | None = None) -> Iterator[LiveApp]:
+    """The app as a user runs it (streamlit run), a server of its own, on its own SQLite file and data folder
+    under ``tmp_path``, with ``extra_env`` (``FORKPATHS_*`` settings) on top; stopped when the block ends.
+    For settings read only at start (single sign-on); other tests share one server (:class:`AppServer`)."""
+    values = {**_SERVER_SETTINGS, "FORKPATHS_DATA_DIR": str(tmp_path / "data"), **(extra_env or {})}
+    settings = _settings_of(values)
+    initialise(settings)
+    log = tmp_path / "streamlit.log"
+    # single sign-on, when extra_env configures it (as forkpaths run)
+    proc, url = _start_streamlit(tmp_path, _server_env(values), log, streamlit_auth_args(settings))
+    try:
+        yield LiveApp(url, settings, log, tmp_path / ".env")
+    finally:
+        _stop(proc)
+
+
+class AppServer:
+    """One app server (streamlit run) for many tests, one after the other: one per pytest(-xdist) worker.
+
+    Each test still gets its own SQLite file and data folder: the app reads its settings from the ``.env`` file
+    of its working folder on every run (an operator's way to change them without a restart), and its database
+    and background workers are kept per database and data folder. ``serve`` points that file at the test's
+    folder, so the test's first page load finds only its own data; nothing else is shared but the process (its
+    imports, the sandbox's template process started at its first start-up).
+
+    A test's database starts as a copy of one initialised here once (migrated, with the first admin): migrating a
+    new SQLite file and hashing the admin's password took seconds per test on a busy machine."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.env_file = folder / ".env"
+        self.log = folder / "streamlit.log"
+        self._template = self._initialised(folder / "template")
+        write_env_file(self.env_file, {"FORKPATHS_DATA_DIR": str(folder / "no-test-yet")})
+        self._proc, self.url = _start_streamlit(folder, _server_env(_SERVER_SETTINGS), self.log, [])
+
+    def serve(self, root: Path, extra_env: Mapping[str, str] | None = None) -> LiveApp:
+        """The app, from its next run on, on the SQLite file and data folder under ``root`` (created and
+        initialised here, as at the app's start), with ``extra_env`` in its ``.env``."""
+        if self._proc.poll() is not None:
+            pytest.fail(f"the shared app server stopped (exit {self._proc.returncode}); its log:\n"
+                        f"{self.log.read_text()[-3000:]}")
+        kept = {"FORKPATHS_DATA_DIR": str(root / "data")}
+        settings = _settings_of({**_SERVER_SETTINGS, **kept, **(extra_env or {})})
+        database = settings.resolved_data_dir / "forkpaths.db"
+        if not database.exists():
+            database.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self._template, database)
+        assert settings.resolved_database_url == f"sqlite:///{database}", settings.resolved_database_url
+        initialise(settings).engine.dispose()  # as the app's start-up does; quick on the copy
+        app = LiveApp(self.url, settings, self.log, self.env_file, kept)
+        app.configure(dict(extra_env or {}))
+        return app
+
+    def close(self) -> None:
+        _stop(self._proc)
+
+    @staticmethod
+    def _initialised(root: Path) -> Path:
+        """A database initialised as at the app's first start (in WAL mode: checkpointed, so the file is whole)."""
+        report = initialise(_settings_of({**_SERVER_SETTINGS, "FORKPATHS_DATA_DIR": str(root / "data")}))
+        with report.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        report.engine.dispose()
+        return root / "data" / "forkpaths.db"
 
 
 def _script_run_probe() -> str:
@@ -173,6 +272,12 @@ _RUNS_SETTLED = """() => {
 }"""
 
 
+# How long a wait for a state (a text, a locator) may last before the test fails: Playwright's 30 s default was
+# too short for a page's first run at load 20-30 on two cores (the whole suite and other work at once). A wait
+# ends as soon as the state is there, so this costs a passing test nothing.
+WAIT_MS = 90_000
+
+
 class WatchedBrowser:
     """A Playwright browser whose pages carry ``SCRIPT_RUN_PROBE``, so ``idle`` knows when a run is over.
 
@@ -185,12 +290,14 @@ class WatchedBrowser:
 
     def new_context(self, **kwargs: Any) -> Any:
         context = self._browser.new_context(**kwargs)
+        context.set_default_timeout(WAIT_MS)
         context.add_init_script(SCRIPT_RUN_PROBE)
         self._opened.append(context)
         return context
 
     def new_page(self, **kwargs: Any) -> Any:
         page = self._browser.new_page(**kwargs)  # a page of its own context, closed with the page
+        page.set_default_timeout(WAIT_MS)
         page.add_init_script(SCRIPT_RUN_PROBE)
         self._opened.append(page)
         return page
@@ -252,6 +359,15 @@ def pick(page: Any, label: str, option: str) -> None:
 
 def click(page: Any, name: str, *, exact: bool = False) -> None:
     page.get_by_role("button", name=name, exact=exact).filter(visible=True).click()
+    idle(page)
+
+
+def click_for_toast(page: Any, name: str, message: str) -> None:
+    """Press the button ``name`` and wait for the toast ``message`` it brings, then for the run to end. A toast
+    is shown as its run goes on and fades after seconds: on a busy machine the rest of the run can outlast it,
+    so it is watched for from the click on, not from the run's end."""
+    page.get_by_role("button", name=name).filter(visible=True).click()
+    page.get_by_text(message).first.wait_for()
     idle(page)
 
 

@@ -13,15 +13,15 @@ from playwright.sync_api import expect
 from curation.db import make_engine
 from curation.models import Role
 from tests import factories as f
-from tests.browser.helpers import click, idle, llm_env, metric, score_hypotheses, serving, shot, sign_in
+from tests.browser.helpers import click, configured, idle, llm_env, metric, score_hypotheses, shot, sign_in
 from tests.curation.hms_world import answers_file, cut_hypotheses_release, standard_script
 from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
 
 
-def test_evaluator_scores_hypotheses_drills_down_and_judges_a_facet(browser, tmp_path, shots: Path):
-    with ScriptedLLM(standard_script()) as server, serving(tmp_path, llm_env(server.url)) as app:
+def test_evaluator_scores_hypotheses_drills_down_and_judges_a_facet(browser, live_app, tmp_path, shots: Path):
+    with ScriptedLLM(standard_script()) as server, configured(live_app, llm_env(server.url)) as app:
         url, cfg = app.url, app.settings
         engine = make_engine(cfg.resolved_database_url)
         cut_hypotheses_release(engine, cfg.releases_store, tmp_path)

@@ -23,12 +23,12 @@ from curation.models import HypothesisProposal, HypothesisTask, Role, ScoringRun
 from tests import factories as f
 from tests.browser.helpers import (
     click,
+    configured,
     fill_text,
     idle,
     llm_env,
     metric,
     score_hypotheses,
-    serving,
     shot,
     sign_in,
     tab,
@@ -145,8 +145,8 @@ def _script() -> HMSScript:
                      relationships={"P0|G0": "B"})
 
 
-def test_one_query_through_three_stages_then_released_scored_and_judged(browser, tmp_path, shots: Path):
-    with ScriptedLLM(_script()) as server, serving(tmp_path, llm_env(server.url)) as live_app:
+def test_one_query_through_three_stages_then_released_scored_and_judged(browser, live_app, tmp_path, shots: Path):
+    with ScriptedLLM(_script()) as server, configured(live_app, llm_env(server.url)):
         _three_stages_release_and_score(browser, live_app, tmp_path, shots)
 
 

@@ -5,7 +5,6 @@ at 1024 px; screenshots for a person to look at."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from curation.models import Role
 from curation.services.annotation import TransformInput, VariableInput, save_transform, save_variable
 from evaluation.specs import ColumnMapping, ColumnRef, VariableType
 from tests import factories as f
-from tests.browser.helpers import LiveApp, click, idle, pick, serving, shot, sign_in, sign_out, tab
+from tests.browser.helpers import AppServer, LiveApp, click, idle, pick, shot, sign_in, sign_out, tab
 
 pytestmark = pytest.mark.browser
 LITERAL = "wind :x: in $km/h$ *peak*"
@@ -35,12 +34,18 @@ def _cut(locator) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def annotated_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveApp]:
-    """The app with one analyst's analysis, served and seeded once for both widths: the test only looks (it opens
-    forms and saves nothing), so the second width sees exactly what the first saw."""
-    with serving(tmp_path_factory.mktemp("layout")) as live_app:
-        _seed_analysis(live_app)
-        yield live_app
+def annotated_folder(app_server: AppServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose data holds one analyst's analysis, seeded once for both widths: the test only looks (it
+    opens forms and saves nothing), so the second width sees exactly what the first saw."""
+    folder = tmp_path_factory.mktemp("layout")
+    _seed_analysis(app_server.serve(folder))
+    return folder
+
+
+@pytest.fixture
+def annotated_app(app_server: AppServer, annotated_folder: Path) -> LiveApp:
+    """The app on that folder (another test may have used the server since)."""
+    return app_server.serve(annotated_folder)
 
 
 def _seed_analysis(live_app: LiveApp) -> None:

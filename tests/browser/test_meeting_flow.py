@@ -14,7 +14,7 @@ from curation.services.datasets import assign_analysts
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
 from tests import factories as f
-from tests.browser.helpers import click, idle, pick, shot, sign_in
+from tests.browser.helpers import click, click_for_toast, idle, pick, shot, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -51,16 +51,12 @@ def test_meeting_from_start_to_summary(browser, live_app, shots: Path):
     try:
         pick(page, "Who is here?", "ana")
         page.keyboard.press("Escape")
-        click(page, "Start the consensus meeting")
-        page.get_by_text("Meeting 1 started with 2 items on the agenda").wait_for(timeout=30_000)
-        idle(page)
+        click_for_toast(page, "Start the consensus meeting", "Meeting 1 started with 2 items on the agenda")
         shot(page, shots / "01-agenda.png", page.get_by_text("Record outcome"))
         page.get_by_text("🟢 justifiable").first.click()
         page.get_by_label("Reason", exact=True).fill("log deaths is the usual outcome for counts")
         page.get_by_label("Dissent (who disagrees, and why)", exact=True).fill("cid prefers raw counts")
-        click(page, "Record outcome")
-        page.get_by_text("Outcome recorded: justifiable.").wait_for(timeout=30_000)
-        idle(page)
+        click_for_toast(page, "Record outcome", "Outcome recorded: justifiable.")
         shot(page, shots / "02-outcome.png", page.get_by_text("Dissent: cid prefers raw counts"))
     except Exception:
         page.screenshot(path=shots / "failure.png")

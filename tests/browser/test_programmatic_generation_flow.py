@@ -15,7 +15,7 @@ from curation.models import Role
 from curation.services.programmatic import import_programmatic_tasks
 from exports.programmatic_part import ProgrammaticTaskRelease
 from tests import factories as f
-from tests.browser.helpers import click, idle, llm_env, serving, shot, sign_in
+from tests.browser.helpers import click, configured, idle, llm_env, shot, sign_in
 from tests.curation.test_programmatic_generation import KEEP, responder
 from tests.llm_server import ScriptedLLM
 
@@ -27,8 +27,8 @@ def gt_again(request: dict) -> str:
     return responder(request).replace('"ground_truth": "clean.csv"', '"ground_truth": "gt/clean.csv"')
 
 
-def test_a_curator_generates_candidates_in_the_background(browser, tmp_path, shots: Path):
-    with ScriptedLLM(gt_again) as server, serving(tmp_path, llm_env(server.url)) as app:
+def test_a_curator_generates_candidates_in_the_background(browser, live_app, tmp_path, shots: Path):
+    with ScriptedLLM(gt_again) as server, configured(live_app, llm_env(server.url)) as app:
         server.script = [{"delay": 4, "content": json.dumps({"code": KEEP})}]  # slow enough to see it running
         url, cfg = app.url, app.settings
         engine = make_engine(cfg.resolved_database_url)

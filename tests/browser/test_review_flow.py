@@ -15,7 +15,7 @@ from curation.services.analyses.review_queue import review_queue
 from curation.services.annotation import submit_analysis
 from curation.services.votes import cast_vote
 from tests import factories as f
-from tests.browser.helpers import click, idle, shot, sign_in, sign_out, tab
+from tests.browser.helpers import click, click_for_toast, idle, shot, sign_in, sign_out, tab
 from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
@@ -46,8 +46,7 @@ def test_curator_opens_stage_two_generates_and_an_analyst_votes(browser, live_ap
             submit_analysis(session=s, actor=u, dataset_id=ds.id)
     with ScriptedLLM(lambda req: json.dumps(ANSWER)) as server:
         # the app reads .env in its working folder on every run: this is how an operator configures the endpoint
-        (live_app.settings.data_dir.parent / ".env").write_text(
-            f"FORKPATHS_LLM_BASE_URL={server.url}\nFORKPATHS_LLM_MODEL=scripted-model\n")
+        live_app.configure({"FORKPATHS_LLM_BASE_URL": server.url, "FORKPATHS_LLM_MODEL": "scripted-model"})
         page = browser.new_page(viewport={"width": 1400, "height": 1300})
         try:
             _curator(page, live_app, shots)
@@ -68,8 +67,7 @@ def _curator(page, live_app, shots: Path) -> None:
     open_review(page)
     page.get_by_text("No dataset is in stage 2 yet").wait_for()
     shot(page, shots / "01-curator-before-stage-2.png")
-    click(page, "Open stage 2 (review)")
-    page.get_by_text("open stage 2 (review) done").wait_for()
+    click_for_toast(page, "Open stage 2 (review)", "open stage 2 (review) done")
     page.get_by_text("LLM alternatives (curators)").click()
     page.get_by_text("scripted-model").wait_for()
     shot(page, shots / "02-curator-stage-2-open.png")
