@@ -33,7 +33,9 @@ if stage == Stage.REVIEW.value:
 with st.form("mcq.generate"):
     c1, c2 = st.columns([1, 3])
     seed = c1.number_input("Seed", min_value=0, value=0, step=1)
-    c2.markdown("Generating again replaces MCQs not yet reviewed; reviewed ones are kept.")
+    c2.markdown("Generating again replaces only the generated MCQs no curator has reviewed yet. Reviewed ones and "
+                "imported ones (such as BLADE's, reviewed or not) are always kept: new MCQs are added beside "
+                "imported ones, even on the same concept; reject the ones you do not want.")
     go = st.form_submit_button("Generate MCQs", type="primary")
 if go:
     report = context.attempt(lambda s: generate_mcqs(session=s, actor=user, dataset_id=dataset_id,

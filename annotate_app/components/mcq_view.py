@@ -28,7 +28,7 @@ def render_provenance(view: MCQView) -> None:
     for i, o in enumerate(q.options):
         prov = (o.get("extra") or {}).get("provenance")
         mark = "🔑 key" if i == q.correct_index else "distractor"
-        if not prov:
+        if not prov or not (prov.get("why") or prov.get("items")):  # (a role alone: left by an edit before the fix)
             st.markdown(f"**{LETTERS[i]}** · {mark} · imported: no recorded link to the votes "
                         "(the audit matches it by its text)")
             continue

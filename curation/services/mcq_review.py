@@ -182,6 +182,8 @@ def edit_mcq(*, session: Session, actor: User, mcq_id: str, options: list[str], 
     correct = squashed.index(" ".join(key.split()))
     for i, option in enumerate(new_options):  # roles follow the new key; the origin of each option stays
         prov = dict((option.get("extra") or {}).get("provenance") or {})
+        if not prov:  # imported without recorded provenance: left as it came (the key is correct_index)
+            continue
         prov["role"] = "key" if i == correct else "distractor"
         new_options[i] = {**option, "extra": {**(option.get("extra") or {}), "provenance": prov}}
     mcq.options = new_options

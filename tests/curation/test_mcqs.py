@@ -368,3 +368,55 @@ def test_release_carries_statuses_and_reviewed_mcqs_and_blade_gets_its_exact_sha
             assert all(list(o) == ["code", "rationale", "is_llm_generated"] for o in q["options"])
     parsed = parse_mcqs(json.dumps(blade))  # BLADE's own strict reader accepts it
     assert len(list(parsed.all_mcqs())) == len(MCQPart.of(ds).items)
+
+
+@pytest.fixture
+def fish(engine, store, shared_blade):
+    """BLADE's fish dataset imported alone (its 15 MCQs come without recorded provenance), and a curator."""
+    with session_scope(engine) as s:
+        import_blade(session=s, actor=None, path=shared_blade / "datasets" / "fish", store=store,
+                     max_bytes=200 * 2**20)
+    cur = f.user(engine, "cur", Role.CURATOR)
+    with session_scope(engine) as s:
+        ds = s.exec(select(Dataset).where(Dataset.name == "fish")).one()
+    return {"engine": engine, "cur": cur, "ds": ds}
+
+
+def test_editing_one_option_keeps_every_other_options_provenance_as_it_was(fish):
+    from curation.services.mcq_review import edit_mcq
+
+    with session_scope(fish["engine"]) as s:
+        first = dataset_mcqs(session=s, dataset_id=fish["ds"].id)[0]
+    before = [dict(o) for o in first.options]
+    texts = [o["text"] for o in before]
+    key = texts[first.correct_index]
+    changed = 0 if first.correct_index != 0 else 1
+    texts[changed] = texts[changed] + " # reworded by the curator"
+    with session_scope(fish["engine"]) as s:
+        edit_mcq(session=s, actor=fish["cur"], mcq_id=first.id, options=texts, key=key)
+    with session_scope(fish["engine"]) as s:
+        after = mcq_by_id(session=s, mcq_id=first.id).options
+    for i, option in enumerate(after):
+        if i == changed:
+            assert option["extra"]["provenance"]["why"].startswith("written by curator")
+        else:  # unchanged: exactly as imported, no provenance made up without its "why"
+            assert option == before[i]
+
+
+def test_generating_again_keeps_pending_imported_mcqs_and_replaces_only_pending_generated_ones(fish):
+    with session_scope(fish["engine"]) as s:
+        imported_ids = {q.id for q in dataset_mcqs(session=s, dataset_id=fish["ds"].id)}
+    assert imported_ids
+
+    def generate():
+        with session_scope(fish["engine"]) as s:
+            return generate_mcqs(session=s, actor=fish["cur"], dataset_id=fish["ds"].id, settings=MCQSettings(seed=0))
+
+    first = generate()
+    assert first.created > 0 and first.removed == 0
+    again = generate()
+    assert again.removed == first.created and again.created == first.created  # its own pending ones, replaced
+    with session_scope(fish["engine"]) as s:
+        now = dataset_mcqs(session=s, dataset_id=fish["ds"].id)
+    assert imported_ids <= {q.id for q in now}  # experts' MCQs never dropped
+    assert len(now) == len(imported_ids) + first.created

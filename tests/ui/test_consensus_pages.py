@@ -139,6 +139,9 @@ def test_mcq_page_generate_review_and_roles(ui, closed):
         at.switch_page("app_pages/mcqs.py")
     at = _page(ui, ui.curator, "mcqs")
     assert "Stage 2 of storms is still open" in texts(at)  # statuses may still change: the curator is told
+    # what generating again does, exactly: imported MCQs are experts' and are never replaced
+    assert "Generating again replaces only the generated MCQs no curator has reviewed yet" in texts(at)
+    assert "imported ones (such as BLADE's, reviewed or not) are always kept" in texts(at)
     at = _submit(at, "Generate MCQs")
     assert "MCQs generated with seed 0" in texts(at)
     assert "**Audit** (rule `blade@1`): 2 MCQs, 2 checked" in texts(at) and "**0 flagged**" in texts(at)
