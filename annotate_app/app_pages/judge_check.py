@@ -55,7 +55,9 @@ else:
 
 reports = context.attempt(lambda s: agreement_card(session=s, actor=user)) or []
 judge_card(reports, key="judge.card", title="Judge validation: sampled decisions",
-           empty="No sampled decision is labelled yet: sample decisions from a run above and label them.")
+           empty="No sampled decision is labelled yet: " + (
+               "sample decisions from a run at the top of this page and label them." if runs else
+               "no run scored with a judge has succeeded yet, so there is none to sample."))
 # a kind whose judge's verdict has facets (experts judge them on Run details) has its labels here too, the same
 # card the leaderboard shows for it
 for kind in kinds_with("facet_judging"):

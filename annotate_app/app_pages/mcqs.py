@@ -6,8 +6,9 @@ from annotate_app import context, state
 from annotate_app.components.mcq_view import render_mcq
 from annotate_app.text import md
 from curation.models import Role, Stage
+from curation.services.blinding import blind_datasets
 from curation.services.datasets import list_datasets
-from curation.services.mcq_audit import audit_mcqs
+from curation.services.mcq_audit import MCQS_BLIND, audit_mcqs
 from curation.services.mcq_generate import MCQSettings, generate_mcqs
 from curation.services.mcq_review import mcq_views
 from curation.services.stages import get_review_settings
@@ -29,6 +30,12 @@ stage = context.attempt(lambda s: get_review_settings(session=s, dataset_id=data
 if stage == Stage.REVIEW.value:
     st.info(md(f"Stage 2 of {dataset.name} is still open: votes, and so the statuses MCQs are built from, may "
                "still change. Generate again once it is closed (reviewed MCQs are kept)."), icon="🗳️")
+# MCQs are built from peers' stage-1 decisions: a viewer blind to them is told so once, and shown nothing else
+blind = context.attempt(lambda s: blind_datasets(session=s, actor=user, names=[dataset.name])) or {}
+if dataset.name in blind:
+    st.warning(md(f"{blind[dataset.name]} {MCQS_BLIND} The MCQs of {dataset.name} are hidden from you until then."),
+               icon="🙈")
+    st.stop()
 
 with st.form("mcq.generate"):
     c1, c2 = st.columns([1, 3])
@@ -52,13 +59,14 @@ if audit is not None and audit.total:
                 + (" — " + ", ".join(f"{k}: {v}" for k, v in audit.flag_counts().items()) if audit.flagged else ""))
 show = st.segmented_control("Show", ["all", "flagged", "pending", "accepted", "edited", "rejected"], default="all",
                             key="mcq.filter")
-views = context.attempt(lambda s: mcq_views(session=s, actor=user, dataset_id=dataset_id)) or []
+views = everything = context.attempt(lambda s: mcq_views(session=s, actor=user, dataset_id=dataset_id)) or []
 if show == "flagged":
     views = [v for v in views if v.findings]
 elif show not in (None, "all"):
     views = [v for v in views if v.review == show]
 if not views:
-    st.info("No MCQs to show: generate them above (they need justifiable and unjustifiable items).")
+    st.info(f"No MCQ matches the filter '{show}' ({len(everything)} in all)." if everything else
+            "No MCQs yet: generate them above (they need justifiable and unjustifiable items).")
     st.stop()
 per_page = 10
 pages = (len(views) + per_page - 1) // per_page

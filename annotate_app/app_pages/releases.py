@@ -26,7 +26,7 @@ from curation.services.releases import (
 
 user = context.require_user(Role.CURATOR, Role.ADMIN)
 NOTES, NOTES_CLEAR, NOTES_KEPT = "releases.notes", "fp.releases.notes_clear", "fp.releases.notes_kept"
-VERSION = "releases.version"
+VERSION, DOWNLOAD = "releases.version", "releases.download"
 TAB, CUT, CUT_SHOWN = "releases.tab", "Cut a release", "fp.releases.cut_shown"
 PREPARED, PREPARED_FOR = "fp.releases.prepared", "fp.releases.prepared_for"  # the archives prepared, and of which
 
@@ -96,6 +96,7 @@ if go:
         context.attempt(lambda s: discard_draft(session=s, actor=user, name=NOTES))
         st.session_state[NOTES_CLEAR] = True  # an empty box for the next release (set before it is drawn)
         state.bump_form("cut_release")  # and the empty-datasets choice unticked again
+        st.session_state[DOWNLOAD] = record.version  # the release just cut is the one shown (not drawn yet this run)
         cut = (f"Release {record.version} cut: {plural(len(record.summary), 'dataset')} (manifest "
                f"{record.manifest_sha256[:12]}).")  # not "…." : it read as a double period
         pending = unreviewed_note(record.summary)
@@ -114,7 +115,7 @@ with tab_list:
             "manifest": r.manifest_sha256[:12]} for r in records]),
             hide_index=True, width="stretch",
             column_config={"created (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")})
-        pick = st.selectbox("Download release", [r.version for r in records], key="releases.download")
+        pick = st.selectbox("Download release", [r.version for r in records], key=DOWNLOAD)
         contents = context.attempt(lambda s: release_dataset_rows(session=s, actor=user, version=pick)) or []
         st.markdown(f"**What release {pick} holds**")
         groups: dict[str, list[dict]] = {}

@@ -10,6 +10,7 @@ from curation.db import session_scope
 from curation.models import MeetingOutcome, Stage, Vote
 from curation.services.annotation import submit_analysis
 from curation.services.datasets import assign_analysts
+from curation.services.mcq_generate import MCQSettings, generate_mcqs
 from curation.services.mcq_store import dataset_mcqs, mcq_by_id
 from curation.services.stages import set_stage
 from curation.services.votes import cast_vote
@@ -162,6 +163,27 @@ def test_mcq_generation_with_too_few_judged_items_says_what_is_missing(ui):
     assert "No MCQ can be built for 'storms' yet" in texts(at)
     with session_scope(ui.engine) as s:
         assert dataset_mcqs(session=s, dataset_id=None) == []
+
+
+def test_an_empty_mcq_list_says_why_filter_or_blinding(ui, closed):
+    """A filter matching nothing, or stage-1 blinding, is said as such, not "generate them above" while MCQs exist;
+    and a blind admin's warning shows once (a reviewer saw it twice, and the "generate" hint under it)."""
+    with session_scope(ui.engine) as s:
+        made = len(generate_mcqs(session=s, actor=ui.curator, dataset_id=ui.dataset_id,
+                                 settings=MCQSettings(seed=0)).mcqs)
+    assert made
+    at = _page(ui, ui.curator, "mcqs")
+    at.session_state["mcq.filter"] = "accepted"
+    at.run()
+    assert f"No MCQ matches the filter 'accepted' ({made} in all)." in texts(at)
+    assert "generate them above" not in texts(at)
+    with session_scope(ui.engine) as s:  # the admin is assigned too and has not submitted: blind to storms
+        assign_analysts(session=s, actor=ui.admin, dataset_id=ui.dataset_id,
+                        user_ids=[ui.analyst.id, closed["bob"].id, closed["cid"].id, ui.admin.id])
+    at = _page(ui, ui.admin, "mcqs")
+    shown = texts(at)
+    assert shown.count("You are assigned to annotate 'storms' and have not submitted") == 1, shown
+    assert "MCQs of storms are hidden from you until then" in shown and "generate them above" not in shown, shown
 
 
 def test_two_facilitators_on_the_same_item_get_a_clear_message(ui, closed):

@@ -46,3 +46,16 @@ def test_a_kind_with_judged_facets_has_its_card_on_the_judge_validation_page(ui)
     assert "Judge validation: Toy facets (one word)" in shown and EMPTY in shown, shown
     # the hypotheses kind's card, as it declares it
     assert "Judge a facet of a query on Run details" in shown
+
+
+def test_the_sampled_decisions_card_points_to_nothing_that_is_not_there(ui):
+    """With no run to sample from, the page draws no sampler, so the empty card must not send the reader to one
+    "above" (a reviewer found "sample decisions from a run above" pointing to nothing)."""
+    evaluator = f.user(ui.engine, "evie", Role.EVALUATOR)
+    at = ui.app(evaluator).run()
+    at.switch_page("app_pages/judge_check.py").run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    assert not [s for s in at.selectbox if s.label == "Sample from run"]
+    assert "from a run above" not in shown and "at the top of this page" not in shown, shown
+    assert "no run scored with a judge has succeeded yet, so there is none to sample" in shown, shown

@@ -189,3 +189,15 @@ def test_a_release_with_discoverybench_datasets_shows_hypothesis_tasks_not_blade
     at.button(key="releases.prepare.hf").click().run()
     assert not at.exception
     assert any("forkpaths-1.0.0-hf.zip" in d.proto.label for d in at.get("download_button"))
+
+
+def test_the_release_just_cut_is_the_one_shown(ui):
+    """After a cut, "Download release" and "What release … holds" show the new release, not the one picked before
+    (a reviewer saw 1.0.0 still selected after cutting 1.0.1)."""
+    at = _cut(_page(ui, ui.curator), notes="first")
+    pick = next(sb for sb in at.selectbox if sb.label == "Download release")
+    assert pick.value == "1.0.0"
+    _cut(at, notes="second")
+    assert "Release 1.0.1 cut" in texts(at)
+    assert next(sb for sb in at.selectbox if sb.label == "Download release").value == "1.0.1"
+    assert "What release 1.0.1 holds" in texts(at) and "What release 1.0.0 holds" not in texts(at)
