@@ -124,6 +124,9 @@ class DatasetDiff(_Frozen):
     annotators: SectionDiff = SectionDiff()
     parts: dict[str, SectionDiff] = Field(default_factory=dict, description="each kind's part, by kind: its items "
                                           "(the kinds the release format knows, exports.parts)")
+    sizes: dict[str, int] = Field(default_factory=dict, description="each part compared as one value (a kind that "
+                                  "lists no items): its number of items, in the new release (the old one for a "
+                                  "removed dataset)")
 
     def section(self, name: Section) -> SectionDiff:
         """Return the diff of the item list called ``name`` (one of :data:`SECTIONS`)."""
@@ -339,6 +342,12 @@ def _diff_part(old: list[tuple[str, str, Any]], new: list[tuple[str, str, Any]])
     return SectionDiff(added=added, removed=removed, changed=changed)
 
 
+def _size(ds: DatasetRelease, name: str, part: ReleasePart) -> int:
+    """How many items the dataset's part ``name`` holds: the first of its counts (the number of its items)."""
+    value = read_part(ds, name, part.model)
+    return 0 if value is None else int(next(iter(part.counts(value).values()), 0))
+
+
 def _diff_dataset(old: DatasetRelease | None, new: DatasetRelease | None) -> DatasetDiff:
     either = new if new is not None else old
     assert either is not None
@@ -350,15 +359,17 @@ def _diff_dataset(old: DatasetRelease | None, new: DatasetRelease | None) -> Dat
     known = declared_parts()
     parts = {name: diff for name, part in known.items()
              if not (diff := _diff_part(_part_items(old, name, part), _part_items(new, name, part))).is_empty}
+    sizes = {name: _size(either, name, part) for name, part in known.items() if name in parts and part.items is None}
     if old is None or new is None:
         status = "added" if old is None else "removed"
-        return DatasetDiff.model_validate({"name": either.name, "status": status, **sections, "parts": parts})
+        return DatasetDiff.model_validate({"name": either.name, "status": status, **sections, "parts": parts,
+                                           "sizes": sizes})
     fields = _changed_fields(old.model_dump(mode="json"), new.model_dump(mode="json"), skip=_DATASET_SKIP)
     fields += [f"parts.{name}" for name in sorted({*old.parts, *new.parts} - set(known))
                if old.parts.get(name) != new.parts.get(name)]  # a part of a kind this forkpaths does not know
     status = "changed" if fields or parts or any(not d.is_empty for d in sections.values()) else "unchanged"
     return DatasetDiff.model_validate({"name": new.name, "status": status, "fields": fields, **sections,
-                                       "parts": parts})
+                                       "parts": parts, "sizes": sizes})
 
 
 def diff_releases(old: Release | None, new: Release) -> ReleaseDiff:
@@ -396,12 +407,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {plural}"
 
 
-def _ordered(d: DatasetDiff) -> list[tuple[str, str, SectionDiff]]:
-    """Every section of the dataset's diff as (title, what one item is called, diff), in the changelog's order:
-    decisions and their curation, then the kinds' parts, then files and annotators."""
-    shared = [(_TITLES[s][0], _TITLES[s][1], d.section(s)) for s in SECTIONS]
+def _ordered(d: DatasetDiff) -> list[tuple[str, str, str, SectionDiff]]:
+    """Every section of the dataset's diff as (section or kind name, title, what one item is called, diff), in the
+    changelog's order: decisions and their curation, then the kinds' parts, then files and annotators."""
+    shared = [(str(s), _TITLES[s][0], _TITLES[s][1], d.section(s)) for s in SECTIONS]
     known = declared_parts()
-    parts = [(_title(known[n].noun) if n in known else n, known[n].singular if n in known else f"{n} item", diff)
+    parts = [(n, _title(known[n].noun) if n in known else n, known[n].singular if n in known else f"{n} item", diff)
              for n, diff in d.parts.items()]
     return shared[:_BEFORE_PARTS] + parts + shared[_BEFORE_PARTS:]
 
@@ -411,7 +422,10 @@ def _title(noun: str) -> str:
 
 
 def _contents(d: DatasetDiff, which: Literal["added", "removed"]) -> str:
-    parts = [_count(len(getattr(sec, which)), one) for _, one, sec in _ordered(d) if getattr(sec, which)]
+    """What a new (removed) dataset holds: how many items of each section; a part compared as one value counts its
+    items, not itself."""
+    parts = [_count(d.sizes.get(key, len(getattr(sec, which))), one) for key, _, one, sec in _ordered(d)
+             if getattr(sec, which) and d.sizes.get(key, 1)]
     return ", ".join(parts) if parts else "no items"
 
 
@@ -455,7 +469,7 @@ def render_changelog(diff: ReleaseDiff) -> str:
             continue
         if d.fields:
             out += [f"Dataset fields changed: {_names(d.fields)}.", ""]
-        for title, _, sec in _ordered(d):
+        for _, title, _, sec in _ordered(d):
             if sec.is_empty:
                 continue
             out += [f"### {title}", ""]

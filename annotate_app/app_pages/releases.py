@@ -14,6 +14,7 @@ from curation.services.release_store import release_store_problems
 from curation.services.releases import (
     cut_release,
     diff_release_versions,
+    ground_truth_nouns,
     list_release_records,
     next_version,
     release_candidates,
@@ -79,8 +80,7 @@ with tab_cut:
     c1, c2 = st.columns([1, 3])
     version = c1.text_input("Version (MAJOR.MINOR.PATCH)", key=VERSION)
     chosen = c2.multiselect("Datasets", with_truth, default=with_truth,
-                            help="The datasets that have ground truth (decisions, alternatives, votes, MCQs or hypothesis "
-                                 "tasks).")
+                            help=f"The datasets that have ground truth ({', '.join(ground_truth_nouns())}).")
     add_empty = c2.checkbox(f"Also release the datasets without ground truth yet ({', '.join(empty)}), with their "
                             "data alone", key=f"releases.include_empty.{state.form_version('cut_release')}") if empty else False
     notes = st.text_area("Release notes", placeholder="What changed, and why", height=90, key=NOTES)

@@ -301,6 +301,38 @@ def _licence_and_attribution(datasets: Sequence[Dataset]) -> tuple[str, str]:
     return licence, attribution
 
 
+def _with_gold_parts(datasets: Sequence[Dataset]) -> set[int]:
+    """Those of ``datasets`` whose stored kind parts (imported with their gold, ``forkpaths import-<kind>``) hold
+    recorded work: a count its kind's release part calls work (its gold); a part of a kind not known here, or one
+    that does not read, counts too (the cut then says what is wrong with it)."""
+    found: set[int] = set()
+    for d in datasets:
+        for name, raw in (d.parts or {}).items():
+            spec = KINDS[name].release_part if name in KINDS else None
+            try:
+                counts = spec.counts(spec.model.model_validate(raw)) if spec is not None else None
+            except ValueError:
+                counts = None
+            if counts is None or any(counts.get(label) for label in spec.work):  # type: ignore[union-attr]
+                found.add(d.id or 0)
+    return found
+
+
+def ground_truth_nouns() -> list[str]:
+    """What makes a dataset's ground truth, for a person: the shared sections, then the items of each kind whose
+    part holds recorded work."""
+    return ["decisions", "alternatives", "votes", *(k.release_part.noun for k in kinds_with("release_part")
+                                                    if k.release_part is not None and k.release_part.work)]
+
+
+def _holding(session: Session, datasets: Sequence[Dataset]) -> set[int]:
+    """Those of ``datasets`` that have ground truth: recorded work in the database, hypothesis tasks, or kind
+    parts imported with their gold."""
+    ids = [d.id or 0 for d in datasets]
+    return (datasets_holding_work(session=session, dataset_ids=ids) | _with_hypothesis_tasks(session, ids)
+            | _with_gold_parts(datasets))
+
+
 def _with_hypothesis_tasks(session: Session, dataset_ids: Sequence[int]) -> set[int]:
     """Those of ``dataset_ids`` that hold hypothesis tasks: ground truth to release, imported or curated."""
     if not dataset_ids:
@@ -384,9 +416,7 @@ def cut_release(
         raise ReleaseError("There is nothing to release: no datasets are registered"
                            + (f" (archived: {', '.join(archived)})." if archived else "."))
     if dataset_names is None and not include_empty:
-        ids = [d.id or 0 for d in datasets]
-        holding = datasets_holding_work(session=session, dataset_ids=ids) | _with_hypothesis_tasks(session,
-                                                                                                   ids)
+        holding = _holding(session, datasets)
         empty = [d.name for d in datasets if (d.id or 0) not in holding]
         datasets = [d for d in datasets if (d.id or 0) in holding]
         if not datasets:
@@ -516,12 +546,12 @@ def release_candidates(*, session: Session, actor: User) -> tuple[list[str], lis
     """What a new release would hold by default: (datasets with ground truth, empty datasets left out).
 
     A dataset has ground truth once it holds a submitted analysis, an alternative, a vote, a consensus decision,
-    an MCQ or hypothesis tasks; an empty one holds only its data table. Archived datasets are in neither list.
+    or a kind's items (MCQs, hypothesis tasks, questions imported with their gold...); an empty one holds only its
+    data table. Archived datasets are in neither list.
     """
     require_role(actor, Role.CURATOR, Role.ADMIN)
     datasets = [d for d in session.exec(select(Dataset).order_by(Dataset.name)).all() if d.archived_at is None]
-    ids = [d.id or 0 for d in datasets]
-    holding = datasets_holding_work(session=session, dataset_ids=ids) | _with_hypothesis_tasks(session, ids)
+    holding = _holding(session, datasets)
     return ([d.name for d in datasets if (d.id or 0) in holding],
             [d.name for d in datasets if (d.id or 0) not in holding])
 
