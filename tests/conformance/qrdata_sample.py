@@ -37,7 +37,7 @@ def sample(world: World, shared: Path) -> Sample:
     with session_scope(world.engine) as s:
         names = import_kind(session=s, actor=world.curator, kind="qrdata", path=folder,
                             store=world.settings.datasets_store, max_bytes=200 * 2**20).datasets
-    world.cut("1.0.0", names)  # named: a cut of every dataset does not count imported parts as ground truth yet
+    world.cut("1.0.0", names)
     golds = _golds(folder)
     records = (folder / "QRData.json").read_text(encoding="utf-8")
     texts = " ".join(r["question"] + " " + r["data_description"] for r in json.loads(records))
