@@ -310,8 +310,19 @@ def test_a_worker_outlives_its_connections_being_cut_again_and_again(pg_world, w
     is cut (its heartbeat, its fetch of the next job), the worker goes on and then scores a run. (procrastinate's
     loop ended on such a cut, and the worker with it: the cause of the test above staying unfinished under load.)"""
     worker = workers.start()
-    _wait_for(lambda: "takes scoring runs" in workers.output(), workers)
-    name, cuts, deadline = f"forkpaths-worker/{worker.pid}", 0, time.monotonic() + 20
+    name = f"forkpaths-worker/{worker.pid}"
+
+    def listening() -> bool:  # idle in procrastinate's loop: its listener waits for new jobs (start-up is over)
+        admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+        try:
+            with admin.connect() as conn:
+                return bool(conn.execute(text("select count(*) from pg_stat_activity where application_name = :n "
+                                              "and query ilike 'listen%'"), {"n": name}).scalar())
+        finally:
+            admin.dispose()
+
+    _wait_for(listening, workers)
+    cuts, deadline = 0, time.monotonic() + 20
     while time.monotonic() < deadline:
         assert worker.poll() is None, f"the worker ended after {cuts} cuts:\n{workers.output()}"
         cuts += _terminate(name)
