@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.helpers import click, idle, release_hurricane, shot, sign_in
+from tests.browser.helpers import LiveApp, click, idle, release_hurricane, serving, shot, sign_in
 from tests.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.browser
@@ -29,6 +30,14 @@ def _respond(req):
         return {"delay": 1.0, "content": json.dumps(ANALYSIS), "usage": {"prompt_tokens": 900, "completion_tokens": 200}}
     return {"delay": 1.0, "usage": {"prompt_tokens": 700, "completion_tokens": 40},
             "tool_calls": [{"name": "run_python", "arguments": {"code": "print(df[['masfem', 'alldeaths']].describe())"}}]}
+
+
+@pytest.fixture
+def live_app(tmp_path: Path) -> Iterator[LiveApp]:
+    """A server of its own: on the worker's shared server this flow failed twice in the full suite (its agent run
+    never showed its code within 60 s) while it passed alone; the cause is not yet found."""
+    with serving(tmp_path) as app:
+        yield app
 
 
 def test_evaluator_runs_an_agent_follows_it_and_reads_a_transcript(browser, live_app, shots: Path, shared_blade: Path,
